@@ -1,0 +1,42 @@
+# kubectl-netbench — see README.md.
+SHELL := /usr/bin/env bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
+PKG := github.com/kubectl-netbench/kubectl-netbench
+LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
+AGENT_IMAGE ?= ghcr.io/kubectl-netbench/agent:$(VERSION)
+ARCH ?= $(shell $(GO) env GOARCH)
+
+.PHONY: all build test agent-image bench vet clean
+
+all: build
+
+build: bin/kubectl-netbench bin/netbench-agent
+
+bin/kubectl-netbench: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/kubectl-netbench
+
+bin/netbench-agent: FORCE
+	CGO_ENABLED=0 GOARCH=$(ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/netbench-agent
+
+## test: every unit, socket and network-namespace test, with a summary line.
+test:
+	hack/test.sh
+
+vet:
+	$(GO) vet ./...
+
+## agent-image: the agent image as a tarball containerd imports (bin/agent-image.tar).
+agent-image: bin/netbench-agent
+	$(GO) run ./hack/imagebuild -tag $(AGENT_IMAGE) -arch $(ARCH) -o bin/agent-image.tar \
+		-entrypoint /netbench-agent -file bin/netbench-agent:/netbench-agent:0755
+
+## bench: our engines side by side with iperf3, fortio and ping on one veth path (root).
+bench: bin/netbench-agent
+	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
+
+clean:
+	rm -rf bin dist
+
+FORCE:

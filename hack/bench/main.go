@@ -1,0 +1,365 @@
+// Command bench measures kubectl-netbench's engines side by side with reference tools on one
+// path — two network namespaces joined by a veth pair — in one run, and writes a markdown table
+// of ratios: throughput vs iperf3, HTTP keep-alive latency vs fortio's own runner, ICMP and TCP
+// RTT vs iputils ping. It needs root, iperf3 and ping.
+//
+//	go run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/periodic"
+	"fortio.org/log"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/vethpair"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+const iperfPort = "5201"
+
+type config struct {
+	agentBin string
+	out      string
+	tputSecs float64
+	httpSecs float64
+	rttCount int
+	rounds   int
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "fortio-ref" {
+		if err := fortioRef(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "fortio-ref:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var c config
+	flag.StringVar(&c.agentBin, "agent", "bin/netbench-agent", "the agent binary to measure")
+	flag.StringVar(&c.out, "out", "", "also write the table to this file")
+	flag.Float64Var(&c.tputSecs, "throughput-seconds", 5, "length of each throughput run")
+	flag.Float64Var(&c.httpSecs, "http-seconds", 10, "length of each HTTP run")
+	flag.IntVar(&c.rttCount, "rtt-count", 200, "probes per RTT run")
+	flag.IntVar(&c.rounds, "rounds", 2, "alternating rounds per throughput comparison (best of each is kept)")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	if why := vethpair.Available(); why != "" {
+		return errors.New(why)
+	}
+	for _, tool := range []string{"iperf3", "ping"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping)", tool)
+		}
+	}
+	p, err := vethpair.New("nbbench", 77)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	iperfSrv := vethpair.Command(p.NSB, "iperf3", "-s", "-p", iperfPort)
+	if err := iperfSrv.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = iperfSrv.Process.Kill(); _ = iperfSrv.Wait() }()
+
+	token := randomToken()
+	srv := vethpair.Command(p.NSB, c.agentBin, "serve", "--token", token, "--deadline", "30m")
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	var ready agent.Event
+	if err := json.NewDecoder(bufio.NewReader(out)).Decode(&ready); err != nil || ready.Type != agent.EventReady {
+		return fmt.Errorf("agent server not ready: %v %+v", err, ready)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	time.Sleep(300 * time.Millisecond) // iperf3 -s has no ready signal
+	job := func(ps ...agent.ProbeSpec) agent.Job {
+		return agent.Job{APIVersion: agent.APIVersion, Host: p.AddrB, Port: ready.Port, Token: token, Probes: ps}
+	}
+	var rows []row
+
+	// Throughput: 1 and 8 streams, alternating tools, best round of each.
+	for _, streams := range []int{1, 8} {
+		var best, bestRef tput
+		for r := 0; r < c.rounds; r++ {
+			fmt.Fprintf(os.Stderr, "throughput, %d stream(s), round %d/%d\n", streams, r+1, c.rounds)
+			ref, err := iperf(p, streams, c.tputSecs)
+			if err != nil {
+				return err
+			}
+			res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeTCP, Streams: streams, DurationSeconds: c.tputSecs}))
+			if err != nil {
+				return err
+			}
+			tp := res[0].Throughput
+			ours := tput{gbps: tp.BitsPerSecondReceived / 1e9, cpu: tp.ClientCPUPercent, srvCPU: tp.ServerCPUPercent, retrans: tp.Retransmits}
+			if ours.gbps > best.gbps {
+				best = ours
+			}
+			if ref.gbps > bestRef.gbps {
+				bestRef = ref
+			}
+		}
+		rows = append(rows,
+			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "Gbps received", best.gbps, bestRef.gbps, "iperf3", "≥ 0.95×", best.gbps/bestRef.gbps >= 0.95},
+			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "sender CPU % per Gbps", best.cpu / best.gbps, bestRef.cpu / bestRef.gbps, "iperf3", "≤ 1.00×", best.cpu/best.gbps <= bestRef.cpu/bestRef.gbps},
+			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "receiver CPU % per Gbps", best.srvCPU / best.gbps, bestRef.srvCPU / bestRef.gbps, "iperf3", "(info)", true},
+		)
+	}
+
+	// HTTP keep-alive, 100 qps, 4 connections: our probe, then fortio's runner, same server.
+	fmt.Fprintln(os.Stderr, "http keep-alive, ours")
+	res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: c.httpSecs}))
+	if err != nil {
+		return err
+	}
+	oursHTTP := res[0].HTTP.Latency
+	fmt.Fprintln(os.Stderr, "http keep-alive, fortio")
+	self, _ := os.Executable()
+	refOut, err := vethpair.Command(p.NSA, self, "fortio-ref", fmt.Sprintf("http://%s:%d/", p.AddrB, ready.Port), token, fmt.Sprint(c.httpSecs)).Output()
+	if err != nil {
+		return fmt.Errorf("fortio reference: %w", err)
+	}
+	var refHTTP probes.Latency
+	if err := json.Unmarshal(refOut, &refHTTP); err != nil {
+		return fmt.Errorf("fortio reference output %q: %w", refOut, err)
+	}
+	within := func(a, b, pct float64) bool { return a >= b*(1-pct/100) && a <= b*(1+pct/100) }
+	rows = append(rows,
+		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, refHTTP.P50Micros, "fortio runner", "±5 %", within(oursHTTP.P50Micros, refHTTP.P50Micros, 5)},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, refHTTP.P99Micros, "fortio runner", "(info)", true},
+	)
+
+	// RTT: iputils ping vs our ICMP and TCP-connect probes.
+	fmt.Fprintln(os.Stderr, "rtt")
+	pingP50, pingAvg, err := ping(p, c.rttCount)
+	if err != nil {
+		return err
+	}
+	res, err = runAgent(c.agentBin, p.NSA, job(
+		agent.ProbeSpec{Kind: agent.ProbeICMP, Count: c.rttCount, IntervalMillis: 10},
+		agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Count: c.rttCount, IntervalMillis: 10},
+	))
+	if err != nil {
+		return err
+	}
+	icmp, tcp := res[0].RTT.RTT, res[1].RTT.RTT
+	rows = append(rows,
+		row{"ICMP RTT (" + res[0].RTT.Method + ")", "p50 µs", icmp.P50Micros, pingP50, "ping", "±10 µs", icmp.P50Micros-pingP50 <= 10 && pingP50-icmp.P50Micros <= 10},
+		row{"ICMP RTT (" + res[0].RTT.Method + ")", "avg µs", icmp.AvgMicros, pingAvg, "ping", "(info)", true},
+		row{"TCP-connect RTT", "p50 µs", tcp.P50Micros, pingP50, "ping", "±10 µs", tcp.P50Micros-pingP50 <= 10 && pingP50-tcp.P50Micros <= 10},
+	)
+
+	table := render(c, rows)
+	fmt.Print(table)
+	if c.out != "" {
+		return os.WriteFile(c.out, []byte(table), 0o644)
+	}
+	return nil
+}
+
+type tput struct {
+	gbps, cpu, srvCPU float64
+	retrans           int64
+}
+
+type row struct {
+	what, metric string
+	ours, ref    float64
+	refTool      string
+	goal         string
+	met          bool
+}
+
+func runAgent(bin, ns string, job agent.Job) ([]*agent.ProbeResult, error) {
+	data, _ := json.Marshal(job)
+	cmd := vethpair.Command(ns, bin, "run", "--job", string(data))
+	out, err := cmd.Output()
+	var results []*agent.ProbeResult
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var ev agent.Event
+		if json.Unmarshal(line, &ev) == nil {
+			switch ev.Type {
+			case agent.EventResult:
+				results = append(results, ev.Result)
+			case agent.EventError:
+				return nil, fmt.Errorf("agent: %s", ev.Message)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent run: %w", err)
+	}
+	return results, nil
+}
+
+func iperf(p *vethpair.Pair, streams int, secs float64) (tput, error) {
+	out, err := vethpair.Command(p.NSA, "iperf3", "-c", p.AddrB, "-p", iperfPort, "-J", "-P", strconv.Itoa(streams), "-t", fmt.Sprint(secs)).Output()
+	if err != nil {
+		return tput{}, fmt.Errorf("iperf3: %w: %s", err, out)
+	}
+	var r struct {
+		End struct {
+			SumSent struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+				Retransmits   int64   `json:"retransmits"`
+			} `json:"sum_sent"`
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+			CPU struct {
+				HostTotal   float64 `json:"host_total"`
+				RemoteTotal float64 `json:"remote_total"`
+			} `json:"cpu_utilization_percent"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return tput{}, fmt.Errorf("iperf3 output: %w", err)
+	}
+	return tput{gbps: r.End.SumReceived.BitsPerSecond / 1e9, cpu: r.End.CPU.HostTotal, srvCPU: r.End.CPU.RemoteTotal, retrans: r.End.SumSent.Retransmits}, nil
+}
+
+var pingTime = regexp.MustCompile(`time=([0-9.]+) ms`)
+
+// ping returns iputils ping's median and mean RTT in µs (it prints 1 µs resolution).
+func ping(p *vethpair.Pair, count int) (p50, avg float64, err error) {
+	out, err := vethpair.Command(p.NSA, "ping", "-n", "-c", strconv.Itoa(count), "-i", "0.01", p.AddrB).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("ping: %w", err)
+	}
+	var v []float64
+	for _, m := range pingTime.FindAllSubmatch(out, -1) {
+		f, _ := strconv.ParseFloat(string(m[1]), 64)
+		v = append(v, f*1000)
+	}
+	if len(v) == 0 {
+		return 0, 0, fmt.Errorf("ping printed no replies")
+	}
+	sort.Float64s(v)
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	rank := (len(v) + 1) / 2 // nearest rank, as our probes use
+	return v[rank-1], sum / float64(len(v)), nil
+}
+
+// fortioRef runs fortio's own HTTP runner, configured as fortio's CLI would be with
+// -qps 100 -c 4 -t S -r 0.00001 -H "X-Netbench-Token: T", and prints the latency summary.
+func fortioRef(args []string) error {
+	if len(args) != 3 {
+		return errors.New("usage: fortio-ref URL TOKEN SECONDS")
+	}
+	secs, _ := strconv.ParseFloat(args[2], 64)
+	log.SetLogLevelQuiet(log.Error)
+	log.SetOutput(io.Discard)
+	o := fhttp.HTTPRunnerOptions{}
+	o.HTTPOptions.Resolution = probes.DefaultResolution.Seconds()
+	o.Init(args[0])
+	o.InitHeaders()
+	if err := o.AddAndValidateExtraHeader(agent.TokenHeader + ": " + args[1]); err != nil {
+		return err
+	}
+	o.QPS = 100
+	o.NumThreads = 4
+	o.Duration = time.Duration(secs * float64(time.Second))
+	o.RunnerOptions.Resolution = probes.DefaultResolution.Seconds()
+	o.Percentiles = []float64{50, 90, 99, 99.9}
+	o.Out = io.Discard
+	o.Stop = periodic.NewAborter()
+	res, err := fhttp.RunHTTPTest(&o)
+	if err != nil {
+		return err
+	}
+	if res.RetCodes[200] != res.DurationHistogram.Count {
+		return fmt.Errorf("fortio: non-200 answers: %v", res.RetCodes)
+	}
+	return json.NewEncoder(os.Stdout).Encode(probes.LatencyFromHistogram(res.DurationHistogram, probes.DefaultResolution))
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func cmdOut(name string, args ...string) string {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			return strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+		}
+	}
+	return "?"
+}
+
+func render(c config, rows []row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# kubectl-netbench engines vs reference tools\n\n")
+	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s\n", runtime.NumCPU(), cpuModel(), cmdOut("uname", "-r"))
+	fmt.Fprintf(&b, "- Path: two network namespaces joined by a veth pair on this machine; client in one, servers in the other\n")
+	fmt.Fprintf(&b, "- Versions: %s; %s; %s; fortio v1.75.3 runner (fhttp) in a small main of ours (fortio's CLI cannot be built here); kubectl-netbench agent from this tree\n",
+		runtime.Version(), cmdOut("iperf3", "--version"), cmdOut("ping", "-V"))
+	fmt.Fprintf(&b, "- Runs: throughput %gs per run, best of %d alternating rounds per tool; HTTP %gs each; RTT %d probes at 10 ms each\n\n",
+		c.tputSecs, c.rounds, c.httpSecs, c.rttCount)
+	fmt.Fprintf(&b, "| measurement | metric | netbench | reference | ref tool | ratio | goal | met |\n")
+	fmt.Fprintf(&b, "|---|---|---:|---:|---|---:|---|---|\n")
+	for _, r := range rows {
+		ratio := "n/a"
+		if r.ref != 0 {
+			ratio = fmt.Sprintf("%.3f", r.ours/r.ref)
+		}
+		met := "yes"
+		if !r.met {
+			met = "**no**"
+		}
+		if r.goal == "(info)" {
+			met = "—"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %.2f | %s | %s | %s | %s |\n", r.what, r.metric, r.ours, r.ref, r.refTool, ratio, r.goal, met)
+	}
+	return b.String()
+}
+
+var _ = context.Background

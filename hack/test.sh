@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every Go test and ends with one summary line: "N passed, N failed, N skipped".
+# Tests that need root (network namespaces) skip with their reason when not run as root.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+go test -count=1 -v "$@" ./... 2>&1 | tee "$log" | grep -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|(ok|FAIL|PASS)\s|panic:|.*_test\.go:[0-9]+:)' | grep -v '^=== RUN'
+rc=${PIPESTATUS[0]}
+passed=$(grep -cE '^\s*--- PASS' "$log")
+failed=$(grep -cE '^\s*--- FAIL' "$log")
+skipped=$(grep -cE '^\s*--- SKIP' "$log")
+if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
+  failed=1 # a build failure or a panic outside any test
+  grep -E 'FAIL|cannot|undefined|panic' "$log" | head -20
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+exit "$rc"

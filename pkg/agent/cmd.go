@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewCommand returns the `agent` command with its `serve` and `run` subcommands. The plugin
+// mounts it hidden; the lean agent binary uses it as its root.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "agent",
+		Short:         "The in-pod measuring agent (started by kubectl netbench, not by hand)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			LimitProcs()
+		},
+	}
+	cmd.AddCommand(newServeCommand(streams), newRunCommand(streams))
+	return cmd
+}
+
+func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := ServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve HTTP, gRPC and the throughput sink on one port until done or the deadline",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Token == "" {
+				o.Token = os.Getenv(TokenEnv)
+			}
+			err := Serve(cmd.Context(), o, NewEmitter(streams.Out))
+			if err != nil {
+				NewEmitter(streams.Out).Emit(Event{Type: EventError, Message: err.Error()})
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.Listen, "listen", ":0", "address to listen on (port 0 picks a free port)")
+	cmd.Flags().StringVar(&o.Token, "token", "", "the run token clients must present (default $"+TokenEnv+")")
+	cmd.Flags().DurationVar(&o.Deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")
+	return cmd
+}
+
+func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	var jobArg string
+	var deadline time.Duration
+	cmd := &cobra.Command{
+		Use:   "run --job JSON|-|@FILE",
+		Short: "Run a job of probes and print JSON-lines events",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			em := NewEmitter(streams.Out)
+			job, err := readJob(jobArg, streams.In)
+			if err != nil {
+				em.Emit(Event{Type: EventError, Message: err.Error()})
+				return err
+			}
+			if job.Token == "" {
+				job.Token = os.Getenv(TokenEnv)
+			}
+			ctx := cmd.Context()
+			if deadline > 0 {
+				var cancel func()
+				ctx, cancel = context.WithTimeout(ctx, deadline)
+				defer cancel()
+			}
+			err = Run(ctx, job, em)
+			if err == nil {
+				em.Emit(Event{Type: EventExit, Message: "job finished"})
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&jobArg, "job", "-", "the job: JSON, - for stdin, or @FILE")
+	cmd.Flags().DurationVar(&deadline, "deadline", 10*time.Minute, "give up after this long whatever happens")
+	return cmd
+}
+
+func readJob(arg string, in io.Reader) (Job, error) {
+	var data []byte
+	var err error
+	switch {
+	case arg == "-":
+		data, err = io.ReadAll(io.LimitReader(in, 1<<20))
+	case strings.HasPrefix(arg, "@"):
+		data, err = os.ReadFile(arg[1:])
+	default:
+		data = []byte(arg)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("reading the job: %w", err)
+	}
+	var job Job
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&job); err != nil {
+		return Job{}, fmt.Errorf("decoding the job: %w", err)
+	}
+	return job, nil
+}

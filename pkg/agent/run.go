@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// Run executes every probe of the job in order, emitting progress and result events, and an
+// error event (returning the error) on the first probe that fails. A probe that cannot run for
+// lack of permission (ICMP) yields a result marked Skipped instead.
+func Run(ctx context.Context, job Job, em *Emitter) (err error) {
+	if err := job.Validate(); err != nil {
+		em.Emit(Event{Type: EventError, Message: err.Error()})
+		return err
+	}
+	if job.Done {
+		defer func() {
+			if derr := postDone(job); derr != nil && err == nil {
+				em.Emit(Event{Type: EventProgress, Message: "telling the server to stop: " + derr.Error()})
+			}
+		}()
+	}
+	for i, p := range job.Probes {
+		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
+		res, err := runProbe(ctx, job, p)
+		if err != nil {
+			em.Emit(Event{Type: EventError, Probe: p.Label(), Message: err.Error()})
+			return fmt.Errorf("probe %s: %w", p.Label(), err)
+		}
+		em.Emit(Event{Type: EventResult, Probe: p.Label(), Result: res})
+	}
+	return nil
+}
+
+func (j Job) agentAddr() string { return net.JoinHostPort(j.Host, strconv.Itoa(j.Port)) }
+
+func runProbe(ctx context.Context, job Job, p ProbeSpec) (*ProbeResult, error) {
+	res := &ProbeResult{Name: p.Label(), Kind: p.Kind}
+	addr, token := job.agentAddr(), job.Token
+	if p.Address != "" {
+		addr, token = p.Address, ""
+	}
+	rtt := probes.RTTSpec{Count: p.Count, Interval: time.Duration(p.IntervalMillis * float64(time.Millisecond))}
+	headers := http.Header{}
+	if token != "" {
+		headers.Set(TokenHeader, token)
+	}
+	url := "http://" + addr + "/"
+	if p.URL != "" {
+		url, headers = p.URL, nil
+	}
+	resolution := time.Duration(p.ResolutionMicros * float64(time.Microsecond))
+	var err error
+	switch p.Kind {
+	case ProbeICMP:
+		host, _, splitErr := net.SplitHostPort(addr)
+		if splitErr != nil {
+			host = addr
+		}
+		rtt.Target = host
+		res.RTT, err = probes.ICMPRTT(ctx, rtt)
+		if errors.Is(err, probes.ErrICMPNotPermitted) {
+			res.Skipped, err = err.Error(), nil
+		}
+	case ProbeTCPRTT:
+		rtt.Target = addr
+		res.RTT, err = probes.TCPConnectRTT(ctx, rtt)
+	case ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax:
+		mode := map[string]string{ProbeHTTP: probes.HTTPKeepAlive, ProbeHTTPNewConn: probes.HTTPNewConn, ProbeHTTPMax: probes.HTTPClosedLoop}[p.Kind]
+		res.HTTP, err = probes.HTTPLatency(ctx, probes.HTTPSpec{
+			URL: url, Mode: mode, QPS: p.QPS, Connections: p.Connections,
+			Duration: seconds(p.DurationSeconds), Headers: headers, Resolution: resolution,
+		})
+	case ProbeGRPC:
+		md := map[string]string{}
+		if token != "" {
+			md[TokenMetadata] = token
+		}
+		res.GRPC, err = probes.GRPCLatency(ctx, probes.GRPCSpec{
+			Address: addr, QPS: p.QPS, Connections: p.Connections,
+			Duration: seconds(p.DurationSeconds), Metadata: md, Resolution: resolution,
+		})
+	case ProbeTCP:
+		spec := probes.ThroughputSpec{
+			Address: addr, Token: token, Streams: p.Streams,
+			Duration: seconds(p.DurationSeconds), Interval: seconds(p.ReportIntervalSeconds),
+		}
+		if p.Address == "" {
+			spec.ServerCPU = func(ctx context.Context) (time.Duration, error) { return serverCPU(ctx, job) }
+		}
+		res.Throughput, err = probes.Throughput(ctx, spec)
+	default:
+		err = fmt.Errorf("unknown probe kind %q", p.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+var controlClient = &http.Client{Timeout: 5 * time.Second}
+
+func serverCPU(ctx context.Context, job Job) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+job.agentAddr()+PathCPU, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set(TokenHeader, job.Token)
+	resp, err := controlClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("server cpu: %s", resp.Status)
+	}
+	var r CPUReply
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, err
+	}
+	return time.Duration(r.CPUNanos), nil
+}
+
+// postDone tells the agent server to exit. It uses its own short timeout so that it runs even
+// after the job's context was cancelled.
+func postDone(job Job) error {
+	if job.Host == "" || job.Port == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+job.agentAddr()+PathDone, bytes.NewReader(nil))
+	if err != nil {
+		return err
+	}
+	req.Header.Set(TokenHeader, job.Token)
+	resp, err := controlClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("done: %s", resp.Status)
+	}
+	return nil
+}

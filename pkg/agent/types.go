@@ -1,0 +1,171 @@
+// Package agent is the in-pod runtime of kubectl-netbench: a server that the probes measure
+// against, and a runner that executes a job of probes and reports JSON-lines events. Its job
+// and event types are the wire contract with the plugin.
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// APIVersion versions Job and Event. A change that is not backwards compatible bumps it.
+const APIVersion = "netbench.kubectl.dev/v1alpha1"
+
+// TokenHeader carries the run token on HTTP requests; TokenMetadata on gRPC calls.
+const (
+	TokenHeader   = "X-Netbench-Token"
+	TokenMetadata = "x-netbench-token"
+	// TokenEnv is the environment variable the token may be passed in instead of a flag.
+	TokenEnv = "NETBENCH_TOKEN"
+)
+
+// Probe kinds.
+const (
+	ProbeICMP        = "icmp"
+	ProbeTCPRTT      = "tcp-rtt"
+	ProbeHTTP        = "http"          // keep-alive at fixed qps
+	ProbeHTTPNewConn = "http-new-conn" // a new connection per request at fixed qps
+	ProbeHTTPMax     = "http-max"      // closed loop
+	ProbeGRPC        = "grpc"
+	ProbeTCP         = "tcp" // throughput
+)
+
+// ProbeKinds lists every probe kind in the order a full run takes them.
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP}
+
+// Job is what `agent run` executes: probes against one agent server (or, per probe, another
+// address such as the destination app's own port).
+type Job struct {
+	APIVersion string `json:"apiVersion"`
+	// Host and Port of the agent server.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Token is presented to the server on every connection.
+	Token  string      `json:"token"`
+	Probes []ProbeSpec `json:"probes"`
+	// Done tells the server to exit once the job has finished (or failed).
+	Done bool `json:"done,omitempty"`
+}
+
+// ProbeSpec is one probe of a job. Zero values take each probe's defaults.
+type ProbeSpec struct {
+	Kind string `json:"kind"`
+	// Name labels the result (defaults to Kind); useful when a kind runs twice.
+	Name            string  `json:"name,omitempty"`
+	Count           int     `json:"count,omitempty"`
+	IntervalMillis  float64 `json:"intervalMillis,omitempty"`
+	QPS             float64 `json:"qps,omitempty"`
+	Connections     int     `json:"connections,omitempty"`
+	Streams         int     `json:"streams,omitempty"`
+	DurationSeconds float64 `json:"durationSeconds,omitempty"`
+	// ReportIntervalSeconds adds interval reports to a throughput run.
+	ReportIntervalSeconds float64 `json:"reportIntervalSeconds,omitempty"`
+	ResolutionMicros      float64 `json:"resolutionMicros,omitempty"`
+	// Address (host:port) or URL overrides the agent server as the target, for measuring an
+	// application's own port. No token is sent to such a target.
+	Address string `json:"address,omitempty"`
+	URL     string `json:"url,omitempty"`
+}
+
+// Label is the probe's name in results.
+func (p ProbeSpec) Label() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.Kind
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Validate checks a job before it runs.
+func (j *Job) Validate() error {
+	if j.APIVersion != APIVersion {
+		return fmt.Errorf("job apiVersion %q: this agent speaks %q", j.APIVersion, APIVersion)
+	}
+	if len(j.Probes) == 0 {
+		return fmt.Errorf("job has no probes")
+	}
+	for _, p := range j.Probes {
+		known := false
+		for _, k := range ProbeKinds {
+			known = known || p.Kind == k
+		}
+		if !known {
+			return fmt.Errorf("unknown probe kind %q (known: %v)", p.Kind, ProbeKinds)
+		}
+		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
+			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
+		}
+	}
+	return nil
+}
+
+// Event types.
+const (
+	EventReady    = "ready"
+	EventProgress = "progress"
+	EventResult   = "result"
+	EventError    = "error"
+	EventExit     = "exit"
+)
+
+// Event is one line of an agent's stdout.
+type Event struct {
+	APIVersion string    `json:"apiVersion"`
+	Type       string    `json:"type"`
+	Time       time.Time `json:"time"`
+	// Port the server listens on (ready).
+	Port    int          `json:"port,omitempty"`
+	Probe   string       `json:"probe,omitempty"`
+	Message string       `json:"message,omitempty"`
+	Result  *ProbeResult `json:"result,omitempty"`
+}
+
+// ProbeResult holds exactly one of the typed results, or Skipped with the reason.
+type ProbeResult struct {
+	Name       string                   `json:"name"`
+	Kind       string                   `json:"kind"`
+	Skipped    string                   `json:"skipped,omitempty"`
+	RTT        *probes.RTTResult        `json:"rtt,omitempty"`
+	HTTP       *probes.HTTPResult       `json:"http,omitempty"`
+	GRPC       *probes.GRPCResult       `json:"grpc,omitempty"`
+	Throughput *probes.ThroughputResult `json:"throughput,omitempty"`
+}
+
+// Emitter writes events as JSON lines; safe for concurrent use.
+type Emitter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	now func() time.Time
+}
+
+// NewEmitter writes to w.
+func NewEmitter(w io.Writer) *Emitter { return &Emitter{enc: json.NewEncoder(w), now: time.Now} }
+
+// Emit writes one event, filling in the version and the time.
+func (e *Emitter) Emit(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev.APIVersion = APIVersion
+	if ev.Time.IsZero() {
+		ev.Time = e.now().UTC()
+	}
+	_ = e.enc.Encode(ev)
+}
+
+// LimitProcs runs the agent on one OS thread at a time unless GOMAXPROCS says otherwise. The
+// agent shares its pod (and often its node) with the application it measures and should cost
+// at most one core; one thread also moves bytes more cheaply than several competing for the
+// same cores — the way iperf3 works — which the benchmarks show.
+func LimitProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}

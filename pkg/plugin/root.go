@@ -1,0 +1,46 @@
+// Package plugin holds the kubectl-netbench commands.
+package plugin
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
+)
+
+// NewRootCommand builds `kubectl netbench` with every subcommand.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	cmd := &cobra.Command{
+		Use:   "netbench",
+		Short: "Measure what the network between real workloads costs, from inside their pods",
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl netbench",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	flags.AddFlags(cmd.PersistentFlags())
+
+	a := agent.NewCommand(streams)
+	a.Hidden = true
+	cmd.AddCommand(newVersionCommand(streams), a)
+	return cmd
+}
+
+func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version, commit, Go version and default agent image",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(streams.Out, "kubectl-netbench %s\ncommit: %s\nbuilt: %s\ngo: %s\nagent image: %s\n",
+				version.Version, version.Commit, version.Date, version.GoVersion(), version.AgentImage())
+			return err
+		},
+	}
+}

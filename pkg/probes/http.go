@@ -1,0 +1,177 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/periodic"
+	"fortio.org/log"
+)
+
+// HTTP load modes, as reported in HTTPResult.Mode.
+const (
+	HTTPKeepAlive  = "keep-alive"  // fixed qps over N persistent connections
+	HTTPNewConn    = "new-conn"    // fixed qps, a new TCP connection for every request
+	HTTPClosedLoop = "closed-loop" // as many requests as N connections can do
+)
+
+// HTTPSpec configures an HTTP/1.1 latency probe run by fortio's load engine.
+type HTTPSpec struct {
+	URL         string
+	Mode        string
+	QPS         float64 // ignored for closed-loop
+	Connections int
+	Duration    time.Duration
+	// Headers are added to every request (the agent's token goes here).
+	Headers    http.Header
+	Resolution time.Duration
+	Timeout    time.Duration
+}
+
+func (s *HTTPSpec) defaults() error {
+	if s.URL == "" {
+		return fmt.Errorf("http probe: no URL")
+	}
+	switch s.Mode {
+	case "":
+		s.Mode = HTTPKeepAlive
+	case HTTPKeepAlive, HTTPNewConn, HTTPClosedLoop:
+	default:
+		return fmt.Errorf("http probe: unknown mode %q (want %s, %s or %s)", s.Mode, HTTPKeepAlive, HTTPNewConn, HTTPClosedLoop)
+	}
+	if s.Connections <= 0 {
+		s.Connections = 4
+	}
+	if s.Duration <= 0 {
+		s.Duration = 5 * time.Second
+	}
+	if s.QPS <= 0 && s.Mode != HTTPClosedLoop {
+		s.QPS = 100
+	}
+	if s.Resolution <= 0 {
+		s.Resolution = DefaultResolution
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = 3 * time.Second
+	}
+	return nil
+}
+
+// HTTPResult is the outcome of one HTTP latency run.
+type HTTPResult struct {
+	Mode            string  `json:"mode"`
+	URL             string  `json:"url"`
+	Connections     int     `json:"connections"`
+	RequestedQPS    float64 `json:"requestedQPS"` // 0 = unlimited (closed loop)
+	AchievedQPS     float64 `json:"achievedQPS"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Latency of every request, errors included (as fortio reports it).
+	Latency Latency `json:"latency"`
+	// Requests is the number of requests done, Errors those that failed.
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// ErrorsByKind counts failures by HTTP status ("503") or "socket" for connection errors.
+	ErrorsByKind map[string]int64 `json:"errorsByKind,omitempty"`
+	// SocketsOpened is how many TCP connections the run opened.
+	SocketsOpened int64 `json:"socketsOpened"`
+	// LittleLawQPS is connections ÷ mean latency: the rate a closed loop should reach.
+	LittleLawQPS float64 `json:"littleLawQPS,omitempty"`
+}
+
+var fortioLogOnce sync.Once
+
+func quietFortio() {
+	fortioLogOnce.Do(func() {
+		log.SetLogLevelQuiet(log.Error)
+		log.SetOutput(io.Discard)
+	})
+}
+
+// HTTPLatency runs fortio's HTTP engine against spec.URL and reports latency percentiles
+// computed from a histogram of spec.Resolution.
+func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
+	if err := spec.defaults(); err != nil {
+		return nil, err
+	}
+	quietFortio()
+	o := fhttp.HTTPRunnerOptions{}
+	o.HTTPReqTimeOut = spec.Timeout
+	o.HTTPOptions.Resolution = spec.Resolution.Seconds()
+	o.Init(spec.URL)
+	o.InitHeaders()
+	o.NumThreads = spec.Connections
+	o.Duration = spec.Duration
+	o.QPS = spec.QPS
+	if spec.Mode == HTTPClosedLoop {
+		o.QPS = -1 // fortio: no rate limit
+	}
+	o.RunnerOptions.Resolution = spec.Resolution.Seconds()
+	o.Percentiles = latencyPercentiles
+	o.Out = io.Discard
+	o.DisableKeepAlive = spec.Mode == HTTPNewConn
+	o.AllowInitialErrors = true
+	o.Stop = periodic.NewAborter()
+	for k, vs := range spec.Headers {
+		for _, v := range vs {
+			if err := o.AddAndValidateExtraHeader(k + ":" + v); err != nil {
+				return nil, fmt.Errorf("http probe header %s: %w", k, err)
+			}
+		}
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			o.Stop.Abort(false)
+		case <-done:
+		}
+	}()
+	res, err := fhttp.RunHTTPTest(&o)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("http %s load on %s: %w", spec.Mode, spec.URL, err)
+	}
+	r := &HTTPResult{
+		Mode:            spec.Mode,
+		URL:             spec.URL,
+		Connections:     spec.Connections,
+		AchievedQPS:     round3(res.ActualQPS),
+		DurationSeconds: round3(res.ActualDuration.Seconds()),
+		Latency:         LatencyFromHistogram(res.DurationHistogram, spec.Resolution),
+		SocketsOpened:   res.SocketCount,
+	}
+	if spec.Mode != HTTPClosedLoop {
+		r.RequestedQPS = spec.QPS
+	}
+	r.Requests = r.Latency.Count
+	for code, n := range res.RetCodes {
+		if code == http.StatusOK {
+			continue
+		}
+		if r.ErrorsByKind == nil {
+			r.ErrorsByKind = map[string]int64{}
+		}
+		kind := strconv.Itoa(code)
+		if code < 0 {
+			kind = "socket"
+		}
+		r.ErrorsByKind[kind] += n
+		r.Errors += n
+	}
+	if r.Latency.AvgMicros > 0 {
+		r.LittleLawQPS = round3(float64(spec.Connections) / (r.Latency.AvgMicros / 1e6))
+	}
+	if r.Requests > 0 && r.Errors == r.Requests {
+		return r, fmt.Errorf("http %s load on %s: all %d requests failed (%v)", spec.Mode, spec.URL, r.Requests, r.ErrorsByKind)
+	}
+	return r, nil
+}

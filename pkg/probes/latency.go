@@ -1,0 +1,136 @@
+// Package probes holds the measurement engines of kubectl-netbench. Every engine is a
+// function of a typed spec that returns a typed result; nothing here knows about Kubernetes.
+package probes
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"fortio.org/fortio/stats"
+)
+
+// DefaultResolution is the finest histogram bucket used for request latencies. Paths inside a
+// cluster are routinely below one millisecond, so a 1 ms bucket would make every percentile an
+// interpolation; 10 µs keeps p50..p99.9 meaningful and still covers up to 1 s before the last
+// (overflow) bucket.
+const DefaultResolution = 10 * time.Microsecond
+
+// Latency summarises a set of durations. All values are microseconds.
+type Latency struct {
+	Count        int64   `json:"count"`
+	MinMicros    float64 `json:"minMicros"`
+	AvgMicros    float64 `json:"avgMicros"`
+	P50Micros    float64 `json:"p50Micros"`
+	P90Micros    float64 `json:"p90Micros"`
+	P99Micros    float64 `json:"p99Micros"`
+	P999Micros   float64 `json:"p999Micros"`
+	MaxMicros    float64 `json:"maxMicros"`
+	StdDevMicros float64 `json:"stdDevMicros"`
+	// ResolutionMicros is the width of the finest histogram bucket the percentiles were computed
+	// from; 0 means the percentiles are exact (computed from every sample, nanosecond clock).
+	ResolutionMicros float64 `json:"resolutionMicros"`
+	// Histogram holds the non-empty buckets, for drawing.
+	Histogram []Bucket `json:"histogram,omitempty"`
+}
+
+// Bucket is one histogram bucket: (StartMicros, EndMicros] holding Count samples.
+type Bucket struct {
+	StartMicros float64 `json:"startMicros"`
+	EndMicros   float64 `json:"endMicros"`
+	Count       int64   `json:"count"`
+}
+
+// Percentiles requested from every histogram.
+var latencyPercentiles = []float64{50, 90, 99, 99.9}
+
+func micros(seconds float64) float64 { return math.Round(seconds*1e9) / 1e3 }
+
+// LatencyFromHistogram converts fortio histogram data (values in seconds) to a Latency.
+// The data must have been exported with latencyPercentiles.
+func LatencyFromHistogram(h *stats.HistogramData, resolution time.Duration) Latency {
+	if h == nil || h.Count == 0 {
+		return Latency{ResolutionMicros: float64(resolution) / 1e3}
+	}
+	l := Latency{
+		Count:            h.Count,
+		MinMicros:        micros(h.Min),
+		AvgMicros:        micros(h.Avg),
+		MaxMicros:        micros(h.Max),
+		StdDevMicros:     micros(h.StdDev),
+		ResolutionMicros: float64(resolution) / 1e3,
+	}
+	for _, p := range h.Percentiles {
+		v := micros(p.Value)
+		switch p.Percentile {
+		case 50:
+			l.P50Micros = v
+		case 90:
+			l.P90Micros = v
+		case 99:
+			l.P99Micros = v
+		case 99.9:
+			l.P999Micros = v
+		}
+	}
+	for _, b := range h.Data {
+		if b.Count > 0 {
+			l.Histogram = append(l.Histogram, Bucket{StartMicros: micros(b.Start), EndMicros: micros(b.End), Count: b.Count})
+		}
+	}
+	return l
+}
+
+// LatencyFromSamples computes exact statistics from every sample. Percentiles use the
+// nearest-rank method, so every reported percentile is a value that was really observed.
+func LatencyFromSamples(samples []time.Duration) Latency {
+	if len(samples) == 0 {
+		return Latency{}
+	}
+	s := append([]time.Duration(nil), samples...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum, sumSq float64
+	h := stats.NewHistogram(0, DefaultResolution.Seconds())
+	for _, d := range s {
+		us := float64(d) / 1e3
+		sum += us
+		sumSq += us * us
+		h.Record(d.Seconds())
+	}
+	n := float64(len(s))
+	avg := sum / n
+	variance := sumSq/n - avg*avg
+	if variance < 0 {
+		variance = 0
+	}
+	l := Latency{
+		Count:        int64(len(s)),
+		MinMicros:    round3(float64(s[0]) / 1e3),
+		AvgMicros:    round3(avg),
+		P50Micros:    round3(float64(nearestRank(s, 50)) / 1e3),
+		P90Micros:    round3(float64(nearestRank(s, 90)) / 1e3),
+		P99Micros:    round3(float64(nearestRank(s, 99)) / 1e3),
+		P999Micros:   round3(float64(nearestRank(s, 99.9)) / 1e3),
+		MaxMicros:    round3(float64(s[len(s)-1]) / 1e3),
+		StdDevMicros: round3(math.Sqrt(variance)),
+	}
+	for _, b := range h.Export().Data {
+		if b.Count > 0 {
+			l.Histogram = append(l.Histogram, Bucket{StartMicros: micros(b.Start), EndMicros: micros(b.End), Count: b.Count})
+		}
+	}
+	return l
+}
+
+func nearestRank(sorted []time.Duration, p float64) time.Duration {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > len(sorted) {
+		rank = len(sorted)
+	}
+	return sorted[rank-1]
+}
+
+func round3(v float64) float64 { return math.Round(v*1e3) / 1e3 }

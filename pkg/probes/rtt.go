@@ -1,0 +1,206 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	probing "github.com/prometheus-community/pro-bing"
+)
+
+// RTT methods, as reported in RTTResult.Method.
+const (
+	MethodICMPUnprivileged = "icmp-unprivileged" // SOCK_DGRAM ICMP socket, allowed by net.ipv4.ping_group_range
+	MethodICMPRaw          = "icmp-raw"          // raw socket, needs CAP_NET_RAW
+	MethodTCPConnect       = "tcp-connect"       // time of the TCP three-way handshake (connect(2))
+)
+
+// ErrICMPNotPermitted is returned when neither an unprivileged ICMP socket nor a raw socket may
+// be opened by this process.
+var ErrICMPNotPermitted = errors.New("ICMP not permitted: the group is outside net.ipv4.ping_group_range and the process lacks CAP_NET_RAW")
+
+// RTTSpec configures an RTT probe.
+type RTTSpec struct {
+	// Target is a host (ICMP) or host:port (TCP connect).
+	Target   string
+	Count    int
+	Interval time.Duration
+	// Timeout for each probe; a probe without an answer by then counts as lost.
+	Timeout time.Duration
+	// Raw forces a raw ICMP socket; by default the unprivileged socket is used when the
+	// ping group range allows it, and a raw socket otherwise.
+	Raw bool
+}
+
+func (s *RTTSpec) defaults() {
+	if s.Count <= 0 {
+		s.Count = 20
+	}
+	if s.Interval <= 0 {
+		s.Interval = 50 * time.Millisecond
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = time.Second
+	}
+}
+
+// RTTResult is the outcome of an ICMP or TCP-connect RTT probe.
+type RTTResult struct {
+	Method          string  `json:"method"`
+	Target          string  `json:"target"`
+	RequestedCount  int     `json:"requestedCount"`
+	IntervalMillis  float64 `json:"intervalMillis"`
+	Sent            int     `json:"sent"`
+	Received        int     `json:"received"`
+	LossPercent     float64 `json:"lossPercent"`
+	RTT             Latency `json:"rtt"`
+	MdevMicros      float64 `json:"mdevMicros"`
+	DurationSeconds float64 `json:"durationSeconds"`
+}
+
+// ICMPMethod reports which ICMP socket this process can use, or ErrICMPNotPermitted.
+func ICMPMethod() (string, error) {
+	if unprivilegedICMPAllowed() {
+		return MethodICMPUnprivileged, nil
+	}
+	c, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+	if err != nil {
+		return "", ErrICMPNotPermitted
+	}
+	c.Close()
+	return MethodICMPRaw, nil
+}
+
+func unprivilegedICMPAllowed() bool {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return false
+	}
+	lo, err1 := strconv.ParseInt(f[0], 10, 64)
+	hi, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	groups, err := os.Getgroups()
+	if err != nil {
+		groups = nil
+	}
+	groups = append(groups, os.Getegid())
+	for _, g := range groups {
+		if int64(g) >= lo && int64(g) <= hi {
+			return true
+		}
+	}
+	return false
+}
+
+// ICMPRTT sends Count echo requests at Interval and reports the round trips.
+func ICMPRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
+	spec.defaults()
+	method := MethodICMPRaw
+	if !spec.Raw {
+		m, err := ICMPMethod()
+		if err != nil {
+			return nil, err
+		}
+		method = m
+	}
+	p, err := probing.NewPinger(spec.Target)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", spec.Target, err)
+	}
+	p.Count = spec.Count
+	p.Interval = spec.Interval
+	// The whole run: every interval plus the last probe's timeout.
+	p.Timeout = time.Duration(spec.Count)*spec.Interval + spec.Timeout
+	p.SetPrivileged(method == MethodICMPRaw)
+	p.SetLogger(probing.NoopLogger{})
+	start := time.Now()
+	if err := p.RunWithContext(ctx); err != nil {
+		if errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permitted") {
+			return nil, ErrICMPNotPermitted
+		}
+		return nil, fmt.Errorf("icmp to %s: %w", spec.Target, err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	st := p.Statistics()
+	return rttResult(method, spec, st.PacketsSent, st.Rtts, time.Since(start)), nil
+}
+
+// TCPConnectRTT measures the TCP handshake to Target (host:port) Count times. It needs no
+// privilege and works wherever the port is reachable; the connection is closed at once.
+func TCPConnectRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
+	spec.defaults()
+	if _, _, err := net.SplitHostPort(spec.Target); err != nil {
+		return nil, fmt.Errorf("tcp rtt target %q: want host:port", spec.Target)
+	}
+	d := net.Dialer{Timeout: spec.Timeout}
+	var rtts []time.Duration
+	sent := 0
+	var firstErr error
+	start := time.Now()
+	tick := time.NewTicker(spec.Interval)
+	defer tick.Stop()
+	for i := 0; i < spec.Count; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-tick.C:
+			}
+		}
+		sent++
+		t0 := time.Now()
+		c, err := d.DialContext(ctx, "tcp", spec.Target)
+		rtt := time.Since(t0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			// RST instead of FIN: no TIME_WAIT pile-up on either side for short probes.
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+		rtts = append(rtts, rtt)
+	}
+	if len(rtts) == 0 && firstErr != nil {
+		return nil, fmt.Errorf("tcp connect to %s: %w", spec.Target, firstErr)
+	}
+	return rttResult(MethodTCPConnect, spec, sent, rtts, time.Since(start)), nil
+}
+
+func rttResult(method string, spec RTTSpec, sent int, rtts []time.Duration, elapsed time.Duration) *RTTResult {
+	r := &RTTResult{
+		Method:          method,
+		Target:          spec.Target,
+		RequestedCount:  spec.Count,
+		IntervalMillis:  float64(spec.Interval) / 1e6,
+		Sent:            sent,
+		Received:        len(rtts),
+		RTT:             LatencyFromSamples(rtts),
+		DurationSeconds: round3(elapsed.Seconds()),
+	}
+	if sent > 0 {
+		r.LossPercent = round3(100 * float64(sent-len(rtts)) / float64(sent))
+	}
+	// mdev as ping prints it: the standard deviation of the RTTs.
+	r.MdevMicros = r.RTT.StdDevMicros
+	return r
+}

@@ -1,0 +1,384 @@
+package probes
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ThroughputMagic opens every throughput stream; a server that multiplexes one port can route on it.
+const ThroughputMagic = "NBTP"
+
+const (
+	throughputBufSize = 128 << 10 // iperf3's default TCP block
+	tcpInfoEvery      = 100 * time.Millisecond
+)
+
+// ThroughputSpec configures a TCP bulk-transfer probe (client sends, server counts).
+type ThroughputSpec struct {
+	Address  string // host:port of a throughput sink
+	Token    string
+	Streams  int
+	Duration time.Duration
+	// Interval, if set, adds a report every Interval (e.g. 10 s over a 180 s sustained run).
+	Interval time.Duration
+	// ServerCPU, if set, returns the server process's consumed CPU time; it is sampled before
+	// and after the run to report the server's CPU use.
+	ServerCPU func(ctx context.Context) (time.Duration, error)
+}
+
+// StreamResult is one TCP stream's sender-side view.
+type StreamResult struct {
+	BytesSent      int64   `json:"bytesSent"`
+	BytesReceived  int64   `json:"bytesReceived"`
+	BitsPerSecond  float64 `json:"bitsPerSecond"`
+	Retransmits    int64   `json:"retransmits"`
+	MeanRTTMicros  float64 `json:"meanRTTMicros"` // mean of the kernel's smoothed RTT, sampled every 100 ms
+	MaxCwndBytes   int64   `json:"maxCwndBytes"`
+	MSSBytes       int64   `json:"mssBytes"`
+	TCPInfoSamples int     `json:"tcpInfoSamples"`
+}
+
+// ThroughputInterval is the transfer of all streams within one reporting interval.
+type ThroughputInterval struct {
+	StartSeconds  float64 `json:"startSeconds"`
+	EndSeconds    float64 `json:"endSeconds"`
+	BytesSent     int64   `json:"bytesSent"`
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	Retransmits   int64   `json:"retransmits"`
+}
+
+// ThroughputResult is the outcome of a throughput run.
+type ThroughputResult struct {
+	Address               string               `json:"address"`
+	Streams               int                  `json:"streams"`
+	RequestedSeconds      float64              `json:"requestedSeconds"`
+	DurationSeconds       float64              `json:"durationSeconds"`
+	BytesSent             int64                `json:"bytesSent"`
+	BytesReceived         int64                `json:"bytesReceived"`
+	BitsPerSecondSent     float64              `json:"bitsPerSecondSent"`
+	BitsPerSecondReceived float64              `json:"bitsPerSecondReceived"`
+	Retransmits           int64                `json:"retransmits"`
+	ClientCPUPercent      float64              `json:"clientCPUPercent"` // of one core
+	ServerCPUPercent      float64              `json:"serverCPUPercent,omitempty"`
+	PerStream             []StreamResult       `json:"perStream"`
+	Intervals             []ThroughputInterval `json:"intervals,omitempty"`
+}
+
+type streamState struct {
+	conn     *net.TCPConn
+	raw      syscall.RawConn
+	sent     atomic.Int64
+	received int64
+	mu       sync.Mutex
+	rttSum   float64
+	samples  int
+	maxCwnd  int64
+	mss      int64
+	retrans  int64
+}
+
+func (s *streamState) sampleTCPInfo() {
+	var info *unix.TCPInfo
+	var gerr error
+	err := s.raw.Control(func(fd uintptr) {
+		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	})
+	if err != nil || gerr != nil || info == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples++
+	s.rttSum += float64(info.Rtt)
+	if c := int64(info.Snd_cwnd) * int64(info.Snd_mss); c > s.maxCwnd {
+		s.maxCwnd = c
+	}
+	s.mss = int64(info.Snd_mss)
+	s.retrans = int64(info.Total_retrans)
+}
+
+func (s *streamState) retransmits() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retrans
+}
+
+// dialThroughput opens one authenticated stream.
+func dialThroughput(ctx context.Context, addr, token string) (*net.TCPConn, error) {
+	if len(token) > 255 {
+		return nil, errors.New("token longer than 255 bytes")
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := c.(*net.TCPConn)
+	hello := append([]byte(ThroughputMagic), byte(len(token)))
+	hello = append(hello, token...)
+	_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := tc.Write(hello); err != nil {
+		tc.Close()
+		return nil, err
+	}
+	var ack [1]byte
+	if _, err := io.ReadFull(tc, ack[:]); err != nil || ack[0] != 'K' {
+		tc.Close()
+		return nil, fmt.Errorf("throughput sink at %s refused the stream (wrong token?)", addr)
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return tc, nil
+}
+
+// Throughput sends as fast as TCP allows on spec.Streams parallel connections for spec.Duration.
+func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, error) {
+	if spec.Streams <= 0 {
+		spec.Streams = 1
+	}
+	if spec.Duration <= 0 {
+		spec.Duration = 5 * time.Second
+	}
+	streams := make([]*streamState, spec.Streams)
+	defer func() {
+		for _, s := range streams {
+			if s != nil {
+				s.conn.Close()
+			}
+		}
+	}()
+	for i := range streams {
+		c, err := dialThroughput(ctx, spec.Address, spec.Token)
+		if err != nil {
+			return nil, fmt.Errorf("throughput stream %d to %s: %w", i+1, spec.Address, err)
+		}
+		raw, err := c.SyscallConn()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		streams[i] = &streamState{conn: c, raw: raw}
+	}
+
+	var serverCPU0 time.Duration
+	haveServerCPU := false
+	if spec.ServerCPU != nil {
+		if v, err := spec.ServerCPU(ctx); err == nil {
+			serverCPU0, haveServerCPU = v, true
+		}
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	end := start.Add(spec.Duration)
+
+	sendDone := make(chan error, 1)
+	go func() { sendDone <- sendAll(ctx, streams, end) }()
+
+	// Sample TCP_INFO and cut intervals while the streams run.
+	var intervals []ThroughputInterval
+	stop := make(chan struct{})
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		t := time.NewTicker(tcpInfoEvery)
+		defer t.Stop()
+		lastCut := start
+		var lastBytes, lastRetrans int64
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				for _, s := range streams {
+					s.sampleTCPInfo()
+				}
+				if spec.Interval > 0 && now.Sub(lastCut) >= spec.Interval-tcpInfoEvery/2 {
+					var b, r int64
+					for _, s := range streams {
+						b += s.sent.Load()
+						r += s.retransmits()
+					}
+					el := now.Sub(lastCut).Seconds()
+					intervals = append(intervals, ThroughputInterval{
+						StartSeconds:  round3(lastCut.Sub(start).Seconds()),
+						EndSeconds:    round3(now.Sub(start).Seconds()),
+						BytesSent:     b - lastBytes,
+						BitsPerSecond: round3(float64(b-lastBytes) * 8 / el),
+						Retransmits:   r - lastRetrans,
+					})
+					lastCut, lastBytes, lastRetrans = now, b, r
+				}
+			}
+		}
+	}()
+	sendErr := <-sendDone
+	sendElapsed := time.Since(start)
+	for _, s := range streams {
+		s.sampleTCPInfo()
+	}
+	close(stop)
+	<-samplerDone
+	cpu1 := processCPU()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if sendErr != nil {
+		return nil, sendErr
+	}
+
+	// Half-close every stream and collect what the sink counted.
+	for i, s := range streams {
+		if err := s.conn.CloseWrite(); err != nil {
+			return nil, fmt.Errorf("throughput stream %d: %w", i+1, err)
+		}
+		_ = s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var buf [8]byte
+		if _, err := io.ReadFull(s.conn, buf[:]); err != nil {
+			return nil, fmt.Errorf("throughput stream %d: reading the sink's byte count: %w", i+1, err)
+		}
+		s.received = int64(binary.BigEndian.Uint64(buf[:]))
+	}
+	el := sendElapsed.Seconds()
+	r := &ThroughputResult{
+		Address:          spec.Address,
+		Streams:          spec.Streams,
+		RequestedSeconds: spec.Duration.Seconds(),
+		DurationSeconds:  round3(el),
+		Intervals:        intervals,
+		ClientCPUPercent: round3(100 * (cpu1 - cpu0).Seconds() / el),
+	}
+	if haveServerCPU {
+		if v, err := spec.ServerCPU(ctx); err == nil {
+			r.ServerCPUPercent = round3(100 * (v - serverCPU0).Seconds() / el)
+		}
+	}
+	for _, s := range streams {
+		sent := s.sent.Load()
+		sr := StreamResult{
+			BytesSent:      sent,
+			BytesReceived:  s.received,
+			BitsPerSecond:  round3(float64(sent) * 8 / el),
+			Retransmits:    s.retrans,
+			MaxCwndBytes:   s.maxCwnd,
+			MSSBytes:       s.mss,
+			TCPInfoSamples: s.samples,
+		}
+		if s.samples > 0 {
+			sr.MeanRTTMicros = round3(s.rttSum / float64(s.samples))
+		}
+		r.PerStream = append(r.PerStream, sr)
+		r.BytesSent += sent
+		r.BytesReceived += s.received
+		r.Retransmits += s.retrans
+	}
+	r.BitsPerSecondSent = round3(float64(r.BytesSent) * 8 / el)
+	r.BitsPerSecondReceived = round3(float64(r.BytesReceived) * 8 / el)
+	return r, nil
+}
+
+// sendAll writes to every stream until end, iperf3-style: one OS thread writes to each socket
+// in turn without blocking and waits in poll(2) only when every socket is full. This costs less
+// CPU per byte than one goroutine per stream, and keeps the streams fair.
+func sendAll(ctx context.Context, streams []*streamState, end time.Time) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := make([]byte, throughputBufSize)
+	fds := make([]int, len(streams))
+	for i, s := range streams {
+		if err := s.raw.Control(func(fd uintptr) { fds[i] = int(fd) }); err != nil {
+			return err
+		}
+	}
+	pfds := make([]unix.PollFd, len(fds))
+	for {
+		now := time.Now()
+		if !now.Before(end) || ctx.Err() != nil {
+			return nil
+		}
+		progress := false
+		for i, fd := range fds {
+			n, err := unix.Write(fd, buf)
+			if n > 0 {
+				streams[i].sent.Add(int64(n))
+				progress = true
+			}
+			if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+				return fmt.Errorf("throughput stream %d: %w", i+1, err)
+			}
+		}
+		if progress {
+			continue
+		}
+		for i, fd := range fds {
+			pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLOUT}
+		}
+		wait := time.Until(end)
+		if wait > 100*time.Millisecond {
+			wait = 100 * time.Millisecond // re-check ctx now and then
+		}
+		if _, err := unix.Poll(pfds, int(wait/time.Millisecond)+1); err != nil && err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// ServeThroughput is the sink side of one stream whose ThroughputMagic has already been read
+// from r (r wraps c). accept decides whether the token is valid. It reads until the client
+// half-closes, then answers with the byte count it received.
+func ServeThroughput(c net.Conn, r *bufio.Reader, accept func(token string) bool) error {
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := r.ReadByte()
+	if err != nil {
+		return err
+	}
+	tok := make([]byte, n)
+	if _, err := io.ReadFull(r, tok); err != nil {
+		return err
+	}
+	if !accept(string(tok)) {
+		return errors.New("throughput stream with a wrong token refused")
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	if _, err := c.Write([]byte{'K'}); err != nil {
+		return err
+	}
+	buf := make([]byte, throughputBufSize)
+	var total int64
+	for {
+		m, err := r.Read(buf)
+		total += int64(m)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var out [8]byte
+	binary.BigEndian.PutUint64(out[:], uint64(total))
+	_, err = c.Write(out[:])
+	return err
+}
+
+// ProcessCPU returns the CPU time (user + system) this process has used so far.
+func ProcessCPU() time.Duration { return processCPU() }
+
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
