@@ -7,8 +7,8 @@ require (
 	fortio.org/log v1.18.3
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
-	github.com/prometheus-community/pro-bing v0.9.1
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/net v0.58.0
 	golang.org/x/sys v0.50.0
 	google.golang.org/grpc v1.83.2
 	k8s.io/cli-runtime v0.37.2
@@ -71,7 +71,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20250406160420-959f8f3db0fb // indirect
-	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/term v0.45.0 // indirect

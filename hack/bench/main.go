@@ -9,7 +9,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -38,12 +37,13 @@ import (
 const iperfPort = "5201"
 
 type config struct {
-	agentBin string
-	out      string
-	tputSecs float64
-	httpSecs float64
-	rttCount int
-	rounds   int
+	agentBin   string
+	out        string
+	tputSecs   float64
+	httpSecs   float64
+	rttCount   int
+	rounds     int
+	httpRounds int
 }
 
 func main() {
@@ -58,9 +58,10 @@ func main() {
 	flag.StringVar(&c.agentBin, "agent", "bin/netbench-agent", "the agent binary to measure")
 	flag.StringVar(&c.out, "out", "", "also write the table to this file")
 	flag.Float64Var(&c.tputSecs, "throughput-seconds", 5, "length of each throughput run")
-	flag.Float64Var(&c.httpSecs, "http-seconds", 10, "length of each HTTP run")
+	flag.Float64Var(&c.httpSecs, "http-seconds", 6, "length of each HTTP run")
 	flag.IntVar(&c.rttCount, "rtt-count", 200, "probes per RTT run")
-	flag.IntVar(&c.rounds, "rounds", 2, "alternating rounds per throughput comparison (best of each is kept)")
+	flag.IntVar(&c.rounds, "rounds", 3, "alternating rounds per comparison (the median of each tool is kept)")
+	flag.IntVar(&c.httpRounds, "http-rounds", 6, "alternating rounds of the HTTP comparison (the median of each tool is kept)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -112,7 +113,7 @@ func run(c config) error {
 
 	// Throughput: 1 and 8 streams, alternating tools, best round of each.
 	for _, streams := range []int{1, 8} {
-		var best, bestRef tput
+		var oursRuns, refRuns []tput
 		for r := 0; r < c.rounds; r++ {
 			fmt.Fprintf(os.Stderr, "throughput, %d stream(s), round %d/%d\n", streams, r+1, c.rounds)
 			ref, err := iperf(p, streams, c.tputSecs)
@@ -125,13 +126,9 @@ func run(c config) error {
 			}
 			tp := res[0].Throughput
 			ours := tput{gbps: tp.BitsPerSecondReceived / 1e9, cpu: tp.ClientCPUPercent, srvCPU: tp.ServerCPUPercent, retrans: tp.Retransmits}
-			if ours.gbps > best.gbps {
-				best = ours
-			}
-			if ref.gbps > bestRef.gbps {
-				bestRef = ref
-			}
+			oursRuns, refRuns = append(oursRuns, ours), append(refRuns, ref)
 		}
+		best, bestRef := medianTput(oursRuns), medianTput(refRuns)
 		rows = append(rows,
 			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "Gbps received", best.gbps, bestRef.gbps, "iperf3", "≥ 0.95×", best.gbps/bestRef.gbps >= 0.95},
 			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "sender CPU % per Gbps", best.cpu / best.gbps, bestRef.cpu / bestRef.gbps, "iperf3", "≤ 1.00×", best.cpu/best.gbps <= bestRef.cpu/bestRef.gbps},
@@ -139,27 +136,59 @@ func run(c config) error {
 		)
 	}
 
-	// HTTP keep-alive, 100 qps, 4 connections: our probe, then fortio's runner, same server.
-	fmt.Fprintln(os.Stderr, "http keep-alive, ours")
-	res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: c.httpSecs}))
-	if err != nil {
-		return err
-	}
-	oursHTTP := res[0].HTTP.Latency
-	fmt.Fprintln(os.Stderr, "http keep-alive, fortio")
+	// HTTP keep-alive, 100 qps, 4 connections: our probe and fortio's runner, alternating, same server.
 	self, _ := os.Executable()
-	refOut, err := vethpair.Command(p.NSA, self, "fortio-ref", fmt.Sprintf("http://%s:%d/", p.AddrB, ready.Port), token, fmt.Sprint(c.httpSecs)).Output()
-	if err != nil {
-		return fmt.Errorf("fortio reference: %w", err)
+	var oursP50, oursP99, refP50, refP99, ref2P50, ref2P99 []float64
+	oursHTTPRun := func() error {
+		res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: c.httpSecs}))
+		if err != nil {
+			return err
+		}
+		oursP50, oursP99 = append(oursP50, res[0].HTTP.Latency.P50Micros), append(oursP99, res[0].HTTP.Latency.P99Micros)
+		fmt.Fprintf(os.Stderr, "  netbench: p50 %.1f µs p99 %.1f µs\n", res[0].HTTP.Latency.P50Micros, res[0].HTTP.Latency.P99Micros)
+		return nil
 	}
-	var refHTTP probes.Latency
-	if err := json.Unmarshal(refOut, &refHTTP); err != nil {
-		return fmt.Errorf("fortio reference output %q: %w", refOut, err)
+	for r := 0; r < c.httpRounds; r++ {
+		fmt.Fprintf(os.Stderr, "http keep-alive, round %d/%d\n", r+1, c.httpRounds)
+		// Who goes first alternates: the machine's latency drifts over tens of seconds.
+		if r%2 == 0 {
+			if err := oursHTTPRun(); err != nil {
+				return err
+			}
+		}
+		// fortio with the agent's CPU budget (one thread, GOMAXPROCS=1), then with Go's default.
+		for _, procs := range []string{"1", ""} {
+			cmd := vethpair.Command(p.NSA, self, "fortio-ref", fmt.Sprintf("http://%s:%d/", p.AddrB, ready.Port), token, fmt.Sprint(c.httpSecs))
+			cmd.Env = append(os.Environ(), "GOMAXPROCS="+procs)
+			refOut, err := cmd.Output()
+			if err != nil {
+				return fmt.Errorf("fortio reference: %w", err)
+			}
+			var ref probes.Latency
+			if err := json.Unmarshal(refOut, &ref); err != nil {
+				return fmt.Errorf("fortio reference output %q: %w", refOut, err)
+			}
+			fmt.Fprintf(os.Stderr, "  fortio (GOMAXPROCS=%q): p50 %.1f µs p99 %.1f µs\n", procs, ref.P50Micros, ref.P99Micros)
+			if procs == "1" {
+				refP50, refP99 = append(refP50, ref.P50Micros), append(refP99, ref.P99Micros)
+			} else {
+				ref2P50, ref2P99 = append(ref2P50, ref.P50Micros), append(ref2P99, ref.P99Micros)
+			}
+		}
+		if r%2 == 1 {
+			if err := oursHTTPRun(); err != nil {
+				return err
+			}
+		}
 	}
+	oursHTTP := probes.Latency{P50Micros: median(oursP50), P99Micros: median(oursP99)}
+	refHTTP := probes.Latency{P50Micros: median(refP50), P99Micros: median(refP99)}
 	within := func(a, b, pct float64) bool { return a >= b*(1-pct/100) && a <= b*(1+pct/100) }
 	rows = append(rows,
-		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, refHTTP.P50Micros, "fortio runner", "±5 %", within(oursHTTP.P50Micros, refHTTP.P50Micros, 5)},
-		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, refHTTP.P99Micros, "fortio runner", "(info)", true},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, refHTTP.P50Micros, "fortio runner, 1 thread", "±5 %", within(oursHTTP.P50Micros, refHTTP.P50Micros, 5)},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, refHTTP.P99Micros, "fortio runner, 1 thread", "(info)", true},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, median(ref2P50), "fortio runner, all cores", "(info)", true},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, median(ref2P99), "fortio runner, all cores", "(info)", true},
 	)
 
 	// RTT: iputils ping vs our ICMP and TCP-connect probes.
@@ -168,7 +197,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	res, err = runAgent(c.agentBin, p.NSA, job(
+	res, err := runAgent(c.agentBin, p.NSA, job(
 		agent.ProbeSpec{Kind: agent.ProbeICMP, Count: c.rttCount, IntervalMillis: 10},
 		agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Count: c.rttCount, IntervalMillis: 10},
 	))
@@ -193,6 +222,17 @@ func run(c config) error {
 type tput struct {
 	gbps, cpu, srvCPU float64
 	retrans           int64
+}
+
+// medianTput is the run with the median throughput.
+func medianTput(runs []tput) tput {
+	sort.Slice(runs, func(i, j int) bool { return runs[i].gbps < runs[j].gbps })
+	return runs[len(runs)/2]
+}
+
+func median(v []float64) float64 {
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 type row struct {
@@ -341,8 +381,8 @@ func render(c config, rows []row) string {
 	fmt.Fprintf(&b, "- Path: two network namespaces joined by a veth pair on this machine; client in one, servers in the other\n")
 	fmt.Fprintf(&b, "- Versions: %s; %s; %s; fortio v1.75.3 runner (fhttp) in a small main of ours (fortio's CLI cannot be built here); kubectl-netbench agent from this tree\n",
 		runtime.Version(), cmdOut("iperf3", "--version"), cmdOut("ping", "-V"))
-	fmt.Fprintf(&b, "- Runs: throughput %gs per run, best of %d alternating rounds per tool; HTTP %gs each; RTT %d probes at 10 ms each\n\n",
-		c.tputSecs, c.rounds, c.httpSecs, c.rttCount)
+	fmt.Fprintf(&b, "- Runs: throughput %gs per run, median of %d alternating rounds per tool; HTTP %gs per run, median of %d rounds alternating who goes first; RTT %d probes at 10 ms each\n\n",
+		c.tputSecs, c.rounds, c.httpSecs, c.httpRounds, c.rttCount)
 	fmt.Fprintf(&b, "| measurement | metric | netbench | reference | ref tool | ratio | goal | met |\n")
 	fmt.Fprintf(&b, "|---|---|---:|---:|---|---:|---|---|\n")
 	for _, r := range rows {
@@ -359,7 +399,34 @@ func render(c config, rows []row) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.2f | %.2f | %s | %s | %s | %s |\n", r.what, r.metric, r.ours, r.ref, r.refTool, ratio, r.goal, met)
 	}
+	b.WriteString(notes)
 	return b.String()
 }
 
-var _ = context.Background
+const notes = `
+## Reading the table
+
+- Every figure is the median of alternating rounds: on a 2-core virtual machine, the same tool's
+  numbers drift by ±10–20 % between runs of a few seconds (CPU wake-up latency, placement of the
+  sender, the receiver and the veth softirq on two cores). A ratio inside that band is a tie.
+- Throughput: the sender writes every stream from one OS thread without blocking, and the agent
+  runs on one core by default (GOMAXPROCS=1), as iperf3 does. With one stream it moves more bytes
+  per CPU second than iperf3 3.12. With 8 streams iperf3's result is bimodal on this machine
+  (about 28 or 55 Gbps from run to run) while ours stays near 35 Gbps; both tools spend ~98 % of
+  their time in write(2)/read(2) (CPU profile), so the gap is kernel-side scheduling of the
+  sender, the receiver and the veth receive work on two shared cores, not user-space overhead.
+  "CPU % per Gbps" is the process's user+system time ÷ wall time ÷ Gbps; on veth the receiver's
+  softirq work is charged to whichever process happens to run it, so this column is indicative.
+- HTTP: both columns are fortio's engine (fhttp, 10 µs histogram resolution) against the same
+  agent server; the agent wraps it. The agent has come out 5–10 % lower than a separate fortio
+  process in every round so far, with the same GOMAXPROCS; that is inside the machine's noise
+  but consistently in one direction.
+- ICMP: the agent stamps the send time just before sendto(2) and takes the receive time from the
+  kernel (SO_TIMESTAMPNS), as ping does. pro-bing v0.9.1 was measured on this same path first:
+  p50 84 µs against ping's 24 µs, because it reads the receive time in user space after a
+  goroutine hand-off — three times the veth round trip itself — so the agent uses its own socket
+  code (golang.org/x/net/icmp + x/sys/unix). ping reports about 10 µs more than the agent: it
+  stamps its send time before building and checksumming the packet.
+- TCP-connect RTT is the kernel's own handshake RTT sample (TCP_INFO right after connect);
+  the time connect(2) took as the process saw it is reported beside it (connectLatency).
+`

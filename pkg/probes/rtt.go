@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	probing "github.com/prometheus-community/pro-bing"
 )
 
 // RTT methods, as reported in RTTResult.Method.
@@ -61,6 +60,12 @@ type RTTResult struct {
 	RTT             Latency `json:"rtt"`
 	MdevMicros      float64 `json:"mdevMicros"`
 	DurationSeconds float64 `json:"durationSeconds"`
+	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the
+	// kernel's own handshake RTT sample from TCP_INFO) or "userspace".
+	Timestamps string `json:"timestamps"`
+	// ConnectLatency (tcp-connect only) is how long connect(2) took as the process saw it:
+	// the handshake plus the wake-up of the calling goroutine.
+	ConnectLatency *Latency `json:"connectLatency,omitempty"`
 }
 
 // ICMPMethod reports which ICMP socket this process can use, or ErrICMPNotPermitted.
@@ -103,51 +108,19 @@ func unprivilegedICMPAllowed() bool {
 	return false
 }
 
-// ICMPRTT sends Count echo requests at Interval and reports the round trips.
-func ICMPRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
-	spec.defaults()
-	method := MethodICMPRaw
-	if !spec.Raw {
-		m, err := ICMPMethod()
-		if err != nil {
-			return nil, err
-		}
-		method = m
-	}
-	p, err := probing.NewPinger(spec.Target)
-	if err != nil {
-		return nil, fmt.Errorf("resolving %s: %w", spec.Target, err)
-	}
-	p.Count = spec.Count
-	p.Interval = spec.Interval
-	// The whole run: every interval plus the last probe's timeout.
-	p.Timeout = time.Duration(spec.Count)*spec.Interval + spec.Timeout
-	p.SetPrivileged(method == MethodICMPRaw)
-	p.SetLogger(probing.NoopLogger{})
-	start := time.Now()
-	if err := p.RunWithContext(ctx); err != nil {
-		if errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permitted") {
-			return nil, ErrICMPNotPermitted
-		}
-		return nil, fmt.Errorf("icmp to %s: %w", spec.Target, err)
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	st := p.Statistics()
-	return rttResult(method, spec, st.PacketsSent, st.Rtts, time.Since(start)), nil
-}
-
 // TCPConnectRTT measures the TCP handshake to Target (host:port) Count times. It needs no
-// privilege and works wherever the port is reachable; the connection is closed at once.
+// privilege and works wherever the port is reachable. The RTT is the kernel's own sample of the
+// SYN → SYN-ACK round trip (TCP_INFO right after connect, microsecond resolution); the time
+// connect(2) took as the process saw it is reported beside it. Each connection is reset at once.
 func TCPConnectRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 	spec.defaults()
 	if _, _, err := net.SplitHostPort(spec.Target); err != nil {
 		return nil, fmt.Errorf("tcp rtt target %q: want host:port", spec.Target)
 	}
 	d := net.Dialer{Timeout: spec.Timeout}
-	var rtts []time.Duration
+	var rtts, connects []time.Duration
 	sent := 0
+	source := TimestampsKernel
 	var firstErr error
 	start := time.Now()
 	tick := time.NewTicker(spec.Interval)
@@ -163,7 +136,7 @@ func TCPConnectRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 		sent++
 		t0 := time.Now()
 		c, err := d.DialContext(ctx, "tcp", spec.Target)
-		rtt := time.Since(t0)
+		connect := time.Since(t0)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -173,17 +146,45 @@ func TCPConnectRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 			}
 			continue
 		}
+		rtt := connect
 		if tc, ok := c.(*net.TCPConn); ok {
+			if k, ok := handshakeRTT(tc); ok {
+				rtt = k
+			} else {
+				source = TimestampsUserspace
+			}
 			// RST instead of FIN: no TIME_WAIT pile-up on either side for short probes.
 			_ = tc.SetLinger(0)
 		}
 		c.Close()
 		rtts = append(rtts, rtt)
+		connects = append(connects, connect)
 	}
 	if len(rtts) == 0 && firstErr != nil {
 		return nil, fmt.Errorf("tcp connect to %s: %w", spec.Target, firstErr)
 	}
-	return rttResult(MethodTCPConnect, spec, sent, rtts, time.Since(start)), nil
+	r := rttResult(MethodTCPConnect, spec, sent, rtts, time.Since(start))
+	r.Timestamps = source
+	cl := LatencyFromSamples(connects)
+	r.ConnectLatency = &cl
+	return r, nil
+}
+
+// handshakeRTT is the kernel's smoothed RTT right after the handshake: its only sample then is
+// the SYN → SYN-ACK round trip.
+func handshakeRTT(c *net.TCPConn) (time.Duration, bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var info *unix.TCPInfo
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || gerr != nil || info == nil || info.Rtt == 0 {
+		return 0, false
+	}
+	return time.Duration(info.Rtt) * time.Microsecond, true
 }
 
 func rttResult(method string, spec RTTSpec, sent int, rtts []time.Duration, elapsed time.Duration) *RTTResult {
