@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.
 AGENT_IMAGE ?= ghcr.io/kubectl-netbench/agent:$(VERSION)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test agent-image bench vet clean
+.PHONY: all build test agent-image bench vet clean lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -35,6 +35,26 @@ agent-image: bin/netbench-agent
 ## bench: our engines side by side with iperf3, fortio and ping on one veth path (root).
 bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
+
+## lab-up: the local 3-node, 2-zone cluster (root); lab-down removes every trace of it.
+lab-up:
+	hack/lab/lab.sh up
+
+lab-down:
+	hack/lab/lab.sh down
+
+lab-status:
+	hack/lab/lab.sh status
+
+lab-kubeconfig:
+	@hack/lab/lab.sh kubeconfig
+
+lab-check-clean:
+	hack/lab/lab.sh check-clean
+
+## e2e: the end-to-end tests against the running lab.
+e2e:
+	NETBENCH_LAB_KUBECONFIG=$$(hack/lab/lab.sh kubeconfig) PKGS=./test/e2e/ hack/test.sh -timeout 20m
 
 clean:
 	rm -rf bin dist

@@ -29,27 +29,27 @@ func (f *fileList) String() string     { return strings.Join(*f, ",") }
 func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
 func main() {
-	var files fileList
-	tag := flag.String("tag", "", "image reference to tag the image with")
+	var files, tags fileList
+	flag.Var(&tags, "tag", "image reference to tag the image with (repeatable)")
 	out := flag.String("o", "", "output tarball")
 	entry := flag.String("entrypoint", "", "entrypoint, space separated")
 	user := flag.String("user", "65532:65532", "uid:gid the image runs as")
 	arch := flag.String("arch", "amd64", "image architecture")
 	flag.Var(&files, "file", "SRC:DST[:MODE] to put in the image (repeatable)")
 	flag.Parse()
-	if *tag == "" || *out == "" || len(files) == 0 {
+	if len(tags) == 0 || *out == "" || len(files) == 0 {
 		fmt.Fprintln(os.Stderr, "imagebuild: -tag, -o and at least one -file are required")
 		os.Exit(2)
 	}
-	size, err := build(*tag, *out, *entry, *user, *arch, files)
+	size, err := build(tags, *out, *entry, *user, *arch, files)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("%s: %s, uncompressed size %.1f MB (%d bytes)\n", *out, *tag, float64(size)/1e6, size)
+	fmt.Printf("%s: %s, uncompressed size %.1f MB (%d bytes)\n", *out, strings.Join(tags, " "), float64(size)/1e6, size)
 }
 
-func build(tag, out, entry, user, arch string, files []string) (int64, error) {
+func build(tags []string, out, entry, user, arch string, files []string) (int64, error) {
 	uid, gid := 65532, 65532
 	if parts := strings.SplitN(user, ":", 2); len(parts) == 2 {
 		uid, _ = strconv.Atoi(parts[0])
@@ -144,11 +144,15 @@ func build(tag, out, entry, user, arch string, files []string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ref, err := name.NewTag(tag)
-	if err != nil {
-		return 0, err
+	refs := map[name.Reference]v1.Image{}
+	for _, t := range tags {
+		ref, err := name.NewTag(t)
+		if err != nil {
+			return 0, err
+		}
+		refs[ref] = img
 	}
-	if err := tarball.WriteToFile(out, ref, img); err != nil {
+	if err := tarball.MultiRefWriteToFile(out, refs); err != nil {
 		return 0, err
 	}
 	return int64(len(layerBytes)), nil

@@ -25,7 +25,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			LimitProcs()
 		},
 	}
-	cmd.AddCommand(newServeCommand(streams), newRunCommand(streams))
+	cmd.AddCommand(newServeCommand(streams), newRunCommand(streams), newInspectCommand(streams))
 	return cmd
 }
 

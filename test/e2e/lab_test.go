@@ -1,0 +1,331 @@
+// Package e2e holds the end-to-end tests that run against the lab cluster (hack/lab). They skip
+// when no lab is reachable; `make e2e` and .ci/run bring the lab up first.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+const (
+	defaultKubeconfig = "/var/lib/netbench-lab/admin.kubeconfig"
+	agentImage        = "ghcr.io/kubectl-netbench/agent:dev"
+)
+
+var labNodes = []struct{ name, zone string }{{"lab-a1", "zone-a"}, {"lab-a2", "zone-a"}, {"lab-b1", "zone-b"}}
+
+// lab connects to the lab and makes a namespace for the test, deleted when it ends.
+func lab(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	path := os.Getenv("NETBENCH_LAB_KUBECONFIG")
+	if path == "" {
+		path = defaultKubeconfig
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no lab cluster (%s not found): run `make lab-up` first", path)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cs.Discovery().ServerVersion(); err != nil || ctx.Err() != nil {
+		t.Skipf("lab cluster not reachable through %s: %v", path, err)
+	}
+	ns := "e2e-" + rand.String(6)
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	return cs, ns
+}
+
+func restricted() *corev1.SecurityContext {
+	f, nonRoot := false, true
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &f,
+		RunAsNonRoot:             &nonRoot,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func pod(name, node, image string, args []string, labels map[string]string) *corev1.Pod {
+	var grace int64 = 1
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "main", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args,
+				SecurityContext: restricted(),
+			}},
+		},
+	}
+}
+
+func createPod(t *testing.T, cs kubernetes.Interface, ns string, p *corev1.Pod) {
+	t.Helper()
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod %s: %v", p.Name, err)
+	}
+}
+
+// waitPod waits until cond holds for the pod, failing with the pod's state on timeout.
+func waitPod(t *testing.T, cs kubernetes.Interface, ns, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s not %s in %s: %+v", name, what, timeout, last.Status)
+	}
+	return last
+}
+
+func running(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func logs(t *testing.T, cs kubernetes.Interface, ns, name, container string) string {
+	t.Helper()
+	b, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: container}).DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("logs of %s/%s: %v", name, container, err)
+	}
+	return string(b)
+}
+
+// agentResults parses the JSON-lines events an agent printed.
+func agentResults(t *testing.T, out string) map[string]*agent.ProbeResult {
+	t.Helper()
+	res := map[string]*agent.ProbeResult{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev agent.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not an agent event: %q", line)
+		}
+		if ev.Type == agent.EventError {
+			t.Errorf("agent error: %s: %s", ev.Probe, ev.Message)
+		}
+		if ev.Type == agent.EventResult {
+			res[ev.Probe] = ev.Result
+		}
+	}
+	return res
+}
+
+func jobArgs(t *testing.T, job agent.Job) []string {
+	t.Helper()
+	b, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"run", "--deadline", "2m", "--job", string(b)}
+}
+
+// Every node's pods reach every other node's pods by pod IP (TCP and ICMP), and the nodes carry
+// the zone labels a cloud would set.
+func TestPodsReachEachOtherByPodIP(t *testing.T) {
+	cs, ns := lab(t)
+	for _, n := range labNodes {
+		node, err := cs.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if z := node.Labels["topology.kubernetes.io/zone"]; z != n.zone {
+			t.Errorf("node %s zone label %q, want %q", n.name, z, n.zone)
+		}
+		if node.Labels["topology.kubernetes.io/region"] == "" {
+			t.Errorf("node %s has no region label", n.name)
+		}
+	}
+	const token = "e2e-token"
+	ips := map[string]string{}
+	for _, n := range labNodes {
+		createPod(t, cs, ns, pod("srv-"+n.name, n.name, agentImage, []string{"serve", "--listen", ":7000", "--token", token, "--deadline", "5m"}, nil))
+	}
+	for _, n := range labNodes {
+		p := waitPod(t, cs, ns, "srv-"+n.name, 90*time.Second, "running", running)
+		ips[n.name] = p.Status.PodIP
+	}
+	for _, from := range labNodes {
+		var probes []agent.ProbeSpec
+		for _, to := range labNodes {
+			addr := net.JoinHostPort(ips[to.name], "7000")
+			probes = append(probes,
+				agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "tcp-" + to.name, Address: addr, Count: 3, IntervalMillis: 20},
+				agent.ProbeSpec{Kind: agent.ProbeICMP, Name: "icmp-" + to.name, Address: addr, Count: 3, IntervalMillis: 20},
+			)
+		}
+		job := agent.Job{APIVersion: agent.APIVersion, Host: ips[from.name], Port: 7000, Token: token, Probes: probes}
+		createPod(t, cs, ns, pod("cli-"+from.name, from.name, agentImage, jobArgs(t, job), nil))
+	}
+	for _, from := range labNodes {
+		p := waitPod(t, cs, ns, "cli-"+from.name, 90*time.Second, "finished", finished)
+		res := agentResults(t, logs(t, cs, ns, p.Name, "main"))
+		for _, to := range labNodes {
+			for _, k := range []string{"tcp-", "icmp-"} {
+				r := res[k+to.name]
+				if r == nil || r.RTT == nil || r.RTT.Received != 3 {
+					t.Errorf("%s → %s (%s): %+v", from.name, to.name, k, r)
+				}
+			}
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("client on %s: %s", from.name, p.Status.Phase)
+		}
+	}
+}
+
+// A pod resolves the kubernetes Service and an external name through CoreDNS, with the real
+// glibc and musl resolvers, and an unknown external name fails.
+func TestPodResolvesThroughClusterDNS(t *testing.T) {
+	cs, ns := lab(t)
+	names := []string{"kubernetes.default", "example.com", "does-not-exist.example.net"}
+	for _, libc := range []string{"glibc", "musl"} {
+		createPod(t, cs, ns, pod("resolve-"+libc, "", "netbench.lab/resolver-"+libc+":1", append([]string{"--count", "1"}, names...), nil))
+	}
+	for _, libc := range []string{"glibc", "musl"} {
+		p := waitPod(t, cs, ns, "resolve-"+libc, 90*time.Second, "finished", finished)
+		out := logs(t, cs, ns, p.Name, "main")
+		for _, want := range []string{"lookup kubernetes.default ok 10.96.0.1", "lookup example.com ok 10.77.0.250", "lookup does-not-exist.example.net error"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s resolver output lacks %q:\n%s", libc, want, out)
+			}
+		}
+	}
+}
+
+// A ClusterIP Service routes to a pod on another node (kube-proxy on the client's node).
+func TestClusterIPServiceAcrossNodes(t *testing.T) {
+	cs, ns := lab(t)
+	labels := map[string]string{"app": "sample"}
+	app := pod("sample", "lab-b1", "netbench.lab/sample-app:1", nil, labels)
+	createPod(t, cs, ns, app)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "sample"},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{
+			{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)},
+		}},
+	}
+	created, err := cs.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, cs, ns, "sample", 90*time.Second, "ready", func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	job := agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{
+		{Kind: agent.ProbeTCPRTT, Name: "by-ip", Address: net.JoinHostPort(created.Spec.ClusterIP, "80"), Count: 5, IntervalMillis: 50},
+		{Kind: agent.ProbeHTTP, Name: "by-name", URL: fmt.Sprintf("http://sample.%s.svc.cluster.local/", ns), QPS: 50, Connections: 2, DurationSeconds: 1},
+	}}
+	cli := pod("client", "lab-a1", agentImage, jobArgs(t, job), nil)
+	createPod(t, cs, ns, cli)
+	p := waitPod(t, cs, ns, "client", 90*time.Second, "finished", finished)
+	res := agentResults(t, logs(t, cs, ns, "client", "main"))
+	if r := res["by-ip"]; r == nil || r.RTT == nil || r.RTT.Received != 5 {
+		t.Errorf("tcp to the ClusterIP: %+v", r)
+	}
+	if r := res["by-name"]; r == nil || r.HTTP == nil || r.HTTP.Errors != 0 || r.HTTP.Requests < 40 {
+		t.Errorf("http to the Service name: %+v", r)
+	}
+	if p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("client pod %s", p.Status.Phase)
+	}
+}
+
+// An ephemeral container added through the API runs in the pod, shares its network namespace
+// and sees the same /etc/resolv.conf as the pod's own container.
+func TestEphemeralContainerSharesPodNetwork(t *testing.T) {
+	cs, ns := lab(t)
+	createPod(t, cs, ns, pod("target", "lab-a2", agentImage, []string{"inspect", "--idle"}, nil))
+	p := waitPod(t, cs, ns, "target", 90*time.Second, "running", running)
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger", Image: agentImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Args: []string{"inspect"}, SecurityContext: restricted(),
+		},
+		TargetContainerName: "main",
+	})
+	if _, err := cs.CoreV1().Pods(ns).UpdateEphemeralContainers(context.Background(), "target", p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("adding an ephemeral container: %v", err)
+	}
+	p = waitPod(t, cs, ns, "target", 60*time.Second, "with a finished ephemeral container", func(p *corev1.Pod) bool {
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			if s.Name == "debugger" && s.State.Terminated != nil {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range p.Status.EphemeralContainerStatuses {
+		if s.State.Terminated.ExitCode != 0 {
+			t.Fatalf("ephemeral container exit %d: %s", s.State.Terminated.ExitCode, s.State.Terminated.Message)
+		}
+	}
+	var mainView, ephView agent.Inspection
+	for c, v := range map[string]*agent.Inspection{"main": &mainView, "debugger": &ephView} {
+		if err := json.NewDecoder(bytes.NewReader([]byte(logs(t, cs, ns, "target", c)))).Decode(v); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+	}
+	if !contains(ephView.Addresses, p.Status.PodIP) {
+		t.Errorf("ephemeral container sees %v, not the pod IP %s", ephView.Addresses, p.Status.PodIP)
+	}
+	if ephView.ResolvConf != mainView.ResolvConf {
+		t.Errorf("resolv.conf differs:\nephemeral:\n%s\nmain:\n%s", ephView.ResolvConf, mainView.ResolvConf)
+	}
+	for _, want := range []string{"search " + ns + ".svc.cluster.local svc.cluster.local cluster.local", "nameserver 10.96.0.10", "options ndots:5"} {
+		if !strings.Contains(ephView.ResolvConf, want) {
+			t.Errorf("pod resolv.conf lacks %q:\n%s", want, ephView.ResolvConf)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
