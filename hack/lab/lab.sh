@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lab: a real Kubernetes cluster with three worker nodes in two zones, on this machine.
 #
-#   hack/lab/lab.sh up | down | status | kubeconfig | check-clean
+#   hack/lab/lab.sh up | down | status | kubeconfig | check-clean | delay SAME CROSS | delay off
 #
 # Every node is a network namespace with its own IP on a lab bridge, its own containerd, kubelet
 # and kube-proxy. The control plane (etcd, kube-apiserver, controller-manager, scheduler) and
@@ -107,6 +107,7 @@ build_components() {
 build_images() {
   log "building images"
   "$LAB/images.sh" "$CACHE/images" >&2
+  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$BIN/delay" ./hack/lab/delay)
 }
 
 # ---------------------------------------------------------------- certificates and configs
@@ -390,6 +391,36 @@ deploy_addons() {
   sed -e "s/@CLUSTER_DNS@/$CLUSTER_DNS/g" -e "s/@UPSTREAM@/$HOST_IP/g" "$LAB/manifests/coredns.yaml" | kubectl apply -f - >/dev/null
 }
 
+# Zone latency: each node holds its egress to another node for the one-way delay of that pair's
+# class (queue 1: same zone, queue 2: cross zone). Same-node traffic never leaves the node.
+cmd_delay() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local same=${1:-} cross=${2:-}
+  [ -n "$same" ] || die "usage: lab.sh delay SAME CROSS (one-way, e.g. 200us 1ms) | delay off"
+  for n in "${NODES[@]}"; do
+    read -r name zone _ <<<"$n"
+    local ns=nblab-${name#lab-}
+    local f; f=$(pidfile "delay-$name")
+    if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
+    ip netns exec "$ns" iptables -t mangle -N NBLAB-DELAY 2>/dev/null || true
+    ip netns exec "$ns" iptables -t mangle -F NBLAB-DELAY
+    ip netns exec "$ns" iptables -t mangle -C POSTROUTING -o eth0 -j NBLAB-DELAY 2>/dev/null ||
+      ip netns exec "$ns" iptables -t mangle -A POSTROUTING -o eth0 -j NBLAB-DELAY
+    [ "$same" = off ] && continue
+    for m in "${NODES[@]}"; do
+      read -r oname ozone oip ocidr <<<"$m"
+      [ "$oname" = "$name" ] && continue
+      local q=2
+      [ "$ozone" = "$zone" ] && q=1
+      for dst in "$oip" "$ocidr"; do
+        ip netns exec "$ns" iptables -t mangle -A NBLAB-DELAY -d "$dst" -j NFQUEUE --queue-num $q --queue-bypass
+      done
+    done
+    start "delay-$name" "$ns" "$BIN/delay" "1=$same" "2=$cross"
+  done
+  if [ "$same" = off ]; then log "zone delay off"; else log "zone delay on: same zone $same, cross zone $cross one way"; fi
+}
+
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
@@ -398,6 +429,10 @@ cmd_up() {
     log "the lab is already up"
     kubectl get nodes -L topology.kubernetes.io/zone
     return 0
+  fi
+  if [ -e "$RUN" ] || [ -e "$STATE" ] || ip link show "$BRIDGE" >/dev/null 2>&1; then
+    log "clearing what a lab that is not (fully) running left behind"
+    cmd_down >/dev/null
   fi
   install_packages
   build_components
@@ -411,6 +446,11 @@ cmd_up() {
     start_node $n
   done
   deploy_addons
+  # LAB_ZONE_DELAY="SAME CROSS" (one-way, e.g. "200us 1ms") turns the zone latency on at once.
+  if [ -n "${LAB_ZONE_DELAY:-}" ]; then
+    # shellcheck disable=SC2086
+    cmd_delay $LAB_ZONE_DELAY
+  fi
   log "waiting for the nodes and cluster DNS"
   wait_for 120 "3 Ready nodes" bash -c "[ \$('$BIN/kubectl' --kubeconfig '$KUBECONFIG_PATH' get nodes --no-headers 2>/dev/null | grep -cw Ready) = 3 ]"
   wait_for 120 "CoreDNS" kubectl -n kube-system rollout status deploy/coredns --timeout=2s
@@ -524,5 +564,6 @@ case "${1:-}" in
   status) cmd_status ;;
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
   check-clean) cmd_check_clean ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean" >&2; exit 2 ;;
+  delay) shift; cmd_delay "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off" >&2; exit 2 ;;
 esac

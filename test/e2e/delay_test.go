@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"net"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+// labScript runs hack/lab/lab.sh with args (the tests run in test/e2e).
+func labScript(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("../../hack/lab/lab.sh", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("lab.sh %v: %v\n%s", args, err, out)
+	}
+}
+
+// With the zone delay on, pod-to-pod RTT orders same-node < same-zone < cross-zone, and each
+// hop carries the delay that was set (twice the one-way delay, plus the path itself).
+func TestZoneDelayOrdersRTT(t *testing.T) {
+	cs, ns := lab(t)
+	const sameZone, crossZone = 300 * time.Microsecond, 1 * time.Millisecond
+	labScript(t, "delay", sameZone.String(), crossZone.String())
+	t.Cleanup(func() { labScript(t, "delay", "off") })
+
+	const token = "e2e-delay"
+	targets := map[string]string{"same-node": "lab-a1", "same-zone": "lab-a2", "cross-zone": "lab-b1"}
+	ips := map[string]string{}
+	for class, node := range targets {
+		createPod(t, cs, ns, pod("srv-"+class, node, agentImage, []string{"serve", "--listen", ":7000", "--token", token, "--deadline", "5m"}, nil))
+	}
+	for class := range targets {
+		ips[class] = waitPod(t, cs, ns, "srv-"+class, 90*time.Second, "running", running).Status.PodIP
+	}
+	var probes []agent.ProbeSpec
+	for _, class := range []string{"same-node", "same-zone", "cross-zone"} {
+		probes = append(probes, agent.ProbeSpec{Kind: agent.ProbeICMP, Name: class, Address: net.JoinHostPort(ips[class], "7000"), Count: 40, IntervalMillis: 20})
+	}
+	createPod(t, cs, ns, pod("client", "lab-a1", agentImage, jobArgs(t, agent.Job{APIVersion: agent.APIVersion, Probes: probes}), nil))
+	waitPod(t, cs, ns, "client", 90*time.Second, "finished", finished)
+	res := agentResults(t, logs(t, cs, ns, "client", "main"))
+	p50 := map[string]float64{}
+	for _, class := range []string{"same-node", "same-zone", "cross-zone"} {
+		r := res[class]
+		if r == nil || r.RTT == nil || r.RTT.Received == 0 {
+			t.Fatalf("%s: no RTT: %+v", class, r)
+		}
+		p50[class] = r.RTT.RTT.P50Micros
+		t.Logf("%s: p50 %.0f µs over %d probes", class, p50[class], r.RTT.Received)
+	}
+	if !(p50["same-node"] < p50["same-zone"] && p50["same-zone"] < p50["cross-zone"]) {
+		t.Errorf("RTT p50 same-node %.0f, same-zone %.0f, cross-zone %.0f µs: want increasing", p50["same-node"], p50["same-zone"], p50["cross-zone"])
+	}
+	// Each direction is held once: RTT ≥ 2 × one-way delay.
+	if min := 2 * float64(sameZone.Microseconds()); p50["same-zone"] < min {
+		t.Errorf("same-zone p50 %.0f µs is below twice the one-way delay (%.0f µs)", p50["same-zone"], min)
+	}
+	if min := 2 * float64(crossZone.Microseconds()); p50["cross-zone"] < min {
+		t.Errorf("cross-zone p50 %.0f µs is below twice the one-way delay (%.0f µs)", p50["cross-zone"], min)
+	}
+}
