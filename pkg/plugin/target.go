@@ -1,0 +1,117 @@
+package plugin
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/kubectl/pkg/polymorphichelpers"
+	"k8s.io/kubectl/pkg/scheme"
+)
+
+// Target is a workload named on the command line, resolved to one running pod.
+type Target struct {
+	Arg       string
+	Namespace string
+	Pod       *corev1.Pod
+	Container string
+}
+
+// splitTarget parses NAME, TYPE/NAME or NS/TYPE/NAME.
+func splitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
+	parts := strings.Split(arg, "/")
+	switch {
+	case arg == "" || len(parts) > 3:
+		return "", "", fmt.Errorf("target %q: want POD, TYPE/NAME or NAMESPACE/TYPE/NAME", arg)
+	case len(parts) == 3:
+		if parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return "", "", fmt.Errorf("target %q: want NAMESPACE/TYPE/NAME", arg)
+		}
+		return parts[0], parts[1] + "/" + parts[2], nil
+	case len(parts) == 2:
+		if parts[0] == "" || parts[1] == "" {
+			return "", "", fmt.Errorf("target %q: want TYPE/NAME", arg)
+		}
+		return defaultNS, arg, nil
+	default:
+		return defaultNS, "pods/" + arg, nil
+	}
+}
+
+// resolveTarget finds the running pod behind arg, as kubectl exec does.
+func resolveTarget(getter genericclioptions.RESTClientGetter, podFor polymorphichelpers.AttachablePodForObjectFunc, arg, defaultNS, container string, allowHostNetwork bool) (*Target, error) {
+	ns, res, err := splitTarget(arg, defaultNS)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := resource.NewBuilder(getter).
+		WithScheme(scheme.Scheme, scheme.Scheme.PrioritizedVersionsAllGroups()...).
+		NamespaceParam(ns).DefaultNamespace().
+		ResourceTypeOrNameArgs(true, res).
+		SingleResourceType().
+		Do().Object()
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s not found in namespace %q (check the name, or give NAMESPACE/TYPE/NAME or -n)", res, ns)
+		}
+		if apierrors.IsForbidden(err) {
+			return nil, forbidden(err)
+		}
+		return nil, fmt.Errorf("resolving %s: %w", arg, err)
+	}
+	if meta.IsListType(obj) {
+		return nil, fmt.Errorf("target %s names several objects; name one", arg)
+	}
+	pod, err := podFor(getter, obj, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("finding a pod for %s in namespace %q: %w", res, ns, err)
+	}
+	t := &Target{Arg: arg, Namespace: pod.Namespace, Pod: pod}
+	if err := t.check(container, allowHostNetwork); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// check refuses pods the agent cannot measure from, with the reason and what to do.
+func (t *Target) check(container string, allowHostNetwork bool) error {
+	p := t.Pod
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s/%s is %s, not Running: pick a running pod (kubectl get pods -n %s)", p.Namespace, p.Name, p.Status.Phase, p.Namespace)
+	}
+	if p.Status.PodIP == "" {
+		return fmt.Errorf("pod %s/%s has no IP yet", p.Namespace, p.Name)
+	}
+	if p.Spec.HostNetwork && !allowHostNetwork {
+		return fmt.Errorf("pod %s/%s uses the host network: it would measure the node's network, not a pod path (pass --allow-host-network to do so anyway)", p.Namespace, p.Name)
+	}
+	switch {
+	case container != "":
+		found := false
+		for _, c := range p.Spec.Containers {
+			found = found || c.Name == container
+		}
+		if !found {
+			return fmt.Errorf("pod %s/%s has no container %q", p.Namespace, p.Name, container)
+		}
+		t.Container = container
+	case p.Annotations["kubectl.kubernetes.io/default-container"] != "":
+		t.Container = p.Annotations["kubectl.kubernetes.io/default-container"]
+	default:
+		t.Container = p.Spec.Containers[0].Name
+	}
+	return nil
+}
+
+// forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
+func forbidden(err error) error {
+	if se, ok := err.(apierrors.APIStatus); ok {
+		return fmt.Errorf("%s (grant it with the Role in the README, section RBAC)", se.Status().Message)
+	}
+	return fmt.Errorf("forbidden: %v (grant it with the Role in the README, section RBAC)", err)
+}

@@ -1,0 +1,228 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// Write renders v as "json", "yaml", or, for "", the human report.
+func Write(w io.Writer, format string, v *PathReport) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "":
+		return Human(w, v)
+	default:
+		return fmt.Errorf("unknown output format %q (want json or yaml)", format)
+	}
+}
+
+// Micros formats a duration given in microseconds with its unit.
+func Micros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2f ms", us/1e3)
+	case us >= 100:
+		return fmt.Sprintf("%.0f µs", us)
+	default:
+		return fmt.Sprintf("%.1f µs", us)
+	}
+}
+
+// Bits formats a rate in bits per second.
+func Bits(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.2f Gbit/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.1f Mbit/s", bps/1e6)
+	default:
+		return fmt.Sprintf("%.0f kbit/s", bps/1e3)
+	}
+}
+
+func bytesStr(b int64) string {
+	switch {
+	case b >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(b)/1e9)
+	case b >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(b)/1e6)
+	default:
+		return fmt.Sprintf("%d B", b)
+	}
+}
+
+func endpoint(e Endpoint) string {
+	where := e.Node
+	if e.Zone != "" {
+		where += ", " + e.Zone
+	}
+	return fmt.Sprintf("%s/%s (%s, node %s)", e.Namespace, e.Pod, e.PodIP, where)
+}
+
+// Human writes the report as tables with units, sample counts and resolutions.
+func Human(w io.Writer, r *PathReport) error {
+	fmt.Fprintf(w, "kubectl netbench path: %s → %s\n", endpoint(r.Source), endpoint(r.Destination))
+	mode := "ephemeral containers in both pods"
+	if r.Mode == "pod" {
+		mode = fmt.Sprintf("temporary pods (%s → %s)", r.Source.AgentPod, r.Destination.AgentPod)
+	}
+	class := r.Path.Class
+	if r.Path.Reason != "" {
+		class += " (" + r.Path.Reason + ")"
+	}
+	fmt.Fprintf(w, "path: %s   agents: %s   profile: %s\n", class, mode, r.Profile)
+	writeProbes(w, "agent to agent", r.Probes)
+	if len(r.AppPort) > 0 {
+		writeProbes(w, "to the destination app's port", r.AppPort)
+	}
+	if r.Cost != nil {
+		c := r.Cost
+		fmt.Fprintf(w, "\nCross-zone cost (estimate): this run moved %s across the zone boundary = $%.4f at $%.3f/GB × 2 sides; 1 Gbit/s sustained for 30 days = $%.0f.\n",
+			bytesStr(c.BytesCrossedZone), c.RunCostUSD, c.PricePerGBUSD, c.MonthlyUSDPerGbps)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+	var phases []string
+	for _, p := range r.Timing.Phases {
+		phases = append(phases, fmt.Sprintf("%s %.1f s", p.Name, p.Seconds))
+	}
+	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds, strings.Join(phases, ", "))
+	return nil
+}
+
+func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
+	var rtt, http, grpc, tput []*agent.ProbeResult
+	for _, r := range results {
+		switch {
+		case r.RTT != nil:
+			rtt = append(rtt, r)
+		case r.HTTP != nil:
+			http = append(http, r)
+		case r.GRPC != nil:
+			grpc = append(grpc, r)
+		case r.Throughput != nil:
+			tput = append(tput, r)
+		}
+	}
+	if len(rtt) > 0 {
+		fmt.Fprintf(w, "\nRTT, %s\n", title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "probe\tmethod\treplies\tloss\tmin\tp50\tavg\tp99\tmax\tmdev\ttimestamps\t")
+		for _, r := range rtt {
+			x := r.RTT
+			fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f %%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, x.Method, x.Received, x.Sent, x.LossPercent,
+				Micros(x.RTT.MinMicros), Micros(x.RTT.P50Micros), Micros(x.RTT.AvgMicros), Micros(x.RTT.P99Micros), Micros(x.RTT.MaxMicros), Micros(x.MdevMicros), x.Timestamps)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  percentiles exact (nearest rank over every reply)")
+	}
+	if len(http) > 0 || len(grpc) > 0 {
+		fmt.Fprintf(w, "\nRequest latency, %s (fortio engine)\n", title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "probe\tconns\tqps asked\tqps done\trequests\terrors\tmin\tp50\tp90\tp99\tp99.9\tmax\t")
+		row := func(name string, conns int, asked, done float64, n, errs int64, l probes.Latency) {
+			a := "max"
+			if asked > 0 {
+				a = fmt.Sprintf("%.0f", asked)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, conns, a, done, n, errs,
+				Micros(l.MinMicros), Micros(l.P50Micros), Micros(l.P90Micros), Micros(l.P99Micros), Micros(l.P999Micros), Micros(l.MaxMicros))
+		}
+		var res float64
+		for _, r := range http {
+			h := r.HTTP
+			row(r.Name+" ("+h.Mode+")", h.Connections, h.RequestedQPS, h.AchievedQPS, h.Requests, h.Errors, h.Latency)
+			res = h.Latency.ResolutionMicros
+		}
+		for _, r := range grpc {
+			g := r.GRPC
+			row(r.Name+" (unary ping)", g.Connections, g.RequestedQPS, g.AchievedQPS, g.Requests, g.Errors, g.Latency)
+			res = g.Latency.ResolutionMicros
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "  histogram resolution %s (finest bucket)\n", Micros(res))
+		for _, r := range http {
+			if r.HTTP.Mode == probes.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
+				fmt.Fprintf(w, "  %s: achieved %.0f qps; Little's law (%d connections ÷ mean %s) expects %.0f qps\n",
+					r.Name, r.HTTP.AchievedQPS, r.HTTP.Connections, Micros(r.HTTP.Latency.AvgMicros), r.HTTP.LittleLawQPS)
+			}
+			if len(r.HTTP.ErrorsByKind) > 0 {
+				fmt.Fprintf(w, "  %s errors by kind: %v\n", r.Name, r.HTTP.ErrorsByKind)
+			}
+		}
+		if len(http) > 0 {
+			fmt.Fprintf(w, "\nLatency histogram, %s (%s, %d requests)\n", http[0].Name, http[0].HTTP.Mode, http[0].HTTP.Requests)
+			Histogram(w, http[0].HTTP.Latency, 40)
+		}
+	}
+	if len(tput) > 0 {
+		fmt.Fprintf(w, "\nTCP throughput, %s\n", title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "probe\tstreams\tseconds\tsent\treceived\tbytes received\tretransmits\tclient CPU\tserver CPU\tmean RTT\tmax cwnd\t")
+		for _, r := range tput {
+			t := r.Throughput
+			var rtt float64
+			var cwnd int64
+			for _, s := range t.PerStream {
+				rtt += s.MeanRTTMicros / float64(len(t.PerStream))
+				cwnd = max(cwnd, s.MaxCwndBytes)
+			}
+			srv := "n/a"
+			if t.ServerCPUPercent > 0 {
+				srv = fmt.Sprintf("%.0f %%", t.ServerCPUPercent)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t\n", r.Name, t.Streams, t.DurationSeconds,
+				Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
+				t.ClientCPUPercent, srv, Micros(rtt), bytesStr(cwnd))
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  CPU in % of one core; mean RTT and max cwnd from TCP_INFO, sampled every 100 ms")
+		for _, r := range tput {
+			for _, iv := range r.Throughput.Intervals {
+				fmt.Fprintf(w, "  %s %5.0f–%-5.0f s  %s  retransmits %d\n", r.Name, iv.StartSeconds, iv.EndSeconds, Bits(iv.BitsPerSecond), iv.Retransmits)
+			}
+		}
+	}
+}
+
+// Histogram draws the latency histogram with bars of at most width characters.
+func Histogram(w io.Writer, l probes.Latency, width int) {
+	var top int64
+	for _, b := range l.Histogram {
+		top = max(top, b.Count)
+	}
+	if top == 0 {
+		return
+	}
+	for _, b := range l.Histogram {
+		n := int(int64(width) * b.Count / top)
+		if n == 0 && b.Count > 0 {
+			n = 1
+		}
+		fmt.Fprintf(w, "  %10s – %-10s %s %d\n", Micros(b.StartMicros), Micros(b.EndMicros), strings.Repeat("█", n), b.Count)
+	}
+}
