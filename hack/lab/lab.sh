@@ -184,7 +184,9 @@ setup_network() {
       ip -n "$ns" addr add "$ip/24" dev eth0
       ip -n "$ns" link set eth0 up
       ip -n "$ns" link set lo up
-      ip -n "$ns" route add default via "$HOST_IP"
+      # No default route: everything the lab talks to is on the bridge or routed below, and any
+      # other destination (a registry, a real resolver) fails at once instead of leaving the node.
+      ip -n "$ns" route add unreachable default
       ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
       ip netns exec "$ns" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
     fi

@@ -274,3 +274,19 @@ func deleteTemporary(client kubernetes.Interface, namespaces []string, runID str
 	}
 	return errors.Join(errs...)
 }
+
+// stopServer tells a server agent in an ephemeral container to exit now, through the API
+// server's pod proxy (the plugin cannot reach pod IPs itself). Temporary pods are deleted
+// instead. It has its own short deadline so that it also runs after an interrupt.
+func stopServer(client kubernetes.Interface, a *agentRef, port int, token string) error {
+	if a == nil || a.Temporary || port == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return client.CoreV1().RESTClient().Post().
+		Namespace(a.Namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", a.Pod, port)).
+		SubResource("proxy").Suffix(strings.TrimPrefix(agent.PathDone, "/")).
+		SetHeader(agent.TokenHeader, token).
+		Do(ctx).Error()
+}

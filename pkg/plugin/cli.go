@@ -15,10 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// progressPrinter writes timed progress lines to w when it is a terminal, and nothing otherwise.
+// progressPrinter writes timed progress lines to w when it is a terminal (or when
+// NETBENCH_PROGRESS=always), and nothing otherwise.
 func progressPrinter(w io.Writer) func(string, ...any) {
 	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	if !tty && os.Getenv("NETBENCH_PROGRESS") != "always" {
 		return func(string, ...any) {}
 	}
 	start := time.Now()

@@ -303,6 +303,12 @@ func expectedSeconds(specs []agent.ProbeSpec) float64 {
 // Run resolves both workloads, starts the agents, measures, cleans up and prints the report.
 func (o *PathOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
+	runID := o.NewRunID()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: agents told to stop, temporary pods deleted (run %s)", runID)
+		}
+	}()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
 	phaseStart := start
@@ -330,7 +336,6 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
 	phase("resolve")
 
-	runID := o.NewRunID()
 	token := randomID() + randomID()
 	mode := o.Mode
 	if mode == ModeAuto {
@@ -344,7 +349,9 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	}()
 
 	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
-	lifetime := time.Duration(expectedSeconds(append(probes, appPort...))*float64(time.Second)) + o.StartTimeout + time.Minute
+	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
+	// The agents' own deadline: the whole run plus the time allowed to start, and a margin.
+	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + o.StartTimeout + 30*time.Second
 	env := []corev1.EnvVar{{Name: agent.TokenEnv, Value: token}}
 
 	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, mode)
@@ -359,13 +366,19 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("starting the server agent: %w", err)
 	}
+	var port int
+	defer func() {
+		// On any failure or interrupt after this point the server must not wait for its deadline.
+		if err != nil {
+			_ = stopServer(o.client, srv, port, token)
+		}
+	}()
 	rep.Mode = inj.mode
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 	if err := waitStarted(startCtx, o.client, srv, o.Image); err != nil {
 		return fmt.Errorf("server agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
 	}
-	var port int
 	err = streamEvents(startCtx, o.client, srv, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventReady:
@@ -387,7 +400,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	}
 	phase("start-server")
 
-	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: port, Done: true, Probes: append(probes, appPort...)}
+	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: port, Done: true, Probes: all}
 	jobJSON, err := json.Marshal(job)
 	if err != nil {
 		return err

@@ -2,11 +2,14 @@
 package plugin
 
 import (
+	"flag"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
@@ -25,6 +28,18 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	flags.AddFlags(cmd.PersistentFlags())
+	// -v is klog's verbosity, as in kubectl; without it client-go's own logging stays quiet so
+	// that a failure prints one line.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+	cmd.PersistentPreRun = func(*cobra.Command, []string) {
+		if klogFlags.Lookup("v").Value.String() == "0" {
+			_ = klogFlags.Set("logtostderr", "false")
+			_ = klogFlags.Set("alsologtostderr", "false")
+			klog.SetOutput(io.Discard)
+		}
+	}
 
 	a := agent.NewCommand(streams)
 	a.Hidden = true

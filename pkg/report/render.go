@@ -103,6 +103,9 @@ func Human(w io.Writer, r *PathReport) error {
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
+	if len(r.Skipped) == 0 {
+		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
+	}
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
