@@ -127,7 +127,7 @@ func workloads(t *testing.T, cs kubernetes.Interface, ns string) {
 	db := deployment("db", "lab-a2", "netbench.lab/sample-app:1", nil)
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db"},
-		Spec: appsv1.StatefulSetSpec{Replicas: db.Spec.Replicas, Selector: db.Spec.Selector, Template: db.Spec.Template, ServiceName: "db"},
+		Spec:       appsv1.StatefulSetSpec{Replicas: db.Spec.Replicas, Selector: db.Spec.Selector, Template: db.Spec.Template, ServiceName: "db"},
 	}
 	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
