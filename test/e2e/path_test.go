@@ -441,8 +441,30 @@ func TestPathErrors(t *testing.T) {
 		{"bad flags", []string{"path", "-n", ns, "deploy/client", "sts/db", "--mode", "daemonset"}, []string{`--mode "daemonset"`}},
 		{"bad target", []string{"path", "-n", ns, "a/b/c/d", "sts/db"}, []string{"want POD, TYPE/NAME or NAMESPACE/TYPE/NAME"}},
 	}
+	// Like a NetworkPolicy denying ingress: TCP to db-0 is rejected on its node.
+	db, err := cs.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := []string{"FORWARD", "-d", db.Status.PodIP, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}
+	iptables := func(op string) error {
+		return exec.Command("ip", append([]string{"netns", "exec", "nblab-a2", "iptables", op}, rule...)...).Run()
+	}
+	tests = append(tests, struct {
+		name string
+		args []string
+		want []string
+	}{"agent port unreachable", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt"},
+		[]string{"probe tcp-rtt", "a NetworkPolicy may block the agent's port"}})
+
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "agent port unreachable" {
+				if err := iptables("-I"); err != nil {
+					t.Fatalf("iptables: %v", err)
+				}
+				defer func() { _ = iptables("-D") }()
+			}
 			out, stderr, err := netbench(t, tc.args...)
 			if err == nil {
 				t.Fatalf("want a non-zero exit; stdout:\n%s", out)
