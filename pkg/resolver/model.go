@@ -1,0 +1,213 @@
+package resolver
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names a stub resolver implementation.
+type Kind string
+
+// The resolvers modelled.
+const (
+	Glibc Kind = "glibc" // glibc 2.3x getaddrinfo (nss dns), AF_UNSPEC
+	Musl  Kind = "musl"  // musl 1.2 getaddrinfo, AF_UNSPEC
+	Go    Kind = "go"    // Go's pure resolver (net.Resolver, PreferGo or CGO_ENABLED=0)
+)
+
+// Kinds lists every modelled resolver.
+var Kinds = []Kind{Glibc, Musl, Go}
+
+// ParseKind accepts a resolver name.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown resolver %q (want glibc, musl or go)", s)
+}
+
+// Rcode is the outcome of one query as the walk sees it.
+type Rcode string
+
+// Outcomes of a query.
+const (
+	NoError  Rcode = "NOERROR"  // with at least one address
+	NoData   Rcode = "NODATA"   // NOERROR without an address of the asked type
+	NXDomain Rcode = "NXDOMAIN" // the name does not exist
+	ServFail Rcode = "SERVFAIL"
+)
+
+// Query types sent for an AF_UNSPEC lookup.
+const (
+	TypeA    = "A"
+	TypeAAAA = "AAAA"
+)
+
+// Answerer returns the outcome of a query for name (fully qualified, with the final dot).
+type Answerer func(name, qtype string) Rcode
+
+// Step is one candidate name tried during a lookup, with the queries sent for it.
+type Step struct {
+	Name string `json:"name"`
+	// Queries counts the queries sent per type, retries included.
+	Queries map[string]int `json:"queries"`
+	// Rcodes is the final outcome per type.
+	Rcodes map[string]Rcode `json:"rcodes"`
+}
+
+// Walk is the model's account of one lookup.
+type Walk struct {
+	Resolver Kind   `json:"resolver"`
+	Name     string `json:"name"`
+	Steps    []Step `json:"steps"`
+	// Answered is the candidate that produced addresses, "" when the lookup failed.
+	Answered string `json:"answered,omitempty"`
+}
+
+// QueryCount is the number of queries the lookup sent.
+func (w Walk) QueryCount() int {
+	n := 0
+	for _, s := range w.Steps {
+		for _, c := range s.Queries {
+			n += c
+		}
+	}
+	return n
+}
+
+// NXDomainCount is the number of NXDOMAIN answers the lookup received.
+func (w Walk) NXDomainCount() int {
+	n := 0
+	for _, s := range w.Steps {
+		for t, rc := range s.Rcodes {
+			if rc == NXDomain {
+				n += s.Queries[t]
+			}
+		}
+	}
+	return n
+}
+
+func fqdn(n string) string {
+	if strings.HasSuffix(n, ".") {
+		return n
+	}
+	return n + "."
+}
+
+func (c Config) search() []string {
+	if len(c.Search) == 0 && c.LocalDomain != "" {
+		return []string{c.LocalDomain}
+	}
+	return c.Search
+}
+
+// Candidates is the order in which the resolver tries names for a lookup of name (before any
+// answer stops it), fully qualified.
+func Candidates(k Kind, c Config, name string) []string {
+	trailing := strings.HasSuffix(name, ".")
+	base := strings.TrimSuffix(name, ".")
+	dots := strings.Count(base, ".")
+	var out []string
+	suffixed := func(list []string) {
+		for _, s := range list {
+			s = strings.TrimSuffix(s, ".")
+			if s == "" {
+				continue
+			}
+			out = append(out, base+"."+s+".")
+		}
+	}
+	switch k {
+	case Musl:
+		// musl: enough dots (or a trailing dot) means the name as is, and nothing else;
+		// otherwise every search domain, then the name as is.
+		if trailing || dots >= c.Ndots {
+			return []string{fqdn(base)}
+		}
+		suffixed(c.Search)
+		return append(out, fqdn(base))
+	case Go:
+		if trailing {
+			return []string{fqdn(base)}
+		}
+		if dots >= c.Ndots {
+			out = append(out, fqdn(base))
+		}
+		suffixed(c.search())
+		if dots < c.Ndots {
+			out = append(out, fqdn(base))
+		}
+		return out
+	default: // glibc res_search
+		asIsFirst := trailing || dots >= c.Ndots
+		if asIsFirst {
+			out = append(out, fqdn(base))
+		}
+		// Search only names without a trailing dot (glibc: RES_DEFNAMES/RES_DNSRCH are on).
+		if !trailing {
+			suffixed(c.search())
+		}
+		if !asIsFirst {
+			out = append(out, fqdn(base))
+		}
+		return out
+	}
+}
+
+// Simulate walks a lookup of name the way resolver k does against answers, and returns every
+// query it would send, retries included, until an answer stops it.
+func Simulate(k Kind, c Config, name string, answer Answerer) Walk {
+	w := Walk{Resolver: k, Name: name}
+	ns := max(len(c.Nameservers), 1)
+	attempts := max(c.Attempts, 1)
+	for _, cand := range Candidates(k, c, name) {
+		st := Step{Name: cand, Queries: map[string]int{}, Rcodes: map[string]Rcode{}}
+		found := false
+		for _, t := range []string{TypeA, TypeAAAA} {
+			rc := answer(cand, t)
+			st.Rcodes[t] = rc
+			st.Queries[t] = 1
+			if rc == ServFail {
+				st.Queries[t] = servFailSends(k, attempts, ns)
+			}
+			found = found || rc == NoError
+		}
+		w.Steps = append(w.Steps, st)
+		if found {
+			w.Answered = cand
+			return w
+		}
+		if k == Musl && stopsMusl(st) {
+			return w
+		}
+	}
+	return w
+}
+
+// servFailSends is how many times a query answered SERVFAIL is sent.
+func servFailSends(k Kind, attempts, nameservers int) int {
+	switch k {
+	case Musl:
+		// musl sends to every nameserver at each of `attempts` retry intervals, and resends
+		// at once after a SERVFAIL while a budget of 2 × the queries in flight lasts; then it
+		// waits for the timeout and gives up on the lookup.
+		return attempts * (nameservers + 2)
+	default:
+		// glibc and Go try each nameserver in turn, `attempts` rounds.
+		return attempts * nameservers
+	}
+}
+
+// stopsMusl: musl continues its search list only after NXDOMAIN; NODATA ends the lookup with
+// "no address", SERVFAIL (no usable answer before the timeout) with "try again".
+func stopsMusl(st Step) bool {
+	for _, rc := range st.Rcodes {
+		if rc != NXDomain {
+			return true
+		}
+	}
+	return false
+}
