@@ -371,6 +371,37 @@ conntrack: {maxPerCore: 0, min: 0}
 EOF
 }
 
+import_images() { # import_images NODE: every image tarball into the node's containerd
+  local r=$RUN/$1
+  for img in "$CACHE"/images/*.tar; do
+    ctr --address "$r/containerd.sock" -n k8s.io images import "$img" >/dev/null
+  done
+}
+
+# search4 on|off: pods created from now on get (or lose) the 4th search domain. The kubelet reads
+# its resolvConf file for every new pod.
+cmd_search4() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local line=""
+  case "${1:-}" in on) line="search $REGION.compute.internal" ;; off) ;; *) die "usage: lab.sh search4 on|off" ;; esac
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    printf '%s\nnameserver %s\n' "$line" "$HOST_IP" > "$STATE/nodes/$name/resolv.conf"
+  done
+  log "4th search domain ${1} for new pods"
+}
+
+# images: rebuild the images from this tree and import them into the running nodes.
+cmd_images() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  build_images
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    import_images "$name"
+  done
+  log "images rebuilt and imported on every node"
+}
+
 start_node() {
   local name=$1 zone=$2 ip=$3 cidr=$4
   local ns=nblab-${name#lab-} d=$STATE/nodes/$name r=$RUN/$name
@@ -378,10 +409,7 @@ start_node() {
   cgroup_prepare "$name"
   start "containerd-$name" "$ns" containerd --config "$d/containerd.toml"
   wait_for 30 "containerd on $name" ctr --address "$r/containerd.sock" version
-  for img in "$CACHE"/images/*.tar; do
-    ctr --address "$r/containerd.sock" -n k8s.io images import --no-unpack=false "$img" >/dev/null 2>&1 ||
-      ctr --address "$r/containerd.sock" -n k8s.io images import "$img" >/dev/null
-  done
+  import_images "$name"
   start "kubelet-$name" "$ns" "$BIN/kubelet" --config="$d/kubelet.yaml" \
     --kubeconfig="$KUBECONFIG_PATH" --hostname-override="$name" --node-ip="$ip" \
     --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" \
@@ -567,5 +595,7 @@ case "${1:-}" in
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
   check-clean) cmd_check_clean ;;
   delay) shift; cmd_delay "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off" >&2; exit 2 ;;
+  images) cmd_images ;;
+  search4) shift; cmd_search4 "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off" >&2; exit 2 ;;
 esac

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 )
 
 // Run executes every probe of the job in order, emitting progress and result events, and an
@@ -98,6 +101,8 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (*ProbeResult, error) {
 			spec.ServerCPU = func(ctx context.Context) (time.Duration, error) { return serverCPU(ctx, job) }
 		}
 		res.Throughput, err = probes.Throughput(ctx, spec)
+	case ProbeDNS:
+		res.DNS, err = runDNS(ctx, p)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", p.Kind)
 	}
@@ -152,4 +157,38 @@ func postDone(job Job) error {
 		return fmt.Errorf("done: %s", resp.Status)
 	}
 	return nil
+}
+
+func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
+	path := p.ResolvConf
+	if path == "" {
+		path = "/etc/resolv.conf"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pod's resolv.conf: %w", err)
+	}
+	cfg := resolver.ParseResolvConf(string(b))
+	if h, err := os.Hostname(); err == nil {
+		if _, dom, ok := strings.Cut(h, "."); ok {
+			cfg.LocalDomain = dom
+		}
+	}
+	rep := &DNSReport{ResolvConf: string(b)}
+	kind := resolver.Kind(p.Resolver)
+	if p.Resolver == "" {
+		kind, rep.Detection = DetectResolver("/proc")
+	} else {
+		if kind, err = resolver.ParseKind(p.Resolver); err != nil {
+			return nil, err
+		}
+		rep.Detection = "chosen with --resolver"
+	}
+	rep.DNSResult, err = probes.DNSAmplification(ctx, probes.DNSSpec{
+		Names: p.Names, Resolver: kind, Config: cfg, Repeats: p.Repeats, WhatIfNdots: p.WhatIfNdots,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
 }

@@ -35,10 +35,11 @@ const (
 	ProbeHTTPMax     = "http-max"      // closed loop
 	ProbeGRPC        = "grpc"
 	ProbeTCP         = "tcp" // throughput
+	ProbeDNS         = "dns" // the resolver's real queries for names, with what-ifs
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
-var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP}
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS}
 
 // Job is what `agent run` executes: probes against one agent server (or, per probe, another
 // address such as the destination app's own port).
@@ -72,6 +73,15 @@ type ProbeSpec struct {
 	// application's own port. No token is sent to such a target.
 	Address string `json:"address,omitempty"`
 	URL     string `json:"url,omitempty"`
+
+	// DNS probe: the names, the resolver to model ("" = detect it from the application's
+	// binary), warm repeats, extra ndots what-ifs, and the resolv.conf to read
+	// (default /etc/resolv.conf, the pod's).
+	Names       []string `json:"names,omitempty"`
+	Resolver    string   `json:"resolver,omitempty"`
+	Repeats     int      `json:"repeats,omitempty"`
+	WhatIfNdots []int    `json:"whatIfNdots,omitempty"`
+	ResolvConf  string   `json:"resolvConf,omitempty"`
 }
 
 // Label is the probe's name in results.
@@ -99,6 +109,12 @@ func (j *Job) Validate() error {
 		}
 		if !known {
 			return fmt.Errorf("unknown probe kind %q (known: %v)", p.Kind, ProbeKinds)
+		}
+		if p.Kind == ProbeDNS {
+			if len(p.Names) == 0 {
+				return fmt.Errorf("probe %s: no names", p.Label())
+			}
+			continue
 		}
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
@@ -137,6 +153,15 @@ type ProbeResult struct {
 	HTTP       *probes.HTTPResult       `json:"http,omitempty"`
 	GRPC       *probes.GRPCResult       `json:"grpc,omitempty"`
 	Throughput *probes.ThroughputResult `json:"throughput,omitempty"`
+	DNS        *DNSReport               `json:"dns,omitempty"`
+}
+
+// DNSReport is the DNS probe's result with what the agent found in the pod.
+type DNSReport struct {
+	*probes.DNSResult
+	// ResolvConf is the pod's resolv.conf as read; Detection says how the resolver was chosen.
+	ResolvConf string `json:"resolvConf"`
+	Detection  string `json:"detection"`
 }
 
 // Emitter writes events as JSON lines; safe for concurrent use.

@@ -165,7 +165,6 @@ func Simulate(k Kind, c Config, name string, answer Answerer) Walk {
 	attempts := max(c.Attempts, 1)
 	for _, cand := range Candidates(k, c, name) {
 		st := Step{Name: cand, Queries: map[string]int{}, Rcodes: map[string]Rcode{}}
-		found := false
 		for _, t := range []string{TypeA, TypeAAAA} {
 			rc := answer(cand, t)
 			st.Rcodes[t] = rc
@@ -173,18 +172,26 @@ func Simulate(k Kind, c Config, name string, answer Answerer) Walk {
 			if rc == ServFail {
 				st.Queries[t] = servFailSends(k, attempts, ns)
 			}
-			found = found || rc == NoError
 		}
 		w.Steps = append(w.Steps, st)
-		if found {
+		answered, stop := Stops(k, st.Rcodes)
+		if answered {
 			w.Answered = cand
-			return w
 		}
-		if k == Musl && stopsMusl(st) {
+		if answered || stop {
 			return w
 		}
 	}
 	return w
+}
+
+// Stops says, from the outcomes of one candidate's queries, whether the lookup got its
+// addresses and whether the resolver stops walking anyway.
+func Stops(k Kind, rcodes map[string]Rcode) (answered, stop bool) {
+	for _, rc := range rcodes {
+		answered = answered || rc == NoError
+	}
+	return answered, k == Musl && stopsMusl(rcodes)
 }
 
 // servFailSends is how many times a query answered SERVFAIL is sent.
@@ -203,8 +210,8 @@ func servFailSends(k Kind, attempts, nameservers int) int {
 
 // stopsMusl: musl continues its search list only after NXDOMAIN; NODATA ends the lookup with
 // "no address", SERVFAIL (no usable answer before the timeout) with "try again".
-func stopsMusl(st Step) bool {
-	for _, rc := range st.Rcodes {
+func stopsMusl(rcodes map[string]Rcode) bool {
+	for _, rc := range rcodes {
 		if rc != NXDomain {
 			return true
 		}

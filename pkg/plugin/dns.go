@@ -1,0 +1,246 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/polymorphichelpers"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
+)
+
+// DNSOptions holds everything `kubectl netbench dns` needs.
+type DNSOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	TargetArg     string
+	Names         []string
+	Container     string
+	Resolver      string
+	Repeats       int
+	WhatIfNdots   []int
+	ExternalName  string
+	ClusterDomain string
+	Image         string
+	Output        string
+	StartTimeout  time.Duration
+
+	namespace string
+	client    kubernetes.Interface
+	getter    genericclioptions.RESTClientGetter
+
+	PodForObject polymorphichelpers.AttachablePodForObjectFunc
+	NewRunID     func() string
+	Progress     func(format string, args ...any)
+}
+
+// NewDNSOptions returns options with the defaults.
+func NewDNSOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DNSOptions {
+	return &DNSOptions{
+		ConfigFlags: flags, IOStreams: streams,
+		Repeats: 20, ExternalName: "example.com", ClusterDomain: "cluster.local",
+		Image: version.AgentImage(), StartTimeout: 2 * time.Minute,
+		PodForObject: polymorphichelpers.AttachablePodForObjectFn, NewRunID: randomID,
+	}
+}
+
+func newDNSCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewDNSOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "dns TARGET [NAME...]",
+		Short: "Count the DNS queries one lookup really sends from a pod, and how to cut them",
+		Long: `Read the pod's own resolv.conf, model the resolver its application uses (glibc, musl or Go,
+detected from the application's binary), send the queries that resolver sends for each NAME for
+real from inside the pod, and report queries and NXDOMAINs per lookup, latency, what a trailing
+dot or another ndots would change, and a ready-to-apply fix.
+
+TARGET is a pod, TYPE/NAME or NAMESPACE/TYPE/NAME. Without NAMEs: kubernetes.default, the
+kubernetes Service's cluster FQDN and --external-name.`,
+		Example: `  kubectl netbench dns deploy/web
+  kubectl netbench dns deploy/web api.example.com redis.cache --resolver musl -o json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			cmd.SilenceUsage = true
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Container, "container", "c", "", "the application container (default: the pod's default container)")
+	f.StringVar(&o.Resolver, "resolver", "", "resolver to model: glibc, musl or go (default: detected from the application's binary)")
+	f.IntVar(&o.Repeats, "repeats", o.Repeats, "warm lookups timed per name and what-if")
+	f.IntSliceVar(&o.WhatIfNdots, "what-if-ndots", nil, "more ndots values to compare (1 and 2 always are)")
+	f.StringVar(&o.ExternalName, "external-name", o.ExternalName, "the external name looked up by default")
+	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
+	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
+	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
+	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long the agent may take to start")
+	_ = cmd.RegisterFlagCompletionFunc("resolver", fixedCompletion("glibc", "musl", "go"))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
+	cmd.ValidArgsFunction = podCompletion(flags)
+	return cmd
+}
+
+// Complete resolves the namespace and the clients.
+func (o *DNSOptions) Complete(args []string) error {
+	o.TargetArg, o.Names = args[0], args[1:]
+	if len(o.Names) == 0 {
+		o.Names = []string{"kubernetes.default", "kubernetes.default.svc." + o.ClusterDomain, o.ExternalName}
+	}
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	o.namespace = ns
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	o.getter = o.ConfigFlags
+	if o.Progress == nil {
+		o.Progress = progressPrinter(o.ErrOut)
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *DNSOptions) Validate() error {
+	if o.Resolver != "" {
+		if _, err := resolver.ParseKind(o.Resolver); err != nil {
+			return fmt.Errorf("--resolver: %w", err)
+		}
+	}
+	if o.Repeats < 1 || o.Repeats > 1000 {
+		return fmt.Errorf("--repeats %d: want 1-1000", o.Repeats)
+	}
+	for _, n := range o.WhatIfNdots {
+		if n < 0 || n > 15 {
+			return fmt.Errorf("--what-if-ndots %d: want 0-15", n)
+		}
+	}
+	for _, n := range o.Names {
+		if n == "" || strings.ContainsAny(n, " /:") || strings.Contains(n, "..") {
+			return fmt.Errorf("name %q is not a DNS name", n)
+		}
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: want json or yaml", o.Output)
+	}
+	if o.Image == "" {
+		return errors.New("--image is empty")
+	}
+	return nil
+}
+
+// Run adds the agent to the pod, measures and prints the report.
+func (o *DNSOptions) Run(ctx context.Context) (err error) {
+	start := time.Now()
+	runID := o.NewRunID()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted (run %s): the agent ends by its deadline", runID)
+		}
+	}()
+	o.Progress("resolving %s", o.TargetArg)
+	t, err := resolveTarget(o.getter, o.PodForObject, o.TargetArg, o.namespace, o.Container, false)
+	if err != nil {
+		return err
+	}
+	rep := &report.DNSReport{APIVersion: report.APIVersion, Kind: "DNSReport", ToolVersion: version.Version, StartTime: start.UTC(),
+		Target: report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}}
+	rep.Owner = o.owner(ctx, t.Pod)
+
+	job := agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{{
+		Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots,
+	}}}
+	b, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	inj := &injector{client: o.client, runID: runID, image: o.Image, mode: ModeEphemeral}
+	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
+	a, err := inj.start(ctx, t, "dns", []string{"run", "--deadline", "5m", "--job", string(b)}, nil)
+	if err != nil {
+		return fmt.Errorf("starting the agent: %w", err)
+	}
+	rep.Target.AgentContainer = a.Container
+	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	if err := waitStarted(startCtx, o.client, a, o.Image); err != nil {
+		return fmt.Errorf("agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
+	}
+	measureStart := time.Now()
+	err = streamEvents(ctx, o.client, a, func(ev agent.Event) (bool, error) {
+		switch ev.Type {
+		case agent.EventResult:
+			if ev.Result != nil && ev.Result.DNS != nil {
+				rep.Result = ev.Result.DNS
+			}
+		case agent.EventError:
+			return false, fmt.Errorf("dns probe in %s/%s: %s", t.Namespace, t.Pod.Name, ev.Message)
+		case agent.EventExit:
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if rep.Result == nil {
+		return fmt.Errorf("the agent in %s/%s ended without a result", t.Namespace, t.Pod.Name)
+	}
+	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
+	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, t.Namespace)
+	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
+	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
+	return report.WriteDNS(o.Out, o.Output, rep)
+}
+
+// owner finds the workload whose pod template shapes this pod (deployment/x, statefulset/x …).
+func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		switch ref.Kind {
+		case "ReplicaSet":
+			rs, err := o.client.AppsV1().ReplicaSets(p.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return ""
+			}
+			for _, r := range rs.OwnerReferences {
+				if r.Kind == "Deployment" {
+					return "deployment/" + r.Name
+				}
+			}
+			return "replicaset/" + ref.Name
+		case "StatefulSet", "DaemonSet", "Job":
+			return strings.ToLower(ref.Kind) + "/" + ref.Name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,194 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// DNSReport is the result of `kubectl netbench dns`.
+type DNSReport struct {
+	APIVersion  string    `json:"apiVersion"`
+	Kind        string    `json:"kind"`
+	ToolVersion string    `json:"toolVersion"`
+	StartTime   time.Time `json:"startTime"`
+	Target      Endpoint  `json:"target"`
+	// Owner is the workload whose pod template the fix patches (e.g. deployment/web).
+	Owner  string           `json:"owner,omitempty"`
+	Result *agent.DNSReport `json:"result"`
+	// Fixes holds the cheapest fix per name; Patch the pod-wide dnsConfig change.
+	Fixes  []DNSFix `json:"fixes"`
+	Patch  *Patch   `json:"patch,omitempty"`
+	Timing Timing   `json:"timing"`
+}
+
+// DNSFix is the cheapest change for one name.
+type DNSFix struct {
+	Name    string `json:"name"`
+	Queries int    `json:"queries"`
+	// Fix is what to change; FixedQueries the queries per lookup after it.
+	Fix          string `json:"fix"`
+	FixedQueries int    `json:"fixedQueries"`
+}
+
+// Patch is a ready-to-apply dnsConfig change for the owning workload.
+type Patch struct {
+	Ndots   int    `json:"ndots"`
+	Command string `json:"command"`
+	// QueriesBefore and QueriesAfter add up one lookup of every name.
+	QueriesBefore int      `json:"queriesBefore"`
+	QueriesAfter  int      `json:"queriesAfter"`
+	SideEffects   []string `json:"sideEffects,omitempty"`
+}
+
+// PlanDNSFixes picks the cheapest fix per name and the ndots that sends the fewest queries while
+// every name that resolved still resolves from the same answer.
+func PlanDNSFixes(r *probes.DNSResult, owner, namespace string) ([]DNSFix, *Patch) {
+	var fixes []DNSFix
+	byNdots := map[int]int{}
+	current := 0
+	ok := map[int]bool{}
+	for _, n := range r.Names {
+		conf := variant(n, "as configured")
+		if conf == nil {
+			continue
+		}
+		current += conf.Queries
+		f := DNSFix{Name: n.Name, Queries: conf.Queries, Fix: "none needed: the minimum (one A and one AAAA query)", FixedQueries: conf.Queries}
+		if conf.Queries > 2 && conf.AnsweredBy != "" {
+			f.Fix = fmt.Sprintf("look up %q (fully qualified, with the trailing dot)", conf.AnsweredBy)
+			f.FixedQueries = 2
+		} else if conf.AnsweredBy == "" && conf.Queries > 2 {
+			f.Fix = "the name does not resolve: every candidate was tried; fix the name"
+		}
+		fixes = append(fixes, f)
+		for _, v := range n.Variants {
+			if !strings.HasPrefix(v.Label, "ndots:") && v.Label != "as configured" {
+				continue
+			}
+			if _, seen := ok[v.Ndots]; !seen {
+				ok[v.Ndots] = true
+			}
+			byNdots[v.Ndots] += v.Queries
+			// A what-if must keep every name's answer.
+			if v.AnsweredBy != conf.AnsweredBy {
+				ok[v.Ndots] = false
+			}
+		}
+	}
+	best := r.Config.Ndots
+	var ndots []int
+	for n := range byNdots {
+		ndots = append(ndots, n)
+	}
+	sort.Ints(ndots)
+	for _, n := range ndots {
+		if ok[n] && byNdots[n] < byNdots[best] {
+			best = n
+		}
+	}
+	if best == r.Config.Ndots || owner == "" {
+		return fixes, nil
+	}
+	p := &Patch{Ndots: best, QueriesBefore: current, QueriesAfter: byNdots[best]}
+	p.Command = fmt.Sprintf(`kubectl patch -n %s %s --type=strategic -p '{"spec":{"template":{"spec":{"dnsConfig":{"options":[{"name":"ndots","value":"%d"}]}}}}}'`, namespace, owner, best)
+	for _, n := range r.Names {
+		v := variant(n, fmt.Sprintf("ndots:%d", best))
+		conf := variant(n, "as configured")
+		if v == nil || conf == nil {
+			continue
+		}
+		if dots := strings.Count(strings.TrimSuffix(n.Name, "."), "."); dots >= best && conf.AnsweredBy != strings.TrimSuffix(n.Name, ".")+"." && !strings.HasSuffix(n.Name, ".") {
+			p.SideEffects = append(p.SideEffects, fmt.Sprintf("%s has %d dot(s) ≥ ndots %d: it is first sent as is, an extra query that leaves the cluster for the upstream DNS before the search list finds %s", n.Name, dots, best, conf.AnsweredBy))
+		}
+	}
+	return fixes, p
+}
+
+func variant(n probes.DNSName, label string) *probes.DNSVariant {
+	for i := range n.Variants {
+		if n.Variants[i].Label == label {
+			return &n.Variants[i]
+		}
+	}
+	return nil
+}
+
+// WriteDNS renders the DNS report.
+func WriteDNS(w io.Writer, format string, r *DNSReport) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	res := r.Result
+	fmt.Fprintf(w, "kubectl netbench dns: %s/%s container %s (node %s)\n", r.Target.Namespace, r.Target.Pod, r.Target.Container, r.Target.Node)
+	fmt.Fprintf(w, "resolver: %s — %s\n", res.Resolver, res.Detection)
+	fmt.Fprintf(w, "resolv.conf:\n")
+	for _, l := range strings.Split(strings.TrimSpace(res.ResolvConf), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, res.Nameserver, res.Repeats)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tlookup as\tqueries\tNXDOMAIN\tamplification\tanswered by\tmin\tp50\tp90\tmax\t")
+	for _, n := range res.Names {
+		for _, v := range n.Variants {
+			ans := v.AnsweredBy
+			if ans == "" {
+				ans = "(not resolved)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f×\t%s\t%s\t%s\t%s\t%s\t\n", n.Name, v.Label, v.Queries, v.NXDomains, v.Amplification, ans,
+				Micros(v.Warm.MinMicros), Micros(v.Warm.P50Micros), Micros(v.Warm.P90Micros), Micros(v.Warm.MaxMicros))
+		}
+	}
+	tw.Flush()
+	// The timeline of the most amplified name's cold lookup.
+	var worst *probes.DNSName
+	for i := range res.Names {
+		if worst == nil || len(res.Names[i].Timeline) > len(worst.Timeline) {
+			worst = &res.Names[i]
+		}
+	}
+	if worst != nil {
+		fmt.Fprintf(w, "\nTimeline of one cold lookup of %s\n", worst.Name)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "sent at\tquery\ttype\tanswer after\trcode\t")
+		for _, q := range worst.Timeline {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", Micros(q.SentMicros), q.Name, q.Type, Micros(q.RTTMicros), q.Rcode)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "\nFixes\n")
+	for _, f := range r.Fixes {
+		if f.FixedQueries < f.Queries {
+			fmt.Fprintf(w, "  %s: %d → %d queries per lookup: %s\n", f.Name, f.Queries, f.FixedQueries, f.Fix)
+		} else {
+			fmt.Fprintf(w, "  %s: %s\n", f.Name, f.Fix)
+		}
+	}
+	if p := r.Patch; p != nil {
+		fmt.Fprintf(w, "\nPod-wide: ndots %d sends %d instead of %d queries for one lookup of each name above:\n  %s\n", p.Ndots, p.QueriesAfter, p.QueriesBefore, p.Command)
+		for _, s := range p.SideEffects {
+			fmt.Fprintf(w, "  side effect: %s\n", s)
+		}
+	}
+	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds)
+	return nil
+}
