@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.
 AGENT_IMAGE ?= ghcr.io/kubectl-netbench/agent:$(VERSION)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test agent-image bench vet clean lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test agent-image bench vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -51,6 +51,18 @@ lab-kubeconfig:
 
 lab-check-clean:
 	hack/lab/lab.sh check-clean
+
+## demo: the lab (brought up if needed), sample workloads, a `path` and a `dns` report.
+demo: lab-up
+	hack/demo.sh
+
+## release-check: GoReleaser snapshot of every archive, and the krew manifest validated and
+## installed from this platform's archive (no publishing).
+release-check:
+	hack/release-check.sh
+
+krew-manifest:
+	$(GO) run ./hack/krew/render -dist dist -out dist/netbench.yaml
 
 ## e2e: the end-to-end tests against the running lab.
 e2e:
