@@ -107,7 +107,7 @@ func PlanDNSFixes(r *probes.DNSResult, owner, namespace string) ([]DNSFix, *Patc
 		if v == nil || conf == nil {
 			continue
 		}
-		if dots := strings.Count(strings.TrimSuffix(n.Name, "."), "."); dots >= best && conf.AnsweredBy != strings.TrimSuffix(n.Name, ".")+"." && !strings.HasSuffix(n.Name, ".") {
+		if dots := strings.Count(strings.TrimSuffix(n.Name, "."), "."); dots >= best && conf.AnsweredBy != "" && conf.AnsweredBy != strings.TrimSuffix(n.Name, ".")+"." && !strings.HasSuffix(n.Name, ".") {
 			p.SideEffects = append(p.SideEffects, fmt.Sprintf("%s has %d dot(s) ≥ ndots %d: it is first sent as is, an extra query that leaves the cluster for the upstream DNS before the search list finds %s", n.Name, dots, best, conf.AnsweredBy))
 		}
 	}
