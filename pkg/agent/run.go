@@ -184,6 +184,13 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 		}
 		rep.Detection = "chosen with --resolver"
 	}
+	if p.ObserveSeconds > 0 {
+		rep.Observed, err = probes.ObserveDNS(ctx, seconds(p.ObserveSeconds), kind, cfg)
+		if errors.Is(err, probes.ErrCaptureNotPermitted) {
+			rep.ObserveSkipped, err = "passive capture skipped: "+err.Error(), nil
+		}
+		return rep, err
+	}
 	rep.DNSResult, err = probes.DNSAmplification(ctx, probes.DNSSpec{
 		Names: p.Names, Resolver: kind, Config: cfg, Repeats: p.Repeats, WhatIfNdots: p.WhatIfNdots,
 	})

@@ -82,6 +82,9 @@ type ProbeSpec struct {
 	Repeats     int      `json:"repeats,omitempty"`
 	WhatIfNdots []int    `json:"whatIfNdots,omitempty"`
 	ResolvConf  string   `json:"resolvConf,omitempty"`
+	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
+	// of the active measurement; Resolver must then be set.
+	ObserveSeconds float64 `json:"observeSeconds,omitempty"`
 }
 
 // Label is the probe's name in results.
@@ -162,6 +165,9 @@ type DNSReport struct {
 	// ResolvConf is the pod's resolv.conf as read; Detection says how the resolver was chosen.
 	ResolvConf string `json:"resolvConf"`
 	Detection  string `json:"detection"`
+	// Observed is the passive capture (--observe); ObserveSkipped why there is none.
+	Observed       *probes.DNSObservation `json:"observed,omitempty"`
+	ObserveSkipped string                 `json:"observeSkipped,omitempty"`
 }
 
 // Emitter writes events as JSON lines; safe for concurrent use.

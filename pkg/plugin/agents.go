@@ -42,6 +42,9 @@ const (
 // ErrEphemeralUnsupported means the cluster cannot add ephemeral containers.
 var ErrEphemeralUnsupported = errors.New("ephemeral containers are not enabled on this cluster (use --mode pod)")
 
+// ErrPodSecurity means the namespace's Pod Security level refused the agent's security context.
+var ErrPodSecurity = errors.New("the namespace's Pod Security level forbids it")
+
 // agentRef is a running agent: where it runs and how to read its events.
 type agentRef struct {
 	Namespace string
@@ -57,6 +60,17 @@ type injector struct {
 	runID  string
 	image  string
 	mode   string // ModeEphemeral or ModePod
+	// capture runs the agent as root with only NET_RAW, for packet capture.
+	capture bool
+}
+
+// captureContext is the least a packet capture needs: root with CAP_NET_RAW and nothing else.
+func captureContext() *corev1.SecurityContext {
+	sc := restrictedContext()
+	root, no := int64(0), false
+	sc.RunAsUser, sc.RunAsNonRoot = &root, &no
+	sc.Capabilities.Add = []corev1.Capability{"NET_RAW"}
+	return sc
 }
 
 func restrictedContext() *corev1.SecurityContext {
@@ -87,6 +101,9 @@ func (in *injector) startEphemeral(ctx context.Context, t *Target, name string, 
 		},
 		TargetContainerName: t.Container,
 	}
+	if in.capture {
+		ec.SecurityContext = captureContext()
+	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
 	if err != nil {
 		return nil, err
@@ -99,6 +116,8 @@ func (in *injector) startEphemeral(ctx context.Context, t *Target, name string, 
 			return nil, ErrEphemeralUnsupported
 		}
 		return nil, fmt.Errorf("pod %s/%s is gone", t.Namespace, t.Pod.Name)
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
+		return nil, fmt.Errorf("%w: %v", ErrPodSecurity, err)
 	case apierrors.IsForbidden(err):
 		return nil, forbidden(err)
 	default:

@@ -38,6 +38,7 @@ type DNSOptions struct {
 	Image         string
 	Output        string
 	StartTimeout  time.Duration
+	Observe       time.Duration
 
 	namespace string
 	client    kubernetes.Interface
@@ -94,6 +95,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
 	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long the agent may take to start")
+	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
 	_ = cmd.RegisterFlagCompletionFunc("resolver", fixedCompletion("glibc", "musl", "go"))
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
 	cmd.ValidArgsFunction = podCompletion(flags)
@@ -131,6 +133,9 @@ func (o *DNSOptions) Validate() error {
 		if _, err := resolver.ParseKind(o.Resolver); err != nil {
 			return fmt.Errorf("--resolver: %w", err)
 		}
+	}
+	if o.Observe < 0 || o.Observe > 10*time.Minute {
+		return fmt.Errorf("--observe %s: want up to 10m", o.Observe)
 	}
 	if o.Repeats < 1 || o.Repeats > 1000 {
 		return fmt.Errorf("--repeats %d: want 1-1000", o.Repeats)
@@ -174,44 +179,31 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 		Target: report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}}
 	rep.Owner = o.owner(ctx, t.Pod)
 
-	job := agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{{
-		Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots,
-	}}}
-	b, err := json.Marshal(job)
-	if err != nil {
-		return err
-	}
+	measureStart := time.Now()
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots}
 	inj := &injector{client: o.client, runID: runID, image: o.Image, mode: ModeEphemeral}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, err := inj.start(ctx, t, "dns", []string{"run", "--deadline", "5m", "--job", string(b)}, nil)
-	if err != nil {
-		return fmt.Errorf("starting the agent: %w", err)
-	}
-	rep.Target.AgentContainer = a.Container
-	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
-	defer cancel()
-	if err := waitStarted(startCtx, o.client, a, o.Image); err != nil {
-		return fmt.Errorf("agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
-	}
-	measureStart := time.Now()
-	err = streamEvents(ctx, o.client, a, func(ev agent.Event) (bool, error) {
-		switch ev.Type {
-		case agent.EventResult:
-			if ev.Result != nil && ev.Result.DNS != nil {
-				rep.Result = ev.Result.DNS
-			}
-		case agent.EventError:
-			return false, fmt.Errorf("dns probe in %s/%s: %s", t.Namespace, t.Pod.Name, ev.Message)
-		case agent.EventExit:
-			return true, nil
-		}
-		return false, nil
-	})
+	res, err := o.runAgent(ctx, inj, t, "dns", spec)
 	if err != nil {
 		return err
 	}
-	if rep.Result == nil {
-		return fmt.Errorf("the agent in %s/%s ended without a result", t.Namespace, t.Pod.Name)
+	rep.Result = res
+	rep.Target.AgentContainer = "netbench-" + runID + "-dns"
+	if o.Observe > 0 {
+		// The capture comes second, knowing the resolver, so that the active queries above are
+		// not in it. It needs root with NET_RAW: a separate, short-lived container.
+		o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
+		spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: string(res.Resolver), ObserveSeconds: o.Observe.Seconds()}
+		cap := &injector{client: o.client, runID: runID, image: o.Image, mode: ModeEphemeral, capture: true}
+		obs, err := o.runAgent(ctx, cap, t, "capture", spec)
+		switch {
+		case errors.Is(err, ErrPodSecurity):
+			res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
+		case err != nil:
+			return err
+		default:
+			res.Observed, res.ObserveSkipped = obs.Observed, obs.ObserveSkipped
+		}
 	}
 	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
 	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, t.Namespace)
@@ -243,4 +235,43 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// runAgent starts one agent with the DNS probe and returns its report.
+func (o *DNSOptions) runAgent(ctx context.Context, inj *injector, t *Target, role string, spec agent.ProbeSpec) (*agent.DNSReport, error) {
+	deadline := (5*time.Minute + time.Duration(spec.ObserveSeconds*float64(time.Second))).Round(time.Second).String()
+	b, err := json.Marshal(agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}})
+	if err != nil {
+		return nil, err
+	}
+	a, err := inj.start(ctx, t, role, []string{"run", "--deadline", deadline, "--job", string(b)}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("starting the agent: %w", err)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	if err := waitStarted(startCtx, o.client, a, o.Image); err != nil {
+		return nil, fmt.Errorf("agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
+	}
+	var res *agent.DNSReport
+	err = streamEvents(ctx, o.client, a, func(ev agent.Event) (bool, error) {
+		switch ev.Type {
+		case agent.EventResult:
+			if ev.Result != nil && ev.Result.DNS != nil {
+				res = ev.Result.DNS
+			}
+		case agent.EventError:
+			return false, fmt.Errorf("dns probe in %s/%s: %s", t.Namespace, t.Pod.Name, ev.Message)
+		case agent.EventExit:
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, fmt.Errorf("the agent in %s/%s ended without a result", t.Namespace, t.Pod.Name)
+	}
+	return res, nil
 }

@@ -145,6 +145,24 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 	for _, l := range strings.Split(strings.TrimSpace(res.ResolvConf), "\n") {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+	if res.ObserveSkipped != "" {
+		fmt.Fprintf(w, "\n%s\n", res.ObserveSkipped)
+	}
+	if o := res.Observed; o != nil {
+		fmt.Fprintf(w, "\nObserved on the wire for %.0f s (UDP and TCP port 53, every interface of the pod): %d queries, %d responses, NXDOMAIN share %.0f %%\n",
+			o.Seconds, o.Queries, o.Responses, 100*o.NXShare)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "name looked up\tlookups\tqueries\tper lookup\tNXDOMAIN\tanswered by\twith trailing dot\twith ndots:1\t")
+		for _, n := range o.Names {
+			ans := n.AnsweredBy
+			if ans == "" {
+				ans = "(not resolved)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%d\t%s\t%d\t%d\t\n", n.Name, n.Lookups, n.Queries, n.QueriesPerLookup, n.NXDomains, ans, n.TrailingDotQueries, n.Ndots1Queries)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  (the last two columns: queries per lookup the model predicts with that change)")
+	}
 	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, res.Nameserver, res.Repeats)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\tlookup as\tqueries\tNXDOMAIN\tamplification\tanswered by\tmin\tp50\tp90\tmax\t")
