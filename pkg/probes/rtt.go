@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"net"
 	"os"
 	"strconv"
@@ -22,6 +21,12 @@ const (
 // ErrICMPNotPermitted is returned when neither an unprivileged ICMP socket nor a raw socket may
 // be opened by this process.
 var ErrICMPNotPermitted = errors.New("ICMP not permitted: the group is outside net.ipv4.ping_group_range and the process lacks CAP_NET_RAW")
+
+// Timestamp sources, as reported in RTTResult.Timestamps.
+const (
+	TimestampsKernel    = "kernel"    // receive time stamped by the kernel (SO_TIMESTAMPNS), as iputils ping does
+	TimestampsUserspace = "userspace" // receive time read after the process woke up
+)
 
 // RTTSpec configures an RTT probe.
 type RTTSpec struct {
@@ -168,23 +173,6 @@ func TCPConnectRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 	cl := LatencyFromSamples(connects)
 	r.ConnectLatency = &cl
 	return r, nil
-}
-
-// handshakeRTT is the kernel's smoothed RTT right after the handshake: its only sample then is
-// the SYN → SYN-ACK round trip.
-func handshakeRTT(c *net.TCPConn) (time.Duration, bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	var info *unix.TCPInfo
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	}); err != nil || gerr != nil || info == nil || info.Rtt == 0 {
-		return 0, false
-	}
-	return time.Duration(info.Rtt) * time.Microsecond, true
 }
 
 func rttResult(method string, spec RTTSpec, sent int, rtts []time.Duration, elapsed time.Duration) *RTTResult {

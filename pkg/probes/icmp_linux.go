@@ -1,3 +1,5 @@
+//go:build linux
+
 package probes
 
 import (
@@ -15,12 +17,6 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
-)
-
-// Timestamp sources, as reported in RTTResult.Timestamps.
-const (
-	TimestampsKernel    = "kernel"    // receive time stamped by the kernel (SO_TIMESTAMPNS), as iputils ping does
-	TimestampsUserspace = "userspace" // receive time read after the process woke up
 )
 
 const icmpPayloadLen = 56 // iputils ping's default

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// --observe counts what the wire shows: a packet capture on the node, at the pod's bridge, over
+// the same window agrees with the agent's own counts; the lookups fold into the right names
+// with the queries per lookup the resolver really sends.
+func TestDNSObserveMatchesPacketCapture(t *testing.T) {
+	cs, ns := lab(t)
+	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", []string{"--count", "0", "--every", "100", "example.com", "kubernetes.default"})
+	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRollout(t, cs, ns, "looper")
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=looper"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("looper pod: %v", err)
+	}
+	ip := pods.Items[0].Status.PodIP
+
+	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", "host "+ip+" and udp port 53")
+	stdout, _ := capture.StdoutPipe()
+	if err := capture.Start(); err != nil {
+		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
+	}
+	type pkt struct {
+		at        time.Time
+		query, nx bool
+	}
+	pkts := make(chan pkt, 100000)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) < 5 {
+				continue
+			}
+			sec, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				continue
+			}
+			at := time.Unix(0, int64(sec*1e9))
+			pkts <- pkt{at: at, query: strings.HasPrefix(f[2], ip+"."), nx: strings.Contains(sc.Text(), "NXDomain")}
+		}
+		close(pkts)
+	}()
+	time.Sleep(time.Second)
+	r := dnsJSON(t, "-n", ns, "deploy/looper", "--observe", "10s", "--repeats", "3")
+	time.Sleep(500 * time.Millisecond)
+	_ = capture.Process.Kill()
+	_ = capture.Wait()
+	o := r.Result.Observed
+	if o == nil {
+		t.Fatalf("no observation: %s", r.Result.ObserveSkipped)
+	}
+	var queries, nx int
+	for p := range pkts {
+		if p.at.Before(o.Start) || p.at.After(o.End) {
+			continue
+		}
+		if p.query {
+			queries++
+		} else if p.nx {
+			nx++
+		}
+	}
+	t.Logf("agent: %d queries, %d NXDOMAIN; capture on the node: %d queries, %d NXDOMAIN", o.Queries, o.NXDomains, queries, nx)
+	if queries < 100 || abs(o.Queries-queries) > 4 || abs(o.NXDomains-nx) > 4 {
+		t.Errorf("the agent counted %d queries and %d NXDOMAIN, the capture %d and %d over the same window", o.Queries, o.NXDomains, queries, nx)
+	}
+	per := map[string]float64{}
+	for _, n := range o.Names {
+		per[n.Name] = n.QueriesPerLookup
+		if n.Name == "example.com" && (n.TrailingDotQueries != 2 || n.AnsweredBy != "example.com.") {
+			t.Errorf("example.com: %+v", n)
+		}
+	}
+	// Whole lookups cost 8 and 4 queries; the window may cut one lookup of each at its edges.
+	if per["example.com"] < 7 || per["example.com"] > 8 || per["kubernetes.default"] < 3.5 || per["kubernetes.default"] > 4 {
+		t.Errorf("queries per lookup: %v, want about 8 for example.com and 4 for kubernetes.default", per)
+	}
+}
+
+// In a namespace enforcing Pod Security "restricted", --observe says why it cannot capture and
+// still gives the active report.
+func TestDNSObserveRestricted(t *testing.T) {
+	cs, ns := lab(t)
+	n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resolverDeployment(t, cs, ns, "app", "musl")
+	out, stderr, err := netbench(t, "dns", "-n", ns, "deploy/app", "--observe", "5s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + ns + " forbids", "resolver: musl", "as configured"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
