@@ -44,7 +44,10 @@ echo "6 archives, each with LICENSE; checksums.txt verified"
 
 step "rendering and validating the krew manifest"
 go run ./hack/krew/render -dist dist -out dist/netbench.yaml
-"$KREW_BIN/validate-krew-manifest" -manifest dist/netbench.yaml
+# krew's validator: structure, platform selectors, and every platform's install — except that
+# installing every platform would download the archives from their release URIs, so that part
+# is done below, for this platform, from the local archive.
+"$KREW_BIN/validate-krew-manifest" -manifest dist/netbench.yaml -skip-install
 
 step "krew install from this platform's archive"
 arch=$(go env GOARCH)
@@ -52,6 +55,9 @@ archive=$(ls dist/kubectl-netbench_*_linux_"$arch".tar.gz)
 export KREW_ROOT
 KREW_ROOT=$(mktemp -d)
 trap 'rm -rf "$KREW_ROOT"' EXIT
+# krew's commands expect its plugin index (a git clone of krew-index); an empty local
+# repository stands in for it, since nothing here may be fetched.
+git init -q "$KREW_ROOT/index/default"
 "$KREW_BIN/krew" install --manifest=dist/netbench.yaml --archive="$archive"
 KUBECTL=${KUBECTL:-$(command -v kubectl || echo .cache/lab/bin/kubectl)}
 [ -x "$KUBECTL" ] || { echo "no kubectl: run make lab-up (it builds one) or install kubectl" >&2; exit 1; }
