@@ -68,3 +68,18 @@ func podCompletion(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// clients reads the kubeconfig (every kubectl flag) into the namespace to default to and a
+// clientset, for a command's Complete.
+func clients(flags *genericclioptions.ConfigFlags) (string, kubernetes.Interface, error) {
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return "", nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	return ns, cs, err
+}

@@ -108,16 +108,8 @@ func (o *DNSOptions) Complete(args []string) error {
 	if len(o.Names) == 0 {
 		o.Names = []string{"kubernetes.default", "kubernetes.default.svc." + o.ClusterDomain, o.ExternalName}
 	}
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	o.namespace = ns
-	cfg, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	var err error
+	if o.namespace, o.client, err = clients(o.ConfigFlags); err != nil {
 		return err
 	}
 	o.getter = o.ConfigFlags

@@ -134,16 +134,8 @@ ephemeral containers are unavailable).`,
 // Complete resolves the namespace and the clients.
 func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.SrcArg, o.DstArg = args[0], args[1]
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	o.namespace = ns
-	cfg, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	var err error
+	if o.namespace, o.client, err = clients(o.ConfigFlags); err != nil {
 		return err
 	}
 	o.getter = o.ConfigFlags

@@ -1,15 +1,12 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
@@ -125,18 +122,8 @@ func variant(n probes.DNSName, label string) *probes.DNSVariant {
 
 // WriteDNS renders the DNS report.
 func WriteDNS(w io.Writer, format string, r *DNSReport) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+	if format != "" {
+		return writeMachine(w, format, r)
 	}
 	res := r.Result
 	fmt.Fprintf(w, "kubectl netbench dns: %s/%s container %s (node %s)\n", r.Target.Namespace, r.Target.Pod, r.Target.Container, r.Target.Node)

@@ -15,6 +15,14 @@ import (
 
 // Write renders v as "json", "yaml", or, for "", the human report.
 func Write(w io.Writer, format string, v *PathReport) error {
+	if format == "" {
+		return Human(w, v)
+	}
+	return writeMachine(w, format, v)
+}
+
+// writeMachine writes any report as indented JSON or as YAML.
+func writeMachine(w io.Writer, format string, v any) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -27,8 +35,6 @@ func Write(w io.Writer, format string, v *PathReport) error {
 		}
 		_, err = w.Write(b)
 		return err
-	case "":
-		return Human(w, v)
 	default:
 		return fmt.Errorf("unknown output format %q (want json or yaml)", format)
 	}

@@ -329,3 +329,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// restrict makes the namespace enforce Pod Security "restricted".
+func restrict(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

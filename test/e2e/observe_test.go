@@ -95,14 +95,7 @@ func TestDNSObserveMatchesPacketCapture(t *testing.T) {
 // still gives the active report.
 func TestDNSObserveRestricted(t *testing.T) {
 	cs, ns := lab(t)
-	n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	restrict(t, cs, ns)
 	resolverDeployment(t, cs, ns, "app", "musl")
 	out, stderr, err := netbench(t, "dns", "-n", ns, "deploy/app", "--observe", "5s")
 	if err != nil {

@@ -380,14 +380,7 @@ func TestPathInterrupt(t *testing.T) {
 // non-root without capabilities.
 func TestPathRestrictedNamespace(t *testing.T) {
 	cs, ns := lab(t)
-	n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	restrict(t, cs, ns)
 	workloads(t, cs, ns)
 	for _, mode := range []string{"ephemeral", "pod"} {
 		out, stderr, err := netbench(t, "path", "-n", ns, "deploy/client", "sts/db", "--mode", mode, "--probes", "rtt,http", "--duration", "1s")
