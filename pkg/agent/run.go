@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -162,7 +163,7 @@ func postDone(job Job) error {
 func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 	path := p.ResolvConf
 	if path == "" {
-		path = "/etc/resolv.conf"
+		path = appResolvConf()
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -174,7 +175,7 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 			cfg.LocalDomain = dom
 		}
 	}
-	rep := &DNSReport{ResolvConf: string(b)}
+	rep := &DNSReport{ResolvConf: string(b), ResolvConfPath: path}
 	kind := resolver.Kind(p.Resolver)
 	if p.Resolver == "" {
 		kind, rep.Detection = DetectResolver("/proc")
@@ -198,4 +199,18 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// appResolvConf is the application container's own view of /etc/resolv.conf where the agent may
+// read it (through /proc/<pid>/root), and the pod's file, which the kubelet gives every
+// container, otherwise.
+func appResolvConf() string {
+	if pid, err := appPID("/proc"); err == nil {
+		p := filepath.Join("/proc", strconv.Itoa(pid), "root", "etc", "resolv.conf")
+		if f, err := os.Open(p); err == nil {
+			f.Close()
+			return p
+		}
+	}
+	return "/etc/resolv.conf"
 }

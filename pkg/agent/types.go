@@ -162,9 +162,11 @@ type ProbeResult struct {
 // DNSReport is the DNS probe's result with what the agent found in the pod.
 type DNSReport struct {
 	*probes.DNSResult
-	// ResolvConf is the pod's resolv.conf as read; Detection says how the resolver was chosen.
-	ResolvConf string `json:"resolvConf"`
-	Detection  string `json:"detection"`
+	// ResolvConf is the resolv.conf as read from ResolvConfPath (the application container's
+	// own view where readable); Detection says how the resolver was chosen.
+	ResolvConf     string `json:"resolvConf"`
+	ResolvConfPath string `json:"resolvConfPath"`
+	Detection      string `json:"detection"`
 	// Observed is the passive capture (--observe); ObserveSkipped why there is none.
 	Observed       *probes.DNSObservation `json:"observed,omitempty"`
 	ObserveSkipped string                 `json:"observeSkipped,omitempty"`

@@ -128,7 +128,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 	res := r.Result
 	fmt.Fprintf(w, "kubectl netbench dns: %s/%s container %s (node %s)\n", r.Target.Namespace, r.Target.Pod, r.Target.Container, r.Target.Node)
 	fmt.Fprintf(w, "resolver: %s — %s\n", res.Resolver, res.Detection)
-	fmt.Fprintf(w, "resolv.conf:\n")
+	fmt.Fprintf(w, "resolv.conf (%s):\n", res.ResolvConfPath)
 	for _, l := range strings.Split(strings.TrimSpace(res.ResolvConf), "\n") {
 		fmt.Fprintf(w, "  %s\n", l)
 	}

@@ -160,7 +160,7 @@ func TestDNSDefaultReportWallTime(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, want := range []string{"resolver: glibc", "resolv.conf:", "Timeline of one cold lookup", "trailing dot", "ndots:1", "ndots:2", "Fixes", "kubectl patch -n " + ns + " deployment/app"} {
+	for _, want := range []string{"resolver: glibc", "resolv.conf (", "Timeline of one cold lookup", "trailing dot", "ndots:1", "ndots:2", "Fixes", "kubectl patch -n " + ns + " deployment/app"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
