@@ -242,8 +242,8 @@ func (o *DNSOptions) runAgent(ctx context.Context, inj *injector, t *Target, rol
 	}
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
-	if err := waitStarted(startCtx, o.client, a, o.Image); err != nil {
-		return nil, fmt.Errorf("agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
+	if err := waitAgent(ctx, startCtx, o.client, a, o.Image, o.StartTimeout, "agent"); err != nil {
+		return nil, err
 	}
 	var res *agent.DNSReport
 	err = streamEvents(ctx, o.client, a, func(ev agent.Event) (bool, error) {

@@ -368,8 +368,8 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	rep.Mode = inj.mode
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
-	if err := waitStarted(startCtx, o.client, srv, o.Image); err != nil {
-		return fmt.Errorf("server agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
+	if err := waitAgent(ctx, startCtx, o.client, srv, o.Image, o.StartTimeout, "server agent"); err != nil {
+		return err
 	}
 	err = streamEvents(startCtx, o.client, srv, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
@@ -382,7 +382,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 		return false, nil
 	})
 	if err != nil {
-		return timeoutHint(err, startCtx, ctx, o.StartTimeout)
+		return timeoutHint(err, startCtx, ctx, o.StartTimeout, o.Image)
 	}
 	rep.Destination.AgentIP = srv.IP
 	if srv.Temporary {
@@ -402,8 +402,8 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("starting the client agent: %w", err)
 	}
-	if err := waitStarted(startCtx, o.client, cli, o.Image); err != nil {
-		return fmt.Errorf("client agent: %w", timeoutHint(err, startCtx, ctx, o.StartTimeout))
+	if err := waitAgent(ctx, startCtx, o.client, cli, o.Image, o.StartTimeout, "client agent"); err != nil {
+		return err
 	}
 	if cli.Temporary {
 		rep.Source.AgentPod = cli.Pod
@@ -482,10 +482,18 @@ func (o *PathOptions) endpoint(ctx context.Context, t *Target) report.Endpoint {
 	return e
 }
 
+// waitAgent waits for an agent to start within startCtx, naming what timed out.
+func waitAgent(ctx, startCtx context.Context, client kubernetes.Interface, a *agentRef, image string, limit time.Duration, what string) error {
+	if err := waitStarted(startCtx, client, a, image); err != nil {
+		return fmt.Errorf("%s: %w", what, timeoutHint(err, startCtx, ctx, limit, image))
+	}
+	return nil
+}
+
 // timeoutHint explains a start that ran out of time.
-func timeoutHint(err error, startCtx, runCtx context.Context, limit time.Duration) error {
+func timeoutHint(err error, startCtx, runCtx context.Context, limit time.Duration, image string) error {
 	if runCtx.Err() == nil && startCtx.Err() != nil {
-		return fmt.Errorf("the agent did not start within --start-timeout %s (is the image %s pullable? see kubectl describe pod)", limit, "for --image")
+		return fmt.Errorf("the agent did not start within --start-timeout %s (can the nodes pull %s? see kubectl describe pod; --image names a mirror)", limit, image)
 	}
 	return err
 }
