@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +13,11 @@ import (
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/polymorphichelpers"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
 )
 
 // progressPrinter writes timed progress lines to w when it is a terminal (or when
@@ -69,17 +74,72 @@ func podCompletion(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []
 	}
 }
 
-// clients reads the kubeconfig (every kubectl flag) into the namespace to default to and a
-// clientset, for a command's Complete.
-func clients(flags *genericclioptions.ConfigFlags) (string, kubernetes.Interface, error) {
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return "", nil, fmt.Errorf("reading the kubeconfig: %w", err)
+// commonOptions are what every measuring command shares: the kubeconfig flags and streams, the
+// agent image and start timeout, the output format, and the clients Complete fills in.
+type commonOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	Image        string
+	Output       string
+	StartTimeout time.Duration
+
+	// Filled by complete.
+	namespace string
+	client    kubernetes.Interface
+	getter    genericclioptions.RESTClientGetter
+
+	// Swappable in tests.
+	PodForObject polymorphichelpers.AttachablePodForObjectFunc
+	NewRunID     func() string
+	Progress     func(format string, args ...any)
+}
+
+func newCommonOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) commonOptions {
+	return commonOptions{
+		ConfigFlags: flags, IOStreams: streams,
+		Image: version.AgentImage(), StartTimeout: 2 * time.Minute,
+		PodForObject: polymorphichelpers.AttachablePodForObjectFn, NewRunID: randomID,
 	}
-	cfg, err := flags.ToRESTConfig()
+}
+
+func (o *commonOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
+	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
+	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
+	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
+}
+
+// complete reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
+func (o *commonOptions) complete() error {
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", nil, fmt.Errorf("reading the kubeconfig: %w", err)
+		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	return ns, cs, err
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	o.namespace, o.getter = ns, o.ConfigFlags
+	if o.Progress == nil {
+		o.Progress = progressPrinter(o.ErrOut)
+	}
+	return nil
+}
+
+func (o *commonOptions) validate() error {
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: want json or yaml", o.Output)
+	}
+	if o.Image == "" {
+		return errors.New("--image is empty")
+	}
+	return nil
 }

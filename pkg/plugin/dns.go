@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubectl/pkg/polymorphichelpers"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -24,8 +22,7 @@ import (
 
 // DNSOptions holds everything `kubectl netbench dns` needs.
 type DNSOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	commonOptions
 
 	TargetArg     string
 	Names         []string
@@ -35,27 +32,14 @@ type DNSOptions struct {
 	WhatIfNdots   []int
 	ExternalName  string
 	ClusterDomain string
-	Image         string
-	Output        string
-	StartTimeout  time.Duration
 	Observe       time.Duration
-
-	namespace string
-	client    kubernetes.Interface
-	getter    genericclioptions.RESTClientGetter
-
-	PodForObject polymorphichelpers.AttachablePodForObjectFunc
-	NewRunID     func() string
-	Progress     func(format string, args ...any)
 }
 
 // NewDNSOptions returns options with the defaults.
 func NewDNSOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DNSOptions {
 	return &DNSOptions{
-		ConfigFlags: flags, IOStreams: streams,
-		Repeats: 20, ExternalName: "example.com", ClusterDomain: "cluster.local",
-		Image: version.AgentImage(), StartTimeout: 2 * time.Minute,
-		PodForObject: polymorphichelpers.AttachablePodForObjectFn, NewRunID: randomID,
+		commonOptions: newCommonOptions(flags, streams),
+		Repeats:       20, ExternalName: "example.com", ClusterDomain: "cluster.local",
 	}
 }
 
@@ -92,13 +76,9 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.IntSliceVar(&o.WhatIfNdots, "what-if-ndots", nil, "more ndots values to compare (1 and 2 always are)")
 	f.StringVar(&o.ExternalName, "external-name", o.ExternalName, "the external name looked up by default")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
-	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
-	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
-	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long the agent may take to start")
+	o.addFlags(cmd)
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
 	_ = cmd.RegisterFlagCompletionFunc("resolver", fixedCompletion("glibc", "musl", "go"))
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
-	cmd.ValidArgsFunction = podCompletion(flags)
 	return cmd
 }
 
@@ -108,15 +88,7 @@ func (o *DNSOptions) Complete(args []string) error {
 	if len(o.Names) == 0 {
 		o.Names = []string{"kubernetes.default", "kubernetes.default.svc." + o.ClusterDomain, o.ExternalName}
 	}
-	var err error
-	if o.namespace, o.client, err = clients(o.ConfigFlags); err != nil {
-		return err
-	}
-	o.getter = o.ConfigFlags
-	if o.Progress == nil {
-		o.Progress = progressPrinter(o.ErrOut)
-	}
-	return nil
+	return o.complete()
 }
 
 // Validate checks the flags.
@@ -142,15 +114,7 @@ func (o *DNSOptions) Validate() error {
 			return fmt.Errorf("name %q is not a DNS name", n)
 		}
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.Output)
-	}
-	if o.Image == "" {
-		return errors.New("--image is empty")
-	}
-	return nil
+	return o.validate()
 }
 
 // Run adds the agent to the pod, measures and prints the report.

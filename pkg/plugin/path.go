@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubectl/pkg/polymorphichelpers"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -30,8 +30,7 @@ var probeGroups = []string{"rtt", "http", "http-new-conn", "http-max", "grpc", "
 
 // PathOptions holds everything `kubectl netbench path` needs.
 type PathOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	commonOptions
 
 	SrcArg, DstArg             string
 	SrcContainer, DstContainer string
@@ -46,36 +45,18 @@ type PathOptions struct {
 	Port                       int
 	HTTPPath                   string
 	PricePerGB                 float64
-	Image                      string
-	Output                     string
 	AllowHostNetwork           bool
-	StartTimeout               time.Duration
-
-	// Filled by Complete.
-	namespace string
-	client    kubernetes.Interface
-	getter    genericclioptions.RESTClientGetter
-
-	// Swappable in tests.
-	PodForObject polymorphichelpers.AttachablePodForObjectFunc
-	NewRunID     func() string
-	Progress     func(format string, args ...any)
 }
 
 // NewPathOptions returns options with the defaults.
 func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PathOptions {
 	return &PathOptions{
-		ConfigFlags:  flags,
-		IOStreams:    streams,
-		Mode:         ModeEphemeral,
-		Profile:      "quick",
-		Probes:       probeGroups,
-		PricePerGB:   0.01,
-		Image:        version.AgentImage(),
-		StartTimeout: 2 * time.Minute,
-		HTTPPath:     "/",
-		PodForObject: polymorphichelpers.AttachablePodForObjectFn,
-		NewRunID:     randomID,
+		commonOptions: newCommonOptions(flags, streams),
+		Mode:          ModeEphemeral,
+		Profile:       "quick",
+		Probes:        probeGroups,
+		PricePerGB:    0.01,
+		HTTPPath:      "/",
 	}
 }
 
@@ -120,29 +101,17 @@ ephemeral containers are unavailable).`,
 	f.IntVar(&o.Port, "port", 0, "also measure TCP connect RTT and HTTP latency to DST's own container port")
 	f.StringVar(&o.HTTPPath, "http-path", o.HTTPPath, "path requested on --port")
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
-	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
-	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
-	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start")
+	o.addFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(ModeEphemeral, ModePod, ModeAuto))
 	_ = cmd.RegisterFlagCompletionFunc("profile", fixedCompletion("quick", "seed"))
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
-	cmd.ValidArgsFunction = podCompletion(flags)
 	return cmd
 }
 
 // Complete resolves the namespace and the clients.
 func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.SrcArg, o.DstArg = args[0], args[1]
-	var err error
-	if o.namespace, o.client, err = clients(o.ConfigFlags); err != nil {
-		return err
-	}
-	o.getter = o.ConfigFlags
-	if o.Progress == nil {
-		o.Progress = progressPrinter(o.ErrOut)
-	}
-	return nil
+	return o.complete()
 }
 
 // Validate checks the flags; every message names the flag.
@@ -159,14 +128,12 @@ func (o *PathOptions) Validate() error {
 		return fmt.Errorf("--probes is empty: name at least one of %s", strings.Join(probeGroups, ","))
 	}
 	for _, p := range o.Probes {
-		if !contains(probeGroups, p) {
+		if !slices.Contains(probeGroups, p) {
 			return fmt.Errorf("--probes: unknown probe %q (known: %s)", p, strings.Join(probeGroups, ","))
 		}
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.Output)
+	if err := o.validate(); err != nil {
+		return err
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("--port %d: want 1-65535", o.Port)
@@ -182,9 +149,6 @@ func (o *PathOptions) Validate() error {
 	}
 	if o.Interval > 0 && o.Duration > 0 && o.Interval > o.Duration {
 		return fmt.Errorf("--interval %s is longer than --duration %s", o.Interval, o.Duration)
-	}
-	if o.Image == "" {
-		return errors.New("--image is empty")
 	}
 	return nil
 }
@@ -505,12 +469,3 @@ func randomID() string {
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,7 +189,7 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 
 	ndots := []int{1, 2}
 	for _, n := range spec.WhatIfNdots {
-		if n != spec.Config.Ndots && !containsInt(ndots, n) {
+		if n != spec.Config.Ndots && !slices.Contains(ndots, n) {
 			ndots = append(ndots, n)
 		}
 	}
@@ -234,13 +235,4 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 		res.Names = append(res.Names, out)
 	}
 	return res, nil
-}
-
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

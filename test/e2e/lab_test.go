@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -308,7 +309,7 @@ func TestEphemeralContainerSharesPodNetwork(t *testing.T) {
 			t.Fatalf("%s: %v", c, err)
 		}
 	}
-	if !contains(ephView.Addresses, p.Status.PodIP) {
+	if !slices.Contains(ephView.Addresses, p.Status.PodIP) {
 		t.Errorf("ephemeral container sees %v, not the pod IP %s", ephView.Addresses, p.Status.PodIP)
 	}
 	if ephView.ResolvConf != mainView.ResolvConf {
@@ -319,15 +320,6 @@ func TestEphemeralContainerSharesPodNetwork(t *testing.T) {
 			t.Errorf("pod resolv.conf lacks %q:\n%s", want, ephView.ResolvConf)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // restrict makes the namespace enforce Pod Security "restricted".
