@@ -17,7 +17,7 @@ import (
 func main() {
 	// The first Ctrl-C cancels the run, which then cleans up under its own short deadlines; a
 	// second one, once relaying has stopped, ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	go func() {
 		<-ctx.Done()

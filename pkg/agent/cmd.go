@@ -23,6 +23,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRun: func(*cobra.Command, []string) {
 			LimitProcs()
+			limitMemory()
 		},
 	}
 	cmd.AddCommand(newServeCommand(streams), newRunCommand(streams), newInspectCommand(streams))
@@ -31,29 +32,38 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := ServeOptions{}
+	var deadline time.Duration
+	var notAfterArg string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve HTTP, gRPC and the throughput sink on one port until done or the deadline",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			em := NewEmitter(streams.Out)
 			if o.Token == "" {
 				o.Token = os.Getenv(TokenEnv)
 			}
-			err := Serve(cmd.Context(), o, NewEmitter(streams.Out))
+			var err error
+			if o.NotAfter, err = notAfter(notAfterArg, deadline, time.Now()); err == nil {
+				defer hardExit(o.NotAfter, em)()
+				err = Serve(cmd.Context(), o, em)
+			}
 			if err != nil {
-				NewEmitter(streams.Out).Emit(Event{Type: EventError, Message: err.Error()})
+				em.Emit(Event{Type: EventError, Message: err.Error()})
 			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.Listen, "listen", ":0", "address to listen on (port 0 picks a free port)")
 	cmd.Flags().StringVar(&o.Token, "token", "", "the run token clients must present (default $"+TokenEnv+")")
-	cmd.Flags().DurationVar(&o.Deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")
+	cmd.Flags().DurationVar(&deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")
+	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "exit at this RFC 3339 time whatever happens (wins over --deadline)")
+	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "exit unless "+PathLease+" is posted within each such period (0: no lease)")
 	return cmd
 }
 
 func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	var jobArg string
+	var jobArg, notAfterArg string
 	var deadline time.Duration
 	cmd := &cobra.Command{
 		Use:   "run --job JSON|-|@FILE",
@@ -69,12 +79,17 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			if job.Token == "" {
 				job.Token = os.Getenv(TokenEnv)
 			}
-			ctx := cmd.Context()
-			if deadline > 0 {
-				var cancel func()
-				ctx, cancel = context.WithTimeout(ctx, deadline)
-				defer cancel()
+			end, err := notAfter(notAfterArg, deadline, time.Now())
+			if err == nil && !time.Now().Before(end) {
+				err = ErrTooLate
 			}
+			if err != nil {
+				em.Emit(Event{Type: EventError, Message: err.Error()})
+				return err
+			}
+			defer hardExit(end, em)()
+			ctx, cancel := context.WithDeadline(cmd.Context(), end)
+			defer cancel()
 			err = Run(ctx, job, em)
 			if err == nil {
 				em.Emit(Event{Type: EventExit, Message: "job finished"})
@@ -84,6 +99,7 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&jobArg, "job", "-", "the job: JSON, - for stdin, or @FILE")
 	cmd.Flags().DurationVar(&deadline, "deadline", 10*time.Minute, "give up after this long whatever happens")
+	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "give up at this RFC 3339 time whatever happens (wins over --deadline)")
 	return cmd
 }
 
@@ -94,7 +110,7 @@ func readJob(arg string, in io.Reader) (Job, error) {
 	case arg == "-":
 		data, err = io.ReadAll(io.LimitReader(in, 1<<20))
 	case strings.HasPrefix(arg, "@"):
-		data, err = os.ReadFile(arg[1:])
+		data, err = readSmallFile(arg[1:], 1<<20)
 	default:
 		data = []byte(arg)
 	}

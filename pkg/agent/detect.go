@@ -50,7 +50,7 @@ func DetectResolver(proc string) (resolver.Kind, string) {
 		}
 	}
 	// Static binary: glibc leaves its name in what it links in; musl does not.
-	data, err := os.ReadFile(exe)
+	data, err := readSmallFile(exe, 512<<20)
 	if err == nil && (bytes.Contains(data, []byte("GNU C Library")) || bytes.Contains(data, []byte("GLIBC_"))) {
 		return resolver.Glibc, fmt.Sprintf("%s (pid %d) is a static binary with glibc inside", target, pid)
 	}

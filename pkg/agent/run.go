@@ -1,17 +1,18 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
@@ -26,7 +27,11 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		em.Emit(Event{Type: EventError, Message: err.Error()})
 		return err
 	}
-	if job.Done {
+	if job.Done && job.Host != "" {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go watchServer(ctx, job, cancel)
 		defer func() {
 			if derr := postDone(job); derr != nil && err == nil {
 				em.Emit(Event{Type: EventProgress, Message: "telling the server to stop: " + derr.Error()})
@@ -36,8 +41,14 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
 		res, err := runProbe(ctx, job, p)
+		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrServerGone) {
+			err = cause
+		}
 		if err != nil {
-			em.Emit(Event{Type: EventError, Probe: p.Label(), Message: err.Error()})
+			em.Emit(Event{Type: EventError, Probe: p.Label(), Message: err.Error(), Reason: reason(err)})
+			if (p.Address != "" || p.URL != "") && ctx.Err() == nil {
+				continue // a probe of the application's own port: the others still run
+			}
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}
 		em.Emit(Event{Type: EventResult, Probe: p.Label(), Result: res})
@@ -47,8 +58,54 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 
 func (j Job) agentAddr() string { return net.JoinHostPort(j.Host, strconv.Itoa(j.Port)) }
 
-func runProbe(ctx context.Context, job Job, p ProbeSpec) (*ProbeResult, error) {
-	res := &ProbeResult{Name: p.Label(), Kind: p.Kind}
+// reason classifies a probe error for the plugin's message.
+func reason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ReasonRefused
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return ReasonTimeout
+	}
+	return ""
+}
+
+// ErrServerGone means the agent server this job measures against stopped answering: its run
+// ended or the plugin that started it is gone.
+var ErrServerGone = errors.New("the server agent stopped answering: its run is over")
+
+// watchServer checks every second that the server still answers its lease; after two misses in
+// a row (once it answered at least once) it cancels the job.
+func watchServer(ctx context.Context, job Job, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	seen, misses := false, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := controlCall(ctx, job, http.MethodGet, PathLease, nil); err != nil {
+			misses++
+		} else {
+			seen, misses = true, 0
+		}
+		if seen && misses >= 2 && ctx.Err() == nil {
+			cancel(ErrServerGone)
+			return
+		}
+	}
+}
+
+// runProbe runs one probe; a panic in a probe engine becomes its error.
+func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("the %s probe failed inside the agent (panic: %v)", p.Label(), r)
+		}
+	}()
+	res = &ProbeResult{Name: p.Label(), Kind: p.Kind}
 	addr, token := job.agentAddr(), job.Token
 	if p.Address != "" {
 		addr, token = p.Address, ""
@@ -63,7 +120,6 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (*ProbeResult, error) {
 		url, headers = p.URL, nil
 	}
 	resolution := time.Duration(p.ResolutionMicros * float64(time.Microsecond))
-	var err error
 	switch p.Kind {
 	case ProbeICMP:
 		host, _, splitErr := net.SplitHostPort(addr)
@@ -113,24 +169,33 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (*ProbeResult, error) {
 	return res, nil
 }
 
-var controlClient = &http.Client{Timeout: 5 * time.Second}
+var controlClient = &http.Client{Timeout: 3 * time.Second}
 
-func serverCPU(ctx context.Context, job Job) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+job.agentAddr()+PathCPU, nil)
+// controlCall sends one request of the control API to the job's server with the token and
+// decodes a JSON answer into out (when not nil).
+func controlCall(ctx context.Context, job Job, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+job.agentAddr()+path, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	req.Header.Set(TokenHeader, job.Token)
 	resp, err := controlClient.Do(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("server cpu: %s", resp.Status)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(out)
+}
+
+func serverCPU(ctx context.Context, job Job) (time.Duration, error) {
 	var r CPUReply
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+	if err := controlCall(ctx, job, http.MethodGet, PathCPU, &r); err != nil {
 		return 0, err
 	}
 	return time.Duration(r.CPUNanos), nil
@@ -144,20 +209,7 @@ func postDone(job Job) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+job.agentAddr()+PathDone, bytes.NewReader(nil))
-	if err != nil {
-		return err
-	}
-	req.Header.Set(TokenHeader, job.Token)
-	resp, err := controlClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("done: %s", resp.Status)
-	}
-	return nil
+	return controlCall(ctx, job, http.MethodPost, PathDone, nil)
 }
 
 func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
@@ -165,7 +217,7 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 	if path == "" {
 		path = appResolvConf()
 	}
-	b, err := os.ReadFile(path)
+	b, err := readSmallFile(path, 64<<10)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pod's resolv.conf: %w", err)
 	}

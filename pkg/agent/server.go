@@ -4,21 +4,11 @@ import (
 	"bufio"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"time"
-
-	"fortio.org/fortio/fgrpc"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
-
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // ServeOptions configures the agent server.
@@ -26,14 +16,20 @@ type ServeOptions struct {
 	// Listen is the address to listen on; port 0 picks a free port.
 	Listen string
 	Token  string
-	// Deadline bounds the server's life: it exits then whether or not a client came.
-	Deadline time.Duration
+	// NotAfter bounds the server's life: it exits then whether or not a client came.
+	NotAfter time.Time
+	// Lease, when set, ends the server unless the plugin renews it (PathLease) within each
+	// period: a plugin that died does not leave its agents measuring.
+	Lease time.Duration
+	// Limits against peers without the token (defaults: DefaultLimits).
+	Limits Limits
 }
 
 // Paths of the control API; every other path answers the latency probes.
 const (
-	PathDone = "/netbench/v1/done"
-	PathCPU  = "/netbench/v1/cpu"
+	PathDone  = "/netbench/v1/done"
+	PathCPU   = "/netbench/v1/cpu"
+	PathLease = "/netbench/v1/lease" // POST renews the server's lease; GET says it is alive
 )
 
 // CPUReply is the answer of PathCPU.
@@ -48,13 +44,19 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	if o.Token == "" {
 		return errors.New("agent serve needs a token (--token or " + TokenEnv + ")")
 	}
-	if o.Deadline <= 0 {
-		return errors.New("agent serve needs a positive --deadline")
+	if o.NotAfter.IsZero() {
+		return errors.New("agent serve needs a not-after time")
+	}
+	if !time.Now().Before(o.NotAfter) {
+		return ErrTooLate
 	}
 	if o.Listen == "" {
 		o.Listen = ":0"
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Deadline)
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
+	}
+	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
 	defer cancel()
 
 	ln, err := net.Listen("tcp", o.Listen)
@@ -71,43 +73,10 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 			cancel()
 		})
 	}
+	ls := newLease(ctx, o.Lease, func() { done("lease expired: the plugin stopped renewing it") })
 
-	mux := http.NewServeMux()
-	mux.HandleFunc(PathDone, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-		done("client said done")
-	})
-	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(CPUReply{CPUNanos: int64(probes.ProcessCPU())})
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	httpSrv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !accept(r.Header.Get(TokenHeader)) {
-				http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
-				return
-			}
-			mux.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	grpcSrv := grpc.NewServer(grpc.UnaryInterceptor(func(c context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		md, _ := metadata.FromIncomingContext(c)
-		if v := md.Get(TokenMetadata); len(v) != 1 || !accept(v[0]) {
-			return nil, status.Error(codes.Unauthenticated, "missing or wrong "+TokenMetadata)
-		}
-		return h(c, req)
-	}))
-	fgrpc.RegisterPingServerServer(grpcSrv, probes.PingService{})
-
+	httpSrv := newHTTPServer(o.Limits, accept, ls, done)
+	grpcSrv := newGRPCServer(o.Limits, accept)
 	httpLn := newChanListener(ln.Addr())
 	grpcLn := newChanListener(ln.Addr())
 	var wg sync.WaitGroup
@@ -116,53 +85,35 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	go func() { defer wg.Done(); _ = grpcSrv.Serve(grpcLn) }()
 	go func() {
 		defer wg.Done()
-		route(ctx, ln, httpLn, grpcLn, accept)
+		r := &router{ln: ln, http: httpLn, grpc: grpcLn, accept: accept, limits: o.Limits}
+		r.run(ctx)
 	}()
 
 	port := ln.Addr().(*net.TCPAddr).Port
-	em.Emit(Event{Type: EventReady, Port: port, Message: fmt.Sprintf("listening on %s, deadline %s", ln.Addr(), o.Deadline)})
+	em.Emit(Event{Type: EventReady, Port: port, Message: fmt.Sprintf("listening on %s until %s", ln.Addr(), o.NotAfter.UTC().Format(time.RFC3339))})
 
 	<-ctx.Done()
 	ln.Close()
-	shutCtx, shutCancel := context.WithTimeout(context.Background(), 2*time.Second)
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), time.Second)
 	defer shutCancel()
 	_ = httpSrv.Shutdown(shutCtx)
+	_ = httpSrv.Close()
 	grpcSrv.Stop()
 	httpLn.Close()
 	grpcLn.Close()
-	wg.Wait()
+	waitOrTimeout(&wg, time.Second)
 	em.Emit(Event{Type: EventExit, Message: doneBy})
 	return nil
 }
 
-// route accepts connections and hands each to the server its first bytes belong to.
-func route(ctx context.Context, ln net.Listener, httpLn, grpcLn *chanListener, accept func(string) bool) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			br := bufio.NewReaderSize(c, 4096)
-			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			head, err := br.Peek(4)
-			if err != nil {
-				c.Close()
-				return
-			}
-			_ = c.SetReadDeadline(time.Time{})
-			switch {
-			case string(head) == probes.ThroughputMagic:
-				_, _ = br.Discard(len(probes.ThroughputMagic))
-				stop := context.AfterFunc(ctx, func() { c.Close() })
-				defer stop()
-				_ = probes.ServeThroughput(c, br, accept)
-			case string(head) == "PRI ": // the HTTP/2 preface gRPC opens with
-				grpcLn.deliver(&peekedConn{Conn: c, r: br})
-			default:
-				httpLn.deliver(&peekedConn{Conn: c, r: br})
-			}
-		}()
+// waitOrTimeout waits for wg, but not longer than d: a peer stuck mid-handshake must not keep
+// the agent alive.
+func waitOrTimeout(wg *sync.WaitGroup, d time.Duration) {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(d):
 	}
 }
 

@@ -5,6 +5,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,6 +96,31 @@ func (p ProbeSpec) Label() string {
 	return p.Kind
 }
 
+// Bounds of a probe spec; the plugin validates its flags against the same numbers.
+const (
+	MaxStreams         = 128
+	MaxConnections     = 1024
+	MaxDurationSeconds = 3600
+	MaxCount           = 100000
+	MaxQPS             = 1e6
+)
+
+func (p ProbeSpec) checkBounds() error {
+	switch {
+	case p.Streams < 0 || p.Streams > MaxStreams:
+		return fmt.Errorf("streams %d: want 1-%d", p.Streams, MaxStreams)
+	case p.Connections < 0 || p.Connections > MaxConnections:
+		return fmt.Errorf("connections %d: want 1-%d", p.Connections, MaxConnections)
+	case p.DurationSeconds < 0 || p.DurationSeconds > MaxDurationSeconds:
+		return fmt.Errorf("duration %gs: want up to %ds", p.DurationSeconds, MaxDurationSeconds)
+	case p.Count < 0 || p.Count > MaxCount:
+		return fmt.Errorf("count %d: want up to %d", p.Count, MaxCount)
+	case p.QPS < 0 || p.QPS > MaxQPS:
+		return fmt.Errorf("qps %g: want up to %g", p.QPS, MaxQPS)
+	}
+	return nil
+}
+
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Validate checks a job before it runs.
@@ -112,6 +138,9 @@ func (j *Job) Validate() error {
 		}
 		if !known {
 			return fmt.Errorf("unknown probe kind %q (known: %v)", p.Kind, ProbeKinds)
+		}
+		if err := p.checkBounds(); err != nil {
+			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}
 		if p.Kind == ProbeDNS {
 			if len(p.Names) == 0 {
@@ -135,16 +164,24 @@ const (
 	EventExit     = "exit"
 )
 
+// Reasons of error events.
+const (
+	ReasonRefused = "refused" // the target actively refused the connection
+	ReasonTimeout = "timeout" // no answer in time
+)
+
 // Event is one line of an agent's stdout.
 type Event struct {
 	APIVersion string    `json:"apiVersion"`
 	Type       string    `json:"type"`
 	Time       time.Time `json:"time"`
 	// Port the server listens on (ready).
-	Port    int          `json:"port,omitempty"`
-	Probe   string       `json:"probe,omitempty"`
-	Message string       `json:"message,omitempty"`
-	Result  *ProbeResult `json:"result,omitempty"`
+	Port    int    `json:"port,omitempty"`
+	Probe   string `json:"probe,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Reason classifies an error event: ReasonRefused, ReasonTimeout, or empty.
+	Reason string       `json:"reason,omitempty"`
+	Result *ProbeResult `json:"result,omitempty"`
 }
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.
@@ -201,4 +238,25 @@ func LimitProcs() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+}
+
+// ErrNotEvent means a line of an agent's output is not an event of this API version: a
+// runtime's own message, or an agent of another version.
+var ErrNotEvent = errors.New("not an agent event")
+
+// DecodeEvent decodes one line of an agent's output, checking its apiVersion.
+func DecodeEvent(line []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrNotEvent, err)
+	}
+	if ev.APIVersion != APIVersion {
+		return Event{}, fmt.Errorf("%w: apiVersion %q, want %q", ErrNotEvent, ev.APIVersion, APIVersion)
+	}
+	switch ev.Type {
+	case EventReady, EventProgress, EventResult, EventError, EventExit:
+	default:
+		return Event{}, fmt.Errorf("%w: unknown type %q", ErrNotEvent, ev.Type)
+	}
+	return ev, nil
 }

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
@@ -80,19 +84,26 @@ type commonOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	Image        string
-	Output       string
-	StartTimeout time.Duration
+	Image          string
+	Output         string
+	StartTimeout   time.Duration
+	AgentResources string
 
 	// Filled by complete.
 	namespace string
 	client    kubernetes.Interface
 	getter    genericclioptions.RESTClientGetter
+	clock     *serverClock
+	resources *corev1.ResourceRequirements
 
 	// Swappable in tests.
 	PodForObject polymorphichelpers.AttachablePodForObjectFunc
 	NewRunID     func() string
 	Progress     func(format string, args ...any)
+	// Resolve finds the running pod behind a command-line target (default: as kubectl exec does).
+	Resolve func(ctx context.Context, arg, container string, allowHostNetwork bool) (*Target, error)
+	// configureSession, when set, adjusts every new session (tests script logs and the proxy).
+	configureSession func(*Session)
 }
 
 func newCommonOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) commonOptions {
@@ -107,29 +118,56 @@ func (o *commonOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
 	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
-	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start")
+	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
+	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi (default: the namespace's LimitRange)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
 
 // complete reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
 func (o *commonOptions) complete() error {
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	return o.completeWith(o.ConfigFlags)
+}
+
+// completeWith builds the clients from any RESTClientGetter, as kubectl debug does, so that
+// tests can pass their own.
+func (o *commonOptions) completeWith(getter genericclioptions.RESTClientGetter) error {
+	ns, _, err := getter.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	cfg, err := o.ConfigFlags.ToRESTConfig()
+	cfg, err := getter.ToRESTConfig()
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
+	o.clock = &serverClock{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { o.clock.next = rt; return o.clock })
 	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	o.namespace, o.getter = ns, o.ConfigFlags
+	o.namespace, o.getter = ns, getter
+	o.setDefaults()
+	return nil
+}
+
+// setDefaults fills what complete leaves to defaults (tests that set the client call it too).
+func (o *commonOptions) setDefaults() {
 	if o.Progress == nil {
 		o.Progress = progressPrinter(o.ErrOut)
 	}
-	return nil
+	if o.Resolve == nil {
+		o.Resolve = func(ctx context.Context, arg, container string, allowHostNetwork bool) (*Target, error) {
+			return resolveTarget(ctx, o.getter, o.client, o.PodForObject, arg, o.namespace, container, allowHostNetwork)
+		}
+	}
+}
+
+func (o *commonOptions) serverNow() time.Time {
+	if o.clock == nil {
+		return time.Now()
+	}
+	return o.clock.now()
 }
 
 func (o *commonOptions) validate() error {
@@ -141,5 +179,32 @@ func (o *commonOptions) validate() error {
 	if o.Image == "" {
 		return errors.New("--image is empty")
 	}
+	if o.StartTimeout < time.Second || o.StartTimeout > time.Hour {
+		return fmt.Errorf("--start-timeout %s: want 1s to 1h", o.StartTimeout)
+	}
+	if o.AgentResources != "" {
+		r, err := parseResources(o.AgentResources)
+		if err != nil {
+			return fmt.Errorf("--agent-resources %q: %w", o.AgentResources, err)
+		}
+		o.resources = r
+	}
 	return nil
+}
+
+// parseResources reads NAME=QUANTITY,... into equal requests and limits.
+func parseResources(s string) (*corev1.ResourceRequirements, error) {
+	list := corev1.ResourceList{}
+	for _, kv := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || (name != "cpu" && name != "memory" && name != "ephemeral-storage") {
+			return nil, fmt.Errorf("want cpu=Q,memory=Q (ephemeral-storage=Q), not %q", kv)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil || q.Sign() <= 0 {
+			return nil, fmt.Errorf("%s=%s: not a positive quantity", name, value)
+		}
+		list[corev1.ResourceName(name)] = q
+	}
+	return &corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}, nil
 }

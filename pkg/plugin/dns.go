@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,15 +23,16 @@ import (
 type DNSOptions struct {
 	commonOptions
 
-	TargetArg     string
-	Names         []string
-	Container     string
-	Resolver      string
-	Repeats       int
-	WhatIfNdots   []int
-	ExternalName  string
-	ClusterDomain string
-	Observe       time.Duration
+	TargetArg        string
+	Names            []string
+	Container        string
+	Resolver         string
+	Repeats          int
+	WhatIfNdots      []int
+	ExternalName     string
+	ClusterDomain    string
+	Observe          time.Duration
+	AllowHostNetwork bool
 }
 
 // NewDNSOptions returns options with the defaults.
@@ -76,6 +76,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.IntSliceVar(&o.WhatIfNdots, "what-if-ndots", nil, "more ndots values to compare (1 and 2 always are)")
 	f.StringVar(&o.ExternalName, "external-name", o.ExternalName, "the external name looked up by default")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
+	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (it resolves with the node's resolv.conf)")
 	o.addFlags(cmd)
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
 	_ = cmd.RegisterFlagCompletionFunc("resolver", fixedCompletion("glibc", "musl", "go"))
@@ -109,10 +110,21 @@ func (o *DNSOptions) Validate() error {
 			return fmt.Errorf("--what-if-ndots %d: want 0-15", n)
 		}
 	}
-	for _, n := range o.Names {
-		if n == "" || strings.ContainsAny(n, " /:") || strings.Contains(n, "..") {
-			return fmt.Errorf("name %q is not a DNS name", n)
+	for i, n := range o.Names {
+		ascii, note, err := checkDNSName(n)
+		if err != nil {
+			return err
 		}
+		if note != "" {
+			o.Progress("%s", note)
+		}
+		o.Names[i] = ascii
+	}
+	if err := checkDNSName1(o.ExternalName, "--external-name"); err != nil {
+		return err
+	}
+	if err := checkDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
+		return err
 	}
 	return o.validate()
 }
@@ -120,52 +132,61 @@ func (o *DNSOptions) Validate() error {
 // Run adds the agent to the pod, measures and prints the report.
 func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
-	runID := o.NewRunID()
-	defer func() {
-		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("interrupted (run %s): the agent ends by its deadline", runID)
-		}
-	}()
 	o.Progress("resolving %s", o.TargetArg)
-	t, err := resolveTarget(o.getter, o.PodForObject, o.TargetArg, o.namespace, o.Container, false)
+	t, err := o.Resolve(ctx, o.TargetArg, o.Container, o.AllowHostNetwork)
 	if err != nil {
 		return err
 	}
 	rep := &report.DNSReport{APIVersion: report.APIVersion, Kind: "DNSReport", ToolVersion: version.Version, StartTime: start.UTC(),
 		Target: report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}}
 	rep.Owner = o.owner(ctx, t.Pod)
+	rep.Warnings = append(rep.Warnings, targetWarnings(t)...)
+	if _, _, err := o.chooseMode(ctx, ModeEphemeral, false, t.Namespace); err != nil {
+		return err
+	}
+	sess := o.newSession(ModeEphemeral)
+	defer func() { err = o.finish(ctx, sess, err) }()
 
 	measureStart := time.Now()
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots}
-	inj := &injector{client: o.client, runID: runID, image: o.Image, mode: ModeEphemeral}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	res, err := o.runAgent(ctx, inj, t, "dns", spec)
+	a, res, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: 5 * time.Minute}, spec)
 	if err != nil {
 		return err
 	}
 	rep.Result = res
-	rep.Target.AgentContainer = "netbench-" + runID + "-dns"
+	rep.Target.AgentContainer = a.Container
 	if o.Observe > 0 {
-		// The capture comes second, knowing the resolver, so that the active queries above are
-		// not in it. It needs root with NET_RAW: a separate, short-lived container.
-		o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
-		spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: string(res.Resolver), ObserveSeconds: o.Observe.Seconds()}
-		cap := &injector{client: o.client, runID: runID, image: o.Image, mode: ModeEphemeral, capture: true}
-		obs, err := o.runAgent(ctx, cap, t, "capture", spec)
-		switch {
-		case errors.Is(err, ErrPodSecurity):
-			res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
-		case err != nil:
-			return err
-		default:
-			res.Observed, res.ObserveSkipped = obs.Observed, obs.ObserveSkipped
-		}
+		o.observe(ctx, sess, t, res)
 	}
 	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
 	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, t.Namespace)
+	if err := sess.Close(); err != nil {
+		return err
+	}
 	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
 	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
 	return report.WriteDNS(o.Out, o.Output, rep)
+}
+
+// observe captures the pod's own DNS traffic in a second, short-lived agent. It comes second,
+// knowing the resolver, so that the active queries are not in it. It needs root with NET_RAW;
+// where Pod Security or another admission step refuses that, the capture is skipped with the
+// reason and the active report stands.
+func (o *DNSOptions) observe(ctx context.Context, sess *Session, t *Target, res *agent.DNSReport) {
+	o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: string(res.Resolver), ObserveSeconds: o.Observe.Seconds()}
+	_, obs, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe}, spec)
+	switch {
+	case errors.Is(err, ErrPodSecurity):
+		res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
+	case errors.Is(err, ErrAdmission):
+		res.ObserveSkipped = "passive capture skipped: " + err.Error()
+	case err != nil:
+		res.ObserveSkipped = "passive capture failed: " + err.Error()
+	default:
+		res.Observed, res.ObserveSkipped = obs.Observed, obs.ObserveSkipped
+	}
 }
 
 // owner finds the workload whose pod template shapes this pod (deployment/x, statefulset/x …).
@@ -194,40 +215,34 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 }
 
 // runAgent starts one agent with the DNS probe and returns its report.
-func (o *DNSOptions) runAgent(ctx context.Context, inj *injector, t *Target, role string, spec agent.ProbeSpec) (*agent.DNSReport, error) {
-	deadline := (5*time.Minute + time.Duration(spec.ObserveSeconds*float64(time.Second))).Round(time.Second).String()
-	b, err := json.Marshal(agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}})
+func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, spec agent.ProbeSpec) (*Agent, *agent.DNSReport, error) {
+	as.Job = &agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}}
+	a, err := sess.Start(ctx, as)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("starting the agent: %w", err)
 	}
-	a, err := inj.start(ctx, t, role, []string{"run", "--deadline", deadline, "--job", string(b)}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("starting the agent: %w", err)
-	}
-	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
-	defer cancel()
-	if err := waitAgent(ctx, startCtx, o.client, a, o.Image, o.StartTimeout, "agent"); err != nil {
-		return nil, err
+	if err := a.Wait(ctx); err != nil {
+		return nil, nil, err
 	}
 	var res *agent.DNSReport
-	err = streamEvents(ctx, o.client, a, func(ev agent.Event) (bool, error) {
+	err = a.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventResult:
 			if ev.Result != nil && ev.Result.DNS != nil {
 				res = ev.Result.DNS
 			}
 		case agent.EventError:
-			return false, fmt.Errorf("dns probe in %s/%s: %s", t.Namespace, t.Pod.Name, ev.Message)
+			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, sanitize(ev.Message))
 		case agent.EventExit:
 			return true, nil
 		}
 		return false, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if res == nil {
-		return nil, fmt.Errorf("the agent in %s/%s ended without a result", t.Namespace, t.Pod.Name)
+		return nil, nil, fmt.Errorf("the %s %w", a, ErrEndedWithoutResult)
 	}
-	return res, nil
+	return a, res, nil
 }

@@ -1,10 +1,10 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -144,11 +143,30 @@ func (o *PathOptions) Validate() error {
 	if !strings.HasPrefix(o.HTTPPath, "/") {
 		return fmt.Errorf("--http-path %q: must start with /", o.HTTPPath)
 	}
-	if o.Duration < 0 || o.QPS < 0 || o.Connections < 0 || o.Streams < 0 || o.Interval < 0 || o.PricePerGB < 0 {
-		return errors.New("--duration, --qps, --connections, --streams, --interval and --price-per-gb cannot be negative")
-	}
-	if o.Interval > 0 && o.Duration > 0 && o.Interval > o.Duration {
+	return o.validateNumbers()
+}
+
+// validateNumbers checks every numeric flag against its range; each message names the flag.
+func (o *PathOptions) validateNumbers() error {
+	switch {
+	case o.Duration != 0 && (o.Duration < time.Second || o.Duration > time.Hour):
+		return fmt.Errorf("--duration %s: want 1s to 1h (0: the profile's)", o.Duration)
+	case o.Interval != 0 && o.Interval < time.Second:
+		return fmt.Errorf("--interval %s: want at least 1s", o.Interval)
+	case o.Interval > 0 && o.Duration > 0 && o.Interval > o.Duration:
 		return fmt.Errorf("--interval %s is longer than --duration %s", o.Interval, o.Duration)
+	case o.Streams < 0 || o.Streams > agent.MaxStreams:
+		return fmt.Errorf("--streams %d: want 1-%d", o.Streams, agent.MaxStreams)
+	case o.Connections < 0 || o.Connections > agent.MaxConnections:
+		return fmt.Errorf("--connections %d: want 1-%d", o.Connections, agent.MaxConnections)
+	case !(o.QPS >= 0 && o.QPS <= agent.MaxQPS):
+		return fmt.Errorf("--qps %g: want 1-%g", o.QPS, float64(agent.MaxQPS))
+	case !(o.PricePerGB >= 0 && o.PricePerGB <= 1000):
+		return fmt.Errorf("--price-per-gb %g: want a price from 0 to 1000 USD", o.PricePerGB)
+	case strings.ContainsFunc(o.HTTPPath, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Errorf("--http-path %q: no spaces or control characters (encode them as %%20 …)", o.HTTPPath)
+	case len(o.HTTPPath) > 2048:
+		return fmt.Errorf("--http-path: %d characters, want at most 2048", len(o.HTTPPath))
 	}
 	return nil
 }
@@ -234,6 +252,7 @@ func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 			}
 		}
 	}
+	probes = uniqueLabels(probes)
 	if o.Port > 0 {
 		addr := net.JoinHostPort(dstIP, strconv.Itoa(o.Port))
 		h := override(pr.http)
@@ -243,6 +262,20 @@ func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 			h)
 	}
 	return probes, appPort
+}
+
+// uniqueLabels keeps the first probe of each label: results are keyed by label, and an
+// override such as --streams 1 can make the multi-stream probe another tcp-1.
+func uniqueLabels(specs []agent.ProbeSpec) []agent.ProbeSpec {
+	seen := map[string]bool{}
+	var out []agent.ProbeSpec
+	for _, p := range specs {
+		if !seen[p.Label()] {
+			seen[p.Label()] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func expectedSeconds(specs []agent.ProbeSpec) float64 {
@@ -256,183 +289,257 @@ func expectedSeconds(specs []agent.ProbeSpec) float64 {
 	return s
 }
 
-// Run resolves both workloads, starts the agents, measures, cleans up and prints the report.
+// Run resolves both workloads, checks permissions, starts the agents, measures, cleans up and
+// prints the report.
 func (o *PathOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
-	runID := o.NewRunID()
-	defer func() {
-		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("interrupted: agents told to stop, temporary pods deleted (run %s)", runID)
-		}
-	}()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
-	phaseStart := start
-	phase := func(name string) {
-		now := time.Now()
-		rep.Timing.Phases = append(rep.Timing.Phases, report.Phase{Name: name, Seconds: round1(now.Sub(phaseStart).Seconds())})
-		phaseStart = now
-	}
+	timer := newPhaseTimer(rep, start)
 
 	o.Progress("resolving %s and %s", o.SrcArg, o.DstArg)
-	src, err := resolveTarget(o.getter, o.PodForObject, o.SrcArg, o.namespace, o.SrcContainer, o.AllowHostNetwork)
+	src, dst, err := o.resolvePair(ctx)
 	if err != nil {
-		return fmt.Errorf("SRC: %w", err)
-	}
-	dst, err := resolveTarget(o.getter, o.PodForObject, o.DstArg, o.namespace, o.DstContainer, o.AllowHostNetwork)
-	if err != nil {
-		return fmt.Errorf("DST: %w", err)
-	}
-	for _, t := range []*Target{src, dst} {
-		if t.Pod.Spec.HostNetwork {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s/%s uses the host network: this measures the node's network, not a pod path", t.Namespace, t.Pod.Name))
-		}
+		return err
 	}
 	rep.Source, rep.Destination = o.endpoint(ctx, src), o.endpoint(ctx, dst)
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
-	phase("resolve")
+	rep.Warnings = append(rep.Warnings, targetWarnings(src, dst)...)
+	timer.phase("resolve")
 
-	token := randomID() + randomID()
-	mode := o.Mode
-	if mode == ModeAuto {
-		mode = ModeEphemeral
+	mode, note, err := o.chooseMode(ctx, o.Mode, true, src.Namespace, dst.Namespace)
+	if err != nil {
+		return err
 	}
-	inj := &injector{client: o.client, runID: runID, image: o.Image, mode: mode}
-	defer func() {
-		if cerr := deleteTemporary(o.client, []string{src.Namespace, dst.Namespace}, runID); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+	if note != "" {
+		rep.Warnings = append(rep.Warnings, note)
+	}
+	sess := o.newSession(mode)
+	defer func() { err = o.finish(ctx, sess, err) }()
+	rep.Warnings = append(rep.Warnings, o.cleanStale(ctx, sess, src.Namespace, dst.Namespace)...)
 
 	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
 	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
-	// The agents' own deadline: the whole run plus the time allowed to start, and a margin.
-	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + o.StartTimeout + 30*time.Second
-	env := []corev1.EnvVar{{Name: agent.TokenEnv, Value: token}}
+	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 
-	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, mode)
-	srvArgs := []string{"serve", "--listen", ":0", "--deadline", lifetime.Round(time.Second).String()}
-	srv, err := inj.start(ctx, dst, "server", srvArgs, env)
-	if err != nil && o.Mode == ModeAuto && (errors.Is(err, ErrEphemeralUnsupported) || strings.Contains(err.Error(), "forbidden")) {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("ephemeral containers unavailable (%v): used temporary pods instead", err))
-		o.Progress("ephemeral containers unavailable: falling back to temporary pods")
-		inj.mode = ModePod
-		srv, err = inj.start(ctx, dst, "server", srvArgs, env)
-	}
+	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
+	srv, err := o.startServer(ctx, sess, dst, lifetime, rep)
 	if err != nil {
-		return fmt.Errorf("starting the server agent: %w", err)
-	}
-	var port int
-	defer func() {
-		// On any failure or interrupt after this point the server must not wait for its deadline.
-		if err != nil {
-			_ = stopServer(o.client, srv, port, token)
-		}
-	}()
-	rep.Mode = inj.mode
-	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
-	defer cancel()
-	if err := waitAgent(ctx, startCtx, o.client, srv, o.Image, o.StartTimeout, "server agent"); err != nil {
 		return err
 	}
-	err = streamEvents(startCtx, o.client, srv, func(ev agent.Event) (bool, error) {
-		switch ev.Type {
-		case agent.EventReady:
-			port = ev.Port
-			return true, nil
-		case agent.EventError, agent.EventExit:
-			return false, fmt.Errorf("server agent: %s", ev.Message)
-		}
-		return false, nil
-	})
-	if err != nil {
-		return timeoutHint(err, startCtx, ctx, o.StartTimeout, o.Image)
-	}
+	rep.Mode = sess.Mode
 	rep.Destination.AgentIP = srv.IP
-	if srv.Temporary {
-		rep.Destination.AgentPod = srv.Pod
-	} else {
-		rep.Destination.AgentContainer = srv.Container
-	}
-	phase("start-server")
+	setAgentName(&rep.Destination, srv)
+	timer.phase("start-server")
 
-	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: port, Done: true, Probes: all}
-	jobJSON, err := json.Marshal(job)
-	if err != nil {
-		return err
-	}
+	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: srv.Port, Done: true, Probes: all}
 	o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
-	cli, err := inj.start(ctx, src, "client", []string{"run", "--deadline", lifetime.Round(time.Second).String(), "--job", string(jobJSON)}, env)
+	cli, err := sess.Start(ctx, AgentSpec{Role: RoleClient, Target: src, Job: &job, Lifetime: lifetime})
 	if err != nil {
 		return fmt.Errorf("starting the client agent: %w", err)
 	}
-	if err := waitAgent(ctx, startCtx, o.client, cli, o.Image, o.StartTimeout, "client agent"); err != nil {
+	if err := cli.Wait(ctx); err != nil {
 		return err
 	}
+	setAgentName(&rep.Source, cli)
+	rep.Source.AgentIP = src.Pod.Status.PodIP
 	if cli.Temporary {
-		rep.Source.AgentPod = cli.Pod
-	} else {
-		rep.Source.AgentContainer = cli.Container
+		rep.Source.AgentIP = cli.IP
 	}
-	phase("start-client")
+	timer.phase("start-client")
 
 	measureStart := time.Now()
-	results := map[string]*agent.ProbeResult{}
-	err = streamEvents(ctx, o.client, cli, func(ev agent.Event) (bool, error) {
+	res, err := o.collect(ctx, cli, srv, src)
+	if err != nil {
+		return err
+	}
+	if err := res.missing(probes, cli); err != nil {
+		return err
+	}
+	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
+	timer.phase("measure")
+	o.fillResults(rep, probes, appPort, res)
+	if err := sess.Close(); err != nil {
+		return err
+	}
+	timer.phase("cleanup")
+	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
+	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
+	if err := report.Write(o.Out, o.Output, rep); err != nil {
+		return err
+	}
+	return res.appErr
+}
+
+// resolvePair resolves SRC and DST and refuses the same pod twice.
+func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *Target, err error) {
+	src, err = o.Resolve(ctx, o.SrcArg, o.SrcContainer, o.AllowHostNetwork)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SRC: %w", err)
+	}
+	dst, err = o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork)
+	if err != nil {
+		return nil, nil, fmt.Errorf("DST: %w", err)
+	}
+	if src.Namespace == dst.Namespace && src.Pod.Name == dst.Pod.Name {
+		return nil, nil, fmt.Errorf("SRC %s and DST %s are the same pod %s/%s: a path needs two pods (name another replica or workload)",
+			o.SrcArg, o.DstArg, src.Namespace, src.Pod.Name)
+	}
+	return src, dst, nil
+}
+
+func targetWarnings(ts ...*Target) []string {
+	var w []string
+	for _, t := range ts {
+		if t.Pod.Spec.HostNetwork {
+			w = append(w, fmt.Sprintf("%s/%s uses the host network: this measures the node's network, not a pod path", t.Namespace, t.Pod.Name))
+		}
+		if n := len(t.Pod.Spec.EphemeralContainers); n >= ephemeralWarnAt {
+			w = append(w, fmt.Sprintf("pod %s/%s already holds %d ephemeral containers; each run adds about 1.5 KB to the pod object, which etcd caps at 1.5 MiB: use --mode pod for repeated runs",
+				t.Namespace, t.Pod.Name, n))
+		}
+	}
+	return w
+}
+
+// ephemeralWarnAt is the number of ephemeral containers in a pod from which runs warn.
+const ephemeralWarnAt = 100
+
+// startServer starts the server agent and waits until it is ready; in auto mode a cluster
+// without ephemeral containers falls back to temporary pods.
+func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Target, lifetime time.Duration, rep *report.PathReport) (*Agent, error) {
+	spec := AgentSpec{Role: RoleServer, Target: dst, Serve: true, Lifetime: lifetime}
+	srv, err := sess.Start(ctx, spec)
+	if err != nil && o.Mode == ModeAuto && errors.Is(err, ErrEphemeralUnsupported) {
+		rep.Warnings = append(rep.Warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
+		o.Progress("ephemeral containers unavailable: falling back to temporary pods")
+		if perr := checkPermissions(ctx, o.client, []string{dst.Namespace}, neededPermissions(ModePod, true)); perr != nil {
+			return nil, perr
+		}
+		sess.Mode = ModePod
+		srv, err = sess.Start(ctx, spec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting the server agent: %w", err)
+	}
+	if err := srv.Wait(ctx); err != nil {
+		return nil, err
+	}
+	if err := srv.Ready(ctx); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+func setAgentName(e *report.Endpoint, a *Agent) {
+	if a.Temporary {
+		e.AgentPod = a.Pod
+	} else {
+		e.AgentContainer = a.Container
+	}
+}
+
+// collected is what the client agent reported.
+type collected struct {
+	results map[string]*agent.ProbeResult
+	failed  []string // app-port probes that failed, with the reason
+	exit    string   // the client's exit message
+	appErr  error    // the first app-port failure, returned after the report is printed
+}
+
+// collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
+// run; an app-port probe that fails is reported next to the measured results.
+func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src *Target) (*collected, error) {
+	c := &collected{results: map[string]*agent.ProbeResult{}}
+	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventProgress:
-			o.Progress("measuring: %s %s", ev.Probe, ev.Message)
+			o.Progress("measuring: %s %s", ev.Probe, sanitize(ev.Message))
 		case agent.EventResult:
-			results[ev.Probe] = ev.Result
-		case agent.EventError:
-			if ev.Probe == "" {
-				return false, fmt.Errorf("client agent: %s", ev.Message)
+			if ev.Result != nil {
+				c.results[ev.Probe] = ev.Result
 			}
-			return false, fmt.Errorf("probe %s from %s/%s to %s:%d failed: %s (a NetworkPolicy may block the agent's port)", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, port, ev.Message)
+		case agent.EventError:
+			return false, o.probeError(ev, c, srv, src)
 		case agent.EventExit:
+			c.exit = sanitize(ev.Message)
 			return true, nil
 		}
 		return false, nil
 	})
-	if err != nil {
-		return err
-	}
-	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
-	rep.Source.AgentIP = src.Pod.Status.PodIP
-	if cli.Temporary {
-		if p, gerr := o.client.CoreV1().Pods(cli.Namespace).Get(ctx, cli.Pod, metav1.GetOptions{}); gerr == nil {
-			rep.Source.AgentIP = p.Status.PodIP
+	return c, err
+}
+
+// missing says which agent-to-agent probes have no result after the client exited.
+func (c *collected) missing(probes []agent.ProbeSpec, cli *Agent) error {
+	var none []string
+	for _, p := range probes {
+		if c.results[p.Label()] == nil {
+			none = append(none, p.Label())
 		}
 	}
-	phase("measure")
+	if len(none) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the %s exited (%s) without results for %s: %w", cli, cmp.Or(c.exit, "no reason given"), strings.Join(none, ", "), ErrEndedWithoutResult)
+}
 
+// probeError explains a failed probe, or records an app-port failure and goes on.
+func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src *Target) error {
+	msg := sanitize(ev.Message)
+	dstApp := fmt.Sprintf("%s:%d", srv.Spec.Target.Pod.Status.PodIP, o.Port)
+	switch {
+	case ev.Probe == "":
+		return fmt.Errorf("client agent: %s", msg)
+	case isAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
+		err := fmt.Errorf("nothing accepts connections on %s/%s port %d (%s): the agent-to-agent results above were measured",
+			srv.Spec.Target.Namespace, srv.Spec.Target.Pod.Name, o.Port, dstApp)
+		c.failed = append(c.failed, ev.Probe+": "+err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
+	case isAppProbe(ev.Probe):
+		err := fmt.Errorf("probe %s to %s failed: %s", ev.Probe, dstApp, msg)
+		c.failed = append(c.failed, err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
+	}
+	hint := ""
+	if ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout {
+		hint = " (a NetworkPolicy may block the agent's port)"
+	}
+	if note := srv.ServerNote(); note != "" {
+		hint += "; the server agent said: " + note
+	}
+	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
+}
+
+func isAppProbe(name string) bool { return strings.HasPrefix(name, "app-") }
+
+// fillResults puts the results in the report in the order the probes were planned.
+func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agent.ProbeSpec, c *collected) {
 	var crossBytes int64
 	for _, p := range probes {
-		if r := results[p.Label()]; r != nil {
-			rep.Probes = append(rep.Probes, r)
-			if r.Skipped != "" {
-				rep.Skipped = append(rep.Skipped, r.Name+": "+r.Skipped+"; the TCP handshake RTT is measured instead")
-			}
-			if r.Throughput != nil {
-				crossBytes += r.Throughput.BytesReceived
-			}
+		r := c.results[p.Label()]
+		if r == nil {
+			continue
+		}
+		rep.Probes = append(rep.Probes, r)
+		if r.Skipped != "" {
+			rep.Skipped = append(rep.Skipped, r.Name+": "+r.Skipped+"; the TCP handshake RTT is measured instead")
+		}
+		if r.Throughput != nil {
+			crossBytes += r.Throughput.BytesReceived
 		}
 	}
 	for _, p := range appPort {
-		if r := results[p.Label()]; r != nil {
+		if r := c.results[p.Label()]; r != nil {
 			rep.AppPort = append(rep.AppPort, r)
 		}
 	}
+	rep.Skipped = append(rep.Skipped, c.failed...)
 	if rep.Path.Class == report.CrossZone || rep.Path.Class == report.CrossRegion {
 		rep.Cost = report.NewCost(crossBytes, o.PricePerGB)
 	}
-	if cerr := deleteTemporary(o.client, []string{src.Namespace, dst.Namespace}, runID); cerr != nil {
-		return cerr
-	}
-	phase("cleanup")
-	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
-	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
-	return report.Write(o.Out, o.Output, rep)
 }
 
 // endpoint describes a target and its node's topology; missing labels or permissions leave the
@@ -444,22 +551,6 @@ func (o *PathOptions) endpoint(ctx context.Context, t *Target) report.Endpoint {
 		e.Region = n.Labels[corev1.LabelTopologyRegion]
 	}
 	return e
-}
-
-// waitAgent waits for an agent to start within startCtx, naming what timed out.
-func waitAgent(ctx, startCtx context.Context, client kubernetes.Interface, a *agentRef, image string, limit time.Duration, what string) error {
-	if err := waitStarted(startCtx, client, a, image); err != nil {
-		return fmt.Errorf("%s: %w", what, timeoutHint(err, startCtx, ctx, limit, image))
-	}
-	return nil
-}
-
-// timeoutHint explains a start that ran out of time.
-func timeoutHint(err error, startCtx, runCtx context.Context, limit time.Duration, image string) error {
-	if runCtx.Err() == nil && startCtx.Err() != nil {
-		return fmt.Errorf("the agent did not start within --start-timeout %s (can the nodes pull %s? see kubectl describe pod; --image names a mirror)", limit, image)
-	}
-	return err
 }
 
 func randomID() string {

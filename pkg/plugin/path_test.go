@@ -1,21 +1,14 @@
 package plugin
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -123,7 +116,7 @@ func TestValidate(t *testing.T) {
 		{name: "port range", change: func(o *PathOptions) { o.Port = 70000 }, wantErr: "--port 70000: want 1-65535"},
 		{name: "interval longer than duration", change: func(o *PathOptions) { o.Interval, o.Duration = 20*time.Second, 10*time.Second },
 			wantErr: "--interval 20s is longer than --duration 10s"},
-		{name: "negative", change: func(o *PathOptions) { o.QPS = -1 }, wantErr: "cannot be negative"},
+		{name: "negative", change: func(o *PathOptions) { o.QPS = -1 }, wantErr: "--qps -1: want 1-1e+06"},
 		{name: "empty image", change: func(o *PathOptions) { o.Image = "" }, wantErr: "--image is empty"},
 	}
 	for _, tc := range tests {
@@ -201,79 +194,3 @@ func TestClassifyAndCost(t *testing.T) {
 	}
 }
 
-func TestEphemeralErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		react   error
-		wantErr string
-		wantIs  error
-	}{
-		{name: "subresource missing", react: apierrors.NewNotFound(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1"), wantIs: ErrEphemeralUnsupported},
-		{name: "rbac", react: apierrors.NewForbidden(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1", errors.New(`User "dev" cannot patch resource "pods/ephemeralcontainers"`)),
-			wantErr: `cannot patch resource "pods/ephemeralcontainers"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cs := fake.NewClientset(testPod())
-			cs.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if a.GetSubresource() == "ephemeralcontainers" {
-					return true, nil, tc.react
-				}
-				return false, nil, nil
-			})
-			in := &injector{client: cs, runID: "r1", image: "img", mode: ModeEphemeral}
-			_, err := in.start(context.Background(), &Target{Namespace: "shop", Pod: testPod(), Container: "app"}, "server", nil, nil)
-			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
-				t.Fatalf("error %v, want %v", err, tc.wantIs)
-			}
-			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "README")) {
-				t.Fatalf("error %v, want %q and a pointer to the README's Role", err, tc.wantErr)
-			}
-		})
-	}
-	if !strings.Contains(ErrEphemeralUnsupported.Error(), "--mode pod") {
-		t.Errorf("the message must suggest --mode pod: %v", ErrEphemeralUnsupported)
-	}
-}
-
-func TestTemporaryPodsAreLabelledAndDeleted(t *testing.T) {
-	cs := fake.NewClientset()
-	in := &injector{client: cs, runID: "r2", image: "img", mode: ModePod}
-	a, err := in.start(context.Background(), &Target{Namespace: "shop", Pod: testPod(), Container: "app"}, "server", []string{"serve", "--deadline", "90s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cs.CoreV1().Pods("shop").Get(context.Background(), a.Pod, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantLabels := map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "r2", RoleLabel: "server"}
-	if diff := cmp.Diff(wantLabels, p.Labels); diff != "" {
-		t.Errorf("labels (-want +got):\n%s", diff)
-	}
-	if *p.Spec.ActiveDeadlineSeconds != 120 {
-		t.Errorf("activeDeadlineSeconds %d, want the agent's 90 s + 30 s", *p.Spec.ActiveDeadlineSeconds)
-	}
-	sc := p.Spec.Containers[0].SecurityContext
-	if !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || sc.Capabilities.Drop[0] != "ALL" || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Errorf("security context does not fit Pod Security restricted: %+v", sc)
-	}
-	if got := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values; got[0] != "n1" {
-		t.Errorf("agent pod placed on %v, want the workload's node n1", got)
-	}
-	if err := deleteTemporary(cs, []string{"shop", "shop"}, "r2"); err != nil {
-		t.Fatal(err)
-	}
-	var deletes int
-	for _, act := range cs.Actions() {
-		if act.GetVerb() == "delete-collection" {
-			deletes++
-			if sel := act.(k8stesting.DeleteCollectionAction).GetListRestrictions().Labels.String(); sel != ManagedByLabel+"="+ManagedByValue+","+RunIDLabel+"=r2" {
-				t.Errorf("deleted by selector %q", sel)
-			}
-		}
-	}
-	if deletes != 1 {
-		t.Errorf("%d delete-collection calls for one namespace, want 1", deletes)
-	}
-}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,8 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 	"k8s.io/kubectl/pkg/scheme"
 )
@@ -44,7 +48,7 @@ func splitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
 }
 
 // resolveTarget finds the running pod behind arg, as kubectl exec does.
-func resolveTarget(getter genericclioptions.RESTClientGetter, podFor polymorphichelpers.AttachablePodForObjectFunc, arg, defaultNS, container string, allowHostNetwork bool) (*Target, error) {
+func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGetter, client kubernetes.Interface, podFor polymorphichelpers.AttachablePodForObjectFunc, arg, defaultNS, container string, allowHostNetwork bool) (*Target, error) {
 	ns, res, err := splitTarget(arg, defaultNS)
 	if err != nil {
 		return nil, err
@@ -67,6 +71,9 @@ func resolveTarget(getter genericclioptions.RESTClientGetter, podFor polymorphic
 	if meta.IsListType(obj) {
 		return nil, fmt.Errorf("target %s names several objects; name one", arg)
 	}
+	if err := hasRunningPod(ctx, client, obj, res, ns); err != nil {
+		return nil, err
+	}
 	pod, err := podFor(getter, obj, 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("finding a pod for %s in namespace %q: %w", res, ns, err)
@@ -78,10 +85,38 @@ func resolveTarget(getter genericclioptions.RESTClientGetter, podFor polymorphic
 	return t, nil
 }
 
+// hasRunningPod says at once when a workload or Service selects no pod, or no running one,
+// instead of waiting for one to appear.
+func hasRunningPod(ctx context.Context, client kubernetes.Interface, obj runtime.Object, res, ns string) error {
+	if _, ok := obj.(*corev1.Pod); ok {
+		return nil
+	}
+	namespace, selector, err := polymorphichelpers.SelectorsForObject(obj)
+	if err != nil {
+		return nil // no selector to check (e.g. a Service without one): let the lookup decide
+	}
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("%s in namespace %q selects no pods (0 replicas, or a selector that matches nothing: %s)", res, ns, selector)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s in namespace %q has %d pods and none is running (kubectl get pods -n %s -l %s)", res, ns, len(pods.Items), ns, selector)
+}
+
 // check refuses pods the agent cannot measure from, with the reason and what to do.
 func (t *Target) check(container string, allowHostNetwork bool) error {
 	p := t.Pod
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+	if p.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s/%s is being deleted: pick a running pod (kubectl get pods -n %s)", p.Namespace, p.Name, p.Namespace)
+	}
+	if p.Status.Phase != corev1.PodRunning {
 		return fmt.Errorf("pod %s/%s is %s, not Running: pick a running pod (kubectl get pods -n %s)", p.Namespace, p.Name, p.Status.Phase, p.Namespace)
 	}
 	if p.Status.PodIP == "" {
@@ -110,8 +145,13 @@ func (t *Target) check(container string, allowHostNetwork bool) error {
 
 // forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
 func forbidden(err error) error {
-	if se, ok := err.(apierrors.APIStatus); ok {
-		return fmt.Errorf("%s (grant it with the Role in the README, section RBAC)", se.Status().Message)
+	return fmt.Errorf("%s (grant it with the Role in the README, section RBAC)", statusMessage(err))
+}
+
+// forbiddenOr turns an RBAC refusal into the actionable line and leaves other errors as they are.
+func forbiddenOr(err error) error {
+	if apierrors.IsForbidden(err) {
+		return forbidden(err)
 	}
-	return fmt.Errorf("forbidden: %v (grant it with the Role in the README, section RBAC)", err)
+	return err
 }

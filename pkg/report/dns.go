@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
@@ -23,9 +24,10 @@ type DNSReport struct {
 	Owner  string           `json:"owner,omitempty"`
 	Result *agent.DNSReport `json:"result"`
 	// Fixes holds the cheapest fix per name; Patch the pod-wide dnsConfig change.
-	Fixes  []DNSFix `json:"fixes"`
-	Patch  *Patch   `json:"patch,omitempty"`
-	Timing Timing   `json:"timing"`
+	Fixes    []DNSFix `json:"fixes"`
+	Patch    *Patch   `json:"patch,omitempty"`
+	Timing   Timing   `json:"timing"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // DNSFix is the cheapest change for one name.
@@ -127,10 +129,10 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 	}
 	res := r.Result
 	fmt.Fprintf(w, "kubectl netbench dns: %s/%s container %s (node %s)\n", r.Target.Namespace, r.Target.Pod, r.Target.Container, r.Target.Node)
-	fmt.Fprintf(w, "resolver: %s — %s\n", res.Resolver, res.Detection)
-	fmt.Fprintf(w, "resolv.conf (%s):\n", res.ResolvConfPath)
+	fmt.Fprintf(w, "resolver: %s — %s\n", res.Resolver, Clean(res.Detection))
+	fmt.Fprintf(w, "resolv.conf (%s):\n", Clean(res.ResolvConfPath))
 	for _, l := range strings.Split(strings.TrimSpace(res.ResolvConf), "\n") {
-		fmt.Fprintf(w, "  %s\n", l)
+		fmt.Fprintf(w, "  %s\n", Clean(l))
 	}
 	if res.ObserveSkipped != "" {
 		fmt.Fprintf(w, "\n%s\n", res.ObserveSkipped)
@@ -194,6 +196,23 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 			fmt.Fprintf(w, "  side effect: %s\n", s)
 		}
 	}
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
 	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds)
 	return nil
+}
+
+// Clean drops control characters (terminal escapes among them) from text the measured
+// application controls, such as its resolv.conf, before it is printed.
+func Clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return -1
+		}
+		return r
+	}, s)
 }

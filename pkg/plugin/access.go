@@ -1,0 +1,84 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// permission is one verb on one resource a run needs.
+type permission struct {
+	Verb, Resource, Subresource string
+}
+
+func (p permission) String() string {
+	if p.Subresource != "" {
+		return p.Verb + " pods/" + p.Subresource
+	}
+	return p.Verb + " " + p.Resource
+}
+
+// neededPermissions lists what a run needs in the agents' namespaces: every verb it uses, and
+// nothing more (an ephemeral-only Role must do for ephemeral runs).
+func neededPermissions(mode string, server bool) []permission {
+	need := []permission{{"get", "pods", ""}, {"list", "pods", ""}, {"watch", "pods", ""}, {"get", "pods", "log"}}
+	if mode == ModePod {
+		need = append(need, permission{"create", "pods", ""}, permission{"delete", "pods", ""})
+	} else {
+		need = append(need, permission{"patch", "pods", "ephemeralcontainers"})
+	}
+	if server {
+		need = append(need, permission{"create", "pods", "proxy"})
+	}
+	return need
+}
+
+// PermissionError names the verbs a user lacks, before anything was created.
+type PermissionError struct {
+	Namespace string
+	Missing   []permission
+}
+
+func (e *PermissionError) Error() string {
+	var names []string
+	for _, p := range e.Missing {
+		names = append(names, p.String())
+	}
+	return fmt.Sprintf("you may not %s in namespace %q: nothing was started (grant them with the Role in the README, section RBAC)",
+		strings.Join(names, ", "), e.Namespace)
+}
+
+// checkPermissions asks the API server (SelfSubjectAccessReview) whether the user may do each
+// of need in each namespace. A cluster that cannot answer is not an error: the run goes on and
+// the API server refuses later if it must.
+func checkPermissions(ctx context.Context, client kubernetes.Interface, namespaces []string, need []permission) error {
+	seen := map[string]bool{}
+	for _, ns := range namespaces {
+		if seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		var missing []permission
+		for _, p := range need {
+			r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource,
+				}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return nil
+			}
+			if !r.Status.Allowed {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) > 0 {
+			return &PermissionError{Namespace: ns, Missing: missing}
+		}
+	}
+	return nil
+}

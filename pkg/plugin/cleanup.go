@@ -1,0 +1,128 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+const managedSelector = ManagedByLabel + "=" + ManagedByValue
+
+// cleanStale deletes temporary agent pods of earlier runs that have ended (a plugin killed
+// before its cleanup leaves them Succeeded or Failed). Pods of runs still going are left alone.
+// Only in pod mode: an ephemeral-only Role may not list or delete pods it did not create.
+func (o *commonOptions) cleanStale(ctx context.Context, s *Session, namespaces ...string) []string {
+	if s.Mode != ModePod {
+		return nil
+	}
+	var notes []string
+	for _, ns := range unique(namespaces) {
+		pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+		if err != nil {
+			continue
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				continue
+			}
+			var grace int64
+			if err := o.client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err == nil {
+				notes = append(notes, fmt.Sprintf("deleted agent pod %s/%s left by an earlier run (%s, %s old)", ns, p.Name, p.Status.Phase, age(p.CreationTimestamp.Time)))
+			}
+		}
+	}
+	return notes
+}
+
+func age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }
+
+func unique(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CleanupOptions holds `kubectl netbench cleanup`.
+type CleanupOptions struct {
+	commonOptions
+	AllNamespaces bool
+	DryRun        bool
+}
+
+func newCleanupCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CleanupOptions{commonOptions: newCommonOptions(flags, streams)}
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Delete every temporary agent pod netbench left (a run killed before its own cleanup)",
+		Long: `Delete the temporary agent pods (label app.kubernetes.io/managed-by=kubectl-netbench) in the
+namespace, or in every namespace with -A, and list the netbench ephemeral containers still running
+(they cannot be removed from a pod; each ends by its own deadline).`,
+		Example: `  kubectl netbench cleanup -n shop
+  kubectl netbench cleanup -A --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(); err != nil {
+				return err
+			}
+			cmd.SilenceUsage = true
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "only list what would be deleted")
+	return cmd
+}
+
+// Run deletes the agent pods and reports the running ephemeral agents.
+func (o *CleanupOptions) Run(ctx context.Context) error {
+	ns := o.namespace
+	if o.AllNamespaces {
+		ns = metav1.NamespaceAll
+	}
+	pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		return fmt.Errorf("listing agent pods: %w", forbiddenOr(err))
+	}
+	verb := "deleted"
+	if o.DryRun {
+		verb = "would delete"
+	}
+	var grace int64
+	for _, p := range pods.Items {
+		if !o.DryRun {
+			if err := o.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+				return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, forbiddenOr(err))
+			}
+		}
+		fmt.Fprintf(o.Out, "%s pod %s/%s (%s, %s old)\n", verb, p.Namespace, p.Name, p.Status.Phase, age(p.CreationTimestamp.Time))
+	}
+	all, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", forbiddenOr(err))
+	}
+	running := 0
+	for _, p := range all.Items {
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			if strings.HasPrefix(s.Name, "netbench-") && s.State.Terminated == nil {
+				running++
+				fmt.Fprintf(o.Out, "running ephemeral agent %s in pod %s/%s (ends by its own deadline)\n", s.Name, p.Namespace, p.Name)
+			}
+		}
+	}
+	fmt.Fprintf(o.Out, "%d agent pods %s, %d ephemeral agents running\n", len(pods.Items), verb, running)
+	return nil
+}

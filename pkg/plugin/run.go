@@ -1,0 +1,103 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// phaseTimer records the wall time of a run's phases in its report.
+type phaseTimer struct {
+	rep  *report.PathReport
+	last time.Time
+}
+
+func newPhaseTimer(rep *report.PathReport, start time.Time) *phaseTimer {
+	return &phaseTimer{rep: rep, last: start}
+}
+
+func (p *phaseTimer) phase(name string) {
+	now := time.Now()
+	p.rep.Timing.Phases = append(p.rep.Timing.Phases, report.Phase{Name: name, Seconds: round1(now.Sub(p.last).Seconds())})
+	p.last = now
+}
+
+// chooseMode checks, before anything is created, that the user may do everything the run
+// needs, and picks the agents' mode: auto takes temporary pods where ephemeral containers are
+// not allowed. note says why auto chose pods.
+func (o *commonOptions) chooseMode(ctx context.Context, requested string, server bool, namespaces ...string) (mode, note string, err error) {
+	mode = requested
+	if mode == ModeAuto {
+		mode = ModeEphemeral
+	}
+	err = checkPermissions(ctx, o.client, namespaces, neededPermissions(mode, server))
+	var pe *PermissionError
+	if err != nil && requested == ModeAuto && errors.As(err, &pe) {
+		if perr := checkPermissions(ctx, o.client, namespaces, neededPermissions(ModePod, server)); perr == nil {
+			return ModePod, fmt.Sprintf("ephemeral containers not allowed (%v): used temporary pods instead", err), nil
+		}
+	}
+	return mode, "", err
+}
+
+// newSession starts a session for one run with a fresh id and token.
+func (o *commonOptions) newSession(mode string) *Session {
+	s := NewSession(o.client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
+	s.Resources = o.resources
+	s.Now = o.serverNow
+	s.Logf = func(format string, args ...any) { klog.V(2).Infof(format, args...) }
+	if o.configureSession != nil {
+		o.configureSession(s)
+	}
+	return s
+}
+
+// finish closes the session and says what an interrupted or failed run left behind.
+func (o *commonOptions) finish(ctx context.Context, s *Session, err error) error {
+	cerr := s.Close()
+	if ctx.Err() != nil {
+		msg := fmt.Sprintf("interrupted: every agent of run %s told to stop, temporary pods deleted", s.RunID)
+		if cerr != nil {
+			return fmt.Errorf("interrupted (run %s): %w", s.RunID, cerr)
+		}
+		return errors.New(msg)
+	}
+	if err != nil && cerr != nil {
+		return fmt.Errorf("%w; and %w", err, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return cerr
+}
+
+// serverClock tracks the offset of the API server's clock from ours, from the Date header of
+// its answers, so that agents' not-after times are on the clock of the cluster.
+type serverClock struct {
+	next   http.RoundTripper
+	offset atomic.Int64 // nanoseconds to add to the local clock
+}
+
+func (c *serverClock) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil {
+		if d, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+			// The header has whole seconds: keep the offset only when it is beyond that.
+			if off := time.Until(d); off > 2*time.Second || off < -2*time.Second {
+				c.offset.Store(int64(off))
+			} else {
+				c.offset.Store(0)
+			}
+		}
+	}
+	return resp, err
+}
+
+func (c *serverClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }

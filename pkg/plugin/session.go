@@ -1,0 +1,330 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+// Labels every temporary pod carries, so that `kubectl delete pods -l` can always find them.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "kubectl-netbench"
+	RunIDLabel     = "netbench.kubectl.dev/run-id"
+	RoleLabel      = "netbench.kubectl.dev/role"
+)
+
+// Modes of starting agents.
+const (
+	ModeEphemeral = "ephemeral"
+	ModePod       = "pod"
+	ModeAuto      = "auto"
+)
+
+// Role is what an agent does in a run; it names the container or pod.
+type Role string
+
+// Roles of agents.
+const (
+	RoleServer  Role = "server"
+	RoleClient  Role = "client"
+	RoleDNS     Role = "dns"
+	RoleCapture Role = "capture"
+)
+
+// Errors a caller may act on with errors.Is.
+var (
+	ErrEphemeralUnsupported = errors.New("ephemeral containers are not enabled on this cluster (use --mode pod)")
+	ErrPodSecurity          = errors.New("the namespace's Pod Security level forbids it")
+	ErrAdmission            = errors.New("admission refused the agent")
+	ErrStartTimeout         = errors.New("the agent did not start in time")
+)
+
+// Lease timing: a server agent exits when the plugin has not renewed its lease for LeasePeriod;
+// the plugin renews it every LeasePeriod/5 through the API server's pod proxy.
+const LeasePeriod = 5 * time.Second
+
+// cleanupTimeout bounds Close, which runs on a fresh context after an interrupt.
+const cleanupTimeout = 20 * time.Second
+
+// AgentSpec says what one agent does and where.
+type AgentSpec struct {
+	Role   Role
+	Target *Target // the pod whose network the agent joins (ephemeral) or whose node it uses (pod)
+	// Serve runs the agent server; otherwise the agent runs Job.
+	Serve bool
+	Job   *agent.Job
+	// Lifetime bounds the agent: it exits by now + Lifetime (API server clock) whatever happens.
+	Lifetime time.Duration
+	// Capture runs the agent as root with CAP_NET_RAW and nothing else, for packet capture.
+	Capture bool
+}
+
+// Session is one run's agents: their id, token, mode, image and clock. Start adds agents; one
+// Close ends every agent still running and deletes what the run created.
+type Session struct {
+	Client       kubernetes.Interface
+	RunID        string
+	Token        string
+	Image        string
+	Mode         string // ModeEphemeral or ModePod
+	StartTimeout time.Duration
+	// Resources of temporary agent pods (nil: the namespace's LimitRange defaults).
+	Resources *corev1.ResourceRequirements
+	// Now is the API server's clock (for not-after times); Logf prints diagnostics at -v.
+	Now  func() time.Time
+	Logf func(format string, args ...any)
+	// Logs opens an agent's output and Proxy sends a control request to a server agent through
+	// the API server; both are fields so that tests can script them.
+	Logs  func(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error)
+	Proxy func(ctx context.Context, a *Agent, method, path string) error
+
+	mu     sync.Mutex
+	agents []*Agent
+	closed bool
+	stop   context.CancelFunc // ends lease renewals and followers
+	bg     context.Context
+	wg     sync.WaitGroup
+}
+
+// NewSession returns a session; Close must be called on every path once it exists.
+func NewSession(client kubernetes.Interface, runID, token, image, mode string, startTimeout time.Duration) *Session {
+	bg, stop := context.WithCancel(context.Background())
+	s := &Session{
+		Client: client, RunID: runID, Token: token, Image: image, Mode: mode, StartTimeout: startTimeout,
+		Now: time.Now, Logf: func(string, ...any) {}, bg: bg, stop: stop,
+	}
+	s.Logs, s.Proxy = s.podLogs, s.podProxy
+	return s
+}
+
+// Agent is one agent this session started.
+type Agent struct {
+	s         *Session
+	Spec      AgentSpec
+	Namespace string
+	Pod       string
+	Container string
+	IP        string
+	Temporary bool // a temporary pod, deleted by Close
+	NotAfter  time.Time
+	Port      int // a server's port, once ready
+
+	mu         sync.Mutex
+	lastEvent  time.Time
+	exited     bool   // the agent said it exited
+	serverNote string // the last error a server reported after ready
+}
+
+// Name of the agent's container (ephemeral) or pod (pod mode).
+func (s *Session) name(r Role) string { return fmt.Sprintf("netbench-%s-%s", s.RunID, r) }
+
+// Start adds an agent. Nothing is left behind when it fails; once it succeeds, Close owns it.
+func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errors.New("the session is closed")
+	}
+	a := &Agent{s: s, Spec: spec, Namespace: spec.Target.Namespace, NotAfter: s.Now().Add(spec.Lifetime).Truncate(time.Second).Add(time.Second)}
+	args, err := a.args()
+	if err != nil {
+		return nil, err
+	}
+	if s.Mode == ModePod {
+		err = s.createPod(ctx, a, args)
+	} else {
+		err = s.addEphemeral(ctx, a, args)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.agents = append(s.agents, a)
+	s.mu.Unlock()
+	return a, nil
+}
+
+// args are the agent's command line: serve or run, its not-after time and lease.
+func (a *Agent) args() ([]string, error) {
+	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
+	if a.Spec.Serve {
+		listen := ":0"
+		if a.s.Mode == ModeEphemeral && a.Spec.Target.Pod.Status.PodIP != "" {
+			listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, 0)
+		} else if a.s.Mode == ModePod {
+			listen = "$(POD_IP):0"
+		}
+		return []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String()}, nil
+	}
+	if a.Spec.Job == nil {
+		return nil, errors.New("an agent that does not serve needs a job")
+	}
+	b, err := json.Marshal(a.Spec.Job)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"run", "--not-after", notAfter, "--job", string(b)}, nil
+}
+
+func (s *Session) env(a *Agent) []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: agent.TokenEnv, Value: s.Token}}
+	if s.Mode == ModePod {
+		env = append(env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+	}
+	if !a.Spec.Serve && a.Spec.Job != nil && a.Spec.Job.Host == "" {
+		return nil // a job without a server needs no token
+	}
+	return env
+}
+
+func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {
+	if a.Spec.Capture {
+		return captureContext()
+	}
+	return restrictedContext()
+}
+
+func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) error {
+	t := a.Spec.Target
+	a.Pod, a.Container, a.IP = t.Pod.Name, s.name(a.Spec.Role), t.Pod.Status.PodIP
+	ec := corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+			Args: args, Env: s.env(a), SecurityContext: s.securityContext(a),
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		},
+		TargetContainerName: t.Container,
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	if err != nil {
+		return err
+	}
+	_, err = s.Client.CoreV1().Pods(t.Namespace).Patch(ctx, t.Pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
+	if apierrors.IsNotFound(err) {
+		if _, gerr := s.Client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod.Name, metav1.GetOptions{}); gerr == nil {
+			return ErrEphemeralUnsupported
+		}
+		return fmt.Errorf("pod %s/%s is gone", t.Namespace, t.Pod.Name)
+	}
+	return admissionError(err, fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name))
+}
+
+func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
+	t := a.Spec.Target
+	a.Pod, a.Container, a.Temporary = s.name(a.Spec.Role), "agent", true
+	p := agentPod(a.Pod, t, s.labels(a.Spec.Role), a.Spec.Lifetime)
+	c := &p.Spec.Containers[0]
+	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, s.env(a), s.securityContext(a)
+	if s.Resources != nil {
+		c.Resources = *s.Resources
+	}
+	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	return admissionError(err, fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod))
+}
+
+func (s *Session) labels(r Role) map[string]string {
+	return map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: s.RunID, RoleLabel: string(r)}
+}
+
+// admissionError names who refused an agent: RBAC, Pod Security, or another admission step
+// (a ResourceQuota, a LimitRange, a policy webhook), with its reason.
+func admissionError(err error, doing string) error {
+	var st apierrors.APIStatus
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
+		return fmt.Errorf("%s: %w: %s", doing, ErrPodSecurity, statusMessage(err))
+	case apierrors.IsForbidden(err) && isRBAC(err):
+		return forbidden(err)
+	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) && errors.As(err, &st):
+		return fmt.Errorf("%s: %w: %s", doing, ErrAdmission, statusMessage(err))
+	default:
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+}
+
+// isRBAC tells an authorization refusal ("User x cannot patch resource …") from an admission one.
+func isRBAC(err error) bool { return strings.Contains(statusMessage(err), " cannot ") }
+
+func statusMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Message
+	}
+	return err.Error()
+}
+
+// agentPod is a temporary agent pod on t's node that ends by itself after lifetime.
+func agentPod(name string, t *Target, labels map[string]string, lifetime time.Duration) *corev1.Pod {
+	var grace int64
+	deadline := int64(lifetime.Seconds()) + 30
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			ActiveDeadlineSeconds:         &deadline,
+			AutomountServiceAccountToken:  new(bool),
+			EnableServiceLinks:            new(bool),
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{t.Pod.Spec.NodeName}}},
+				}}},
+			}},
+			Containers: []corev1.Container{{
+				Name: "agent", ImagePullPolicy: corev1.PullIfNotPresent,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func captureContext() *corev1.SecurityContext {
+	sc := restrictedContext()
+	root, no := int64(0), false
+	sc.RunAsUser, sc.RunAsNonRoot = &root, &no
+	sc.Capabilities.Add = []corev1.Capability{"NET_RAW"}
+	return sc
+}
+
+func restrictedContext() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		RunAsNonRoot:             &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// Agents returns the agents started so far.
+func (s *Session) Agents() []*Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.agents)
+}
+
+func (a *Agent) String() string {
+	if a.Temporary {
+		return fmt.Sprintf("%s agent (pod %s/%s)", a.Spec.Role, a.Namespace, a.Pod)
+	}
+	return fmt.Sprintf("%s agent (%s/%s, container %s)", a.Spec.Role, a.Namespace, a.Pod, a.Container)
+}

@@ -1,0 +1,144 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+// ErrLeftBehind wraps what Close could not clean up; its message holds the commands that finish it.
+var ErrLeftBehind = errors.New("not everything could be cleaned up")
+
+// podProxy sends a control request to a server agent through the API server's pod proxy (the
+// plugin cannot reach pod IPs itself).
+func (s *Session) podProxy(ctx context.Context, a *Agent, method, path string) error {
+	return s.Client.CoreV1().RESTClient().Verb(method).
+		Namespace(a.Namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", a.Pod, a.Port)).
+		SubResource("proxy").Suffix(strings.TrimPrefix(path, "/")).
+		SetHeader(agent.TokenHeader, s.Token).
+		Do(ctx).Error()
+}
+
+// renewLease keeps a server agent's lease until the session closes.
+func (s *Session) renewLease(a *Agent) {
+	tick := time.NewTicker(LeasePeriod / 5)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(s.bg, LeasePeriod/2)
+		if err := s.Proxy(ctx, a, "POST", agent.PathLease); err != nil && s.bg.Err() == nil {
+			s.Logf("renewing the lease of the %s: %v", a, err)
+		}
+		cancel()
+		select {
+		case <-s.bg.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Close ends every agent of the session and deletes what the session created, on a fresh
+// bounded context (it also runs after an interrupt). It reports what it could not undo,
+// with the command that finishes it. Calling it again does nothing.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	agents := s.agents
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(agents) - 1; i >= 0; i-- {
+		a := agents[i]
+		var err error
+		switch {
+		case a.Temporary:
+			err = s.deletePod(ctx, a)
+		case a.Spec.Serve:
+			err = s.stopServer(ctx, a)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.stop()
+	s.wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrLeftBehind, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (s *Session) deletePod(ctx context.Context, a *Agent) error {
+	var grace int64
+	err := s.Client.CoreV1().Pods(a.Namespace).Delete(ctx, a.Pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("deleting agent pod %s/%s (delete it with: kubectl delete pod -n %s %s): %w", a.Namespace, a.Pod, a.Namespace, a.Pod, err)
+}
+
+// stopServer tells an ephemeral server agent to exit now. If its port is not known yet (an
+// interrupt before it was ready), the port is read from its output first.
+func (s *Session) stopServer(ctx context.Context, a *Agent) error {
+	a.mu.Lock()
+	exited := a.exited
+	a.mu.Unlock()
+	if exited {
+		return nil
+	}
+	if a.Port == 0 {
+		a.Port = s.readyPort(ctx, a)
+	}
+	if a.Port == 0 {
+		// Not started (or not ready) yet: with no lease renewed it exits LeasePeriod after it starts.
+		s.Logf("the %s was not ready: it exits %s after it starts, or at %s", a, LeasePeriod, a.NotAfter.UTC().Format(time.RFC3339))
+		return nil
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := s.Proxy(stopCtx, a, "POST", agent.PathDone)
+	if err == nil || a.hasExited() {
+		return nil
+	}
+	return fmt.Errorf("the %s could not be told to stop (%v): it stops by itself within %s (no lease renewal) and at %s at the latest",
+		a, err, LeasePeriod, a.NotAfter.UTC().Format(time.RFC3339))
+}
+
+// readyPort looks for the ready event in an agent's output without following it.
+func (s *Session) readyPort(ctx context.Context, a *Agent) int {
+	c, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	for c.Err() == nil {
+		rc, err := s.Logs(c, a, &corev1.PodLogOptions{Container: a.Container})
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+			rc.Close()
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				if ev, err := agent.DecodeEvent(line); err == nil && ev.Type == agent.EventReady {
+					return ev.Port
+				}
+			}
+		}
+		select {
+		case <-c.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	return 0
+}
