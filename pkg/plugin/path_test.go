@@ -193,4 +193,3 @@ func TestClassifyAndCost(t *testing.T) {
 		t.Errorf("1 Gbit/s for 30 days = 324000 GB: $%v, want $6480", c.MonthlyUSDPerGbps)
 	}
 }
-
