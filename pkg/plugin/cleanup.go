@@ -30,7 +30,7 @@ func (o *commonOptions) cleanStale(ctx context.Context, s *Session, namespaces .
 			continue
 		}
 		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			if !ended(&p) {
 				continue
 			}
 			var grace int64
@@ -40,6 +40,23 @@ func (o *commonOptions) cleanStale(ctx context.Context, s *Session, namespaces .
 		}
 	}
 	return notes
+}
+
+// ended says whether a pod is done: a terminal phase, or every container terminated (the
+// phase can lag behind the containers).
+func ended(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Terminated == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }

@@ -110,6 +110,12 @@ func (o *DNSOptions) Validate() error {
 			return fmt.Errorf("--what-if-ndots %d: want 0-15", n)
 		}
 	}
+	if err := checkDNSName1(o.ExternalName, "--external-name"); err != nil {
+		return err
+	}
+	if err := checkDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
+		return err
+	}
 	for i, n := range o.Names {
 		ascii, note, err := checkDNSName(n)
 		if err != nil {
@@ -119,12 +125,6 @@ func (o *DNSOptions) Validate() error {
 			o.Progress("%s", note)
 		}
 		o.Names[i] = ascii
-	}
-	if err := checkDNSName1(o.ExternalName, "--external-name"); err != nil {
-		return err
-	}
-	if err := checkDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
-		return err
 	}
 	return o.validate()
 }

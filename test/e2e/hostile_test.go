@@ -1,0 +1,380 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// hostileCase is one bad input or fault: the exact line the user must see (a substring of the
+// one line on stderr), and a non-zero exit.
+type hostileCase struct {
+	name string
+	args []string
+	want string
+}
+
+// badInputs are refused before anything is created; ns is the test namespace.
+func badInputs(ns string) []hostileCase {
+	path := func(extra ...string) []string {
+		return append([]string{"path", "-n", ns, "deploy/client", "sts/db"}, extra...)
+	}
+	dns := func(extra ...string) []string { return append([]string{"dns", "-n", ns, "deploy/client"}, extra...) }
+	long := strings.Repeat("a", 64)
+	return []hostileCase{
+		{"mode unknown", path("--mode", "daemonset"), `--mode "daemonset": want ephemeral, pod or auto`},
+		{"profile unknown", path("--profile", "slow"), `--profile "slow": want quick or seed`},
+		{"probe unknown", path("--probes", "rtt,udp"), `--probes: unknown probe "udp"`},
+		{"probes empty", path("--probes", ""), "--probes is empty"},
+		{"output unknown", path("-o", "xml"), `--output "xml": want json or yaml`},
+		{"image empty", path("--image", ""), "--image is empty"},
+		{"port negative", path("--port", "-1"), "--port -1: want 1-65535"},
+		{"port too big", path("--port", "70000"), "--port 70000: want 1-65535"},
+		{"http-path without port", path("--http-path", "/x"), "--http-path needs --port"},
+		{"http-path relative", path("--port", "80", "--http-path", "x"), `--http-path "x": must start with /`},
+		{"http-path CRLF", path("--port", "80", "--http-path", "/a\r\nX-Evil: 1"), "--http-path \"/a\\r\\nX-Evil: 1\": no spaces or control characters"},
+		{"http-path space", path("--port", "80", "--http-path", "/a b"), "no spaces or control characters"},
+		{"duration too short", path("--duration", "10ms"), "--duration 10ms: want 1s to 1h"},
+		{"duration too long", path("--duration", "2h"), "--duration 2h0m0s: want 1s to 1h"},
+		{"duration negative", path("--duration", "-5s"), "--duration -5s: want 1s to 1h"},
+		{"interval too short", path("--interval", "100ms"), "--interval 100ms: want at least 1s"},
+		{"interval beyond duration", path("--duration", "2s", "--interval", "5s"), "--interval 5s is longer than --duration 2s"},
+		{"streams too many", path("--streams", "129"), "--streams 129: want 1-128"},
+		{"streams negative", path("--streams", "-2"), "--streams -2: want 1-128"},
+		{"connections too many", path("--connections", "100000"), "--connections 100000: want 1-1024"},
+		{"qps negative", path("--qps", "-1"), "--qps -1: want 1-1e+06"},
+		{"qps NaN", path("--qps", "NaN"), "--qps NaN: want 1-1e+06"},
+		{"qps infinite", path("--qps", "+Inf"), "--qps +Inf: want 1-1e+06"},
+		{"price NaN", path("--price-per-gb", "NaN"), "--price-per-gb NaN: want a price from 0 to 1000 USD"},
+		{"price negative", path("--price-per-gb", "-0.01"), "--price-per-gb -0.01: want a price"},
+		{"price infinite", path("--price-per-gb", "Inf"), "--price-per-gb +Inf: want a price"},
+		{"start-timeout zero", path("--start-timeout", "0s"), "--start-timeout 0s: want 1s to 1h"},
+		{"start-timeout negative", path("--start-timeout", "-1s"), "--start-timeout -1s: want 1s to 1h"},
+		{"agent-resources bad name", path("--mode", "pod", "--agent-resources", "gpu=1"), `--agent-resources "gpu=1": want cpu=Q,memory=Q`},
+		{"agent-resources bad quantity", path("--mode", "pod", "--agent-resources", "cpu=lots"), `--agent-resources "cpu=lots": cpu=lots: not a positive quantity`},
+		{"one argument", []string{"path", "-n", ns, "deploy/client"}, "accepts 2 arg(s), received 1"},
+		{"three arguments", []string{"path", "-n", ns, "a", "b", "c"}, "accepts 2 arg(s), received 3"},
+		{"target too many slashes", []string{"path", "-n", ns, "a/b/c/d", "sts/db"}, "want POD, TYPE/NAME or NAMESPACE/TYPE/NAME"},
+		{"target empty name", []string{"path", "-n", ns, "deploy/", "sts/db"}, `target "deploy/": want TYPE/NAME`},
+		{"target empty namespace", []string{"path", "-n", ns, "//db", "sts/db"}, "want NAMESPACE/TYPE/NAME"},
+		{"unknown resource type", []string{"path", "-n", ns, "frobnicator/x", "sts/db"}, `the server doesn't have a resource type "frobnicator"`},
+		{"unknown flag", path("--frobnicate"), "unknown flag: --frobnicate"},
+		{"dns resolver unknown", dns("--resolver", "bind"), `--resolver: unknown resolver "bind"`},
+		{"dns repeats zero", dns("--repeats", "0"), "--repeats 0: want 1-1000"},
+		{"dns repeats huge", dns("--repeats", "100000"), "--repeats 100000: want 1-1000"},
+		{"dns observe negative", dns("--observe", "-1s"), "--observe -1s: want up to 10m"},
+		{"dns observe too long", dns("--observe", "1h"), "--observe 1h0m0s: want up to 10m"},
+		{"dns what-if ndots", dns("--what-if-ndots", "16"), "--what-if-ndots 16: want 0-15"},
+		{"dns name with space", dns("a b"), `name "a b" is not a DNS name: label "a b" holds ' '`},
+		{"dns name with slash", dns("a/b"), `name "a/b" is not a DNS name`},
+		{"dns name empty label", dns("a..b"), `name "a..b" is not a DNS name: an empty label`},
+		{"dns name too long", dns(strings.Repeat("abcdefghi.", 26)), "is not a DNS name: 259 characters, more than 253"},
+		{"dns label too long", dns(long + ".com"), "has 64 characters, more than 63"},
+		{"dns name escape", dns("a\x1b[31m.com"), `is not a DNS name`},
+		{"dns name with colon", dns("a:b"), `name "a:b" is not a DNS name: label "a:b" holds ':'`},
+		{"dns external-name", dns("--external-name", "bad name"), `--external-name "bad name" is not a DNS name`},
+		{"dns cluster-domain", dns("--cluster-domain", "a..b"), `--cluster-domain "a..b" is not a DNS name`},
+		{"dns output", dns("-o", "html"), `--output "html": want json or yaml`},
+		{"dns no target", []string{"dns", "-n", ns}, "requires at least 1 arg(s)"},
+		{"cleanup with args", []string{"cleanup", "-n", ns, "x"}, `unknown command "x"`},
+	}
+}
+
+// faults need the cluster: missing objects, pods that cannot be measured, policies.
+func faults(ns string) []hostileCase {
+	return []hostileCase{
+		{"pod not found", []string{"path", "-n", ns, "nosuchpod", "sts/db"}, `SRC: pods/nosuchpod not found in namespace "` + ns + `"`},
+		{"deployment not found", []string{"path", "-n", ns, "deploy/client", "deploy/nope"}, `DST: deploy/nope not found in namespace "` + ns + `"`},
+		{"namespace not found", []string{"path", "-n", ns, "deploy/client", "no-such-ns/deploy/x"}, `not found in namespace "no-such-ns"`},
+		{"same pod", []string{"path", "-n", ns, "deploy/client", "deploy/client"}, "are the same pod " + ns + "/client-"},
+		{"same pod by two names", []string{"path", "-n", ns, "peer", "pod/peer"}, "SRC peer and DST pod/peer are the same pod " + ns + "/peer"},
+		{"service selects nothing", []string{"path", "-n", ns, "deploy/client", "svc/orphan"}, "svc/orphan in namespace \"" + ns + "\" selects no pods (0 replicas, or a selector that matches nothing"},
+		{"deployment scaled to zero", []string{"path", "-n", ns, "deploy/client", "deploy/zero"}, "deploy/zero in namespace \"" + ns + "\" selects no pods"},
+		{"pod pending", []string{"path", "-n", ns, "stuck", "sts/db"}, "is Pending, not Running"},
+		{"no running pod behind", []string{"path", "-n", ns, "deploy/client", "deploy/stuckdeploy"}, "has 1 pods and none is running"},
+		{"host network path", []string{"path", "-n", ns, "hostnet", "sts/db"}, "uses the host network: it would measure the node's network, not a pod path (pass --allow-host-network"},
+		{"host network dns", []string{"dns", "-n", ns, "hostnet"}, "(pass --allow-host-network"},
+		{"no such container", []string{"path", "-n", ns, "deploy/client", "sts/db", "--dst-container", "nope"}, `has no container "nope"`},
+		{"dns no such container", []string{"dns", "-n", ns, "deploy/client", "-c", "nope"}, `has no container "nope"`},
+		{"unknown context", []string{"path", "--context", "no-such-context", "-n", ns, "peer", "sts/db"}, "no-such-context"},
+		{"image cannot be pulled", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--image", "netbench.lab/INVALID:x", "--start-timeout", "20s"},
+			"cannot be pulled on node"},
+		{"image never starts (start timeout)", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--image", "netbench.lab/absent:1", "--mode", "pod", "--start-timeout", "3s"},
+			"cannot be pulled"},
+		{"app port closed", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--port", "9"},
+			"nothing accepts connections on " + ns + "/db-0 port 9"},
+		{"quota requires limits", []string{"path", "-n", ns + "-quota", "quota-client", "quota-server", "--mode", "pod", "--probes", "rtt"},
+			"admission refused the agent: "},
+	}
+}
+
+func TestHostileInputs(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	hostileFixtures(t, cs, ns)
+	cases := append(badInputs(ns), faults(ns)...)
+	if len(cases) < 60 {
+		t.Fatalf("%d cases; the suite keeps at least 60", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, err := netbench(t, tc.args...)
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() == 0 {
+				t.Fatalf("exit %v, want non-zero; stdout:\n%s\nstderr:\n%s", err, out, stderr)
+			}
+			if ee.ExitCode() != 1 {
+				t.Errorf("exit code %d, want 1", ee.ExitCode())
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr:\n  %s\nwant it to contain:\n  %s", strings.TrimSpace(stderr), tc.want)
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 && !strings.Contains(stderr, "Usage:") {
+				t.Errorf("want one line on stderr, got %d:\n%s", n+1, stderr)
+			}
+		})
+	}
+	noAgentPods(t, cs, ns, ns+"-quota")
+	agentsTerminated(t, cs, ns, 15*time.Second)
+	noServices(t, cs, ns)
+}
+
+// hostileFixtures adds the objects the faults need next to the sample workloads.
+func hostileFixtures(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	stuck := pod("stuck", "lab-a1", "netbench.lab/does-not-exist:1", nil, nil)
+	stuck.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	createPod(t, cs, ns, stuck)
+	hn := pod("hostnet", "lab-a2", "netbench.lab/sample-app:1", []string{"--http", ":18081", "--grpc", ":19091"}, nil)
+	hn.Spec.HostNetwork = true
+	createPod(t, cs, ns, hn)
+	orphan := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "nothing"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := deployment("zero", "lab-a1", "netbench.lab/sample-app:1", nil)
+	var none int32
+	zero.Spec.Replicas = &none
+	sd := deployment("stuckdeploy", "lab-a1", "netbench.lab/does-not-exist:1", nil)
+	sd.Spec.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	for _, d := range []any{zero, sd} {
+		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d.(*appsDeployment), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quotaNamespace(t, cs, ns+"-quota")
+	waitPod(t, cs, ns, "hostnet", 60*time.Second, "running", running)
+}
+
+// quotaNamespace has a ResourceQuota that requires memory limits, and two pods to measure.
+func quotaNamespace(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	for _, name := range []string{"quota-client", "quota-server"} {
+		p := pod(name, "lab-a1", "netbench.lab/sample-app:1", nil, nil)
+		p.Spec.Containers[0].Resources = limits("64Mi")
+		createPod(t, cs, ns, p)
+		waitPod(t, cs, ns, name, 60*time.Second, "running", running)
+	}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "needs-limits"}, Spec: corev1.ResourceQuotaSpec{
+		Hard: corev1.ResourceList{corev1.ResourceLimitsMemory: resourceQuantity("1Gi")}}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The quota controller must have computed its status before it refuses pods.
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		rq, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "needs-limits", metav1.GetOptions{})
+		return err == nil && rq.Status.Hard != nil, nil
+	})
+}
+
+// noServices fails if a run left a netbench Service behind.
+func noServices(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
+	if err != nil || len(svcs.Items) > 0 {
+		t.Errorf("netbench Services remain in %s: %v", ns, err)
+	}
+}
+
+// SIGINT at ten moments spread over the first 3 s of a run: each time the plugin exits saying
+// it was interrupted, and every agent it started has stopped within 5 s.
+func TestInterruptAtAnyMoment(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	for i := 0; i < 10; i++ {
+		after := time.Duration(i) * 300 * time.Millisecond
+		t.Run(after.String(), func(t *testing.T) {
+			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "path", "-n", ns, "deploy/client", "svc/web",
+				"--probes", "rtt,tcp", "--duration", "20s")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(after)
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Errorf("exit 0 after SIGINT; stderr %q", stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("the plugin did not exit within 30 s of SIGINT")
+			}
+			agentsTerminated(t, cs, ns, 5*time.Second)
+			noAgentPods(t, cs, ns)
+		})
+	}
+}
+
+// SIGKILL of the plugin in the middle of a TCP probe: nobody cleans up, yet both agents stop
+// within 10 s (the server's lease runs out; the client sees its server go).
+func TestPluginKilledAgentsStop(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	for _, mode := range []string{"ephemeral", "pod"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "path", "-n", ns, "deploy/client", "svc/web",
+				"--mode", mode, "--probes", "tcp", "--duration", "30s")
+			cmd.Env = append(os.Environ(), "NETBENCH_PROGRESS=always")
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "measuring: tcp-1") {
+					break
+				}
+			}
+			time.Sleep(2 * time.Second)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			killed := time.Now()
+			if mode == "ephemeral" {
+				agentsTerminated(t, cs, ns, 10*time.Second)
+			} else {
+				podsEnded(t, cs, ns, 10*time.Second)
+			}
+			t.Logf("agents stopped %s after the plugin was killed", time.Since(killed).Round(100*time.Millisecond))
+		})
+	}
+	// The next pod-mode run deletes what the killed one left.
+	r := pathJSON(t, "-n", ns, "deploy/client", "sts/db", "--mode", "pod", "--probes", "rtt")
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "left by an earlier run") {
+		t.Errorf("the next run did not clean the killed run's pods: %v", r.Warnings)
+	}
+	noAgentPods(t, cs, ns)
+}
+
+// podsEnded fails unless every netbench agent pod's container has terminated within d.
+func podsEnded(t *testing.T, cs kubernetes.Interface, ns string, d time.Duration) {
+	t.Helper()
+	var live []string
+	err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
+		if err != nil {
+			return false, nil
+		}
+		live = nil
+		for _, p := range pods.Items {
+			for _, s := range p.Status.ContainerStatuses {
+				if s.State.Terminated == nil {
+					live = append(live, p.Name)
+				}
+			}
+		}
+		return len(live) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("agent pods still running after %s: %v", d, live)
+	}
+}
+
+// The README's ephemeral-only Role (no pod create or delete) runs path and dns end to end.
+func TestEphemeralOnlyRole(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "netbench-ephemeral"}, Rules: readmeEphemeralRules()}
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "netbench-ephemeral"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "netbench-ephemeral"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ephemeral-user"}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := netbench(t, "--as", "ephemeral-user", "path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt,http", "--duration", "1s")
+	if err != nil || !strings.Contains(out, "RTT, agent to agent") {
+		t.Errorf("path with the ephemeral-only Role: %v\n%s\n%s", err, stderr, out)
+	}
+	out, stderr, err = netbench(t, "--as", "ephemeral-user", "dns", "-n", ns, "deploy/client", "example.com")
+	if err != nil || !strings.Contains(out, "example.com") {
+		t.Errorf("dns with the ephemeral-only Role: %v\n%s\n%s", err, stderr, out)
+	}
+	_, stderr, err = netbench(t, "--as", "ephemeral-user", "path", "-n", ns, "deploy/client", "sts/db", "--mode", "pod")
+	if err == nil || !strings.Contains(stderr, "you may not create pods, delete pods in namespace") {
+		t.Errorf("pod mode without pod create/delete: %v %s", err, stderr)
+	}
+}
+
+// readmeEphemeralRules are the rules of the README's Role for ephemeral mode (section RBAC),
+// read from the README itself so that the two cannot drift apart.
+func readmeEphemeralRules() []rbacv1.PolicyRule {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		panic(err)
+	}
+	return parseRoleRules(string(b), "netbench-ephemeral")
+}
+
+type appsDeployment = appsv1.Deployment
+
+func limits(mem string) corev1.ResourceRequirements {
+	q := resourceQuantity(mem)
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q}, Limits: corev1.ResourceList{corev1.ResourceMemory: q}}
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// parseRoleRules finds the Role named name in the README's RBAC YAML block.
+func parseRoleRules(readme, name string) []rbacv1.PolicyRule {
+	i := strings.Index(readme, "### RBAC")
+	block := readme[i:]
+	block = block[strings.Index(block, "```yaml")+len("```yaml"):]
+	block = block[:strings.Index(block, "```")]
+	for _, doc := range strings.Split(block, "\n---\n") {
+		var r rbacv1.Role
+		if err := yaml.Unmarshal([]byte(doc), &r); err == nil && r.Name == name {
+			return r.Rules
+		}
+	}
+	panic("README has no Role " + name)
+}
