@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.
 AGENT_IMAGE ?= ghcr.io/kubectl-netbench/agent:$(VERSION)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test agent-image bench vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test lint agent-image bench vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -26,6 +26,10 @@ test:
 
 vet:
 	$(GO) vet ./...
+
+## lint: go vet, gofmt, staticcheck, shellcheck, -race on the pure packages, short fuzz runs.
+lint:
+	hack/lint.sh
 
 ## agent-image: the agent image as a tarball containerd imports (bin/agent-image.tar).
 agent-image: bin/netbench-agent

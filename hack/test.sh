@@ -3,9 +3,10 @@
 # Tests that need root (network namespaces) skip with their reason when not run as root, and the
 # end-to-end tests skip when no lab cluster is up. PKGS selects packages (default ./...).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# shellcheck disable=SC2086 # PKGS is a list of packages
 go test -count=1 -v "$@" ${PKGS:-./...} 2>&1 | tee "$log" | grep -vE '^=== (RUN|PAUSE|CONT)'
 rc=${PIPESTATUS[0]}
 passed=$(grep -cE '^\s*--- PASS' "$log")

@@ -10,7 +10,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LAB=$ROOT/hack/lab
-# shellcheck source=versions.env
+# shellcheck source=hack/lab/versions.env
 source "$LAB/versions.env"
 
 CACHE=${LAB_CACHE:-$ROOT/.cache/lab}     # built binaries and images, kept across runs
@@ -538,6 +538,7 @@ cmd_down() {
       for h in /sys/fs/cgroup/*/"$name"; do
         [ -d "$h" ] || continue
         busy=1
+        # shellcheck disable=SC2038 # the pipe carries pids read from cgroup.procs, not file names
         find "$h" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
         find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null || true
       done

@@ -228,7 +228,7 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 		}
 	}
 	rep := &DNSReport{ResolvConf: string(b), ResolvConfPath: path}
-	kind := resolver.Kind(p.Resolver)
+	var kind resolver.Kind
 	if p.Resolver == "" {
 		kind, rep.Detection = DetectResolver("/proc")
 	} else {

@@ -58,11 +58,11 @@ func (a *Agent) waitStarted(ctx context.Context) error {
 	client := a.s.Client
 	fs := fields.OneTermEqualSelector("metadata.name", a.Pod).String()
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = fs
 			return client.CoreV1().Pods(a.Namespace).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = fs
 			return client.CoreV1().Pods(a.Namespace).Watch(ctx, o)
 		},
