@@ -116,7 +116,10 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	o.Out = io.Discard
 	o.DisableKeepAlive = spec.Mode == HTTPNewConn
 	o.AllowInitialErrors = true
-	o.Stop = periodic.NewAborter()
+	// fortio's runner takes the aborter out of o (o.Stop = nil) when it starts: keep our own
+	// reference, or a cancel after the start dereferences nil.
+	stop := periodic.NewAborter()
+	o.Stop = stop
 	for k, vs := range spec.Headers {
 		for _, v := range vs {
 			if err := o.AddAndValidateExtraHeader(k + ":" + v); err != nil {
@@ -129,7 +132,7 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			o.Stop.Abort(false)
+			stop.Abort(false)
 		case <-done:
 		}
 	}()

@@ -3,6 +3,7 @@ package probes
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -186,5 +187,24 @@ func TestTCPConnectRTTRefused(t *testing.T) {
 	_, err := TCPConnectRTT(context.Background(), RTTSpec{Target: addr, Count: 2, Interval: time.Millisecond})
 	if err == nil {
 		t.Fatal("want an error from a closed port")
+	}
+}
+
+// A cancel that arrives after fortio's runner has started must stop the run, not dereference
+// the aborter fortio takes out of its options when it starts.
+func TestHTTPLatencyCancelledWhileRunning(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	for _, after := range []time.Duration{50 * time.Millisecond, 300 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		start := time.Now()
+		_, err := HTTPLatency(ctx, HTTPSpec{URL: srv.URL, Mode: HTTPClosedLoop, Connections: 64, Duration: 10 * time.Second})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cancel after %v: err %v, want the context's", after, err)
+		}
+		if d := time.Since(start); d > after+3*time.Second {
+			t.Errorf("cancel after %v: the run took %v", after, d)
+		}
 	}
 }
