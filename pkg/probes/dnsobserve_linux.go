@@ -11,30 +11,25 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 )
 
-// ObserveDNS captures the DNS traffic of the network namespace for d and groups the queries
-// into lookups the way resolver k walks names with configuration c.
+// ObserveDNS captures the DNS traffic of the network namespace for d and folds the queries
+// into lookups the way resolver k walks names with configuration c, as they arrive: memory
+// is bounded and nothing is left to do at the deadline.
 func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolver.Config) (*DNSObservation, error) {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	fd, err := openDNSCapture()
 	if err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			return nil, ErrCaptureNotPermitted
-		}
-		return nil, fmt.Errorf("packet socket: %w", err)
+		return nil, err
 	}
 	defer unix.Close(fd)
-	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
-	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 
 	obs := &DNSObservation{Seconds: d.Seconds(), Start: time.Now().UTC()}
 	end := obs.Start.Add(d)
-	var queries []*capturedQuery
-	open := map[string]*capturedQuery{} // id/name/type of queries awaiting a response
+	fold := newLookupFolder(k, c)
 	buf := make([]byte, 65536)
 	for time.Now().Before(end) && ctx.Err() == nil {
 		n, from, err := unix.Recvfrom(fd, buf, 0)
@@ -57,29 +52,93 @@ func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolve
 			continue
 		}
 		q := m.Question[0]
-		key := fmt.Sprintf("%d/%s/%d", m.Id, strings.ToLower(q.Name), q.Qtype)
+		name, qtype, at := strings.ToLower(q.Name), dns.TypeToString[q.Qtype], time.Now()
 		if !m.Response {
-			cq := &capturedQuery{at: time.Now(), id: m.Id, name: strings.ToLower(q.Name), qtype: dns.TypeToString[q.Qtype]}
-			queries = append(queries, cq)
-			open[key] = cq
 			obs.Queries++
+			fold.Query(at, m.Id, name, qtype)
 			continue
 		}
 		obs.Responses++
 		if m.Rcode == dns.RcodeNameError {
 			obs.NXDomains++
 		}
-		if cq := open[key]; cq != nil {
-			cq.rcode = rcodeOf(m)
-			delete(open, key)
-		}
+		fold.Answer(at, m.Id, name, qtype, rcodeOf(m))
 	}
 	obs.End = time.Now().UTC()
 	if obs.Responses > 0 {
 		obs.NXShare = round3(float64(obs.NXDomains) / float64(obs.Responses))
 	}
-	obs.Names = groupLookups(queries, k, c)
+	obs.Names = fold.Names()
+	obs.Overflow = fold.Overflow
 	return obs, nil
+}
+
+// openDNSCapture opens a packet socket on every interface that the kernel lets through only
+// UDP and TCP packets to or from port 53: the filter is attached before the socket is bound,
+// so no other traffic of the pod is ever copied to the agent.
+func openDNSCapture() (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return -1, ErrCaptureNotPermitted
+		}
+		return -1, fmt.Errorf("packet socket: %w", err)
+	}
+	if err := attachFilter(fd, port53Filter); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("attaching the port-53 filter: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL)}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("binding the packet socket: %w", err)
+	}
+	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	return fd, nil
+}
+
+// port53Filter accepts IPv4 (unfragmented or first fragment) and IPv6 UDP or TCP packets
+// whose source or destination port is 53; a SOCK_DGRAM packet socket filters from the
+// network header. Jumps skip instructions: the comments give their targets.
+var port53Filter = []bpf.Instruction{
+	/* 0 */ bpf.LoadAbsolute{Off: 0, Size: 1},
+	/* 1 */ bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: 4},
+	/* 2 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 4, SkipFalse: 10}, // → 13 (not IPv4)
+	/* 3 */ bpf.LoadAbsolute{Off: 9, Size: 1},
+	/* 4 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_UDP, SkipTrue: 1}, // → 6
+	/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipFalse: 18}, // → drop
+	/* 6 */ bpf.LoadAbsolute{Off: 6, Size: 2},
+	/* 7 */ bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: 0x1fff, SkipTrue: 16}, // later fragment → drop
+	/* 8 */ bpf.LoadMemShift{Off: 0}, // X = IPv4 header length
+	/* 9 */ bpf.LoadIndirect{Off: 0, Size: 2},
+	/* 10 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 53, SkipTrue: 12}, // → accept
+	/* 11 */ bpf.LoadIndirect{Off: 2, Size: 2},
+	/* 12 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 53, SkipTrue: 10, SkipFalse: 11}, // → accept / drop
+	/* 13 */ bpf.LoadAbsolute{Off: 0, Size: 1},
+	/* 14 */ bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: 4},
+	/* 15 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 6, SkipFalse: 8}, // → drop
+	/* 16 */ bpf.LoadAbsolute{Off: 6, Size: 1},
+	/* 17 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_UDP, SkipTrue: 1}, // → 19
+	/* 18 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipFalse: 5}, // → drop
+	/* 19 */ bpf.LoadAbsolute{Off: 40, Size: 2},
+	/* 20 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 53, SkipTrue: 2}, // → accept
+	/* 21 */ bpf.LoadAbsolute{Off: 42, Size: 2},
+	/* 22 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 53, SkipFalse: 1}, // → accept / drop
+	/* 23 */ bpf.RetConstant{Val: 1 << 18},
+	/* 24 */ bpf.RetConstant{Val: 0},
+}
+
+func attachFilter(fd int, prog []bpf.Instruction) error {
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, ins := range raw {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]})
 }
 
 // dnsPayload returns the DNS message of an IPv4/IPv6 UDP or TCP packet to or from port 53.

@@ -151,6 +151,9 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  (the last two columns: queries per lookup the model predicts with that change)")
+		if o.Overflow > 0 {
+			fmt.Fprintf(w, "  %d queries were counted but not grouped: the capture's bounds (%s) were reached\n", o.Overflow, "65536 open lookups, 4096 names")
+		}
 	}
 	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, res.Nameserver, res.Repeats)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
