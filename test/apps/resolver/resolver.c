@@ -2,11 +2,12 @@
  * resolver: looks names up with the C library's own getaddrinfo (AF_UNSPEC, as most apps do),
  * so that the lab can run the real glibc and musl resolvers inside pods.
  *
- *   resolver [--count N] [--every MS] [--idle] NAME...
+ *   resolver [--count N] [--every MS] [--family 4|6] [--idle] NAME...
  *
  * Prints one line per lookup: "lookup NAME ok ADDR,..." or "lookup NAME error MESSAGE".
  * --count N repeats the round of names N times (0 = forever), --every MS between rounds;
  * --idle then waits for SIGTERM, so the pod stays up for ephemeral containers.
+ * --family 4 or 6 asks for one address family only (AF_INET/AF_INET6: A-only or AAAA-only lookups).
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -19,12 +20,13 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
+static int family = AF_UNSPEC;
 static void on_term(int sig) { (void)sig; stop = 1; }
 
 static void lookup(const char *name) {
 	struct addrinfo hints, *res, *ai;
 	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
+	hints.ai_family = family;
 	hints.ai_socktype = SOCK_STREAM;
 	int rc = getaddrinfo(name, NULL, &hints, &res);
 	if (rc != 0) {
@@ -57,6 +59,7 @@ int main(int argc, char **argv) {
 		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) count = atol(argv[++i]);
 		else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc) every_ms = atol(argv[++i]);
 		else if (strcmp(argv[i], "--idle") == 0) idle = 1;
+		else if (strcmp(argv[i], "--family") == 0 && i + 1 < argc) family = atol(argv[++i]) == 6 ? AF_INET6 : AF_INET;
 		else { fprintf(stderr, "resolver: unknown flag %s\n", argv[i]); return 2; }
 	}
 	if (i == argc) idle = 1;
