@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,6 +57,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.Listen, "listen", ":0", "address to listen on (port 0 picks a free port)")
 	cmd.Flags().StringVar(&o.Token, "token", "", "the run token clients must present (default $"+TokenEnv+")")
+	cmd.Flags().StringVar(&o.TokenSHA256, "token-sha256", "", "accept clients whose token has this hex SHA-256 (the plugin's way: the token stays out of the pod spec)")
 	cmd.Flags().DurationVar(&deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")
 	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "exit at this RFC 3339 time whatever happens (wins over --deadline)")
 	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "exit unless "+PathLease+" is posted within each such period (0: no lease)")
@@ -63,22 +65,14 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	var jobArg, notAfterArg string
-	var deadline time.Duration
+	var jobArg, notAfterArg, listen, digest string
+	var deadline, await time.Duration
 	cmd := &cobra.Command{
 		Use:   "run --job JSON|-|@FILE",
 		Short: "Run a job of probes and print JSON-lines events",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			em := NewEmitter(streams.Out)
-			job, err := readJob(jobArg, streams.In)
-			if err != nil {
-				em.Emit(Event{Type: EventError, Message: err.Error()})
-				return err
-			}
-			if job.Token == "" {
-				job.Token = os.Getenv(TokenEnv)
-			}
 			end, err := notAfter(notAfterArg, deadline, time.Now())
 			if err == nil && !time.Now().Before(end) {
 				err = ErrTooLate
@@ -90,6 +84,16 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			defer hardExit(end, em)()
 			ctx, cancel := context.WithDeadline(cmd.Context(), end)
 			defer cancel()
+			var job Job
+			if await > 0 {
+				job, err = AwaitJob(ctx, listen, digest, await, em)
+			} else if job, err = readJob(jobArg, streams.In); err == nil && job.Token == "" {
+				job.Token = os.Getenv(TokenEnv)
+			}
+			if err != nil {
+				em.Emit(Event{Type: EventError, Message: err.Error()})
+				return err
+			}
 			err = Run(ctx, job, em)
 			if err == nil {
 				em.Emit(Event{Type: EventExit, Message: "job finished"})
@@ -98,6 +102,9 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&jobArg, "job", "-", "the job: JSON, - for stdin, or @FILE")
+	cmd.Flags().DurationVar(&await, "await-job", 0, "instead of --job, wait this long for the plugin to post the job to "+PathJob+" on --listen")
+	cmd.Flags().StringVar(&listen, "listen", ":0", "with --await-job: the address to listen on")
+	cmd.Flags().StringVar(&digest, "token-sha256", "", "with --await-job: accept the job from the holder of the token with this hex SHA-256")
 	cmd.Flags().DurationVar(&deadline, "deadline", 10*time.Minute, "give up after this long whatever happens")
 	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "give up at this RFC 3339 time whatever happens (wins over --deadline)")
 	return cmd
@@ -117,8 +124,13 @@ func readJob(arg string, in io.Reader) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("reading the job: %w", err)
 	}
+	return decodeJob(data)
+}
+
+// decodeJob reads a job strictly: unknown fields are refused.
+func decodeJob(data []byte) (Job, error) {
 	var job Job
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
 		return Job{}, fmt.Errorf("decoding the job: %w", err)

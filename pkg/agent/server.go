@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,8 @@ type ServeOptions struct {
 	// Listen is the address to listen on; port 0 picks a free port.
 	Listen string
 	Token  string
+	// TokenSHA256 accepts clients whose token has this hex digest (instead of Token).
+	TokenSHA256 string
 	// NotAfter bounds the server's life: it exits then whether or not a client came.
 	NotAfter time.Time
 	// Lease, when set, ends the server unless the plugin renews it (PathLease) within each
@@ -41,8 +42,8 @@ type CPUReply struct {
 // (each connection is routed on its first bytes). It emits ready, then exit, and returns when
 // a client posts PathDone, the deadline passes, or ctx ends.
 func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
-	if o.Token == "" {
-		return errors.New("agent serve needs a token (--token or " + TokenEnv + ")")
+	if o.Token == "" && o.TokenSHA256 == "" {
+		return errors.New("agent serve needs a token (--token, --token-sha256 or " + TokenEnv + ")")
 	}
 	if o.NotAfter.IsZero() {
 		return errors.New("agent serve needs a not-after time")
@@ -63,7 +64,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
-	accept := func(tok string) bool { return subtle.ConstantTimeCompare([]byte(tok), []byte(o.Token)) == 1 }
+	accept := tokenAccepter(o.Token, o.TokenSHA256)
 
 	var doneOnce sync.Once
 	doneBy := "deadline reached"

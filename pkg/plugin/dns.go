@@ -224,6 +224,9 @@ func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, 
 	if err := a.Wait(ctx); err != nil {
 		return nil, nil, err
 	}
+	if err := a.Ready(ctx); err != nil {
+		return nil, nil, err
+	}
 	var res *agent.DNSReport
 	err = a.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {

@@ -29,7 +29,8 @@ type fakeCluster struct {
 	t  *testing.T
 	cs *fake.Clientset
 
-	mu sync.Mutex
+	mu    sync.Mutex
+	token string // the session's run token
 	// script returns the output of an agent by role (the last part of its name).
 	script map[Role]func(ctx context.Context) io.ReadCloser
 	// denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
@@ -37,7 +38,8 @@ type fakeCluster struct {
 	denied   map[string]bool
 	waiting  string
 	patchErr error
-	proxyErr error
+	proxyErr error // control calls (lease, done) fail with it
+	jobErr   error // the job hand-over fails with it
 	proxied  []string
 	nextIP   int
 }
@@ -117,6 +119,7 @@ func (f *fakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, erro
 
 // configure points a session's logs and proxy at the scripts and the record.
 func (f *fakeCluster) configure(s *Session) {
+	f.token = s.Token
 	s.Logs = func(ctx context.Context, a *Agent, _ *corev1.PodLogOptions) (io.ReadCloser, error) {
 		f.mu.Lock()
 		fn := f.script[a.Spec.Role]
@@ -124,12 +127,20 @@ func (f *fakeCluster) configure(s *Session) {
 		if fn == nil {
 			return io.NopCloser(strings.NewReader("")), nil
 		}
+		if !a.Spec.Serve {
+			// A runner says it awaits its job before anything else, as the agent does.
+			ready := events(agent.Event{Type: agent.EventReady, Port: 41000})
+			return io.NopCloser(io.MultiReader(strings.NewReader(ready), fn(ctx))), nil
+		}
 		return fn(ctx), nil
 	}
-	s.Proxy = func(_ context.Context, a *Agent, method, path string) error {
+	s.Proxy = func(_ context.Context, a *Agent, method, path string, _ []byte) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.proxied = append(f.proxied, method+" "+path)
+		if path == agent.PathJob {
+			return f.jobErr
+		}
 		return f.proxyErr
 	}
 }

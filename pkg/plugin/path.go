@@ -341,6 +341,9 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	if err := cli.Wait(ctx); err != nil {
 		return err
 	}
+	if err := cli.Ready(ctx); err != nil {
+		return err
+	}
 	setAgentName(&rep.Source, cli)
 	rep.Source.AgentIP = src.Pod.Status.PodIP
 	if cli.Temporary {

@@ -96,8 +96,30 @@ func TestPathRunServerArgs(t *testing.T) {
 		t.Errorf("container %s targets %s", ec.Name, ec.TargetContainerName)
 	}
 	args := strings.Join(ec.Args, " ")
-	if !strings.HasPrefix(args, "serve --listen 10.0.0.5:0 --not-after ") || !strings.HasSuffix(args, "--lease 5s") {
-		t.Errorf("server args %q: want the pod IP, an absolute not-after time and a lease", args)
+	digest := agent.TokenDigest(f.token)
+	if !strings.HasPrefix(args, "serve --listen 10.0.0.5:0 --not-after ") || !strings.HasSuffix(args, "--lease 5s --token-sha256 "+digest) {
+		t.Errorf("server args %q: want the pod IP, an absolute not-after time, a lease and the token's digest", args)
+	}
+	// The client's spec carries neither the job nor the token: it is handed them by the proxy.
+	cp, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), "client-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(cp.Spec.EphemeralContainers, ec) {
+		spec, _ := json.Marshal(c)
+		if strings.Contains(string(spec), f.token) || strings.Contains(string(spec), "probes") || len(c.Env) != 0 {
+			t.Errorf("%s's spec holds the token, the job or env: %s", c.Name, spec)
+		}
+		if len(spec) > 900 {
+			t.Errorf("%s's spec is %d bytes: every run adds it to the pod object for good", c.Name, len(spec))
+		}
+		t.Logf("%s: %d bytes", c.Name, len(spec))
+	}
+	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job 30s --token-sha256 "+digest) {
+		t.Errorf("client args %q", ca)
+	}
+	if !slices.Contains(f.proxiedCalls(), "POST "+agent.PathJob) {
+		t.Errorf("the job was not handed over: %v", f.proxiedCalls())
 	}
 	na, err := time.Parse(time.RFC3339, ec.Args[4])
 	if err != nil || time.Until(na) < time.Minute || time.Until(na) > 10*time.Minute {
@@ -143,6 +165,13 @@ func TestPathRunFailures(t *testing.T) {
 			f.script[RoleServer] = thenHold("")
 			o.StartTimeout = 300 * time.Millisecond
 		}, wantIs: ErrStartTimeout},
+		{name: "client refuses its job", setup: func(f *fakeCluster, o *PathOptions) {
+			f.jobErr = apierrors.NewBadRequest("job: unknown probe kind")
+		}, want: "the client agent (shop/client-1, container netbench-run1-client) refused its job: job: unknown probe kind"},
+		{name: "job cannot be handed over", setup: func(f *fakeCluster, o *PathOptions) {
+			f.jobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
+			o.StartTimeout = 700 * time.Millisecond
+		}, want: "handing the client agent (shop/client-1, container netbench-run1-client) its job through the pod proxy: dial tcp 10.0.0.4:41000: connect: connection refused"},
 		{name: "agent port refused", setup: func(f *fakeCluster, o *PathOptions) {
 			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
 		}, want: "probe tcp-rtt from shop/client-1 to the server agent at 10.0.0.5:7000 failed: connect: connection refused (a NetworkPolicy may block the agent's port)"},

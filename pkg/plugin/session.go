@@ -91,7 +91,7 @@ type Session struct {
 	// Logs opens an agent's output and Proxy sends a control request to a server agent through
 	// the API server; both are fields so that tests can script them.
 	Logs  func(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error)
-	Proxy func(ctx context.Context, a *Agent, method, path string) error
+	Proxy func(ctx context.Context, a *Agent, method, path string, body []byte) error
 
 	mu     sync.Mutex
 	agents []*Agent
@@ -160,37 +160,35 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 	return a, nil
 }
 
-// args are the agent's command line: serve or run, its not-after time and lease.
+// args are the agent's command line: serve or run, where it listens, its not-after time and
+// the token's digest. Neither the token nor the job is in the spec (the pod object keeps
+// every ephemeral container for good): a runner is handed its job through the pod proxy.
 func (a *Agent) args() ([]string, error) {
+	listen := ":0"
+	if a.s.Mode == ModeEphemeral && a.Spec.Target.Pod.Status.PodIP != "" {
+		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, 0)
+	} else if a.s.Mode == ModePod {
+		listen = "$(POD_IP):0"
+	}
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
+	digest := agent.TokenDigest(a.s.Token)
 	if a.Spec.Serve {
-		listen := ":0"
-		if a.s.Mode == ModeEphemeral && a.Spec.Target.Pod.Status.PodIP != "" {
-			listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, 0)
-		} else if a.s.Mode == ModePod {
-			listen = "$(POD_IP):0"
-		}
-		return []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String()}, nil
+		return []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}, nil
 	}
 	if a.Spec.Job == nil {
 		return nil, errors.New("an agent that does not serve needs a job")
 	}
-	b, err := json.Marshal(a.Spec.Job)
-	if err != nil {
-		return nil, err
-	}
-	return []string{"run", "--not-after", notAfter, "--job", string(b)}, nil
+	return []string{"run", "--listen", listen, "--not-after", notAfter, "--await-job", HandoverWindow.String(), "--token-sha256", digest}, nil
 }
 
-func (s *Session) env(a *Agent) []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: agent.TokenEnv, Value: s.Token}}
-	if s.Mode == ModePod {
-		env = append(env, corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+// HandoverWindow is how long a runner agent waits for its job before it exits.
+const HandoverWindow = 30 * time.Second
+
+func (s *Session) env() []corev1.EnvVar {
+	if s.Mode != ModePod {
+		return nil
 	}
-	if !a.Spec.Serve && a.Spec.Job != nil && a.Spec.Job.Host == "" {
-		return nil // a job without a server needs no token
-	}
-	return env
+	return []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
 }
 
 func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {
@@ -206,7 +204,7 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	ec := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-			Args: args, Env: s.env(a), SecurityContext: s.securityContext(a),
+			Args: args, Env: s.env(), SecurityContext: s.securityContext(a),
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		},
 		TargetContainerName: t.Container,
@@ -230,7 +228,7 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	a.Pod, a.Container, a.Temporary = s.name(a.Spec.Role), "agent", true
 	p := agentPod(a.Pod, t, s.labels(a.Spec.Role), a.Spec.Lifetime)
 	c := &p.Spec.Containers[0]
-	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, s.env(a), s.securityContext(a)
+	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, s.env(), s.securityContext(a)
 	if s.Resources != nil {
 		c.Resources = *s.Resources
 	}

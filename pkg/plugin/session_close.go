@@ -19,14 +19,17 @@ import (
 // ErrLeftBehind wraps what Close could not clean up; its message holds the commands that finish it.
 var ErrLeftBehind = errors.New("not everything could be cleaned up")
 
-// podProxy sends a control request to a server agent through the API server's pod proxy (the
-// plugin cannot reach pod IPs itself).
-func (s *Session) podProxy(ctx context.Context, a *Agent, method, path string) error {
-	return s.Client.CoreV1().RESTClient().Verb(method).
+// podProxy sends a control request to an agent through the API server's pod proxy (the
+// plugin cannot reach pod IPs itself), with the run token.
+func (s *Session) podProxy(ctx context.Context, a *Agent, method, path string, body []byte) error {
+	req := s.Client.CoreV1().RESTClient().Verb(method).
 		Namespace(a.Namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", a.Pod, a.Port)).
 		SubResource("proxy").Suffix(strings.TrimPrefix(path, "/")).
-		SetHeader(agent.TokenHeader, s.Token).
-		Do(ctx).Error()
+		SetHeader(agent.TokenHeader, s.Token)
+	if body != nil {
+		req = req.SetHeader("Content-Type", "application/json").Body(body)
+	}
+	return req.Do(ctx).Error()
 }
 
 // renewLease keeps a server agent's lease until the session closes.
@@ -35,7 +38,7 @@ func (s *Session) renewLease(a *Agent) {
 	defer tick.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(s.bg, LeasePeriod/2)
-		if err := s.Proxy(ctx, a, "POST", agent.PathLease); err != nil && s.bg.Err() == nil {
+		if err := s.Proxy(ctx, a, "POST", agent.PathLease, nil); err != nil && s.bg.Err() == nil {
 			s.Logf("renewing the lease of the %s: %v", a, err)
 		}
 		cancel()
@@ -112,7 +115,7 @@ func (s *Session) stopServer(ctx context.Context, a *Agent) error {
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := s.Proxy(stopCtx, a, "POST", agent.PathDone)
+	err := s.Proxy(stopCtx, a, "POST", agent.PathDone, nil)
 	if err == nil || a.hasExited() {
 		return nil
 	}

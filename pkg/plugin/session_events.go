@@ -3,9 +3,11 @@ package plugin
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,8 +119,9 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 	return false, nil
 }
 
-// Ready waits for a server agent's ready event, within the start timeout, and from then on
-// renews its lease and keeps following its events in the background until Close.
+// Ready waits for the agent's ready event, within the start timeout. A server from then on has
+// its lease renewed and its events followed in the background until Close; a runner is
+// handed its job.
 func (a *Agent) Ready(ctx context.Context) error {
 	startCtx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
 	defer cancel()
@@ -138,10 +141,43 @@ func (a *Agent) Ready(ctx context.Context) error {
 		}
 		return err
 	}
+	if !a.Spec.Serve {
+		return a.handOver(ctx)
+	}
 	a.s.wg.Add(2)
 	go func() { defer a.s.wg.Done(); a.s.renewLease(a) }()
 	go func() { defer a.s.wg.Done(); a.followServer() }()
 	return nil
+}
+
+// handOver posts the runner's job to it through the pod proxy, without the token (the
+// request carries it).
+func (a *Agent) handOver(ctx context.Context) error {
+	job := *a.Spec.Job
+	job.Token = ""
+	body, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	// The agent sheds connections beyond its bound: retry until the start timeout.
+	hctx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
+	defer cancel()
+	for {
+		err := a.s.Proxy(hctx, a, "POST", agent.PathJob, body)
+		if err == nil {
+			return nil
+		}
+		if refusedJob(err) {
+			return fmt.Errorf("the %s refused its job: %w", a, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-hctx.Done():
+			return fmt.Errorf("handing the %s its job through the pod proxy: %w", a, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // followServer records what a ready server says until it exits or the session closes.
@@ -299,4 +335,18 @@ func truncate(b []byte, n int) []byte {
 
 func (s *Session) podLogs(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
 	return s.Client.CoreV1().Pods(a.Namespace).GetLogs(a.Pod, opts).Stream(ctx)
+}
+
+// refusedJob tells an answer of the agent itself (a bad job, a wrong token, a job already
+// handed over) from a connection the proxy could not make or the agent shed.
+func refusedJob(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	switch st.Status().Code {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict:
+		return true
+	}
+	return false
 }

@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// PathJob is where the plugin hands a waiting runner its job (POST, the job as JSON, the run
+// token in TokenHeader). The job and the token never appear in the pod's spec: the spec only
+// carries the token's SHA-256, which tells the agent whom to accept and tells others nothing.
+const PathJob = "/netbench/v1/job"
+
+// ErrNoJob means no job was handed over in time.
+var ErrNoJob = errors.New("no job was handed over")
+
+const (
+	maxJobBytes        = 1 << 20
+	maxHandoverConns   = 64
+	handoverReadWindow = 5 * time.Second
+)
+
+// TokenDigest is the hex SHA-256 of a run token, as agents are given it.
+func TokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// tokenAccepter accepts the token itself, or any token whose digest is the given one.
+func tokenAccepter(token, digest string) func(string) bool {
+	if digest != "" {
+		want := []byte(digest)
+		return func(tok string) bool { return subtle.ConstantTimeCompare([]byte(TokenDigest(tok)), want) == 1 }
+	}
+	return func(tok string) bool { return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(token)) == 1 }
+}
+
+// AwaitJob listens on listen, emits ready with its port and returns the first job posted to
+// PathJob by a holder of the token with the given digest, the token filled in. Others get
+// 401; at most maxHandoverConns connections are served at once, each for a few seconds, and
+// more are closed at once (the plugin retries).
+// It gives up with ErrNoJob after within, or when ctx ends.
+func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, em *Emitter) (Job, error) {
+	if digest == "" {
+		return Job{}, errors.New("awaiting a job needs the token's digest (--token-sha256)")
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return Job{}, fmt.Errorf("listening on %s: %w", listen, err)
+	}
+	accept := tokenAccepter("", digest)
+	jobs := make(chan Job, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathJob, func(w http.ResponseWriter, r *http.Request) {
+		token := r.Header.Get(TokenHeader)
+		if !accept(token) {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(r.Body, maxJobBytes+1))
+		if err == nil && len(data) > maxJobBytes {
+			err = fmt.Errorf("over %d bytes", maxJobBytes)
+		}
+		job, derr := decodeJob(data)
+		if err == nil {
+			err = derr
+		}
+		if err == nil {
+			job.Token = token
+			err = job.Validate()
+		}
+		if err != nil {
+			http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case jobs <- job:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.Error(w, "a job was already handed over", http.StatusConflict)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: handoverReadWindow,
+		WriteTimeout: handoverReadWindow, IdleTimeout: handoverReadWindow, MaxHeaderBytes: 8 << 10}
+	go func() { _ = srv.Serve(&shedListener{Listener: ln, max: maxHandoverConns}) }()
+	defer func() {
+		// Let the accepted hand-over's answer go out; then drop everyone.
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(c)
+		_ = srv.Close()
+	}()
+	em.Emit(Event{Type: EventReady, Port: ln.Addr().(*net.TCPAddr).Port, Message: fmt.Sprintf("awaiting the job on %s for %s", ln.Addr(), within)})
+
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case job := <-jobs:
+		return job, nil
+	case <-timer.C:
+		return Job{}, fmt.Errorf("%w within %s", ErrNoJob, within)
+	case <-ctx.Done():
+		return Job{}, ctx.Err()
+	}
+}
+
+// shedListener closes connections beyond max open at once instead of queueing them.
+type shedListener struct {
+	net.Listener
+	max  int64
+	open atomic.Int64
+}
+
+func (l *shedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Load() >= l.max {
+			c.Close()
+			continue
+		}
+		l.open.Add(1)
+		return &countedConn{Conn: c, open: &l.open}, nil
+	}
+}
