@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -86,7 +87,10 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			defer cancel()
 			var job Job
 			if await > 0 {
-				job, err = AwaitJob(ctx, listen, digest, await, em)
+				if job, err = AwaitJob(ctx, listen, digest, await, em); errors.Is(err, ErrStoppedBeforeJob) {
+					em.Emit(Event{Type: EventExit, Message: err.Error()})
+					return nil
+				}
 			} else if job, err = readJob(jobArg, streams.In); err == nil && job.Token == "" {
 				job.Token = os.Getenv(TokenEnv)
 			}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -19,8 +20,12 @@ import (
 // carries the token's SHA-256, which tells the agent whom to accept and tells others nothing.
 const PathJob = "/netbench/v1/job"
 
-// ErrNoJob means no job was handed over in time.
-var ErrNoJob = errors.New("no job was handed over")
+// ErrNoJob means no job was handed over in time; ErrStoppedBeforeJob that the plugin said to
+// stop (PathDone) before it handed one over — an interrupted run.
+var (
+	ErrNoJob            = errors.New("no job was handed over")
+	ErrStoppedBeforeJob = errors.New("told to stop before a job was handed over")
+)
 
 const (
 	maxJobBytes        = 1 << 20
@@ -57,8 +62,18 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 		return Job{}, fmt.Errorf("listening on %s: %w", listen, err)
 	}
 	accept := tokenAccepter("", digest)
-	jobs := make(chan Job, 1)
+	jobs, stop := make(chan Job, 1), make(chan struct{})
+	var stopOnce sync.Once
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathDone, func(w http.ResponseWriter, r *http.Request) {
+		if !accept(r.Header.Get(TokenHeader)) {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
+			return
+		}
+		stopOnce.Do(func() { close(stop) })
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("POST "+PathJob, func(w http.ResponseWriter, r *http.Request) {
 		token := r.Header.Get(TokenHeader)
 		if !accept(token) {
@@ -106,6 +121,8 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 	select {
 	case job := <-jobs:
 		return job, nil
+	case <-stop:
+		return Job{}, ErrStoppedBeforeJob
 	case <-timer.C:
 		return Job{}, fmt.Errorf("%w within %s", ErrNoJob, within)
 	case <-ctx.Done():

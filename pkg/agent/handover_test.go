@@ -139,3 +139,29 @@ func TestAwaitJobBoundedAgainstIdlePeers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An interrupted run tells a runner still awaiting its job to stop; only the token holder can.
+func TestAwaitJobToldToStop(t *testing.T) {
+	const token = "tok-stop"
+	port, _, errs := awaitInBackground(t, TokenDigest(token), 20*time.Second)
+	post := func(tok string) int {
+		req, _ := http.NewRequest("POST", "http://127.0.0.1:"+strconv.Itoa(port)+PathDone, nil)
+		req.Header.Set(TokenHeader, tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("tok-other"); code != http.StatusUnauthorized {
+		t.Errorf("stop with a wrong token: %d", code)
+	}
+	start := time.Now()
+	if code := post(token); code != http.StatusNoContent {
+		t.Errorf("stop: %d", code)
+	}
+	if err := <-errs; !errors.Is(err, ErrStoppedBeforeJob) || time.Since(start) > time.Second {
+		t.Fatalf("err %v after %v, want ErrStoppedBeforeJob at once", err, time.Since(start))
+	}
+}

@@ -35,13 +35,14 @@ type fakeCluster struct {
 	script map[Role]func(ctx context.Context) io.ReadCloser
 	// denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
 	// wait with that reason instead of running.
-	denied   map[string]bool
-	waiting  string
-	patchErr error
-	proxyErr error // control calls (lease, done) fail with it
-	jobErr   error // the job hand-over fails with it
-	proxied  []string
-	nextIP   int
+	denied    map[string]bool
+	waiting   string
+	patchErr  error
+	proxiedBy []string // "role: METHOD path" of each proxied call
+	proxyErr  error    // control calls (lease, done) fail with it
+	jobErr    error    // the job hand-over fails with it
+	proxied   []string
+	nextIP    int
 }
 
 func newFakeCluster(t *testing.T, pods ...*corev1.Pod) *fakeCluster {
@@ -134,10 +135,14 @@ func (f *fakeCluster) configure(s *Session) {
 		}
 		return fn(ctx), nil
 	}
-	s.Proxy = func(_ context.Context, a *Agent, method, path string, _ []byte) error {
+	s.Proxy = func(ctx context.Context, a *Agent, method, path string, _ []byte) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.proxied = append(f.proxied, method+" "+path)
+		f.proxiedBy = append(f.proxiedBy, string(a.Spec.Role)+": "+method+" "+path)
 		if path == agent.PathJob {
 			return f.jobErr
 		}

@@ -115,7 +115,7 @@ func TestPathRunServerArgs(t *testing.T) {
 		}
 		t.Logf("%s: %d bytes", c.Name, len(spec))
 	}
-	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job 30s --token-sha256 "+digest) {
+	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job "+HandoverWindow.String()+" --token-sha256 "+digest) {
 		t.Errorf("client args %q", ca)
 	}
 	if !slices.Contains(f.proxiedCalls(), "POST "+agent.PathJob) {
@@ -239,7 +239,8 @@ func TestPathRunAppPortRefused(t *testing.T) {
 	}
 }
 
-// An interrupt while measuring stops the server and deletes the temporary pods.
+// An interrupt while the client waits for its job stops the server and the client, and deletes
+// the temporary pods.
 func TestPathRunInterrupted(t *testing.T) {
 	for _, mode := range []string{ModeEphemeral, ModePod} {
 		t.Run(mode, func(t *testing.T) {
@@ -256,8 +257,12 @@ func TestPathRunInterrupted(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), "interrupted: every agent of run run1 told to stop") {
 				t.Fatalf("error %v, want interrupted", err)
 			}
-			if mode == ModeEphemeral && !slices.Contains(f.proxiedCalls(), "POST "+agent.PathDone) {
-				t.Errorf("the server was not told to stop: %v", f.proxiedCalls())
+			f.mu.Lock()
+			by := f.proxiedBy
+			f.mu.Unlock()
+			// The client was interrupted before it was handed its job: it is told to stop too.
+			if mode == ModeEphemeral && (!slices.Contains(by, "server: POST "+agent.PathDone) || !slices.Contains(by, "client: POST "+agent.PathDone)) {
+				t.Errorf("the server and the waiting client were not both told to stop: %v", by)
 			}
 			if left := agentPods(t, f); len(left) != 0 {
 				t.Errorf("agent pods left: %v", left)

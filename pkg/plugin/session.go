@@ -127,6 +127,7 @@ type Agent struct {
 	mu         sync.Mutex
 	lastEvent  time.Time
 	exited     bool   // the agent said it exited
+	handedOver bool   // a runner was handed its job
 	serverNote string // the last error a server reported after ready
 }
 
@@ -182,7 +183,7 @@ func (a *Agent) args() ([]string, error) {
 }
 
 // HandoverWindow is how long a runner agent waits for its job before it exits.
-const HandoverWindow = 30 * time.Second
+const HandoverWindow = 10 * time.Second
 
 func (s *Session) env() []corev1.EnvVar {
 	if s.Mode != ModePod {

@@ -72,8 +72,10 @@ func (s *Session) Close() error {
 		switch {
 		case a.Temporary:
 			err = s.deletePod(ctx, a)
-		case a.Spec.Serve:
-			err = s.stopServer(ctx, a)
+		case a.Spec.Serve || !a.isHandedOver():
+			// A server, or a runner still awaiting its job: a runner with its job stops with
+			// its server.
+			err = s.stopAgent(ctx, a)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -96,9 +98,15 @@ func (s *Session) deletePod(ctx context.Context, a *Agent) error {
 	return fmt.Errorf("deleting agent pod %s/%s (delete it with: kubectl delete pod -n %s %s): %w", a.Namespace, a.Pod, a.Namespace, a.Pod, err)
 }
 
-// stopServer tells an ephemeral server agent to exit now. If its port is not known yet (an
-// interrupt before it was ready), the port is read from its output first.
-func (s *Session) stopServer(ctx context.Context, a *Agent) error {
+func (a *Agent) isHandedOver() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.handedOver
+}
+
+// stopAgent tells an ephemeral server, or a runner awaiting its job, to exit now. If its port
+// is not known yet (an interrupt before it was ready), the port is read from its output first.
+func (s *Session) stopAgent(ctx context.Context, a *Agent) error {
 	a.mu.Lock()
 	exited := a.exited
 	a.mu.Unlock()
@@ -109,8 +117,9 @@ func (s *Session) stopServer(ctx context.Context, a *Agent) error {
 		a.Port = s.readyPort(ctx, a)
 	}
 	if a.Port == 0 {
-		// Not started (or not ready) yet: with no lease renewed it exits LeasePeriod after it starts.
-		s.Logf("the %s was not ready: it exits %s after it starts, or at %s", a, LeasePeriod, a.NotAfter.UTC().Format(time.RFC3339))
+		// Not started (or not ready) yet: a server with no lease renewed exits LeasePeriod after
+		// it starts, a runner with no job HandoverWindow after.
+		s.Logf("the %s was not ready: it exits %s after it starts, or at %s", a, a.idleExit(), a.NotAfter.UTC().Format(time.RFC3339))
 		return nil
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -119,8 +128,8 @@ func (s *Session) stopServer(ctx context.Context, a *Agent) error {
 	if err == nil || a.hasExited() {
 		return nil
 	}
-	return fmt.Errorf("the %s could not be told to stop (%v): it stops by itself within %s (no lease renewal) and at %s at the latest",
-		a, err, LeasePeriod, a.NotAfter.UTC().Format(time.RFC3339))
+	return fmt.Errorf("the %s could not be told to stop (%v): it stops by itself within %s and at %s at the latest",
+		a, err, a.idleExit(), a.NotAfter.UTC().Format(time.RFC3339))
 }
 
 // readyPort looks for the ready event in an agent's output without following it.
@@ -144,4 +153,13 @@ func (s *Session) readyPort(ctx context.Context, a *Agent) int {
 		}
 	}
 	return 0
+}
+
+// idleExit is how soon an agent left alone exits: a server without lease renewals, a runner
+// without its job.
+func (a *Agent) idleExit() time.Duration {
+	if a.Spec.Serve {
+		return LeasePeriod
+	}
+	return HandoverWindow
 }

@@ -165,6 +165,9 @@ func (a *Agent) handOver(ctx context.Context) error {
 	for {
 		err := a.s.Proxy(hctx, a, "POST", agent.PathJob, body)
 		if err == nil {
+			a.mu.Lock()
+			a.handedOver = true
+			a.mu.Unlock()
 			return nil
 		}
 		if refusedJob(err) {
