@@ -1,0 +1,44 @@
+# shellcheck shell=bash
+# Sourced by hack/lab/lab.sh; uses its settings.
+# Logging, process bookkeeping and templates.
+
+log() { printf '[lab %5ss] %s\n' "$(( $(date +%s) - START ))" "$*" >&2; }
+die() { echo "lab: $*" >&2; exit 1; }
+
+kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+
+pidfile() { echo "$RUN/pids/$1.pid"; }
+running() { local f; f=$(pidfile "$1"); [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+# render TEMPLATE KEY=VALUE...: the file hack/lab/templates/TEMPLATE with every @KEY@ replaced;
+# a placeholder left unfilled is an error.
+render() {
+  local name=$1 text kv; shift
+  text=$(<"$LAB/templates/$name")
+  for kv in "$@"; do text=${text//"@${kv%%=*}@"/"${kv#*=}"}; done
+  if [[ $text =~ @[A-Z_]+@ ]]; then die "template $name: ${BASH_REMATCH[0]} not filled"; fi
+  printf '%s\n' "$text"
+}
+
+# start NAME NETNS CMD...: runs CMD in the background (inside NETNS unless it is "-"), logging
+# to $STATE/logs/NAME.log, and records its pid.
+start() {
+  local name=$1 ns=$2; shift 2
+  running "$name" && return 0
+  mkdir -p "$STATE/logs" "$RUN/pids"
+  if [ "$ns" = - ]; then
+    setsid "$@" >>"$STATE/logs/$name.log" 2>&1 < /dev/null &
+  else
+    setsid nsenter --net="/run/netns/$ns" -- "$@" >>"$STATE/logs/$name.log" 2>&1 < /dev/null &
+  fi
+  echo $! > "$(pidfile "$name")"
+}
+
+wait_for() { # wait_for SECONDS DESCRIPTION CMD...
+  local t=$1 what=$2; shift 2
+  local end=$(( $(date +%s) + t ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || die "timed out after ${t}s waiting for $what (logs: $STATE/logs)"
+    sleep 0.2
+  done
+}
