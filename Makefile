@@ -5,7 +5,6 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
 PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
-AGENT_IMAGE ?= ghcr.io/kubectl-netbench/agent:$(VERSION)
 ARCH ?= $(shell $(GO) env GOARCH)
 
 .PHONY: all build test lint agent-image bench vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
@@ -31,10 +30,10 @@ vet:
 lint:
 	hack/lint.sh
 
-## agent-image: the agent image as a tarball containerd imports (bin/agent-image.tar).
-agent-image: bin/netbench-agent
-	$(GO) run ./hack/imagebuild -tag $(AGENT_IMAGE) -arch $(ARCH) -o bin/agent-image.tar \
-		-entrypoint /netbench-agent -file bin/netbench-agent:/netbench-agent:0755
+## agent-image: the agent image as a tarball containerd imports (bin/agent-image.tar), by the
+## release's own recipe (hack/agent-image.sh); its digest in bin/agent-image.digest.
+agent-image:
+	VERSION=$(VERSION) ARCHS=$(ARCH) hack/agent-image.sh bin/agent-image.tar
 
 ## bench: our engines side by side with iperf3, fortio and ping on one veth path (root).
 bench: bin/netbench-agent

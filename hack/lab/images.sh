@@ -16,10 +16,9 @@ static() { CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${3:-}" -o "$B/$1" "
 static pause ./hack/lab/images/pause
 "$IB" -tag netbench.lab/pause:1 -o "$OUT/pause.tar" -entrypoint /pause -file "$B/pause:/pause:0755"
 
-static netbench-agent ./cmd/netbench-agent "-X github.com/kubectl-netbench/kubectl-netbench/pkg/version.Version=$VERSION"
-# The plugin's default image is ghcr.io/kubectl-netbench/agent:<its version>; a dev build's is :dev.
-"$IB" -tag "ghcr.io/kubectl-netbench/agent:$VERSION" -tag ghcr.io/kubectl-netbench/agent:dev \
-  -o "$OUT/agent.tar" -entrypoint /netbench-agent -file "$B/netbench-agent:/netbench-agent:0755"
+# The agent image exactly as released (hack/agent-image.sh). The plugin's default image is
+# ghcr.io/kubectl-netbench/agent:<its version>; a dev build's is :dev.
+VERSION=$VERSION EXTRA_TAGS=ghcr.io/kubectl-netbench/agent:dev hack/agent-image.sh "$OUT/agent.tar" >&2
 
 static sample-app ./test/apps/sample-app
 "$IB" -tag netbench.lab/sample-app:1 -o "$OUT/sample-app.tar" -entrypoint /sample-app -file "$B/sample-app:/sample-app:0755"

@@ -8,13 +8,22 @@ var (
 	Version = "dev"
 	Commit  = "none"
 	Date    = "unknown"
+	// AgentDigest pins a release's agent image (the digest hack/agent-image.sh printed for it).
+	AgentDigest = ""
 )
 
 // DefaultImageRepo is where released agent images live; the image tag is the plugin version.
 const DefaultImageRepo = "ghcr.io/kubectl-netbench/agent"
 
-// AgentImage is the agent image this build of the plugin uses by default: exactly its own version.
-func AgentImage() string { return DefaultImageRepo + ":" + Version }
+// AgentImage is the agent image this build of the plugin uses by default: exactly its own
+// version, pinned by digest in a release (a tag can be moved, a digest cannot).
+func AgentImage() string {
+	img := DefaultImageRepo + ":" + Version
+	if AgentDigest != "" {
+		img += "@" + AgentDigest
+	}
+	return img
+}
 
 // GoVersion is the Go toolchain the binary was built with.
 func GoVersion() string { return runtime.Version() }

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
 )
 
 func main() {
@@ -25,14 +27,15 @@ func main() {
 	dist := flag.String("dist", "dist", "directory holding the archives (and GoReleaser's metadata.json)")
 	tag := flag.String("tag", "", "release tag, e.g. v0.1.0 (default: v + the version in dist/metadata.json)")
 	out := flag.String("out", "", "where to write the manifest (default: stdout)")
+	digest := flag.String("agent-digest", "", "file holding the agent image's digest (hack/agent-image.sh's OUT.digest)")
 	flag.Parse()
-	if err := run(*tmpl, *dist, *tag, *out); err != nil {
+	if err := run(*tmpl, *dist, *tag, *out, *digest); err != nil {
 		fmt.Fprintln(os.Stderr, "render:", err)
 		os.Exit(1)
 	}
 }
 
-func run(tmplPath, dist, tag, out string) error {
+func run(tmplPath, dist, tag, out, digestFile string) error {
 	if tag == "" {
 		b, err := os.ReadFile(filepath.Join(dist, "metadata.json"))
 		if err != nil {
@@ -47,6 +50,17 @@ func run(tmplPath, dist, tag, out string) error {
 		tag = "v" + strings.TrimPrefix(md.Version, "v")
 	}
 	data := map[string]string{"TagName": tag, "Version": strings.TrimPrefix(tag, "v")}
+	data["AgentImage"] = version.DefaultImageRepo + ":" + data["Version"]
+	if digestFile != "" {
+		d, err := os.ReadFile(digestFile)
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(string(d), "sha256:") {
+			return fmt.Errorf("%s: not a digest: %q", digestFile, d)
+		}
+		data["AgentImage"] += "@" + strings.TrimSpace(string(d))
+	}
 	src, err := os.ReadFile(tmplPath)
 	if err != nil {
 		return err
