@@ -52,9 +52,10 @@ reg_log=$(mktemp)
 "$CRANE" registry serve --address 127.0.0.1:0 >"$reg_log" 2>&1 &
 reg_pid=$!
 trap 'kill $reg_pid 2>/dev/null || true' EXIT
-for _ in $(seq 50); do grep -qo '127.0.0.1:[0-9]*' "$reg_log" && break; sleep 0.1; done
-reg=$(grep -o '127.0.0.1:[0-9]*' "$reg_log" | head -1)
-[ -n "$reg" ] || { echo "crane registry did not start: $(cat "$reg_log")" >&2; exit 1; }
+for _ in $(seq 50); do grep -q 'serving on port [0-9]' "$reg_log" && break; sleep 0.1; done
+port=$(grep -o 'serving on port [0-9]*' "$reg_log" | grep -o '[0-9]*$' | head -1)
+reg=127.0.0.1:$port
+[ -n "$port" ] || { echo "crane registry did not start: $(cat "$reg_log")" >&2; exit 1; }
 "$CRANE" push dist-image/agent "$reg/kubectl-netbench/agent:$VERSION" >/dev/null
 pushed=$("$CRANE" digest "$reg/kubectl-netbench/agent:$VERSION")
 [ "$pushed" = "$AGENT_IMAGE_DIGEST" ] || { echo "pushed $pushed, built $AGENT_IMAGE_DIGEST" >&2; exit 1; }
