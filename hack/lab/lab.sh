@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The lab: a real Kubernetes cluster with three worker nodes in two zones, on this machine.
+# The lab: a real Kubernetes cluster with four worker nodes in two zones, on this machine.
 #
 #   hack/lab/lab.sh up | down | status | kubeconfig | check-clean | delay SAME CROSS | delay off
 #
@@ -33,6 +33,7 @@ NODES=(
   "lab-a1 zone-a 10.77.0.11 10.244.1.0/24"
   "lab-a2 zone-a 10.77.0.12 10.244.2.0/24"
   "lab-b1 zone-b 10.77.0.13 10.244.3.0/24"
+  "lab-b2 zone-b 10.77.0.14 10.244.4.0/24"
 )
 # LAB_FOURTH_SEARCH=1 adds a 4th search domain to every pod, as EKS's <region>.compute.internal.
 LAB_FOURTH_SEARCH=${LAB_FOURTH_SEARCH:-0}

@@ -24,15 +24,13 @@ func (p permission) String() string {
 
 // neededPermissions lists what a run needs in the agents' namespaces: every verb it uses, and
 // nothing more (an ephemeral-only Role must do for ephemeral runs).
-func neededPermissions(mode string, server bool) []permission {
-	need := []permission{{"get", "pods", ""}, {"list", "pods", ""}, {"watch", "pods", ""}, {"get", "pods", "log"}}
+func neededPermissions(mode string) []permission {
+	// pods/proxy: runners are handed their job, servers renewed and stopped, through it.
+	need := []permission{{"get", "pods", ""}, {"list", "pods", ""}, {"watch", "pods", ""}, {"get", "pods", "log"}, {"create", "pods", "proxy"}}
 	if mode == ModePod {
 		need = append(need, permission{"create", "pods", ""}, permission{"delete", "pods", ""})
 	} else {
 		need = append(need, permission{"patch", "pods", "ephemeralcontainers"})
-	}
-	if server {
-		need = append(need, permission{"create", "pods", "proxy"})
 	}
 	return need
 }

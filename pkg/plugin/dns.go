@@ -141,7 +141,7 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 		Target: report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}}
 	rep.Owner = o.owner(ctx, t.Pod)
 	rep.Warnings = append(rep.Warnings, targetWarnings(t)...)
-	if _, _, err := o.chooseMode(ctx, ModeEphemeral, false, t.Namespace); err != nil {
+	if _, _, err := o.chooseMode(ctx, ModeEphemeral, t.Namespace); err != nil {
 		return err
 	}
 	sess := o.newSession(ModeEphemeral)

@@ -89,6 +89,14 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	o.addMeasureFlags(cmd)
+	o.addFlags(cmd)
+	return cmd
+}
+
+// addMeasureFlags adds the flags that choose what is measured and how (path and ladder).
+func (o *PathOptions) addMeasureFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.StringVar(&o.Mode, "mode", o.Mode, "how to start the agents: ephemeral, pod, or auto")
 	f.StringVar(&o.Profile, "profile", o.Profile, "quick (whole run ≤ 30 s) or seed (the published methodology, ~8 min)")
 	f.StringSliceVar(&o.Probes, "probes", o.Probes, "probes to run: "+strings.Join(probeGroups, ","))
@@ -101,10 +109,8 @@ ephemeral containers are unavailable).`,
 	f.StringVar(&o.HTTPPath, "http-path", o.HTTPPath, "path requested on --port")
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
-	o.addFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(ModeEphemeral, ModePod, ModeAuto))
 	_ = cmd.RegisterFlagCompletionFunc("profile", fixedCompletion("quick", "seed"))
-	return cmd
 }
 
 // Complete resolves the namespace and the clients.
@@ -295,7 +301,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
-	timer := newPhaseTimer(rep, start)
+	timer := newPhaseTimer(&rep.Timing, start)
 
 	o.Progress("resolving %s and %s", o.SrcArg, o.DstArg)
 	src, dst, err := o.resolvePair(ctx)
@@ -307,7 +313,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	rep.Warnings = append(rep.Warnings, targetWarnings(src, dst)...)
 	timer.phase("resolve")
 
-	mode, note, err := o.chooseMode(ctx, o.Mode, true, src.Namespace, dst.Namespace)
+	mode, note, err := o.chooseMode(ctx, o.Mode, src.Namespace, dst.Namespace)
 	if err != nil {
 		return err
 	}
@@ -323,7 +329,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 
 	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
-	srv, err := o.startServer(ctx, sess, dst, lifetime, rep)
+	srv, err := o.startServer(ctx, sess, dst, lifetime, &rep.Warnings)
 	if err != nil {
 		return err
 	}
@@ -410,13 +416,13 @@ const ephemeralWarnAt = 100
 
 // startServer starts the server agent and waits until it is ready; in auto mode a cluster
 // without ephemeral containers falls back to temporary pods.
-func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Target, lifetime time.Duration, rep *report.PathReport) (*Agent, error) {
+func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Target, lifetime time.Duration, warnings *[]string) (*Agent, error) {
 	spec := AgentSpec{Role: RoleServer, Target: dst, Serve: true, Lifetime: lifetime}
 	srv, err := sess.Start(ctx, spec)
 	if err != nil && o.Mode == ModeAuto && errors.Is(err, ErrEphemeralUnsupported) {
-		rep.Warnings = append(rep.Warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
+		*warnings = append(*warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
 		o.Progress("ephemeral containers unavailable: falling back to temporary pods")
-		if perr := checkPermissions(ctx, o.client, []string{dst.Namespace}, neededPermissions(ModePod, true)); perr != nil {
+		if perr := checkPermissions(ctx, o.client, []string{dst.Namespace}, neededPermissions(ModePod)); perr != nil {
 			return nil, perr
 		}
 		sess.Mode = ModePod

@@ -15,32 +15,32 @@ import (
 
 // phaseTimer records the wall time of a run's phases in its report.
 type phaseTimer struct {
-	rep  *report.PathReport
-	last time.Time
+	timing *report.Timing
+	last   time.Time
 }
 
-func newPhaseTimer(rep *report.PathReport, start time.Time) *phaseTimer {
-	return &phaseTimer{rep: rep, last: start}
+func newPhaseTimer(timing *report.Timing, start time.Time) *phaseTimer {
+	return &phaseTimer{timing: timing, last: start}
 }
 
 func (p *phaseTimer) phase(name string) {
 	now := time.Now()
-	p.rep.Timing.Phases = append(p.rep.Timing.Phases, report.Phase{Name: name, Seconds: round1(now.Sub(p.last).Seconds())})
+	p.timing.Phases = append(p.timing.Phases, report.Phase{Name: name, Seconds: round1(now.Sub(p.last).Seconds())})
 	p.last = now
 }
 
 // chooseMode checks, before anything is created, that the user may do everything the run
 // needs, and picks the agents' mode: auto takes temporary pods where ephemeral containers are
 // not allowed. note says why auto chose pods.
-func (o *commonOptions) chooseMode(ctx context.Context, requested string, server bool, namespaces ...string) (mode, note string, err error) {
+func (o *commonOptions) chooseMode(ctx context.Context, requested string, namespaces ...string) (mode, note string, err error) {
 	mode = requested
 	if mode == ModeAuto {
 		mode = ModeEphemeral
 	}
-	err = checkPermissions(ctx, o.client, namespaces, neededPermissions(mode, server))
+	err = checkPermissions(ctx, o.client, namespaces, neededPermissions(mode))
 	var pe *PermissionError
 	if err != nil && requested == ModeAuto && errors.As(err, &pe) {
-		if perr := checkPermissions(ctx, o.client, namespaces, neededPermissions(ModePod, server)); perr == nil {
+		if perr := checkPermissions(ctx, o.client, namespaces, neededPermissions(ModePod)); perr == nil {
 			return ModePod, fmt.Sprintf("ephemeral containers not allowed (%v): used temporary pods instead", err), nil
 		}
 	}

@@ -72,6 +72,17 @@ type AgentSpec struct {
 	Lifetime time.Duration
 	// Capture runs the agent as root with CAP_NET_RAW and nothing else, for packet capture.
 	Capture bool
+	// Placement, when set, runs the agent in a temporary pod on a chosen node whatever the
+	// session's mode (a ladder's clients); Target then only gives the namespace.
+	Placement *Placement
+}
+
+// Placement puts a temporary agent pod on a node, with tolerations, under a name suffix that
+// keeps it apart from the run's other agents of the same role.
+type Placement struct {
+	Node        string
+	Tolerations []corev1.Toleration
+	Suffix      string
 }
 
 // Session is one run's agents: their id, token, mode, image and clock. Start adds agents; one
@@ -147,7 +158,7 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Mode == ModePod {
+	if a.inPod() {
 		err = s.createPod(ctx, a, args)
 	} else {
 		err = s.addEphemeral(ctx, a, args)
@@ -166,10 +177,10 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 // every ephemeral container for good): a runner is handed its job through the pod proxy.
 func (a *Agent) args() ([]string, error) {
 	listen := ":0"
-	if a.s.Mode == ModeEphemeral && a.Spec.Target.Pod.Status.PodIP != "" {
-		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, 0)
-	} else if a.s.Mode == ModePod {
+	if a.inPod() {
 		listen = "$(POD_IP):0"
+	} else if a.Spec.Target.Pod.Status.PodIP != "" {
+		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, 0)
 	}
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
 	digest := agent.TokenDigest(a.s.Token)
@@ -185,8 +196,11 @@ func (a *Agent) args() ([]string, error) {
 // HandoverWindow is how long a runner agent waits for its job before it exits.
 const HandoverWindow = 10 * time.Second
 
-func (s *Session) env() []corev1.EnvVar {
-	if s.Mode != ModePod {
+// inPod says whether the agent runs in a temporary pod of its own.
+func (a *Agent) inPod() bool { return a.s.Mode == ModePod || a.Spec.Placement != nil }
+
+func (a *Agent) env() []corev1.EnvVar {
+	if !a.inPod() {
 		return nil
 	}
 	return []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
@@ -205,7 +219,7 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	ec := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-			Args: args, Env: s.env(), SecurityContext: s.securityContext(a),
+			Args: args, Env: a.env(), SecurityContext: s.securityContext(a),
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		},
 		TargetContainerName: t.Container,
@@ -227,9 +241,16 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
 	t := a.Spec.Target
 	a.Pod, a.Container, a.Temporary = s.name(a.Spec.Role), "agent", true
-	p := agentPod(a.Pod, t, s.labels(a.Spec.Role), a.Spec.Lifetime)
+	node := t.Pod.Spec.NodeName
+	if pl := a.Spec.Placement; pl != nil {
+		a.Pod, node = a.Pod+"-"+pl.Suffix, pl.Node
+	}
+	p := agentPod(a.Pod, t.Namespace, node, s.labels(a.Spec.Role), a.Spec.Lifetime)
+	if pl := a.Spec.Placement; pl != nil {
+		p.Spec.Tolerations = pl.Tolerations
+	}
 	c := &p.Spec.Containers[0]
-	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, s.env(), s.securityContext(a)
+	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), s.securityContext(a)
 	if s.Resources != nil {
 		c.Resources = *s.Resources
 	}
@@ -270,12 +291,12 @@ func statusMessage(err error) string {
 	return err.Error()
 }
 
-// agentPod is a temporary agent pod on t's node that ends by itself after lifetime.
-func agentPod(name string, t *Target, labels map[string]string, lifetime time.Duration) *corev1.Pod {
+// agentPod is a temporary agent pod on node that ends by itself after lifetime.
+func agentPod(name, namespace, node string, labels map[string]string, lifetime time.Duration) *corev1.Pod {
 	var grace int64
 	deadline := int64(lifetime.Seconds()) + 30
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
@@ -285,7 +306,7 @@ func agentPod(name string, t *Target, labels map[string]string, lifetime time.Du
 			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{t.Pod.Spec.NodeName}}},
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 				}}},
 			}},
 			Containers: []corev1.Container{{

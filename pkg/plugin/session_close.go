@@ -163,3 +163,23 @@ func (a *Agent) idleExit() time.Duration {
 	}
 	return HandoverWindow
 }
+
+// Release ends a temporary agent the run no longer needs (a ladder's finished rung): its pod
+// is deleted now, and Close no longer owns it. Other agents are left to Close.
+func (s *Session) Release(ctx context.Context, a *Agent) error {
+	if !a.Temporary {
+		return nil
+	}
+	if err := s.deletePod(ctx, a); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.agents {
+		if x == a {
+			s.agents = append(s.agents[:i], s.agents[i+1:]...)
+			break
+		}
+	}
+	return nil
+}

@@ -30,7 +30,7 @@ const (
 	agentImage        = "ghcr.io/kubectl-netbench/agent:dev"
 )
 
-var labNodes = []struct{ name, zone string }{{"lab-a1", "zone-a"}, {"lab-a2", "zone-a"}, {"lab-b1", "zone-b"}}
+var labNodes = []struct{ name, zone string }{{"lab-a1", "zone-a"}, {"lab-a2", "zone-a"}, {"lab-b1", "zone-b"}, {"lab-b2", "zone-b"}}
 
 // lab connects to the lab and makes a namespace for the test, deleted when it ends.
 func lab(t *testing.T) (kubernetes.Interface, string) {

@@ -35,7 +35,7 @@ cmd_up() {
     cmd_delay $LAB_ZONE_DELAY
   fi
   log "waiting for the nodes and cluster DNS"
-  wait_for 120 "3 Ready nodes" bash -c "[ \$('$BIN/kubectl' --kubeconfig '$KUBECONFIG_PATH' get nodes --no-headers 2>/dev/null | grep -cw Ready) = 3 ]"
+  wait_for 120 "${#NODES[@]} Ready nodes" bash -c "[ \$('$BIN/kubectl' --kubeconfig '$KUBECONFIG_PATH' get nodes --no-headers 2>/dev/null | grep -cw Ready) = ${#NODES[@]} ]"
   wait_for 120 "CoreDNS" kubectl -n kube-system rollout status deploy/coredns --timeout=2s
   log "the lab is up in $(( $(date +%s) - START )) s; KUBECONFIG=$KUBECONFIG_PATH"
   kubectl get nodes -L topology.kubernetes.io/zone

@@ -1,0 +1,288 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
+)
+
+// MaxRounds bounds --repeat.
+const MaxRounds = 20
+
+// LadderOptions holds everything `kubectl netbench ladder` needs: what path measures, plus
+// where the clients may go and how many rounds.
+type LadderOptions struct {
+	PathOptions
+	NodeSelector string
+	Zones        []string
+	Rounds       int
+
+	filter placement.Filter
+}
+
+// NewLadderOptions returns options with the defaults.
+func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
+	return &LadderOptions{PathOptions: *NewPathOptions(flags, streams), Rounds: 1}
+}
+
+func newLadderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewLadderOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "ladder DST",
+		Short: "Measure one workload from the same node, the same zone and every other zone, side by side",
+		Long: `Measure what each step away costs: a server agent next to DST (as in path), and a client agent in a
+temporary pod on DST's node, on another node of its zone, on a node of each other zone and of
+each other region, one rung at a time, with the same probes. Rungs that cannot exist (no other
+node in the zone, nodes cordoned, tainted against DST's tolerations, or left out by --nodes and
+--zones) are listed with the reason. --repeat runs the whole ladder several times, round-robin,
+and reports medians with their range.`,
+		Example: `  kubectl netbench ladder deploy/backend
+  kubectl netbench ladder shop/svc/api --probes rtt,http --repeat 3
+  kubectl netbench ladder deploy/db --nodes pool=general --zones eu-west-1a,eu-west-1b -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.DstArg = args[0]
+			if err := o.complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			cmd.SilenceUsage = true
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	f.StringVar(&o.NodeSelector, "nodes", "", "label selector the clients' nodes must match, e.g. pool=general")
+	f.StringSliceVar(&o.Zones, "zones", nil, "other zones to measure (default: every zone)")
+	f.IntVar(&o.Rounds, "repeat", o.Rounds, "run the whole ladder this many times, round-robin (1-20)")
+	o.addMeasureFlags(cmd)
+	o.addFlags(cmd)
+	return cmd
+}
+
+// Validate checks the flags; every message names the flag.
+func (o *LadderOptions) Validate() error {
+	if err := o.PathOptions.Validate(); err != nil {
+		return err
+	}
+	if o.Rounds < 1 || o.Rounds > MaxRounds {
+		return fmt.Errorf("--repeat %d: want 1-%d", o.Rounds, MaxRounds)
+	}
+	sel, err := labels.Parse(o.NodeSelector)
+	if err != nil {
+		return fmt.Errorf("--nodes %q: %w", o.NodeSelector, err)
+	}
+	o.filter = placement.Filter{Nodes: sel, Zones: o.Zones}
+	return nil
+}
+
+// Run plans the rungs, starts the server agent, measures each rung in turn with a client pod
+// it deletes before the next, and prints the report.
+func (o *LadderOptions) Run(ctx context.Context) (err error) {
+	start := time.Now()
+	rep := &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
+		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}
+	timer := newPhaseTimer(&rep.Timing, start)
+
+	o.Progress("resolving %s", o.DstArg)
+	dst, err := o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork)
+	if err != nil {
+		return fmt.Errorf("DST: %w", err)
+	}
+	rep.Destination = o.endpoint(ctx, dst)
+	rungs, err := o.plan(ctx, dst)
+	if err != nil {
+		return err
+	}
+	rep.Warnings = append(rep.Warnings, targetWarnings(dst)...)
+	timer.phase("plan")
+
+	mode, note, err := o.chooseMode(ctx, o.Mode, dst.Namespace)
+	if err == nil {
+		// Clients are temporary pods whatever the server's mode.
+		err = checkPermissions(ctx, o.client, []string{dst.Namespace}, neededPermissions(ModePod))
+	}
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		rep.Warnings = append(rep.Warnings, note)
+	}
+	sess := o.newSession(mode)
+	defer func() { err = o.finish(ctx, sess, err) }()
+	rep.Warnings = append(rep.Warnings, o.cleanStale(ctx, sess, dst.Namespace)...)
+
+	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
+	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
+	job := agent.Job{APIVersion: agent.APIVersion, Probes: all}
+	perRung := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
+	active := measurable(rungs)
+	lifetime := time.Duration(len(active)*o.Rounds)*perRung + 30*time.Second
+
+	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
+	srv, err := o.startServer(ctx, sess, dst, lifetime, &rep.Warnings)
+	if err != nil {
+		return err
+	}
+	rep.Mode = sess.Mode
+	rep.Destination.AgentIP = srv.IP
+	setAgentName(&rep.Destination, srv)
+	job.Host, job.Port = srv.IP, srv.Port
+	timer.phase("start-server")
+
+	var measuring time.Duration
+	for round := 1; round <= o.Rounds; round++ {
+		for _, i := range active {
+			rung := &rungs[i]
+			o.Progress("round %d/%d, rung %s: client on node %s", round, o.Rounds, rung.Name, rung.Node)
+			res, took, err := o.runRung(ctx, sess, srv, job, len(probes), clientPlacement(dst.Pod, rung, round, i), perRung)
+			if err != nil {
+				return fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
+			}
+			measuring += took
+			res.Round = round
+			rung.Results = append(rung.Results, res)
+		}
+	}
+	rep.Timing.MeasuringSeconds = round1(measuring.Seconds())
+	timer.phase("measure")
+	rep.Rungs = rungs
+	o.addCosts(rep)
+	rep.Summarize()
+	if err := sess.Close(); err != nil {
+		return err
+	}
+	timer.phase("cleanup")
+	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
+	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
+	return report.WriteLadder(o.Out, o.Output, rep)
+}
+
+// plan reads the nodes and places the rungs around DST's node.
+func (o *LadderOptions) plan(ctx context.Context, dst *Target) ([]report.LadderRung, error) {
+	list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", forbiddenOr(err))
+	}
+	var nodes []placement.Node
+	var dstNode *placement.Node
+	for i := range list.Items {
+		n := placement.NodeFrom(&list.Items[i])
+		nodes = append(nodes, n)
+		if n.Name == dst.Pod.Spec.NodeName {
+			dstNode = &n
+		}
+	}
+	if dstNode == nil {
+		return nil, fmt.Errorf("DST %s/%s runs on node %q, which is not in the node list", dst.Namespace, dst.Pod.Name, dst.Pod.Spec.NodeName)
+	}
+	var rungs []report.LadderRung
+	for _, r := range placement.Ladder(*dstNode, nodes, dst.Pod.Spec.Tolerations, o.filter) {
+		rungs = append(rungs, report.LadderRung{Name: r.Name, Class: r.Class, Node: r.Node, Zone: r.Zone, Region: r.Region, Skipped: r.Skipped})
+	}
+	if len(measurable(rungs)) == 0 {
+		return nil, fmt.Errorf("no rung can be measured for %s/%s: %s", dst.Namespace, dst.Pod.Name, skippedList(rungs))
+	}
+	return rungs, nil
+}
+
+func measurable(rungs []report.LadderRung) []int {
+	var idx []int
+	for i, r := range rungs {
+		if r.Skipped == "" {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+func skippedList(rungs []report.LadderRung) string {
+	s := ""
+	for _, r := range rungs {
+		if s != "" {
+			s += "; "
+		}
+		s += r.Name + ": " + r.Skipped
+	}
+	return s
+}
+
+// clientPlacement puts round's client of rung i on the rung's node with DST's pod's
+// tolerations: clients go where the destination may.
+func clientPlacement(dst *corev1.Pod, rung *report.LadderRung, round, i int) *Placement {
+	return &Placement{Node: rung.Node, Tolerations: append([]corev1.Toleration(nil), dst.Spec.Tolerations...),
+		Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round)}
+}
+
+// runRung measures one rung once: a client pod on the rung's node runs the job (its first
+// nProbes probes agent to agent, the rest against the app's port) and is deleted before the
+// next rung starts.
+func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, job agent.Job, nProbes int, pl *Placement, lifetime time.Duration) (report.LadderRound, time.Duration, error) {
+	dst := srv.Spec.Target
+	cli, err := sess.Start(ctx, AgentSpec{Role: RoleClient, Target: dst, Job: &job, Lifetime: lifetime, Placement: pl})
+	if err != nil {
+		return report.LadderRound{}, 0, fmt.Errorf("starting the client agent: %w", err)
+	}
+	if err := cli.Wait(ctx); err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	if err := cli.Ready(ctx); err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	began := time.Now()
+	from := &Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
+	res, err := o.collect(ctx, cli, srv, from)
+	if err == nil {
+		err = res.missing(job.Probes[:nProbes], cli)
+	}
+	if err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	took := time.Since(began)
+	out := report.LadderRound{ClientPod: cli.Pod}
+	for i, p := range job.Probes {
+		if r := res.results[p.Label()]; r != nil && i < nProbes {
+			out.Probes = append(out.Probes, r)
+		} else if r != nil {
+			out.AppPort = append(out.AppPort, r)
+		}
+	}
+	if err := sess.Release(ctx, cli); err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	return out, took, nil
+}
+
+// addCosts prices the bytes each cross-zone or cross-region rung's throughput probes moved.
+func (o *LadderOptions) addCosts(rep *report.LadderReport) {
+	for i := range rep.Rungs {
+		r := &rep.Rungs[i]
+		if r.Class != report.CrossZone && r.Class != report.CrossRegion {
+			continue
+		}
+		var bytes int64
+		for _, round := range r.Results {
+			for _, p := range round.Probes {
+				if p.Throughput != nil {
+					bytes += p.Throughput.BytesReceived
+				}
+			}
+		}
+		r.Cost = report.NewCost(bytes, o.PricePerGB)
+	}
+}

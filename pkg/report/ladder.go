@@ -1,0 +1,189 @@
+package report
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+// LadderReport is `kubectl netbench ladder`: the same probes from a client on each rung (same
+// node, same zone, every other zone, other regions) to one server agent next to the destination.
+type LadderReport struct {
+	APIVersion  string    `json:"apiVersion"`
+	Kind        string    `json:"kind"`
+	ToolVersion string    `json:"toolVersion"`
+	StartTime   time.Time `json:"startTime"`
+	// Mode is how the server agent was started; clients are always temporary pods.
+	Mode        string   `json:"mode"`
+	Profile     string   `json:"profile"`
+	Destination Endpoint `json:"destination"`
+	// Rounds is --repeat: each round runs every rung once, in order.
+	Rounds int          `json:"rounds"`
+	Rungs  []LadderRung `json:"rungs"`
+	// Figures lists, in display order, the figure names the rungs' Figures hold.
+	Figures  []string `json:"figures"`
+	Timing   Timing   `json:"timing"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// LadderRung is one rung: where its client ran, each round's results and their summary.
+type LadderRung struct {
+	Name   string `json:"name"`
+	Class  string `json:"class"`
+	Node   string `json:"node,omitempty"`
+	Zone   string `json:"zone,omitempty"`
+	Region string `json:"region,omitempty"`
+	// Skipped says why the rung was not measured.
+	Skipped string `json:"skipped,omitempty"`
+	// Results holds every round's probe results, in round order.
+	Results []LadderRound `json:"results,omitempty"`
+	// Figures summarises the rounds per figure (see LadderReport.Figures).
+	Figures map[string]Figure `json:"figures,omitempty"`
+	// Cost of the bytes this rung's throughput probes moved, for cross-zone and cross-region rungs.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// LadderRound is one round of one rung.
+type LadderRound struct {
+	Round     int                  `json:"round"`
+	ClientPod string               `json:"clientPod"`
+	Probes    []*agent.ProbeResult `json:"probes"`
+	AppPort   []*agent.ProbeResult `json:"appPort,omitempty"`
+}
+
+// Figure is one figure of a rung over its rounds: the median with the range, and the
+// difference of the median from the same-node rung's.
+type Figure struct {
+	Unit    string  `json:"unit"`
+	Median  float64 `json:"median"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Samples int     `json:"samples"`
+	// VsSameNode and VsSameNodePercent compare the median with the same-node rung's (absent on
+	// that rung or when it was not measured).
+	VsSameNode        *float64 `json:"vsSameNode,omitempty"`
+	VsSameNodePercent *float64 `json:"vsSameNodePercent,omitempty"`
+}
+
+// Units of figures.
+const (
+	UnitMicros  = "µs"
+	UnitReqPerS = "req/s"
+	UnitGbps    = "Gbit/s"
+	UnitCount   = "count"
+)
+
+// FigureValue is one figure of one round.
+type FigureValue struct {
+	Name, Unit string
+	Value      float64
+}
+
+// ProbeFigures names the figures of one round's results: <probe>.<statistic>, e.g. icmp.p50,
+// http.p99.9, http-new-conn.extra-p50, http-max.qps, tcp-8.gbps.
+func ProbeFigures(results []*agent.ProbeResult) []FigureValue {
+	var out []FigureValue
+	add := func(n, unit string, v float64) { out = append(out, FigureValue{n, unit, v}) }
+	var keepAliveP50 float64
+	for _, r := range results {
+		switch {
+		case r.Skipped != "":
+		case r.RTT != nil && r.RTT.Received > 0:
+			add(r.Name+".p50", UnitMicros, r.RTT.RTT.P50Micros)
+			add(r.Name+".p99", UnitMicros, r.RTT.RTT.P99Micros)
+		case r.HTTP != nil && r.Kind == agent.ProbeHTTPMax:
+			add(r.Name+".qps", UnitReqPerS, r.HTTP.AchievedQPS)
+			add(r.Name+".littles-law-qps", UnitReqPerS, r.HTTP.LittleLawQPS)
+		case r.HTTP != nil:
+			l := r.HTTP.Latency
+			add(r.Name+".p50", UnitMicros, l.P50Micros)
+			add(r.Name+".p99", UnitMicros, l.P99Micros)
+			add(r.Name+".p99.9", UnitMicros, l.P999Micros)
+			if r.Kind == agent.ProbeHTTP && !strings.HasPrefix(r.Name, "app-") {
+				keepAliveP50 = l.P50Micros
+			}
+			if r.Kind == agent.ProbeHTTPNewConn && keepAliveP50 > 0 {
+				add(r.Name+".extra-p50", UnitMicros, l.P50Micros-keepAliveP50)
+			}
+		case r.GRPC != nil:
+			add(r.Name+".p50", UnitMicros, r.GRPC.Latency.P50Micros)
+			add(r.Name+".p99", UnitMicros, r.GRPC.Latency.P99Micros)
+		case r.Throughput != nil:
+			add(r.Name+".gbps", UnitGbps, r.Throughput.BitsPerSecondReceived/1e9)
+			add(r.Name+".retransmits", UnitCount, float64(r.Throughput.Retransmits))
+		}
+	}
+	return out
+}
+
+// Summarize fills each measured rung's Figures from its rounds and the comparison with the
+// same-node rung, and the report's figure order.
+func (r *LadderReport) Summarize() {
+	r.Figures = nil
+	seen := map[string]bool{}
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		values, units := map[string][]float64{}, map[string]string{}
+		for _, round := range rung.Results {
+			for _, nv := range ProbeFigures(append(append([]*agent.ProbeResult{}, round.Probes...), round.AppPort...)) {
+				values[nv.Name] = append(values[nv.Name], nv.Value)
+				units[nv.Name] = nv.Unit
+				if !seen[nv.Name] {
+					seen[nv.Name] = true
+					r.Figures = append(r.Figures, nv.Name)
+				}
+			}
+		}
+		if len(values) == 0 {
+			continue
+		}
+		rung.Figures = map[string]Figure{}
+		for name, vs := range values {
+			rung.Figures[name] = summarize(units[name], vs)
+		}
+	}
+	var base *LadderRung
+	for i := range r.Rungs {
+		if r.Rungs[i].Class == SameNode && r.Rungs[i].Figures != nil {
+			base = &r.Rungs[i]
+		}
+	}
+	if base == nil {
+		return
+	}
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		if rung == base {
+			continue
+		}
+		for name, f := range rung.Figures {
+			b, ok := base.Figures[name]
+			if !ok {
+				continue
+			}
+			d := round3(f.Median - b.Median)
+			f.VsSameNode = &d
+			if b.Median != 0 {
+				p := round1(100 * d / b.Median)
+				f.VsSameNodePercent = &p
+			}
+			rung.Figures[name] = f
+		}
+	}
+}
+
+func summarize(unit string, vs []float64) Figure {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Figure{Unit: unit, Median: round3(med), Min: round3(s[0]), Max: round3(s[len(s)-1]), Samples: len(s)}
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -1,0 +1,144 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteLadder writes a ladder report as JSON, YAML or (format "") tables for people.
+func WriteLadder(w io.Writer, format string, r *LadderReport) error {
+	if format != "" {
+		return writeMachine(w, format, r)
+	}
+	fmt.Fprintf(w, "kubectl netbench ladder: to %s\n", endpoint(r.Destination))
+	fmt.Fprintf(w, "server agent: %s   clients: temporary pods, one rung at a time   profile: %s   rounds: %d\n", r.Mode, r.Profile, r.Rounds)
+	var measured []*LadderRung
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		if rung.Skipped != "" {
+			fmt.Fprintf(w, "skipped rung %s: %s\n", rung.Name, rung.Skipped)
+			continue
+		}
+		measured = append(measured, rung)
+	}
+	if len(measured) == 0 {
+		return nil
+	}
+	writeLadderTable(w, r, measured)
+	writeLadderBars(w, measured)
+	writeLadderCost(w, measured)
+	for _, s := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+	var phases []string
+	for _, p := range r.Timing.Phases {
+		phases = append(phases, fmt.Sprintf("%s %.1f s", p.Name, p.Seconds))
+	}
+	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds, strings.Join(phases, ", "))
+	return nil
+}
+
+// writeLadderTable prints one row per figure and one column per rung: the median (with the
+// range over rounds when there are several) and its difference from the same-node rung.
+func writeLadderTable(w io.Writer, r *LadderReport, rungs []*LadderRung) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "figure\t"
+	where := "\t"
+	for _, rung := range rungs {
+		head += rung.Name + "\t"
+		where += rung.Node + "\t"
+	}
+	fmt.Fprintln(tw, head)
+	fmt.Fprintln(tw, where)
+	for _, name := range r.Figures {
+		row := name + "\t"
+		for _, rung := range rungs {
+			f, ok := rung.Figures[name]
+			if !ok {
+				row += "—\t"
+				continue
+			}
+			row += figureCell(f, r.Rounds) + "\t"
+		}
+		fmt.Fprintln(tw, row)
+	}
+	tw.Flush()
+	note := "medians"
+	if r.Rounds > 1 {
+		note = fmt.Sprintf("medians of %d rounds [min–max]", r.Rounds)
+	}
+	fmt.Fprintf(w, "  (%s; in parentheses the difference from same-node; latency percentiles as each probe reports them: counts and resolutions in -o json)\n", note)
+}
+
+func figureCell(f Figure, rounds int) string {
+	s := formatValue(f.Median, f.Unit)
+	if rounds > 1 {
+		s += " [" + formatValue(f.Min, f.Unit) + "–" + formatValue(f.Max, f.Unit) + "]"
+	}
+	if f.VsSameNode != nil {
+		sign := "+"
+		if *f.VsSameNode < 0 {
+			sign = "−"
+		}
+		d := sign + formatValue(math.Abs(*f.VsSameNode), f.Unit)
+		if f.VsSameNodePercent != nil {
+			d += fmt.Sprintf(", %+.0f %%", *f.VsSameNodePercent)
+		}
+		s += " (" + d + ")"
+	}
+	return s
+}
+
+func formatValue(v float64, unit string) string {
+	switch unit {
+	case UnitMicros:
+		return Micros(v)
+	case UnitGbps:
+		return fmt.Sprintf("%.2f Gbit/s", v)
+	case UnitReqPerS:
+		return fmt.Sprintf("%.0f req/s", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// writeLadderBars draws the RTT p50 and p99 of each rung on one scale.
+func writeLadderBars(w io.Writer, rungs []*LadderRung) {
+	probe := ""
+	for _, p := range []string{"icmp", "tcp-rtt"} {
+		if _, ok := rungs[0].Figures[p+".p50"]; ok {
+			probe = p
+			break
+		}
+	}
+	if probe == "" {
+		return
+	}
+	var top float64
+	for _, r := range rungs {
+		top = max(top, r.Figures[probe+".p99"].Median)
+	}
+	if top <= 0 {
+		return
+	}
+	const width = 40
+	fmt.Fprintf(w, "\nRTT per rung (%s): █ p50, ░ up to p99, one scale\n", probe)
+	for _, r := range rungs {
+		p50, p99 := r.Figures[probe+".p50"].Median, r.Figures[probe+".p99"].Median
+		a := int(math.Round(width * p50 / top))
+		b := max(int(math.Round(width*p99/top))-a, 0)
+		fmt.Fprintf(w, "  %-22s %s%s %s / %s\n", r.Name, strings.Repeat("█", max(a, 1)), strings.Repeat("░", b), Micros(p50), Micros(p99))
+	}
+}
+
+func writeLadderCost(w io.Writer, rungs []*LadderRung) {
+	for _, r := range rungs {
+		if c := r.Cost; c != nil {
+			fmt.Fprintf(w, "cost %s: 1 Gbit/s sustained for 30 days = $%.0f at $%.3f/GB × 2 sides (this run moved %s across)\n",
+				r.Name, c.MonthlyUSDPerGbps, c.PricePerGBUSD, bytesStr(c.BytesCrossedZone))
+		}
+	}
+}

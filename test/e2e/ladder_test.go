@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// ladderJSON runs `ladder` with -o json and decodes the report strictly.
+func ladderJSON(t *testing.T, args ...string) *report.LadderReport {
+	t.Helper()
+	out, stderr, err := netbench(t, append([]string{"ladder", "-o", "json"}, args...)...)
+	if err != nil {
+		t.Fatalf("netbench ladder %v: %v\n%s", args, err, stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	var r report.LadderReport
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("the JSON does not match the schema: %v\n%s", err, out)
+	}
+	if r.Kind != "LadderReport" || r.APIVersion != report.APIVersion || len(r.Rungs) == 0 || len(r.Figures) == 0 {
+		t.Fatalf("required fields missing: %s", out)
+	}
+	return &r
+}
+
+// podNetns finds the network namespace of the pod with ip on a lab node (each node's
+// containerd keeps its pods' namespaces under its own state directory).
+func podNetns(t *testing.T, node, ip string) string {
+	t.Helper()
+	files, _ := filepath.Glob("/run/netbench-lab/" + node + "/containerd/io.containerd.grpc.v1.cri/netns/*")
+	for _, f := range files {
+		out, err := exec.Command("nsenter", "--net="+f, "ip", "-o", "-4", "addr", "show").Output()
+		if err == nil && strings.Contains(string(out), " "+ip+"/") {
+			return f
+		}
+	}
+	t.Fatalf("no network namespace on %s holds %s", node, ip)
+	return ""
+}
+
+var pingSummary = regexp.MustCompile(`rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms`)
+
+// pingFrom runs iputils ping in a pod's network namespace and returns the median-ish figure
+// ping gives (its average) in µs.
+func pingFrom(t *testing.T, netns, ip string) float64 {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+netns, "ping", "-n", "-q", "-c", "30", "-i", "0.05", ip).CombinedOutput()
+	m := pingSummary.FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		t.Fatalf("ping %s: %v\n%s", ip, err, out)
+	}
+	avg, _ := strconv.ParseFloat(m[2], 64)
+	return avg * 1000
+}
+
+// With the zone delay on (300 µs same zone, 2 ms cross zone, one way), a ladder against a pod
+// in zone-b has the rungs same-node, same-zone and cross-zone zone-a, their RTT ordered, the
+// cross-zone rung at least 3 ms above the same-zone one, each within reach of iputils ping run
+// on the same pair in the same test, and nothing is left behind.
+func TestLadderZoneDelay(t *testing.T) {
+	cs, ns := lab(t)
+	labScript(t, "delay", "300us", "2ms")
+	t.Cleanup(func() { labScript(t, "delay", "off") })
+	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment("api", "lab-b1", "netbench.lab/sample-app:1", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRollout(t, cs, ns, "api")
+	// Pingers on each rung's node: ground truth from the same nodes to the same pod.
+	nodes := map[string]string{"same-node": "lab-b1", "same-zone": "lab-b2", "cross-zone zone-a": "lab-a1"}
+	for rung, node := range nodes {
+		createPod(t, cs, ns, pod("ping-"+strings.Fields(rung)[0], node, "netbench.lab/pause:1", nil, nil))
+	}
+
+	r := ladderJSON(t, "-n", ns, "deploy/api", "--probes", "rtt", "--repeat", "2")
+	var names []string
+	p50 := map[string]float64{}
+	for _, rung := range r.Rungs {
+		names = append(names, rung.Name)
+		if rung.Skipped != "" {
+			t.Errorf("rung %s skipped: %s", rung.Name, rung.Skipped)
+			continue
+		}
+		if rung.Node != nodes[rung.Name] || len(rung.Results) != 2 {
+			t.Errorf("rung %s on %s with %d rounds, want %s and 2", rung.Name, rung.Node, len(rung.Results), nodes[rung.Name])
+		}
+		f := rung.Figures["icmp.p50"]
+		p50[rung.Name] = f.Median
+		t.Logf("%s (%s): icmp p50 %.0f µs [%.0f–%.0f] over %d rounds", rung.Name, rung.Node, f.Median, f.Min, f.Max, f.Samples)
+	}
+	if strings.Join(names, ",") != "same-node,same-zone,cross-zone zone-a" {
+		t.Fatalf("rungs %v", names)
+	}
+	if !(p50["same-node"] <= p50["same-zone"] && p50["same-zone"] < p50["cross-zone zone-a"]) || p50["cross-zone zone-a"]-p50["same-zone"] < 3000 {
+		t.Errorf("icmp p50 %v: want same-node ≤ same-zone < cross-zone, cross-zone ≥ same-zone + 3 ms", p50)
+	}
+	if d := r.Rungs[2].Figures["icmp.p50"].VsSameNode; d == nil || math.Abs(*d-(p50["cross-zone zone-a"]-p50["same-node"])) > 1 {
+		t.Errorf("cross-zone difference from same-node %v", d)
+	}
+	api, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=api"})
+	if err != nil || len(api.Items) != 1 {
+		t.Fatalf("api pod: %v", err)
+	}
+	dstIP := api.Items[0].Status.PodIP
+	for rung, node := range nodes {
+		pinger := waitPod(t, cs, ns, "ping-"+strings.Fields(rung)[0], 60*time.Second, "running", running)
+		ping := pingFrom(t, podNetns(t, node, pinger.Status.PodIP), dstIP)
+		t.Logf("%s: ping avg %.0f µs, netbench icmp p50 %.0f µs", rung, ping, p50[rung])
+		if math.Abs(p50[rung]-ping) > 0.25*ping+200 {
+			t.Errorf("%s: netbench icmp p50 %.0f µs, ping avg %.0f µs on the same pair: more than 25 %% + 200 µs apart", rung, p50[rung], ping)
+		}
+	}
+	noAgentPods(t, cs, ns)
+	agentsTerminated(t, cs, ns, 5*time.Second)
+}
+
+// Rungs left out are listed with the reason; a rung that fails in the middle (an admission
+// policy refuses its client) and an interrupt in each phase leave no temporary pod behind and
+// stop the server agent.
+func TestLadderCleanup(t *testing.T) {
+	cs, ns := lab(t)
+	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment("api", "lab-b1", "netbench.lab/sample-app:1", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRollout(t, cs, ns, "api")
+
+	t.Run("rungs left out are listed with the reason", func(t *testing.T) {
+		r := ladderJSON(t, "-n", ns, "deploy/api", "--probes", "rtt", "--zones", "zone-c", "--nodes", "topology.kubernetes.io/zone=zone-b")
+		got := map[string]string{}
+		for _, rung := range r.Rungs {
+			got[rung.Name] = rung.Skipped
+		}
+		if got["same-node"] != "" || got["same-zone"] != "" || got["cross-zone zone-a"] != "zone zone-a is not in --zones" {
+			t.Errorf("rungs %v", got)
+		}
+		noAgentPods(t, cs, ns)
+	})
+
+	t.Run("error in the middle rung", func(t *testing.T) {
+		// An admission policy refuses the second rung's client pod (name …-client-2-1).
+		deny := denySecondRung(t, ns)
+		defer deny()
+		_, stderr, err := netbench(t, "ladder", "-n", ns, "deploy/api", "--probes", "rtt")
+		if err == nil || !strings.Contains(stderr, "rung same-zone (node lab-b2)") || !strings.Contains(stderr, "second rung refused") {
+			t.Errorf("err %v, stderr %s: want the same-zone rung's admission refusal", err, stderr)
+		}
+		noAgentPods(t, cs, ns)
+		agentsTerminated(t, cs, ns, 5*time.Second)
+	})
+
+	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 6 * time.Second} {
+		t.Run(fmt.Sprintf("interrupt after %s", after), func(t *testing.T) {
+			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "ladder", "-n", ns, "deploy/api", "--probes", "rtt,tcp", "--duration", "3s")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(after)
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("the plugin did not exit within 30 s of SIGINT")
+			}
+			noAgentPods(t, cs, ns)
+			agentsTerminated(t, cs, ns, 5*time.Second)
+		})
+	}
+}
+
+// denySecondRung installs a ValidatingAdmissionPolicy that refuses, in ns, pods named like a
+// ladder's second rung's client; the returned func removes it.
+func denySecondRung(t *testing.T, ns string) func() {
+	t.Helper()
+	name := "deny-second-rung-" + ns
+	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: %[1]s}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  validations:
+  - expression: "!object.metadata.name.endsWith('-client-2-1')"
+    message: second rung refused by policy
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: %[1]s}
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
+`, name, ns)
+	kubectl := func(stdin string, args ...string) {
+		cmd := exec.Command(labKubectl(), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	kubectl(policy, "apply", "-f", "-")
+	time.Sleep(2 * time.Second) // the API server loads policies asynchronously
+	return func() {
+		kubectl("", "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", name, "--ignore-not-found")
+	}
+}
