@@ -41,6 +41,9 @@ type fakeCluster struct {
 	proxiedBy []string // "role: METHOD path" of each proxied call
 	proxyErr  error    // control calls (lease, done) fail with it
 	jobErr    error    // the job hand-over fails with it
+	// onCreate sees each pod about to be created; createErr, when set, refuses it.
+	onCreate  func(*corev1.Pod)
+	createErr error
 	proxied   []string
 	nextIP    int
 }
@@ -110,6 +113,12 @@ func (f *fakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object,
 // createPod makes a temporary agent pod run at once with an IP of its own.
 func (f *fakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, error) {
 	p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	if f.onCreate != nil {
+		f.onCreate(p)
+	}
+	if f.createErr != nil {
+		return true, nil, f.createErr
+	}
 	f.mu.Lock()
 	f.nextIP++
 	p.Status.Phase, p.Status.PodIP = corev1.PodRunning, fmt.Sprintf("10.0.9.%d", f.nextIP)

@@ -35,12 +35,16 @@ func TestGoldenHumanReports(t *testing.T) {
 				var r PathReport
 				mustDecode(t, data, &r)
 				err = Write(&got, "", &r)
+			case strings.HasPrefix(name, "ladder"):
+				var r LadderReport
+				mustDecode(t, data, &r)
+				err = WriteLadder(&got, "", &r)
 			case strings.HasPrefix(name, "dns"):
 				var r DNSReport
 				mustDecode(t, data, &r)
 				err = WriteDNS(&got, "", &r)
 			default:
-				t.Fatalf("%s: name it path-… or dns-…", in)
+				t.Fatalf("%s: name it path-…, ladder-… or dns-…", in)
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -86,7 +86,7 @@ func figureCell(f Figure, rounds int) string {
 		}
 		d := sign + formatValue(math.Abs(*f.VsSameNode), f.Unit)
 		if f.VsSameNodePercent != nil {
-			d += fmt.Sprintf(", %+.0f %%", *f.VsSameNodePercent)
+			d += ", " + strings.Replace(fmt.Sprintf("%+.0f %%", *f.VsSameNodePercent), "-", "−", 1)
 		}
 		s += " (" + d + ")"
 	}
