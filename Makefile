@@ -39,7 +39,7 @@ agent-image:
 bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
 
-## lab-up: the local 3-node, 2-zone cluster (root); lab-down removes every trace of it.
+## lab-up: the local 4-node, 2-zone cluster (root); lab-down removes every trace of it.
 lab-up:
 	hack/lab/lab.sh up
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The demo: sample workloads on the lab, then a `path` and a `dns` report.
+# The demo: sample workloads on the lab, then a `path`, two `dns` reports and a `ladder` with the
+# zone delay on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECONFIG=$(hack/lab/lab.sh kubeconfig)
@@ -17,3 +18,8 @@ bin/kubectl-netbench dns -n demo deploy/shop-client
 echo
 echo "== kubectl netbench dns -n demo deploy/shop-web-alpine example.com"
 bin/kubectl-netbench dns -n demo deploy/shop-web-alpine example.com
+echo
+echo "== hack/lab/lab.sh delay 300us 2ms; kubectl netbench ladder -n demo deploy/shop-api --probes rtt,http"
+hack/lab/lab.sh delay 300us 2ms
+trap 'hack/lab/lab.sh delay off' EXIT
+bin/kubectl-netbench ladder -n demo deploy/shop-api --probes rtt,http
