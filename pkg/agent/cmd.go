@@ -61,6 +61,9 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&o.TokenSHA256, "token-sha256", "", "accept clients whose token has this hex SHA-256 (the plugin's way: the token stays out of the pod spec)")
 	cmd.Flags().DurationVar(&deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")
 	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "exit at this RFC 3339 time whatever happens (wins over --deadline)")
+	cmd.Flags().StringVar(&o.Identity.Pod, "pod", "", "the pod this server runs in, answered on "+PathWhoAmI)
+	cmd.Flags().StringVar(&o.Identity.Node, "node", "", "its node, answered on "+PathWhoAmI)
+	cmd.Flags().StringVar(&o.Identity.Zone, "zone", "", "its zone, answered on "+PathWhoAmI)
 	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "exit unless "+PathLease+" is posted within each such period (0: no lease)")
 	return cmd
 }

@@ -104,8 +104,12 @@ func (c *countedConn) Close() error {
 
 // newHTTPServer serves the latency probes and the control API; a request without the token is
 // answered 401 and its connection closed.
-func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string)) *http.Server {
+func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string), id Identity) *http.Server {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathWhoAmI, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(id)
+	})
 	mux.HandleFunc("POST "+PathDone, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		done("client said done")

@@ -160,6 +160,11 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		res.Throughput, err = probes.Throughput(ctx, spec)
 	case ProbeDNS:
 		res.DNS, err = runDNS(ctx, p)
+	case ProbeSpread:
+		// The endpoints are this run's agents: they want the token even on another address.
+		h := http.Header{}
+		h.Set(TokenHeader, job.Token)
+		res.Spread, err = probes.Spread(ctx, probes.SpreadSpec{Address: p.Address, Path: PathWhoAmI, Connections: p.Count, Headers: h})
 	default:
 		err = fmt.Errorf("unknown probe kind %q", p.Kind)
 	}

@@ -24,13 +24,24 @@ type ServeOptions struct {
 	Lease time.Duration
 	// Limits against peers without the token (defaults: DefaultLimits).
 	Limits Limits
+	// Identity is what PathWhoAmI answers.
+	Identity Identity
+}
+
+// Identity names the pod an agent server runs in.
+type Identity struct {
+	Pod  string `json:"pod"`
+	Node string `json:"node,omitempty"`
+	Zone string `json:"zone,omitempty"`
 }
 
 // Paths of the control API; every other path answers the latency probes.
 const (
-	PathDone  = "/netbench/v1/done"
-	PathCPU   = "/netbench/v1/cpu"
-	PathLease = "/netbench/v1/lease" // POST renews the server's lease; GET says it is alive
+	PathDone = "/netbench/v1/done"
+	PathCPU  = "/netbench/v1/cpu"
+	// PathWhoAmI answers with the server's Identity: which endpoint a connection reached.
+	PathWhoAmI = "/netbench/v1/whoami"
+	PathLease  = "/netbench/v1/lease" // POST renews the server's lease; GET says it is alive
 )
 
 // CPUReply is the answer of PathCPU.
@@ -76,7 +87,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	}
 	ls := newLease(ctx, o.Lease, func() { done("lease expired: the plugin stopped renewing it") })
 
-	httpSrv := newHTTPServer(o.Limits, accept, ls, done)
+	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity)
 	grpcSrv := newGRPCServer(o.Limits, accept)
 	httpLn := newChanListener(ln.Addr())
 	grpcLn := newChanListener(ln.Addr())

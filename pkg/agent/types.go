@@ -37,10 +37,13 @@ const (
 	ProbeGRPC        = "grpc"
 	ProbeTCP         = "tcp" // throughput
 	ProbeDNS         = "dns" // the resolver's real queries for names, with what-ifs
+	// ProbeSpread opens Count new connections to Address (a Service) and asks each agent
+	// endpoint who it is: where the Service sends connections from here.
+	ProbeSpread = "spread"
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
-var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS}
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS, ProbeSpread}
 
 // Job is what `agent run` executes: probes against one agent server (or, per probe, another
 // address such as the destination app's own port).
@@ -142,6 +145,9 @@ func (j *Job) Validate() error {
 		if err := p.checkBounds(); err != nil {
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}
+		if p.Kind == ProbeSpread && (p.Address == "" || p.Count == 0) {
+			return fmt.Errorf("probe %s: a spread probe needs an address and a count", p.Label())
+		}
 		if p.Kind == ProbeDNS {
 			if len(p.Names) == 0 {
 				return fmt.Errorf("probe %s: no names", p.Label())
@@ -194,6 +200,7 @@ type ProbeResult struct {
 	GRPC       *probes.GRPCResult       `json:"grpc,omitempty"`
 	Throughput *probes.ThroughputResult `json:"throughput,omitempty"`
 	DNS        *DNSReport               `json:"dns,omitempty"`
+	Spread     *probes.SpreadResult     `json:"spread,omitempty"`
 }
 
 // DNSReport is the DNS probe's result with what the agent found in the pod.

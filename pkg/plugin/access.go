@@ -13,11 +13,15 @@ import (
 // permission is one verb on one resource a run needs.
 type permission struct {
 	Verb, Resource, Subresource string
+	Group                       string // "" for the core group
 }
 
 func (p permission) String() string {
-	if p.Subresource != "" {
-		return p.Verb + " pods/" + p.Subresource
+	switch {
+	case p.Subresource != "":
+		return p.Verb + " " + p.Resource + "/" + p.Subresource
+	case p.Group != "":
+		return p.Verb + " " + p.Resource + "." + p.Group
 	}
 	return p.Verb + " " + p.Resource
 }
@@ -26,13 +30,20 @@ func (p permission) String() string {
 // nothing more (an ephemeral-only Role must do for ephemeral runs).
 func neededPermissions(mode string) []permission {
 	// pods/proxy: runners are handed their job, servers renewed and stopped, through it.
-	need := []permission{{"get", "pods", ""}, {"list", "pods", ""}, {"watch", "pods", ""}, {"get", "pods", "log"}, {"create", "pods", "proxy"}}
+	need := []permission{{"get", "pods", "", ""}, {"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"get", "pods", "log", ""}, {"create", "pods", "proxy", ""}}
 	if mode == ModePod {
-		need = append(need, permission{"create", "pods", ""}, permission{"delete", "pods", ""})
+		need = append(need, permission{"create", "pods", "", ""}, permission{"delete", "pods", "", ""})
 	} else {
-		need = append(need, permission{"patch", "pods", "ephemeralcontainers"})
+		need = append(need, permission{"patch", "pods", "ephemeralcontainers", ""})
 	}
 	return need
+}
+
+// servicePermissions are what measuring a Service's zone routing adds: its endpoints, and a
+// temporary Service of the run's own.
+var servicePermissions = []permission{
+	{"get", "services", "", ""}, {"list", "services", "", ""}, {"create", "services", "", ""}, {"delete", "services", "", ""},
+	{"list", "endpointslices", "", "discovery.k8s.io"},
 }
 
 // PermissionError names the verbs a user lacks, before anything was created.
@@ -64,7 +75,7 @@ func checkPermissions(ctx context.Context, client kubernetes.Interface, namespac
 		for _, p := range need {
 			r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource,
+					Namespace: ns, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource, Group: p.Group,
 				}},
 			}, metav1.CreateOptions{})
 			if err != nil {

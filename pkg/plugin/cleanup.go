@@ -42,6 +42,31 @@ func (o *commonOptions) cleanStale(ctx context.Context, s *Session, namespaces .
 	return notes
 }
 
+// cleanStaleServices deletes temporary Services of earlier runs whose not-after time has
+// passed (a run killed before its cleanup leaves them; Services do not end by themselves).
+func (o *commonOptions) cleanStaleServices(ctx context.Context, ns string, now time.Time) []string {
+	svcs, err := o.client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	for _, svc := range svcs.Items {
+		if !expired(&svc, now) {
+			continue
+		}
+		if err := o.client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err == nil {
+			notes = append(notes, fmt.Sprintf("deleted temporary Service %s/%s left by an earlier run (%s old)", svc.Namespace, svc.Name, age(svc.CreationTimestamp.Time)))
+		}
+	}
+	return notes
+}
+
+// expired says whether a temporary Service's run is over for sure.
+func expired(svc *corev1.Service, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339, svc.Annotations[NotAfterAnnotation])
+	return err == nil && now.After(t)
+}
+
 // ended says whether a pod is done: a terminal phase, or every container terminated (the
 // phase can lag behind the containers).
 func ended(p *corev1.Pod) bool {
@@ -84,10 +109,10 @@ func newCleanupCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	o := &CleanupOptions{commonOptions: newCommonOptions(flags, streams)}
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete every temporary agent pod netbench left (a run killed before its own cleanup)",
-		Long: `Delete the temporary agent pods (label app.kubernetes.io/managed-by=kubectl-netbench) in the
-namespace, or in every namespace with -A, and list the netbench ephemeral containers still running
-(they cannot be removed from a pod; each ends by its own deadline).`,
+		Short: "Delete every temporary agent pod and Service netbench left (a run killed before its own cleanup)",
+		Long: `Delete the temporary agent pods and Services (label app.kubernetes.io/managed-by=kubectl-netbench)
+in the namespace, or in every namespace with -A, and list the netbench ephemeral containers still
+running (they cannot be removed from a pod; each ends by its own deadline).`,
 		Example: `  kubectl netbench cleanup -n shop
   kubectl netbench cleanup -A --dry-run`,
 		Args: cobra.NoArgs,
@@ -141,5 +166,22 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(o.Out, "%d agent pods %s, %d ephemeral agents running\n", len(pods.Items), verb, running)
+	return o.cleanServices(ctx, ns, verb)
+}
+
+// cleanServices deletes every temporary Service netbench created (with --dry-run, lists them).
+func (o *CleanupOptions) cleanServices(ctx context.Context, ns, verb string) error {
+	svcs, err := o.client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		return fmt.Errorf("listing temporary Services: %w", forbiddenOr(err))
+	}
+	for _, svc := range svcs.Items {
+		if !o.DryRun {
+			if err := o.client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+				return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, forbiddenOr(err))
+			}
+		}
+		fmt.Fprintf(o.Out, "%s Service %s/%s (%s old)\n", verb, svc.Namespace, svc.Name, age(svc.CreationTimestamp.Time))
+	}
 	return nil
 }

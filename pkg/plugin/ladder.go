@@ -29,13 +29,17 @@ type LadderOptions struct {
 	NodeSelector string
 	Zones        []string
 	Rounds       int
+	// Service (svc/NAME) is measured from every rung; DST svc/NAME implies it.
+	Service            string
+	MaxEndpoints       int
+	ConnectionsPerRung int
 
 	filter placement.Filter
 }
 
 // NewLadderOptions returns options with the defaults.
 func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
-	return &LadderOptions{PathOptions: *NewPathOptions(flags, streams), Rounds: 1}
+	return &LadderOptions{PathOptions: *NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
 }
 
 func newLadderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -70,6 +74,9 @@ and reports medians with their range.`,
 	f.StringVar(&o.NodeSelector, "nodes", "", "label selector the clients' nodes must match, e.g. pool=general")
 	f.StringSliceVar(&o.Zones, "zones", nil, "other zones to measure (default: every zone)")
 	f.IntVar(&o.Rounds, "repeat", o.Rounds, "run the whole ladder this many times, round-robin (1-20)")
+	f.StringVar(&o.Service, "service", "", "also measure this Service (svc/NAME) from every rung: ClusterIP against pod IP, and which zones its connections reach (default: DST when it is svc/NAME)")
+	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
+	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.addMeasureFlags(cmd)
 	o.addFlags(cmd)
 	return cmd
@@ -80,8 +87,18 @@ func (o *LadderOptions) Validate() error {
 	if err := o.PathOptions.Validate(); err != nil {
 		return err
 	}
-	if o.Rounds < 1 || o.Rounds > MaxRounds {
+	switch {
+	case o.Rounds < 1 || o.Rounds > MaxRounds:
 		return fmt.Errorf("--repeat %d: want 1-%d", o.Rounds, MaxRounds)
+	case o.MaxEndpoints < 1 || o.MaxEndpoints > 100:
+		return fmt.Errorf("--max-endpoints %d: want 1-100", o.MaxEndpoints)
+	case o.ConnectionsPerRung < 10 || o.ConnectionsPerRung > 10000:
+		return fmt.Errorf("--connections-per-rung %d: want 10-10000", o.ConnectionsPerRung)
+	}
+	if o.Service != "" {
+		if _, name := o.serviceName(); name == "" {
+			return fmt.Errorf("--service %q: want svc/NAME or NAMESPACE/svc/NAME", o.Service)
+		}
 	}
 	sel, err := labels.Parse(o.NodeSelector)
 	if err != nil {
@@ -110,6 +127,16 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	rep.Warnings = append(rep.Warnings, targetWarnings(dst)...)
+	var sr *serviceRun
+	if ns, name := o.serviceName(); name != "" {
+		if err := checkPermissions(ctx, o.client, []string{ns}, servicePermissions); err != nil {
+			return err
+		}
+		if sr, err = o.readService(ctx, dst, ns, name); err != nil {
+			return err
+		}
+		rep.Service = sr.info
+	}
 	timer.phase("plan")
 
 	mode, note, err := o.chooseMode(ctx, o.Mode, dst.Namespace)
@@ -129,7 +156,10 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 
 	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
 	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
-	job := agent.Job{APIVersion: agent.APIVersion, Probes: all}
+	if sr != nil {
+		// The spread probe is added once the temporary Service exists; it takes no time to speak of.
+		all = append(all, o.serviceProbes(sr)...)
+	}
 	perRung := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 	active := measurable(rungs)
 	lifetime := time.Duration(len(active)*o.Rounds)*perRung + 30*time.Second
@@ -142,15 +172,23 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 	rep.Mode = sess.Mode
 	rep.Destination.AgentIP = srv.IP
 	setAgentName(&rep.Destination, srv)
-	job.Host, job.Port = srv.IP, srv.Port
 	timer.phase("start-server")
+	if sr != nil {
+		o.Progress("measuring Service %s/%s too: starting agents in its endpoints", sr.svc.Namespace, sr.svc.Name)
+		if err := o.startSpread(ctx, sess, sr, lifetime); err != nil {
+			return err
+		}
+		all = append(append(append([]agent.ProbeSpec{}, probes...), appPort...), o.serviceProbes(sr)...)
+		timer.phase("start-endpoints")
+	}
+	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: srv.Port, Probes: all}
 
 	var measuring time.Duration
 	for round := 1; round <= o.Rounds; round++ {
 		for _, i := range active {
 			rung := &rungs[i]
 			o.Progress("round %d/%d, rung %s: client on node %s", round, o.Rounds, rung.Name, rung.Node)
-			res, took, err := o.runRung(ctx, sess, srv, job, len(probes), clientPlacement(dst.Pod, rung, round, i), perRung)
+			res, took, err := o.runRung(ctx, sess, srv, clientSpec(dst, rung, round, i, job, perRung), len(probes))
 			if err != nil {
 				return fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
 			}
@@ -163,6 +201,9 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 	timer.phase("measure")
 	rep.Rungs = rungs
 	o.addCosts(rep)
+	if sr != nil {
+		o.addSpread(rep, sr)
+	}
 	rep.Summarize()
 	if err := sess.Close(); err != nil {
 		return err
@@ -222,19 +263,19 @@ func skippedList(rungs []report.LadderRung) string {
 	return s
 }
 
-// clientPlacement puts round's client of rung i on the rung's node with DST's pod's
-// tolerations: clients go where the destination may.
-func clientPlacement(dst *corev1.Pod, rung *report.LadderRung, round, i int) *Placement {
-	return &Placement{Node: rung.Node, Tolerations: append([]corev1.Toleration(nil), dst.Spec.Tolerations...),
-		Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round)}
+// clientSpec is round's client of rung i: a temporary pod on the rung's node with DST's pod's
+// tolerations (clients go where the destination may).
+func clientSpec(dst *Target, rung *report.LadderRung, round, i int, job agent.Job, lifetime time.Duration) AgentSpec {
+	return AgentSpec{Role: RoleClient, Target: dst, Job: &job, Lifetime: lifetime, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
+		Placement: &Placement{Node: rung.Node, Tolerations: append([]corev1.Toleration(nil), dst.Pod.Spec.Tolerations...)}}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first
 // nProbes probes agent to agent, the rest against the app's port) and is deleted before the
 // next rung starts.
-func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, job agent.Job, nProbes int, pl *Placement, lifetime time.Duration) (report.LadderRound, time.Duration, error) {
-	dst := srv.Spec.Target
-	cli, err := sess.Start(ctx, AgentSpec{Role: RoleClient, Target: dst, Job: &job, Lifetime: lifetime, Placement: pl})
+func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, spec AgentSpec, nProbes int) (report.LadderRound, time.Duration, error) {
+	dst, job := srv.Spec.Target, *spec.Job
+	cli, err := sess.Start(ctx, spec)
 	if err != nil {
 		return report.LadderRound{}, 0, fmt.Errorf("starting the client agent: %w", err)
 	}
@@ -284,5 +325,44 @@ func (o *LadderOptions) addCosts(rep *report.LadderReport) {
 			}
 		}
 		r.Cost = report.NewCost(bytes, o.PricePerGB)
+	}
+}
+
+// addSpread sums, per rung, where the Service's connections landed and what the share that
+// left the rung's zone costs.
+func (o *LadderOptions) addSpread(rep *report.LadderReport, sr *serviceRun) {
+	if sr.temp == nil {
+		return
+	}
+	for i := range rep.Rungs {
+		r := &rep.Rungs[i]
+		sp := &report.RungSpread{ZonePercent: map[string]float64{}}
+		byZone := map[string]int{}
+		for _, round := range r.Results {
+			for _, p := range round.AppPort {
+				if p.Spread == nil {
+					continue
+				}
+				sp.Connections += p.Spread.Connections
+				sp.Answered += p.Spread.Answered
+				sp.Unanswered += p.Spread.Unanswered
+				for z, n := range p.Spread.ByZone {
+					byZone[z] += n
+				}
+			}
+		}
+		if sp.Answered == 0 {
+			continue
+		}
+		for z, n := range byZone {
+			sp.ZonePercent[z] = round1(100 * float64(n) / float64(sp.Answered))
+		}
+		sp.SameZonePercent = sp.ZonePercent[r.Zone]
+		sp.MonthlyUSDPerGbps = round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
+		if len(sr.measured) < len(sr.ready) {
+			sp.Estimate = fmt.Sprintf("%d of %d ready endpoints ran an agent (%v per zone of %v): connections to the others were refused and left out, so the shares are of the measured endpoints",
+				len(sr.measured), len(sr.ready), countZones(sr.measured), countZones(sr.ready))
+		}
+		r.Spread = sp
 	}
 }

@@ -500,6 +500,11 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src *
 	switch {
 	case ev.Probe == "":
 		return fmt.Errorf("client agent: %s", msg)
+	case strings.HasPrefix(ev.Probe, "svc-"):
+		err := fmt.Errorf("probe %s through the Service failed: %s", ev.Probe, msg)
+		c.failed = append(c.failed, err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
 	case isAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
 		err := fmt.Errorf("nothing accepts connections on %s/%s port %d (%s): the agent-to-agent results above were measured",
 			srv.Spec.Target.Namespace, srv.Spec.Target.Pod.Name, o.Port, dstApp)
@@ -522,7 +527,11 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src *
 	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
 }
 
-func isAppProbe(name string) bool { return strings.HasPrefix(name, "app-") }
+// isAppProbe says whether a probe measures the application (its port, or its Service) rather
+// than the agent server: its failure is reported next to the results, not fatal.
+func isAppProbe(name string) bool {
+	return strings.HasPrefix(name, "app-") || strings.HasPrefix(name, "svc-")
+}
 
 // fillResults puts the results in the report in the order the probes were planned.
 func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agent.ProbeSpec, c *collected) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,8 @@ const (
 	RoleClient  Role = "client"
 	RoleDNS     Role = "dns"
 	RoleCapture Role = "capture"
+	// RoleEndpoint serves in a Service's endpoint pod, answering who it is.
+	RoleEndpoint Role = "endpoint"
 )
 
 // Errors a caller may act on with errors.Is.
@@ -75,14 +78,18 @@ type AgentSpec struct {
 	// Placement, when set, runs the agent in a temporary pod on a chosen node whatever the
 	// session's mode (a ladder's clients); Target then only gives the namespace.
 	Placement *Placement
+	// Suffix keeps the agent's name apart from the run's other agents of the same role.
+	Suffix string
+	// Port is the port a server listens on (0: any free port); Identity what it answers
+	// on agent.PathWhoAmI.
+	Port     int
+	Identity agent.Identity
 }
 
-// Placement puts a temporary agent pod on a node, with tolerations, under a name suffix that
-// keeps it apart from the run's other agents of the same role.
+// Placement puts a temporary agent pod on a node, with tolerations.
 type Placement struct {
 	Node        string
 	Tolerations []corev1.Toleration
-	Suffix      string
 }
 
 // Session is one run's agents: their id, token, mode, image and clock. Start adds agents; one
@@ -104,12 +111,13 @@ type Session struct {
 	Logs  func(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error)
 	Proxy func(ctx context.Context, a *Agent, method, path string, body []byte) error
 
-	mu     sync.Mutex
-	agents []*Agent
-	closed bool
-	stop   context.CancelFunc // ends lease renewals and followers
-	bg     context.Context
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	agents   []*Agent
+	services []*corev1.Service // temporary Services the run created
+	closed   bool
+	stop     context.CancelFunc // ends lease renewals and followers
+	bg       context.Context
+	wg       sync.WaitGroup
 }
 
 // NewSession returns a session; Close must be called on every path once it exists.
@@ -143,7 +151,13 @@ type Agent struct {
 }
 
 // Name of the agent's container (ephemeral) or pod (pod mode).
-func (s *Session) name(r Role) string { return fmt.Sprintf("netbench-%s-%s", s.RunID, r) }
+func (s *Session) name(spec AgentSpec) string {
+	n := fmt.Sprintf("netbench-%s-%s", s.RunID, spec.Role)
+	if spec.Suffix != "" {
+		n += "-" + spec.Suffix
+	}
+	return n
+}
 
 // Start adds an agent. Nothing is left behind when it fails; once it succeeds, Close owns it.
 func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
@@ -176,16 +190,23 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 // the token's digest. Neither the token nor the job is in the spec (the pod object keeps
 // every ephemeral container for good): a runner is handed its job through the pod proxy.
 func (a *Agent) args() ([]string, error) {
-	listen := ":0"
+	listen := ":" + strconv.Itoa(a.Spec.Port)
 	if a.inPod() {
-		listen = "$(POD_IP):0"
+		listen = "$(POD_IP)" + listen
 	} else if a.Spec.Target.Pod.Status.PodIP != "" {
-		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, 0)
+		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
 	}
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
 	digest := agent.TokenDigest(a.s.Token)
 	if a.Spec.Serve {
-		return []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}, nil
+		args := []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}
+		id := a.Spec.Identity
+		for _, fv := range [][2]string{{"--pod", id.Pod}, {"--node", id.Node}, {"--zone", id.Zone}} {
+			if fv[1] != "" {
+				args = append(args, fv[0], fv[1])
+			}
+		}
+		return args, nil
 	}
 	if a.Spec.Job == nil {
 		return nil, errors.New("an agent that does not serve needs a job")
@@ -215,7 +236,7 @@ func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {
 
 func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) error {
 	t := a.Spec.Target
-	a.Pod, a.Container, a.IP = t.Pod.Name, s.name(a.Spec.Role), t.Pod.Status.PodIP
+	a.Pod, a.Container, a.IP = t.Pod.Name, s.name(a.Spec), t.Pod.Status.PodIP
 	ec := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
@@ -240,10 +261,10 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
 	t := a.Spec.Target
-	a.Pod, a.Container, a.Temporary = s.name(a.Spec.Role), "agent", true
+	a.Pod, a.Container, a.Temporary = s.name(a.Spec), "agent", true
 	node := t.Pod.Spec.NodeName
 	if pl := a.Spec.Placement; pl != nil {
-		a.Pod, node = a.Pod+"-"+pl.Suffix, pl.Node
+		node = pl.Node
 	}
 	p := agentPod(a.Pod, t.Namespace, node, s.labels(a.Spec.Role), a.Spec.Lifetime)
 	if pl := a.Spec.Placement; pl != nil {

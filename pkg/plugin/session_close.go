@@ -60,12 +60,19 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	agents := s.agents
+	agents, services := s.agents, s.services
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	var errs []error
+	for _, svc := range services {
+		err := s.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the temporary Service %s/%s (delete it with: kubectl delete service -n %s %s): %w",
+				svc.Namespace, svc.Name, svc.Namespace, svc.Name, err))
+		}
+	}
 	for i := len(agents) - 1; i >= 0; i-- {
 		a := agents[i]
 		var err error
@@ -182,4 +189,32 @@ func (s *Session) Release(ctx context.Context, a *Agent) error {
 		}
 	}
 	return nil
+}
+
+// NotAfterAnnotation on a temporary Service says when its run is over for sure: later runs and
+// `kubectl netbench cleanup` delete it after that time (a plugin killed cannot).
+const NotAfterAnnotation = "netbench.kubectl.dev/not-after"
+
+// CreateService creates a temporary Service for the run, labelled as the agents are and
+// annotated with the time after which anyone may delete it; Close deletes it.
+func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifetime time.Duration) (*corev1.Service, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errors.New("the session is closed")
+	}
+	svc.Labels = s.labels(RoleEndpoint)
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[NotAfterAnnotation] = s.Now().Add(lifetime).UTC().Format(time.RFC3339)
+	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return nil, admissionError(err, fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name))
+	}
+	s.mu.Lock()
+	s.services = append(s.services, created)
+	s.mu.Unlock()
+	return created, nil
 }

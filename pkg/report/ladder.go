@@ -24,9 +24,11 @@ type LadderReport struct {
 	Rounds int          `json:"rounds"`
 	Rungs  []LadderRung `json:"rungs"`
 	// Figures lists, in display order, the figure names the rungs' Figures hold.
-	Figures  []string `json:"figures"`
-	Timing   Timing   `json:"timing"`
-	Warnings []string `json:"warnings,omitempty"`
+	Figures []string `json:"figures"`
+	// Service is the Service measured from every rung (DST svc/NAME or --service).
+	Service  *LadderService `json:"service,omitempty"`
+	Timing   Timing         `json:"timing"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // LadderRung is one rung: where its client ran, each round's results and their summary.
@@ -44,6 +46,45 @@ type LadderRung struct {
 	Figures map[string]Figure `json:"figures,omitempty"`
 	// Cost of the bytes this rung's throughput probes moved, for cross-zone and cross-region rungs.
 	Cost *Cost `json:"cost,omitempty"`
+	// Spread is where the Service sent this rung's new connections, over all rounds.
+	Spread *RungSpread `json:"spread,omitempty"`
+}
+
+// LadderService describes the Service a ladder measured and how its spread was measured.
+type LadderService struct {
+	Namespace             string         `json:"namespace"`
+	Name                  string         `json:"name"`
+	ClusterIP             string         `json:"clusterIP"`
+	Port                  int            `json:"port"`
+	TrafficDistribution   string         `json:"trafficDistribution,omitempty"`
+	InternalTrafficPolicy string         `json:"internalTrafficPolicy,omitempty"`
+	TopologyMode          string         `json:"topologyMode,omitempty"`
+	ReadyEndpoints        int            `json:"readyEndpoints"`
+	EndpointsByZone       map[string]int `json:"endpointsByZone"`
+	// MeasuredEndpoints ran an agent on AgentPort behind TemporaryService (a copy of the
+	// Service's selector and traffic settings); SpreadSkipped says why none did.
+	MeasuredEndpoints int    `json:"measuredEndpoints"`
+	AgentPort         int    `json:"agentPort,omitempty"`
+	TemporaryService  string `json:"temporaryService,omitempty"`
+	SpreadSkipped     string `json:"spreadSkipped,omitempty"`
+}
+
+// RungSpread is where a Service sent one rung's new connections.
+type RungSpread struct {
+	Connections int `json:"connections"`
+	Answered    int `json:"answered"`
+	// Unanswered connections reached an endpoint without an agent (or failed); the shares are
+	// of the answered ones.
+	Unanswered int `json:"unanswered"`
+	// ZonePercent is the share of answered connections per endpoint zone; SameZonePercent the
+	// share in the rung's own zone.
+	ZonePercent     map[string]float64 `json:"zonePercent"`
+	SameZonePercent float64            `json:"sameZonePercent"`
+	// MonthlyUSDPerGbps is what 1 Gbit/s sustained from this rung through the Service costs
+	// in cross-zone transfer for 30 days at that share.
+	MonthlyUSDPerGbps float64 `json:"monthlyUSDPerGbps"`
+	// Estimate says how the share was estimated when not every endpoint ran an agent.
+	Estimate string `json:"estimate,omitempty"`
 }
 
 // LadderRound is one round of one rung.
@@ -114,6 +155,24 @@ func ProbeFigures(results []*agent.ProbeResult) []FigureValue {
 		case r.Throughput != nil:
 			add(r.Name+".gbps", UnitGbps, r.Throughput.BitsPerSecondReceived/1e9)
 			add(r.Name+".retransmits", UnitCount, float64(r.Throughput.Retransmits))
+		}
+	}
+	return append(out, serviceOverhead(out)...)
+}
+
+// serviceOverhead is what going through the Service's ClusterIP adds over the pod IP, for the
+// probes measured both ways: svc.overhead-tcp-rtt.p50 = svc-tcp-rtt.p50 − app-tcp-rtt.p50 …
+func serviceOverhead(fs []FigureValue) []FigureValue {
+	v := map[string]float64{}
+	for _, f := range fs {
+		v[f.Name] = f.Value
+	}
+	var out []FigureValue
+	for _, f := range []string{"tcp-rtt.p50", "http.p50", "http.p99"} {
+		svc, ok1 := v["svc-"+f]
+		app, ok2 := v["app-"+f]
+		if ok1 && ok2 {
+			out = append(out, FigureValue{"svc.overhead-" + f, UnitMicros, svc - app})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -28,6 +29,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 		return nil
 	}
 	writeLadderTable(w, r, measured)
+	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)
 	writeLadderCost(w, measured)
 	for _, s := range r.Warnings {
@@ -141,4 +143,76 @@ func writeLadderCost(w io.Writer, rungs []*LadderRung) {
 				r.Name, c.MonthlyUSDPerGbps, c.PricePerGBUSD, bytesStr(c.BytesCrossedZone))
 		}
 	}
+}
+
+// writeLadderService says which Service was measured, with its traffic settings, and where its
+// new connections landed from each rung.
+func writeLadderService(w io.Writer, svc *LadderService, rungs []*LadderRung) {
+	if svc == nil {
+		return
+	}
+	settings := "trafficDistribution " + orNone(svc.TrafficDistribution) + ", internalTrafficPolicy " + orNone(svc.InternalTrafficPolicy)
+	if svc.TopologyMode != "" {
+		settings += ", topology-mode " + svc.TopologyMode
+	}
+	zones := sortedKeys(svc.EndpointsByZone)
+	var perZone []string
+	for _, z := range zones {
+		perZone = append(perZone, fmt.Sprintf("%s %d", orNone(z), svc.EndpointsByZone[z]))
+	}
+	fmt.Fprintf(w, "\nService %s/%s (%s:%d; %s; %d ready endpoints: %s)\n", svc.Namespace, svc.Name, svc.ClusterIP, svc.Port, settings,
+		svc.ReadyEndpoints, strings.Join(perZone, ", "))
+	fmt.Fprintln(w, "  svc-* figures go through its ClusterIP, app-* to the pod IP; svc.overhead-* is the difference")
+	if svc.SpreadSkipped != "" {
+		fmt.Fprintf(w, "  where connections land: not measured: %s\n", svc.SpreadSkipped)
+		return
+	}
+	fmt.Fprintf(w, "  where new connections land (agents in %d of %d endpoints on port %d, behind temporary Service %s):\n",
+		svc.MeasuredEndpoints, svc.ReadyEndpoints, svc.AgentPort, svc.TemporaryService)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "  rung\tzone\tanswered\t"
+	for _, z := range zones {
+		head += orNone(z) + "\t"
+	}
+	fmt.Fprintln(tw, head+"same zone\tcross-zone cost of 1 Gbit/s, 30 days\t")
+	var estimate string
+	for _, r := range rungs {
+		sp := r.Spread
+		if sp == nil {
+			continue
+		}
+		row := fmt.Sprintf("  %s\t%s\t%d/%d\t", r.Name, orNone(r.Zone), sp.Answered, sp.Connections)
+		for _, z := range zones {
+			row += fmt.Sprintf("%.1f %%\t", sp.ZonePercent[z])
+		}
+		fmt.Fprintln(tw, row+fmt.Sprintf("%.1f %%\t$%.0f\t", sp.SameZonePercent, sp.MonthlyUSDPerGbps))
+		estimate = cmpOr(estimate, sp.Estimate)
+	}
+	tw.Flush()
+	if estimate != "" {
+		fmt.Fprintf(w, "  estimate: %s\n", estimate)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func sortedKeys(m map[string]int) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

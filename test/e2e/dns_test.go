@@ -67,7 +67,11 @@ func waitRollout(t *testing.T, cs kubernetes.Interface, ns, name string) {
 		if err != nil {
 			return false, nil
 		}
-		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == 1 && d.Status.ReadyReplicas == 1 && d.Status.Replicas == 1, nil
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.ReadyReplicas == want && d.Status.Replicas == want, nil
 	})
 	if err != nil {
 		t.Fatalf("deployment %s not rolled out", name)

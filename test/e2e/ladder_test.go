@@ -222,3 +222,95 @@ spec:
 		kubectl("", "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", name, "--ignore-not-found")
 	}
 }
+
+// applyManifest applies a file of the lab's manifests into ns.
+func applyManifest(t *testing.T, ns, file string) {
+	t.Helper()
+	out, err := exec.Command(labKubectl(), "--kubeconfig", kubeconfigPath(), "apply", "-n", ns, "-f", "../../hack/lab/manifests/"+file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply %s: %v\n%s", file, err, out)
+	}
+}
+
+// The lab's zoned workload (one replica per node) behind a Service without traffic settings and
+// one with PreferSameZone: the EndpointSlice controller writes zone hints for the latter; from a
+// zone-a rung, the first reaches both zones (neither under 20 % of 200 connections) and the
+// second keeps at least 95 % in zone-a; both report the ClusterIP's overhead over the pod IP; the
+// temporary Service and the agents are gone afterwards.
+func TestLadderService(t *testing.T) {
+	cs, ns := lab(t)
+	applyManifest(t, ns, "zoned.yaml")
+	waitRollout(t, cs, ns, "zoned")
+	err := waitFor(30*time.Second, func() bool {
+		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=zoned-close"})
+		if err != nil || len(slices.Items) == 0 {
+			return false
+		}
+		n := 0
+		for _, e := range slices.Items[0].Endpoints {
+			if e.Hints != nil && len(e.Hints.ForZones) == 1 && e.Zone != nil && e.Hints.ForZones[0].Name == *e.Zone {
+				n++
+			}
+		}
+		return n == 4
+	})
+	if err != nil {
+		t.Fatal("the EndpointSlice of zoned-close has no zone hints on its 4 endpoints")
+	}
+	for _, tc := range []struct {
+		svc   string
+		check func(zoneA map[string]float64) bool
+		want  string
+	}{
+		{"zoned-any", func(z map[string]float64) bool { return z["zone-a"] >= 20 && z["zone-b"] >= 20 }, "both zones at least 20 %"},
+		{"zoned-close", func(z map[string]float64) bool { return z["zone-a"] >= 95 }, "at least 95 % in zone-a"},
+	} {
+		t.Run(tc.svc, func(t *testing.T) {
+			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt")
+			if r.Service == nil || r.Service.MeasuredEndpoints != 4 || r.Service.SpreadSkipped != "" {
+				t.Fatalf("service %+v", r.Service)
+			}
+			seen := false
+			for _, rung := range r.Rungs {
+				if rung.Spread == nil {
+					t.Errorf("rung %s: no spread", rung.Name)
+					continue
+				}
+				t.Logf("%s from %s (%s): %v of %d answered", tc.svc, rung.Name, rung.Zone, rung.Spread.ZonePercent, rung.Spread.Answered)
+				if rung.Spread.Answered < 190 {
+					t.Errorf("rung %s: %d of %d connections answered", rung.Name, rung.Spread.Answered, rung.Spread.Connections)
+				}
+				if rung.Zone == "zone-a" {
+					seen = true
+					if !tc.check(rung.Spread.ZonePercent) {
+						t.Errorf("from %s in zone-a: %v, want %s", rung.Name, rung.Spread.ZonePercent, tc.want)
+					}
+				}
+				if _, ok := rung.Figures["svc.overhead-tcp-rtt.p50"]; !ok {
+					t.Errorf("rung %s: no ClusterIP overhead figure", rung.Name)
+				}
+			}
+			if !seen {
+				t.Error("no rung in zone-a")
+			}
+			svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
+			if err != nil || len(svcs.Items) != 0 {
+				t.Errorf("temporary Services left: %v %v", svcs, err)
+			}
+			noAgentPods(t, cs, ns)
+			agentsTerminated(t, cs, ns, 5*time.Second)
+		})
+	}
+}
+
+// waitFor polls cond every 300 ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) error {
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			return fmt.Errorf("not within %s", d)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return nil
+}

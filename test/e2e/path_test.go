@@ -430,7 +430,7 @@ func TestPathErrors(t *testing.T) {
 		{"pod not running", []string{"path", "-n", ns, "stuck", "sts/db"}, []string{"is Pending, not Running"}},
 		{"host network", []string{"path", "-n", ns, "hostnet", "sts/db"}, []string{"uses the host network", "--allow-host-network"}},
 		{"rbac forbidden", []string{"--as", "reader", "path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt"},
-			[]string{"you may not get pods/log, patch pods/ephemeralcontainers, create pods/proxy in namespace", "nothing was started", "README"}},
+			[]string{"you may not get pods/log, create pods/proxy, patch pods/ephemeralcontainers in namespace", "nothing was started", "README"}},
 		{"image cannot be pulled", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--image", "netbench.lab/INVALID:x", "--start-timeout", "30s"},
 			[]string{"cannot be pulled", "--image"}},
 		{"bad flags", []string{"path", "-n", ns, "deploy/client", "sts/db", "--mode", "daemonset"}, []string{`--mode "daemonset"`}},

@@ -1,0 +1,121 @@
+package probes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"syscall"
+	"time"
+)
+
+// SpreadSpec: open Connections new TCP connections, one after the other, to Address (a
+// Service's ClusterIP and port) and ask each which endpoint answered (GET Path).
+type SpreadSpec struct {
+	Address     string
+	Path        string
+	Connections int
+	Headers     http.Header
+	Timeout     time.Duration // per connection (default 2 s)
+}
+
+// SpreadResult counts where a Service's connections landed.
+type SpreadResult struct {
+	Address     string `json:"address"`
+	Connections int    `json:"connections"`
+	// Answered connections reached an endpoint that said who it is; Unanswered the rest
+	// (refused, timed out, or an endpoint without an agent), by error kind.
+	Answered     int            `json:"answered"`
+	Unanswered   int            `json:"unanswered"`
+	ErrorsByKind map[string]int `json:"errorsByKind,omitempty"`
+	// ByZone and ByPod count answered connections per endpoint zone ("" when unknown) and pod.
+	ByZone map[string]int `json:"byZone"`
+	ByPod  map[string]int `json:"byPod"`
+}
+
+type spreadAnswer struct {
+	Pod  string `json:"pod"`
+	Zone string `json:"zone"`
+}
+
+// Spread measures how a Service spreads new connections over its endpoints.
+func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
+	if spec.Address == "" || spec.Connections <= 0 {
+		return nil, errors.New("spread probe: an address and a number of connections are needed")
+	}
+	if spec.Timeout <= 0 {
+		spec.Timeout = 2 * time.Second
+	}
+	res := &SpreadResult{Address: spec.Address, Connections: spec.Connections, ByZone: map[string]int{}, ByPod: map[string]int{}}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: spec.Timeout}).DialContext}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: spec.Timeout}
+	for i := 0; i < spec.Connections; i++ {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		a, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Headers)
+		if err != nil {
+			res.Unanswered++
+			if res.ErrorsByKind == nil {
+				res.ErrorsByKind = map[string]int{}
+			}
+			res.ErrorsByKind[errorKind(err)]++
+			continue
+		}
+		res.Answered++
+		res.ByZone[a.Zone]++
+		res.ByPod[a.Pod]++
+	}
+	if res.Answered == 0 {
+		return res, fmt.Errorf("none of %d connections to %s was answered by an agent (%v)", spec.Connections, spec.Address, sortedKinds(res.ErrorsByKind))
+	}
+	return res, nil
+}
+
+func askWho(ctx context.Context, c *http.Client, url string, h http.Header) (spreadAnswer, error) {
+	var a spreadAnswer
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return a, err
+	}
+	req.Header = h.Clone()
+	resp, err := c.Do(req)
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return a, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a)
+	if err == nil && a.Pod == "" {
+		err = errors.New("an answer without a pod")
+	}
+	return a, err
+}
+
+func sortedKinds(m map[string]int) []string {
+	var ks []string
+	for k, n := range m {
+		ks = append(ks, fmt.Sprintf("%s ×%d", k, n))
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// errorKind names an error for counting: refused, timeout, or its text.
+func errorKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	return err.Error()
+}
