@@ -131,6 +131,12 @@ func (o *commonOptions) complete() error {
 
 // completeWith builds the clients from any RESTClientGetter, as kubectl debug does, so that
 // tests can pass their own.
+// The plugin's client-side rate limit: room for ~20 agents' lease renewals and the run's calls.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
+
 func (o *commonOptions) completeWith(getter genericclioptions.RESTClientGetter) error {
 	ns, _, err := getter.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -142,6 +148,10 @@ func (o *commonOptions) completeWith(getter genericclioptions.RESTClientGetter) 
 	}
 	o.clock = &serverClock{}
 	cfg = rest.CopyConfig(cfg)
+	// A run keeps one lease renewal per server agent going every second, beside its own calls:
+	// client-go's default of 5 requests a second (burst 10) would queue a ladder's calls behind
+	// the renewals of its endpoint agents for seconds.
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { o.clock.next = rt; return o.clock })
 	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err

@@ -37,6 +37,8 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		if klogFlags.Lookup("v").Value.String() == "0" {
 			_ = klogFlags.Set("logtostderr", "false")
 			_ = klogFlags.Set("alsologtostderr", "false")
+			// Errors too: client-go logs a watch it ends itself as "Failed to watch".
+			_ = klogFlags.Set("stderrthreshold", "FATAL")
 			klog.SetOutput(io.Discard)
 		}
 	}
