@@ -33,6 +33,8 @@ type LadderOptions struct {
 	Service            string
 	MaxEndpoints       int
 	ConnectionsPerRung int
+	// HostBaseline adds a node-to-node rung in the nodes' own network.
+	HostBaseline bool
 
 	filter placement.Filter
 }
@@ -76,6 +78,7 @@ and reports medians with their range.`,
 	f.IntVar(&o.Rounds, "repeat", o.Rounds, "run the whole ladder this many times, round-robin (1-20)")
 	f.StringVar(&o.Service, "service", "", "also measure this Service (svc/NAME) from every rung: ClusterIP against pod IP, and which zones its connections reach (default: DST when it is svc/NAME)")
 	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
+	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.addMeasureFlags(cmd)
 	o.addFlags(cmd)
@@ -108,110 +111,175 @@ func (o *LadderOptions) Validate() error {
 	return nil
 }
 
-// Run plans the rungs, starts the server agent, measures each rung in turn with a client pod
-// it deletes before the next, and prints the report.
+// ladderRun is one run of the ladder: what it planned and the agents it started.
+type ladderRun struct {
+	o     *LadderOptions
+	rep   *report.LadderReport
+	timer *phaseTimer
+	dst   *Target
+	rungs []report.LadderRung
+	sr    *serviceRun
+	sess  *Session
+	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
+	srv, hostSrv *Agent
+	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
+	job      agent.Job
+	nProbes  int
+	perRung  time.Duration
+	lifetime time.Duration
+}
+
+// Run plans the rungs, starts the server agent(s), measures each rung in turn with a client
+// pod it deletes before the next, and prints the report.
 func (o *LadderOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
-	rep := &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
-		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}
-	timer := newPhaseTimer(&rep.Timing, start)
-
-	o.Progress("resolving %s", o.DstArg)
-	dst, err := o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork)
-	if err != nil {
-		return fmt.Errorf("DST: %w", err)
+	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
+		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
+	r.timer = newPhaseTimer(&r.rep.Timing, start)
+	if err := r.plan(ctx); err != nil {
+		return err
 	}
-	rep.Destination = o.endpoint(ctx, dst)
-	rungs, err := o.plan(ctx, dst)
+	r.timer.phase("plan")
+	if err := r.open(ctx); err != nil {
+		return err
+	}
+	defer func() { err = o.finish(ctx, r.sess, err) }()
+	if err := r.startAgents(ctx); err != nil {
+		return err
+	}
+	measuring, err := r.measure(ctx)
 	if err != nil {
 		return err
 	}
-	rep.Warnings = append(rep.Warnings, targetWarnings(dst)...)
-	var sr *serviceRun
+	r.rep.Timing.MeasuringSeconds = round1(measuring.Seconds())
+	r.timer.phase("measure")
+	r.summarize()
+	if err := r.sess.Close(); err != nil {
+		return err
+	}
+	r.timer.phase("cleanup")
+	r.rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
+	r.rep.Timing.OverheadSeconds = round1(r.rep.Timing.WallSeconds - r.rep.Timing.MeasuringSeconds)
+	return report.WriteLadder(o.Out, o.Output, r.rep)
+}
+
+// plan resolves DST, places the rungs and reads the Service, before anything is created.
+func (r *ladderRun) plan(ctx context.Context) (err error) {
+	o := r.o
+	o.Progress("resolving %s", o.DstArg)
+	if r.dst, err = o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork); err != nil {
+		return fmt.Errorf("DST: %w", err)
+	}
+	r.rep.Destination = o.endpoint(ctx, r.dst)
+	if r.rungs, err = o.plan(ctx, r.dst); err != nil {
+		return err
+	}
+	if o.HostBaseline {
+		r.rungs = append(r.rungs, hostRung(r.rungs))
+	}
+	r.rep.Warnings = append(r.rep.Warnings, targetWarnings(r.dst)...)
 	if ns, name := o.serviceName(); name != "" {
 		if err := checkPermissions(ctx, o.client, []string{ns}, servicePermissions); err != nil {
 			return err
 		}
-		if sr, err = o.readService(ctx, dst, ns, name); err != nil {
+		if r.sr, err = o.readService(ctx, r.dst, ns, name); err != nil {
 			return err
 		}
-		rep.Service = sr.info
+		r.rep.Service = r.sr.info
 	}
-	timer.phase("plan")
+	return nil
+}
 
-	mode, note, err := o.chooseMode(ctx, o.Mode, dst.Namespace)
+// open checks every permission the run needs and opens its session.
+func (r *ladderRun) open(ctx context.Context) error {
+	o, ns := r.o, r.dst.Namespace
+	mode, note, err := o.chooseMode(ctx, o.Mode, ns)
 	if err == nil {
 		// Clients are temporary pods whatever the server's mode.
-		err = checkPermissions(ctx, o.client, []string{dst.Namespace}, neededPermissions(ModePod))
+		err = checkPermissions(ctx, o.client, []string{ns}, neededPermissions(ModePod))
 	}
 	if err != nil {
 		return err
 	}
 	if note != "" {
-		rep.Warnings = append(rep.Warnings, note)
+		r.rep.Warnings = append(r.rep.Warnings, note)
 	}
-	sess := o.newSession(mode)
-	defer func() { err = o.finish(ctx, sess, err) }()
-	rep.Warnings = append(rep.Warnings, o.cleanStale(ctx, sess, dst.Namespace)...)
+	r.sess = o.newSession(mode)
+	r.rep.Warnings = append(r.rep.Warnings, o.cleanStale(ctx, r.sess, ns)...)
+	if r.sr != nil {
+		r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleServices(ctx, r.sr.svc.Namespace, o.serverNow())...)
+	}
+	return nil
+}
 
-	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
+// startAgents starts the server next to DST, the host-network server and the Service's
+// endpoint agents when asked, and builds the clients' job.
+func (r *ladderRun) startAgents(ctx context.Context) error {
+	o := r.o
+	probes, appPort := o.probeSpecs(r.dst.Pod.Status.PodIP)
 	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
-	if sr != nil {
-		// The spread probe is added once the temporary Service exists; it takes no time to speak of.
-		all = append(all, o.serviceProbes(sr)...)
+	if r.sr != nil {
+		all = append(all, o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
 	}
-	perRung := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
-	active := measurable(rungs)
-	lifetime := time.Duration(len(active)*o.Rounds)*perRung + 30*time.Second
+	r.nProbes = len(probes)
+	r.perRung = time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
+	r.lifetime = time.Duration(len(measurable(r.rungs))*o.Rounds)*r.perRung + 30*time.Second
 
-	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
-	srv, err := o.startServer(ctx, sess, dst, lifetime, &rep.Warnings)
+	o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
+	srv, err := o.startServer(ctx, r.sess, r.dst, r.lifetime, &r.rep.Warnings)
 	if err != nil {
 		return err
 	}
-	rep.Mode = sess.Mode
-	rep.Destination.AgentIP = srv.IP
-	setAgentName(&rep.Destination, srv)
-	timer.phase("start-server")
-	if sr != nil {
-		o.Progress("measuring Service %s/%s too: starting agents in its endpoints", sr.svc.Namespace, sr.svc.Name)
-		if err := o.startSpread(ctx, sess, sr, lifetime); err != nil {
+	r.srv, r.rep.Mode, r.rep.Destination.AgentIP = srv, r.sess.Mode, srv.IP
+	setAgentName(&r.rep.Destination, srv)
+	r.timer.phase("start-server")
+	if err := r.startHostServer(ctx); err != nil {
+		return err
+	}
+	if r.sr != nil {
+		o.Progress("measuring Service %s/%s too: starting agents in its endpoints", r.sr.svc.Namespace, r.sr.svc.Name)
+		if err := o.startSpread(ctx, r.sess, r.sr, r.lifetime); err != nil {
 			return err
 		}
-		all = append(append(append([]agent.ProbeSpec{}, probes...), appPort...), o.serviceProbes(sr)...)
-		timer.phase("start-endpoints")
+		all = append(append(append([]agent.ProbeSpec{}, probes...), appPort...), o.serviceProbes(r.sr)...)
+		r.timer.phase("start-endpoints")
 	}
-	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: srv.Port, Probes: all}
+	r.job = agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: srv.Port, Probes: all}
+	return nil
+}
 
+// measure runs every measurable rung once per round, round-robin, and returns the time spent
+// measuring (client starts excluded).
+func (r *ladderRun) measure(ctx context.Context) (time.Duration, error) {
 	var measuring time.Duration
-	for round := 1; round <= o.Rounds; round++ {
-		for _, i := range active {
-			rung := &rungs[i]
-			o.Progress("round %d/%d, rung %s: client on node %s", round, o.Rounds, rung.Name, rung.Node)
-			res, took, err := o.runRung(ctx, sess, srv, clientSpec(dst, rung, round, i, job, perRung), len(probes))
+	for round := 1; round <= r.o.Rounds; round++ {
+		for _, i := range measurable(r.rungs) {
+			rung := &r.rungs[i]
+			r.o.Progress("round %d/%d, rung %s: client on node %s", round, r.o.Rounds, rung.Name, rung.Node)
+			srv, spec := r.srv, clientSpec(r.dst, rung, round, i, r.job, r.perRung)
+			if rung.Class == HostNetworkClass {
+				srv, spec = r.hostSrv, r.hostClientSpec(rung, round, i)
+			}
+			res, took, err := r.o.runRung(ctx, r.sess, srv, spec, r.nProbes)
 			if err != nil {
-				return fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
+				return 0, fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
 			}
 			measuring += took
 			res.Round = round
 			rung.Results = append(rung.Results, res)
 		}
 	}
-	rep.Timing.MeasuringSeconds = round1(measuring.Seconds())
-	timer.phase("measure")
-	rep.Rungs = rungs
-	o.addCosts(rep)
-	if sr != nil {
-		o.addSpread(rep, sr)
+	return measuring, nil
+}
+
+// summarize fills the report's rungs, costs, spreads and figures.
+func (r *ladderRun) summarize() {
+	r.rep.Rungs = r.rungs
+	r.o.addCosts(r.rep)
+	if r.sr != nil {
+		r.o.addSpread(r.rep, r.sr)
 	}
-	rep.Summarize()
-	if err := sess.Close(); err != nil {
-		return err
-	}
-	timer.phase("cleanup")
-	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
-	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
-	return report.WriteLadder(o.Out, o.Output, rep)
+	r.rep.Summarize()
 }
 
 // plan reads the nodes and places the rungs around DST's node.
@@ -267,7 +335,7 @@ func skippedList(rungs []report.LadderRung) string {
 // tolerations (clients go where the destination may).
 func clientSpec(dst *Target, rung *report.LadderRung, round, i int, job agent.Job, lifetime time.Duration) AgentSpec {
 	return AgentSpec{Role: RoleClient, Target: dst, Job: &job, Lifetime: lifetime, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &Placement{Node: rung.Node, Tolerations: append([]corev1.Toleration(nil), dst.Pod.Spec.Tolerations...)}}
+		Placement: &Placement{Node: rung.Node, Tolerations: clientTolerations(dst.Pod)}}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first

@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -126,4 +131,81 @@ func nodeOf(p *corev1.Pod) string {
 		return ""
 	}
 	return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0]
+}
+
+// svcCluster adds to ladderCluster a Service "web" over web-1 (n2, zone-b) and web-2 (n1,
+// zone-a), its EndpointSlice, and a temporary Service a killed run left; the fake control plane
+// gives every Service it creates an EndpointSlice over the same pods.
+func svcCluster(t *testing.T) *fakeCluster {
+	f := ladderCluster(t)
+	web2 := testPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "web-2", "n1", "10.0.0.6" })
+	tcp := corev1.ProtocolTCP
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.20",
+		Ports: []corev1.ServicePort{{Port: 80, Protocol: tcp, TargetPort: intstr.FromInt(8080)}}}}
+	stale := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old", Namespace: "shop", Labels: map[string]string{ManagedByLabel: ManagedByValue},
+		Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
+	for _, o := range []runtime.Object{web2, svc, stale, endpointSlice("web")} {
+		if err := f.cs.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		s.Spec.ClusterIP = "10.96.0.99"
+		return false, nil, f.cs.Tracker().Add(endpointSlice(s.Name))
+	})
+	return f
+}
+
+func endpointSlice(svc string) *discoveryv1.EndpointSlice {
+	ready := true
+	ep := func(pod, node, zone string) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}, NodeName: &node, Zone: &zone,
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
+	}
+	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc + "-x", Namespace: "shop", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		Endpoints: []discoveryv1.Endpoint{ep("web-1", "n2", "zone-b"), ep("web-2", "n1", "zone-a")}}
+}
+
+// With a Service, endpoint agents start in its pods on one port, a temporary copy of it is
+// created and deleted, every rung's job measures through the ClusterIP and where connections
+// land, and a temporary Service a killed run left behind is deleted.
+func TestLadderRunService(t *testing.T) {
+	f := svcCluster(t)
+	f.script[RoleServer], f.script[RoleEndpoint], f.script[RoleClient] = thenHold(serverReady), thenHold(serverReady), then(clientOK)
+	o, out := newTestLadderOptions(f)
+	o.Service = "svc/web"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var r report.LadderReport
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Service; s == nil || s.ReadyEndpoints != 2 || s.MeasuredEndpoints != 2 || s.TemporaryService != "netbench-run1" || s.AgentPort < 40000 {
+		t.Fatalf("service %+v", r.Service)
+	}
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "deleted temporary Service shop/netbench-old left by an earlier run") {
+		t.Errorf("warnings %v: the stale Service was not cleaned", r.Warnings)
+	}
+	svcs, _ := f.cs.CoreV1().Services("shop").List(context.Background(), metav1.ListOptions{})
+	if len(svcs.Items) != 1 || svcs.Items[0].Name != "web" {
+		t.Errorf("Services left: %v", svcs.Items)
+	}
+	pods, _ := f.cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+	var endpoints []string
+	for _, p := range pods.Items {
+		for _, ec := range p.Spec.EphemeralContainers {
+			if strings.Contains(ec.Name, "-endpoint-") {
+				endpoints = append(endpoints, p.Name+":"+strings.Join(ec.Args, " "))
+			}
+		}
+	}
+	if len(endpoints) != 2 || !strings.Contains(endpoints[0], ":"+strconv.Itoa(r.Service.AgentPort)+" ") || !strings.Contains(strings.Join(endpoints, " "), "--zone zone-a") {
+		t.Errorf("endpoint agents %v: want one per endpoint pod on port %d, with their identity", endpoints, r.Service.AgentPort)
+	}
 }

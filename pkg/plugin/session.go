@@ -86,10 +86,12 @@ type AgentSpec struct {
 	Identity agent.Identity
 }
 
-// Placement puts a temporary agent pod on a node, with tolerations.
+// Placement puts a temporary agent pod on a node, with tolerations, in the node's own network
+// namespace when HostNetwork is set.
 type Placement struct {
 	Node        string
 	Tolerations []corev1.Toleration
+	HostNetwork bool
 }
 
 // Session is one run's agents: their id, token, mode, image and clock. Start adds agents; one
@@ -268,7 +270,10 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	}
 	p := agentPod(a.Pod, t.Namespace, node, s.labels(a.Spec.Role), a.Spec.Lifetime)
 	if pl := a.Spec.Placement; pl != nil {
-		p.Spec.Tolerations = pl.Tolerations
+		p.Spec.Tolerations, p.Spec.HostNetwork = pl.Tolerations, pl.HostNetwork
+		if pl.HostNetwork {
+			p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		}
 	}
 	c := &p.Spec.Containers[0]
 	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), s.securityContext(a)

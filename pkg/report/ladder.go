@@ -40,6 +40,11 @@ type LadderRung struct {
 	Region string `json:"region,omitempty"`
 	// Skipped says why the rung was not measured.
 	Skipped string `json:"skipped,omitempty"`
+	// Baseline names, on the host-network rung, the rung on the same pair of nodes whose
+	// figures it is set beside (what the pod network adds over the nodes' own path).
+	Baseline string `json:"baseline,omitempty"`
+	// VsBaseline holds, on the host-network rung, Baseline's median minus this rung's per figure.
+	VsBaseline map[string]float64 `json:"vsBaseline,omitempty"`
 	// Results holds every round's probe results, in round order.
 	Results []LadderRound `json:"results,omitempty"`
 	// Figures summarises the rounds per figure (see LadderReport.Figures).
@@ -204,6 +209,7 @@ func (r *LadderReport) Summarize() {
 			rung.Figures[name] = summarize(units[name], vs)
 		}
 	}
+	r.compareBaselines()
 	var base *LadderRung
 	for i := range r.Rungs {
 		if r.Rungs[i].Class == SameNode && r.Rungs[i].Figures != nil {
@@ -225,7 +231,7 @@ func (r *LadderReport) Summarize() {
 			}
 			d := round3(f.Median - b.Median)
 			f.VsSameNode = &d
-			if b.Median != 0 {
+			if b.Median > 0 {
 				p := round1(100 * d / b.Median)
 				f.VsSameNodePercent = &p
 			}
@@ -246,3 +252,26 @@ func summarize(unit string, vs []float64) Figure {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// compareBaselines sets, on a rung with a Baseline (the host-network rung), the baseline rung's
+// median minus its own for every figure both have: what the pod network adds on that path.
+func (r *LadderReport) compareBaselines() {
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		if rung.Baseline == "" || rung.Figures == nil {
+			continue
+		}
+		for j := range r.Rungs {
+			b := &r.Rungs[j]
+			if b.Name != rung.Baseline || b.Figures == nil {
+				continue
+			}
+			rung.VsBaseline = map[string]float64{}
+			for name, f := range rung.Figures {
+				if bf, ok := b.Figures[name]; ok {
+					rung.VsBaseline[name] = round3(bf.Median - f.Median)
+				}
+			}
+		}
+	}
+}

@@ -29,6 +29,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 		return nil
 	}
 	writeLadderTable(w, r, measured)
+	writeLadderBaselines(w, r.Figures, measured)
 	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)
 	writeLadderCost(w, measured)
@@ -215,4 +216,26 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// writeLadderBaselines says what the pod network adds over the nodes' own path, from the
+// host-network rung and the rung on the same nodes.
+func writeLadderBaselines(w io.Writer, order []string, rungs []*LadderRung) {
+	for _, r := range rungs {
+		if len(r.VsBaseline) == 0 {
+			continue
+		}
+		var parts []string
+		for _, name := range order {
+			if d, ok := r.VsBaseline[name]; ok && r.Figures[name].Unit == UnitMicros {
+				sign := "+"
+				if d < 0 {
+					sign = "−"
+				}
+				parts = append(parts, name+" "+sign+Micros(math.Abs(d)))
+			}
+		}
+		fmt.Fprintf(w, "\nWhat the pod network adds over the nodes' own path (%s minus %s, same nodes %s): %s\n",
+			r.Baseline, r.Name, r.Node, strings.Join(parts, ", "))
+	}
 }
