@@ -43,6 +43,8 @@ func writeMachine(w io.Writer, format string, v any) error {
 // Micros formats a duration given in microseconds with its unit.
 func Micros(us float64) string {
 	switch {
+	case us < 0:
+		return "−" + Micros(-us)
 	case us >= 1e6:
 		return fmt.Sprintf("%.2f s", us/1e6)
 	case us >= 1e3:

@@ -314,3 +314,38 @@ func waitFor(d time.Duration, cond func() bool) error {
 	}
 	return nil
 }
+
+// --host-baseline: in a namespace that allows hostNetwork, a node-to-node rung on the
+// cross-zone pair of nodes, set beside the pod path on the same nodes; in a restricted one,
+// the rung is skipped with the Pod Security reason and the rest is measured.
+func TestLadderHostBaseline(t *testing.T) {
+	cs, ns := lab(t)
+	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment("api", "lab-b1", "netbench.lab/sample-app:1", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRollout(t, cs, ns, "api")
+
+	r := ladderJSON(t, "-n", ns, "deploy/api", "--probes", "rtt", "--host-baseline")
+	host := r.Rungs[len(r.Rungs)-1]
+	if host.Name != "host-network zone-a" || host.Skipped != "" || host.Node != "lab-a1" || host.Baseline != "cross-zone zone-a" {
+		t.Fatalf("host rung %+v", host)
+	}
+	pod, ok := host.VsBaseline["tcp-rtt.p50"]
+	t.Logf("node to node lab-b1 ↔ lab-a1: tcp-rtt p50 %.0f µs; the pod network adds %.0f µs", host.Figures["tcp-rtt.p50"].Median, pod)
+	if !ok || host.Figures["tcp-rtt.p50"].Median <= 0 {
+		t.Errorf("host rung figures %v, vs baseline %v", host.Figures, host.VsBaseline)
+	}
+	noAgentPods(t, cs, ns)
+
+	restrict(t, cs, ns)
+	r = ladderJSON(t, "-n", ns, "deploy/api", "--probes", "rtt", "--host-baseline")
+	host = r.Rungs[len(r.Rungs)-1]
+	if host.Class != "host-network" || !strings.Contains(host.Skipped, "Pod Security") || !strings.Contains(host.Skipped, "hostNetwork") {
+		t.Errorf("in a restricted namespace the host rung is %+v, want skipped with the Pod Security reason", host)
+	}
+	if r.Rungs[0].Figures["tcp-rtt.p50"].Median <= 0 {
+		t.Errorf("the other rungs were not measured: %+v", r.Rungs[0])
+	}
+	noAgentPods(t, cs, ns)
+	agentsTerminated(t, cs, ns, 5*time.Second)
+}
