@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,7 @@ type commonOptions struct {
 
 	Image          string
 	Output         string
+	html           bool // the command can write -o html
 	StartTimeout   time.Duration
 	AgentResources string
 
@@ -117,10 +119,11 @@ func newCommonOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 func (o *commonOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
-	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a human report)")
+	formats := strings.Join(o.formats(), " or ")
+	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
 	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi (default: the namespace's LimitRange)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(o.formats()...))
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
 
@@ -180,11 +183,17 @@ func (o *commonOptions) serverNow() time.Time {
 	return o.clock.now()
 }
 
+// formats are the -o values the command takes: json and yaml, and html where it has a page.
+func (o *commonOptions) formats() []string {
+	if o.html {
+		return []string{"json", "yaml", "html"}
+	}
+	return []string{"json", "yaml"}
+}
+
 func (o *commonOptions) validate() error {
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q: want json or yaml", o.Output)
+	if o.Output != "" && !slices.Contains(o.formats(), o.Output) {
+		return fmt.Errorf("--output %q: want %s", o.Output, strings.Join(o.formats(), " or "))
 	}
 	if o.Image == "" {
 		return errors.New("--image is empty")

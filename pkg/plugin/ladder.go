@@ -41,7 +41,9 @@ type LadderOptions struct {
 
 // NewLadderOptions returns options with the defaults.
 func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
-	return &LadderOptions{PathOptions: *NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
+	o := &LadderOptions{PathOptions: *NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
+	o.html = true
+	return o
 }
 
 func newLadderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {

@@ -9,9 +9,13 @@ import (
 	"text/tabwriter"
 )
 
-// WriteLadder writes a ladder report as JSON, YAML or (format "") tables for people.
+// WriteLadder writes a ladder report as JSON, YAML, one HTML page, or (format "") tables for people.
 func WriteLadder(w io.Writer, format string, r *LadderReport) error {
-	if format != "" {
+	switch format {
+	case "":
+	case "html":
+		return WriteLadderHTML(w, r)
+	default:
 		return writeMachine(w, format, r)
 	}
 	fmt.Fprintf(w, "kubectl netbench ladder: to %s\n", endpoint(r.Destination))
@@ -82,18 +86,26 @@ func figureCell(f Figure, rounds int) string {
 	if rounds > 1 {
 		s += " [" + formatValue(f.Min, f.Unit) + "–" + formatValue(f.Max, f.Unit) + "]"
 	}
-	if f.VsSameNode != nil {
-		sign := "+"
-		if *f.VsSameNode < 0 {
-			sign = "−"
-		}
-		d := sign + formatValue(math.Abs(*f.VsSameNode), f.Unit)
-		if f.VsSameNodePercent != nil {
-			d += ", " + strings.Replace(fmt.Sprintf("%+.0f %%", *f.VsSameNodePercent), "-", "−", 1)
-		}
+	if d := difference(f); d != "" {
 		s += " (" + d + ")"
 	}
 	return s
+}
+
+// difference is a figure's difference from the same-node rung, absolute and in %.
+func difference(f Figure) string {
+	if f.VsSameNode == nil {
+		return ""
+	}
+	sign := "+"
+	if *f.VsSameNode < 0 {
+		sign = "−"
+	}
+	d := sign + formatValue(math.Abs(*f.VsSameNode), f.Unit)
+	if f.VsSameNodePercent != nil {
+		d += ", " + strings.Replace(fmt.Sprintf("%+.0f %%", *f.VsSameNodePercent), "-", "−", 1)
+	}
+	return d
 }
 
 func formatValue(v float64, unit string) string {
