@@ -7,7 +7,7 @@ PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test lint agent-image bench vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test lint agent-image bench bench-ladder vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -38,6 +38,10 @@ agent-image:
 ## bench: our engines side by side with iperf3, fortio and ping on one veth path (root).
 bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
+
+## bench-ladder: the ladder's own overhead (wall minus measuring) on the lab, five runs (root, lab up).
+bench-ladder:
+	hack/bench-ladder.sh 5
 
 ## lab-up: the local 4-node, 2-zone cluster (root); lab-down removes every trace of it.
 lab-up:

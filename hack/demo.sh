@@ -9,6 +9,7 @@ K=.cache/lab/bin/kubectl
 # A dev build: its default agent image is :dev, which the lab imports from this tree.
 make -s bin/kubectl-netbench VERSION=dev
 $K apply -f hack/lab/manifests/demo.yaml >/dev/null
+$K apply -n demo -f hack/lab/manifests/zoned.yaml >/dev/null
 for d in shop-client shop-api shop-web-alpine; do $K -n demo rollout status deploy/$d --timeout=120s >/dev/null; done
 echo "== kubectl netbench path -n demo deploy/shop-client svc/shop-api --port 8080"
 bin/kubectl-netbench path -n demo deploy/shop-client svc/shop-api --port 8080

@@ -162,9 +162,18 @@ func TestLadderCleanup(t *testing.T) {
 		agentsTerminated(t, cs, ns, 5*time.Second)
 	})
 
-	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 6 * time.Second} {
+	// With a Service and the host baseline, a run passes through every phase: plan, server,
+	// host-network server, endpoint agents and temporary Service, rungs, cleanup.
+	svc := fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"api"},"spec":{"selector":{"app":"api"},"ports":[{"port":80,"targetPort":8080}]}}`)
+	apply := exec.Command(labKubectl(), "--kubeconfig", kubeconfigPath(), "apply", "-n", ns, "-f", "-")
+	apply.Stdin = strings.NewReader(svc)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("service: %v\n%s", err, out)
+	}
+	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 4500 * time.Millisecond, 6 * time.Second, 9 * time.Second} {
 		t.Run(fmt.Sprintf("interrupt after %s", after), func(t *testing.T) {
-			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "ladder", "-n", ns, "deploy/api", "--probes", "rtt,tcp", "--duration", "3s")
+			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
+				"--host-baseline", "--probes", "rtt,tcp", "--duration", "3s")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -180,6 +189,9 @@ func TestLadderCleanup(t *testing.T) {
 			}
 			noAgentPods(t, cs, ns)
 			agentsTerminated(t, cs, ns, 5*time.Second)
+			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {
+				t.Errorf("temporary Services left: %d (%v)", len(svcs.Items), err)
+			}
 		})
 	}
 }
@@ -299,6 +311,9 @@ func TestLadderService(t *testing.T) {
 			}
 			noAgentPods(t, cs, ns)
 			agentsTerminated(t, cs, ns, 5*time.Second)
+			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {
+				t.Errorf("temporary Services left: %d (%v)", len(svcs.Items), err)
+			}
 		})
 	}
 }
