@@ -63,7 +63,7 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 func (o *LadderOptions) readService(ctx context.Context, dst *Target, ns, name string) (*serviceRun, error) {
 	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("Service %s/%s: %w", ns, name, forbiddenOr(err))
+		return nil, fmt.Errorf("reading Service %s/%s: %w", ns, name, forbiddenOr(err))
 	}
 	sr := &serviceRun{svc: svc}
 	if sr.port, err = tcpPort(svc); err != nil {
@@ -259,7 +259,7 @@ func tcpPort(svc *corev1.Service) (corev1.ServicePort, error) {
 			return p, nil
 		}
 	}
-	return corev1.ServicePort{}, fmt.Errorf("Service %s/%s has no TCP port to measure", svc.Namespace, svc.Name)
+	return corev1.ServicePort{}, fmt.Errorf("no TCP port to measure on Service %s/%s", svc.Namespace, svc.Name)
 }
 
 // targetPort resolves a Service port's target on a pod (a number, or a named container port).

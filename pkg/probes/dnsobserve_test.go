@@ -177,3 +177,35 @@ func BenchmarkFoldALookups(b *testing.B) {
 		w.lookup("example.com", []string{resolver.TypeA}, true)
 	}
 }
+
+// Whatever the pod sends and receives, in whatever order, the folder neither panics nor grows
+// past its bounds, and every query is either grouped or counted as overflow.
+func FuzzFoldLookups(f *testing.F) {
+	f.Add([]byte("\x00\x01a\x01\x00\x01b\x80\x02a\x81"))
+	names := []string{"example.com.", "example.com.ns.svc.cluster.local.", "example.com.svc.cluster.local.", "kubernetes.default.svc.cluster.local.", "x."}
+	types := []string{resolver.TypeA, resolver.TypeAAAA}
+	rcodes := []resolver.Rcode{resolver.NoError, resolver.NXDomain, resolver.NoData, resolver.ServFail}
+	f.Fuzz(func(t *testing.T, events []byte) {
+		fold := newLookupFolder(resolver.Glibc, foldConf)
+		at := time.Unix(1e9, 0)
+		queries := 0
+		for i := 0; i+1 < len(events); i += 2 {
+			b, c := events[i], events[i+1]
+			at = at.Add(time.Duration(c) * 100 * time.Millisecond)
+			name, qtype, id := names[int(b)%len(names)], types[int(b>>3)%2], uint16(c%7)
+			if b&0x80 == 0 {
+				queries++
+				fold.Query(at, id, name, qtype)
+			} else {
+				fold.Answer(at, id, name, qtype, rcodes[int(b>>4)%len(rcodes)])
+			}
+		}
+		grouped := 0
+		for _, n := range fold.Names() {
+			grouped += n.Queries
+		}
+		if grouped+fold.Overflow != queries || len(fold.pending) > maxPending || fold.open > maxOpenLookups || fold.open < 0 {
+			t.Fatalf("%d queries: %d grouped + %d overflow; %d pending, %d open", queries, grouped, fold.Overflow, len(fold.pending), fold.open)
+		}
+	})
+}

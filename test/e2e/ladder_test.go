@@ -164,7 +164,7 @@ func TestLadderCleanup(t *testing.T) {
 
 	// With a Service and the host baseline, a run passes through every phase: plan, server,
 	// host-network server, endpoint agents and temporary Service, rungs, cleanup.
-	svc := fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"api"},"spec":{"selector":{"app":"api"},"ports":[{"port":80,"targetPort":8080}]}}`)
+	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"api"},"spec":{"selector":{"app":"api"},"ports":[{"port":80,"targetPort":8080}]}}`
 	apply := exec.Command(labKubectl(), "--kubeconfig", kubeconfigPath(), "apply", "-n", ns, "-f", "-")
 	apply.Stdin = strings.NewReader(svc)
 	if out, err := apply.CombinedOutput(); err != nil {
