@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -40,7 +41,9 @@ type fakeCluster struct {
 	patchErr  error
 	proxiedBy []string // "role: METHOD path" of each proxied call
 	proxyErr  error    // control calls (lease, done) fail with it
-	jobErr    error    // the job hand-over fails with it
+	// goneBeforeDone: the server exits before it is told to stop (its client told it first).
+	goneBeforeDone bool
+	jobErr         error // the job hand-over fails with it
 	// onCreate sees each pod about to be created; createErr, when set, refuses it.
 	onCreate  func(*corev1.Pod)
 	createErr error
@@ -155,6 +158,11 @@ func (f *fakeCluster) configure(s *Session) {
 		if path == agent.PathJob {
 			return f.jobErr
 		}
+		if path == agent.PathDone && f.goneBeforeDone {
+			// The server already exited: its port refuses, and the kubelet reports it a moment later.
+			go f.terminate(a.Pod, a.Container, 500*time.Millisecond)
+			return errors.New("dial tcp: connect: connection refused")
+		}
 		return f.proxyErr
 	}
 }
@@ -246,4 +254,19 @@ func testDNSResult() *probes.DNSResult {
 			{Label: "as configured", Ndots: 5, Queries: 8, AnsweredBy: "example.com."},
 			{Label: "trailing dot", Ndots: 5, Queries: 2, AnsweredBy: "example.com."},
 		}}}}
+}
+
+// terminate marks a pod's container terminated after d, as the kubelet would report it.
+func (f *fakeCluster) terminate(pod, container string, d time.Duration) {
+	time.Sleep(d)
+	p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	for i := range p.Status.EphemeralContainerStatuses {
+		if p.Status.EphemeralContainerStatuses[i].Name == container {
+			p.Status.EphemeralContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+		}
+	}
+	_ = f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "shop")
 }

@@ -283,6 +283,18 @@ func TestPathRunCleanupFailureIsReported(t *testing.T) {
 	}
 }
 
+// A server whose client already told it to stop refuses the plugin's own stop; once the
+// kubelet reports it exited, that is a clean end, not something left behind.
+func TestPathRunServerGoneBeforeStop(t *testing.T) {
+	f := newFakeCluster(t, twoPods()...)
+	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f.goneBeforeDone = true
+	o, _ := newTestPathOptions(f)
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("err %v, want a clean run", err)
+	}
+}
+
 // Temporary pods of earlier runs that ended are deleted by the next pod-mode run.
 func TestPathRunCleansStalePods(t *testing.T) {
 	stale := testPod(func(p *corev1.Pod) {

@@ -132,7 +132,7 @@ func (s *Session) stopAgent(ctx context.Context, a *Agent) error {
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := s.Proxy(stopCtx, a, "POST", agent.PathDone, nil)
-	if err == nil || a.hasExited() {
+	if err == nil || a.exitedWithin(ctx, exitSeenWithin) {
 		return nil
 	}
 	return fmt.Errorf("the %s could not be told to stop (%v): it stops by itself within %s and at %s at the latest",
@@ -217,4 +217,25 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 	s.services = append(s.services, created)
 	s.mu.Unlock()
 	return created, nil
+}
+
+// exitSeenWithin is how long Close waits to see an agent that did not answer its stop as
+// exited: a server its client already told to stop refuses connections a moment before the
+// kubelet reports its container terminated.
+const exitSeenWithin = 3 * time.Second
+
+// exitedWithin says whether the agent is seen exited within d.
+func (a *Agent) exitedWithin(ctx context.Context, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		if a.hasExited() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }
