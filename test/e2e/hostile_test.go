@@ -35,6 +35,7 @@ func badInputs(ns string) []hostileCase {
 		return append([]string{"path", "-n", ns, "deploy/client", "sts/db"}, extra...)
 	}
 	dns := func(extra ...string) []string { return append([]string{"dns", "-n", ns, "deploy/client"}, extra...) }
+	ladder := func(extra ...string) []string { return append([]string{"ladder", "-n", ns, "sts/db"}, extra...) }
 	long := strings.Repeat("a", 64)
 	return []hostileCase{
 		{"mode unknown", path("--mode", "daemonset"), `--mode "daemonset": want ephemeral, pod or auto`},
@@ -92,6 +93,17 @@ func badInputs(ns string) []hostileCase {
 		{"dns output", dns("-o", "html"), `--output "html": want json or yaml`},
 		{"dns no target", []string{"dns", "-n", ns}, "requires at least 1 arg(s)"},
 		{"cleanup with args", []string{"cleanup", "-n", ns, "x"}, `unknown command "x"`},
+		{"path output html", path("-o", "html"), `--output "html": want json or yaml`},
+		{"ladder repeat zero", ladder("--repeat", "0"), "--repeat 0: want 1-20"},
+		{"ladder repeat huge", ladder("--repeat", "1000"), "--repeat 1000: want 1-20"},
+		{"ladder nodes selector", ladder("--nodes", "pool=(gpu"), `--nodes "pool=(gpu": `},
+		{"ladder service not a service", ladder("--service", "deploy/x"), `--service "deploy/x": want svc/NAME or NAMESPACE/svc/NAME`},
+		{"ladder max-endpoints", ladder("--max-endpoints", "0"), "--max-endpoints 0: want 1-100"},
+		{"ladder connections-per-rung", ladder("--connections-per-rung", "5"), "--connections-per-rung 5: want 10-10000"},
+		{"ladder output", ladder("-o", "xml"), `--output "xml": want json or yaml or html`},
+		{"ladder streams", ladder("--streams", "500"), "--streams 500: want 1-128"},
+		{"ladder no target", []string{"ladder", "-n", ns}, "accepts 1 arg(s), received 0"},
+		{"ladder two targets", []string{"ladder", "-n", ns, "a", "b"}, "accepts 1 arg(s), received 2"},
 	}
 }
 
