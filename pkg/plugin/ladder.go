@@ -56,10 +56,16 @@ temporary pod on DST's node, on another node of its zone, on a node of each othe
 each other region, one rung at a time, with the same probes. Rungs that cannot exist (no other
 node in the zone, nodes cordoned, tainted against DST's tolerations, or left out by --nodes and
 --zones) are listed with the reason. --repeat runs the whole ladder several times, round-robin,
-and reports medians with their range.`,
+and reports medians with their range.
+
+With DST svc/NAME (or --service), every rung also measures through the Service's ClusterIP next
+to the pod IP, and where its new connections land by zone (agents in its endpoint pods behind a
+temporary copy of the Service). --host-baseline adds a node-to-node rung in the nodes' own
+network. -o html writes one self-contained page with the table and charts.`,
 		Example: `  kubectl netbench ladder deploy/backend
   kubectl netbench ladder shop/svc/api --probes rtt,http --repeat 3
-  kubectl netbench ladder deploy/db --nodes pool=general --zones eu-west-1a,eu-west-1b -o json`,
+  kubectl netbench ladder deploy/db --nodes pool=general --zones eu-west-1a,eu-west-1b -o json
+  kubectl netbench ladder deploy/api --service svc/api --host-baseline -o html > ladder.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.DstArg = args[0]
