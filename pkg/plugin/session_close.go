@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,25 +74,38 @@ func (s *Session) Close() error {
 				svc.Namespace, svc.Name, svc.Namespace, svc.Name, err))
 		}
 	}
-	for i := len(agents) - 1; i >= 0; i-- {
-		a := agents[i]
-		var err error
-		switch {
-		case a.Temporary:
-			err = s.deletePod(ctx, a)
-		case a.Spec.Serve || !a.isHandedOver():
-			// A server, or a runner still awaiting its job: a runner with its job stops with
-			// its server.
-			err = s.stopAgent(ctx, a)
-		}
-		if err != nil {
-			errs = append(errs, err)
+	// All agents at once: one that cannot be reached must not use up the others' time.
+	ended := make([]error, len(agents))
+	var wg sync.WaitGroup
+	for i, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ended[i] = s.end(ctx, a)
+		}()
+	}
+	wg.Wait()
+	for i := len(ended) - 1; i >= 0; i-- {
+		if ended[i] != nil {
+			errs = append(errs, ended[i])
 		}
 	}
 	s.stop()
 	s.wg.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrLeftBehind, errors.Join(errs...))
+	}
+	return nil
+}
+
+// end ends one agent: a temporary pod is deleted; a server, or a runner still awaiting its job,
+// is told to stop (a runner with its job stops with its server).
+func (s *Session) end(ctx context.Context, a *Agent) error {
+	switch {
+	case a.Temporary:
+		return s.deletePod(ctx, a)
+	case a.Spec.Serve || !a.isHandedOver():
+		return s.stopAgent(ctx, a)
 	}
 	return nil
 }
