@@ -37,14 +37,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)
 	writeLadderCost(w, measured)
-	for _, s := range r.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", s)
-	}
-	var phases []string
-	for _, p := range r.Timing.Phases {
-		phases = append(phases, fmt.Sprintf("%s %.1f s", p.Name, p.Seconds))
-	}
-	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds, strings.Join(phases, ", "))
+	writeFooter(w, r.Warnings, r.Timing)
 	return nil
 }
 

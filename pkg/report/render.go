@@ -114,15 +114,20 @@ func Human(w io.Writer, r *PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
-	for _, s := range r.Warnings {
+	writeFooter(w, r.Warnings, r.Timing)
+	return nil
+}
+
+// writeFooter prints a report's warnings and where its wall time went.
+func writeFooter(w io.Writer, warnings []string, t Timing) {
+	for _, s := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	var phases []string
-	for _, p := range r.Timing.Phases {
+	for _, p := range t.Phases {
 		phases = append(phases, fmt.Sprintf("%s %.1f s", p.Name, p.Seconds))
 	}
-	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds, strings.Join(phases, ", "))
-	return nil
+	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", t.WallSeconds, t.MeasuringSeconds, t.OverheadSeconds, strings.Join(phases, ", "))
 }
 
 func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
