@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,20 +17,11 @@ import (
 
 func dnsJSON(t *testing.T, args ...string) *report.DNSReport {
 	t.Helper()
-	out, stderr, err := netbench(t, append([]string{"dns", "-o", "json"}, args...)...)
-	if err != nil {
-		t.Fatalf("netbench dns %v: %v\n%s", args, err, stderr)
-	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	dec.DisallowUnknownFields()
-	var r report.DNSReport
-	if err := dec.Decode(&r); err != nil {
-		t.Fatalf("dns JSON: %v\n%s", err, out)
-	}
+	r := runJSON[report.DNSReport](t, append([]string{"dns"}, args...)...)
 	if r.APIVersion != report.APIVersion || r.Kind != "DNSReport" || r.Result == nil || r.Result.ResolvConf == "" || r.Result.Detection == "" {
-		t.Fatalf("required fields missing:\n%s", out)
+		t.Fatalf("required fields missing: %+v", r)
 	}
-	return &r
+	return r
 }
 
 func variantOf(t *testing.T, r *report.DNSReport, name, label string) (queries, nx int, answered string) {

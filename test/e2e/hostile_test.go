@@ -238,30 +238,38 @@ func TestInterruptAtAnyMoment(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		after := time.Duration(i) * 300 * time.Millisecond
 		t.Run(after.String(), func(t *testing.T) {
-			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "path", "-n", ns, "deploy/client", "svc/web",
-				"--probes", "rtt,tcp", "--duration", "20s")
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(after)
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Errorf("exit 0 after SIGINT; stderr %q", stderr.String())
-				}
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Fatal("the plugin did not exit within 30 s of SIGINT")
+			stderr, err := interruptAfter(t, after, "path", "-n", ns, "deploy/client", "svc/web", "--probes", "rtt,tcp", "--duration", "20s")
+			if err == nil {
+				t.Errorf("exit 0 after SIGINT; stderr %q", stderr)
 			}
 			agentsTerminated(t, cs, ns, 5*time.Second)
 			noAgentPods(t, cs, ns)
 		})
 	}
+}
+
+// interruptAfter runs the plugin with args, sends SIGINT after the given time and returns its
+// stderr and exit error; the plugin must exit within 30 s of the signal.
+func interruptAfter(t *testing.T, after time.Duration, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(plugin(t), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(after)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return stderr.String(), err
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the plugin did not exit within 30 s of SIGINT")
+	}
+	return "", nil
 }
 
 // SIGKILL of the plugin in the middle of a TCP probe: nobody cleans up, yet both agents stop
@@ -307,25 +315,14 @@ func TestPluginKilledAgentsStop(t *testing.T) {
 // podsEnded fails unless every netbench agent pod's container has terminated within d.
 func podsEnded(t *testing.T, cs kubernetes.Interface, ns string, d time.Duration) {
 	t.Helper()
-	var live []string
-	err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
-		if err != nil {
-			return false, nil
-		}
-		live = nil
-		for _, p := range pods.Items {
-			for _, s := range p.Status.ContainerStatuses {
-				if s.State.Terminated == nil {
-					live = append(live, p.Name)
-				}
+	waitNoneLive(t, cs, ns, "app.kubernetes.io/managed-by=kubectl-netbench", d, "agent pods still running", func(p corev1.Pod) []string {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.State.Terminated == nil {
+				return []string{p.Name}
 			}
 		}
-		return len(live) == 0, nil
+		return nil
 	})
-	if err != nil {
-		t.Errorf("agent pods still running after %s: %v", d, live)
-	}
 }
 
 // The README's ephemeral-only Role (no pod create or delete) runs path and dns end to end.

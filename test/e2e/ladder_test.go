@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os/exec"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,20 +20,11 @@ import (
 // ladderJSON runs `ladder` with -o json and decodes the report strictly.
 func ladderJSON(t *testing.T, args ...string) *report.LadderReport {
 	t.Helper()
-	out, stderr, err := netbench(t, append([]string{"ladder", "-o", "json"}, args...)...)
-	if err != nil {
-		t.Fatalf("netbench ladder %v: %v\n%s", args, err, stderr)
-	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	dec.DisallowUnknownFields()
-	var r report.LadderReport
-	if err := dec.Decode(&r); err != nil {
-		t.Fatalf("the JSON does not match the schema: %v\n%s", err, out)
-	}
+	r := runJSON[report.LadderReport](t, append([]string{"ladder"}, args...)...)
 	if r.Kind != "LadderReport" || r.APIVersion != report.APIVersion || len(r.Rungs) == 0 || len(r.Figures) == 0 {
-		t.Fatalf("required fields missing: %s", out)
+		t.Fatalf("required fields missing: %+v", r)
 	}
-	return &r
+	return r
 }
 
 // podNetns finds the network namespace of the pod with ip on a lab node (each node's
@@ -172,21 +161,8 @@ func TestLadderCleanup(t *testing.T) {
 	}
 	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 4500 * time.Millisecond, 6 * time.Second, 9 * time.Second} {
 		t.Run(fmt.Sprintf("interrupt after %s", after), func(t *testing.T) {
-			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
+			_, _ = interruptAfter(t, after, "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
 				"--host-baseline", "--probes", "rtt,tcp", "--duration", "3s")
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(after)
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Fatal("the plugin did not exit within 30 s of SIGINT")
-			}
 			noAgentPods(t, cs, ns)
 			agentsTerminated(t, cs, ns, 5*time.Second)
 			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {

@@ -84,15 +84,32 @@ func pathJSON(t *testing.T, args ...string) *report.PathReport {
 
 func decodeReport(t *testing.T, out string) *report.PathReport {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(out))
-	dec.DisallowUnknownFields()
-	var r report.PathReport
-	if err := dec.Decode(&r); err != nil {
-		t.Fatalf("the JSON does not match the schema: %v\n%s", err, out)
-	}
+	r := decodeStrict[report.PathReport](t, out)
 	if r.APIVersion != report.APIVersion || r.Kind != "PathReport" || r.Source.PodIP == "" || r.Destination.PodIP == "" ||
 		r.Path.Class == "" || r.StartTime.IsZero() || len(r.Probes) == 0 || r.Timing.WallSeconds <= 0 {
 		t.Fatalf("required fields missing: %s", out)
+	}
+	return r
+}
+
+// runJSON runs the plugin with args (-o json added) and decodes its report strictly.
+func runJSON[T any](t *testing.T, args ...string) *T {
+	t.Helper()
+	out, stderr, err := netbench(t, append([]string{args[0], "-o", "json"}, args[1:]...)...)
+	if err != nil {
+		t.Fatalf("netbench %v: %v\n%s", args, err, stderr)
+	}
+	return decodeStrict[T](t, out)
+}
+
+// decodeStrict decodes a report against the documented schema: every field known.
+func decodeStrict[T any](t *testing.T, out string) *T {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	var r T
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("the JSON does not match the schema: %v\n%s", err, out)
 	}
 	return &r
 }
@@ -175,26 +192,37 @@ func noAgentPods(t *testing.T, cs kubernetes.Interface, namespaces ...string) {
 // agentsTerminated fails unless no netbench ephemeral container in ns runs after d.
 func agentsTerminated(t *testing.T, cs kubernetes.Interface, ns string, d time.Duration) {
 	t.Helper()
-	var running []string
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	waitNoneLive(t, cs, ns, "", d, "netbench ephemeral containers still running", func(p corev1.Pod) []string {
+		var running []string
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			// A container whose image never came stays Waiting in the spec; it exits at once
+			// if it ever starts (its not-after time has passed), so only Running counts.
+			if strings.HasPrefix(s.Name, "netbench-") && s.State.Running != nil {
+				running = append(running, p.Name+"/"+s.Name)
+			}
+		}
+		return running
+	})
+}
+
+// waitNoneLive polls the pods of ns matching selector until live finds nothing in any of
+// them, and fails with what it last found if that takes longer than d.
+func waitNoneLive(t *testing.T, cs kubernetes.Interface, ns, selector string, d time.Duration, what string, live func(corev1.Pod) []string) {
+	t.Helper()
+	var found []string
+	err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, nil
 		}
-		running = nil
+		found = nil
 		for _, p := range pods.Items {
-			for _, s := range p.Status.EphemeralContainerStatuses {
-				// A container whose image never came stays Waiting in the spec; it exits at once
-				// if it ever starts (its not-after time has passed), so only Running counts.
-				if strings.HasPrefix(s.Name, "netbench-") && s.State.Running != nil {
-					running = append(running, p.Name+"/"+s.Name)
-				}
-			}
+			found = append(found, live(p)...)
 		}
-		return len(running) == 0, nil
+		return len(found) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("netbench ephemeral containers still running after %s: %v", d, running)
+		t.Errorf("%s after %s: %v", what, d, found)
 	}
 }
 
