@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,6 +28,9 @@ func main() {
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		stop()
+		if errors.Is(err, plugin.ErrGateFailed) {
+			os.Exit(plugin.ExitGateFailed)
+		}
 		os.Exit(1)
 	}
 }

@@ -40,10 +40,15 @@ const (
 	// ProbeSpread opens Count new connections to Address (a Service) and asks each agent
 	// endpoint who it is: where the Service sends connections from here.
 	ProbeSpread = "spread"
+	// ProbeUDP sends Count datagrams at IntervalMillis to the server's UDP echo: RTT, loss
+	// and jitter.
+	ProbeUDP = "udp"
+	// ProbePMTU finds the largest packet that crosses the path with "don't fragment" set.
+	ProbePMTU = "path-mtu"
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
-var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS, ProbeSpread}
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
 
 // Job is what `agent run` executes: probes against one agent server (or, per probe, another
 // address such as the destination app's own port).
@@ -201,6 +206,7 @@ type ProbeResult struct {
 	Throughput *probes.ThroughputResult `json:"throughput,omitempty"`
 	DNS        *DNSReport               `json:"dns,omitempty"`
 	Spread     *probes.SpreadResult     `json:"spread,omitempty"`
+	PMTU       *probes.PMTUResult       `json:"pathMTU,omitempty"`
 }
 
 // DNSReport is the DNS probe's result with what the agent found in the pod.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
 )
 
@@ -90,6 +91,7 @@ type commonOptions struct {
 	html           bool // the command can write -o html
 	StartTimeout   time.Duration
 	AgentResources string
+	gates          gates
 
 	// Filled by complete.
 	namespace string
@@ -119,8 +121,8 @@ func newCommonOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 func (o *commonOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
-	formats := strings.Join(o.formats(), " or ")
-	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report)")
+	formats := strings.Join(o.formats(), ", ")
+	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report; junit: one test case per --fail-if)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
 	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi (default: the namespace's LimitRange)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(o.formats()...))
@@ -185,15 +187,19 @@ func (o *commonOptions) serverNow() time.Time {
 
 // formats are the -o values the command takes: json and yaml, and html where it has a page.
 func (o *commonOptions) formats() []string {
+	f := []string{"json", "yaml", report.FormatOpenMetrics, report.FormatJUnit}
 	if o.html {
-		return []string{"json", "yaml", "html"}
+		f = append(f, "html")
 	}
-	return []string{"json", "yaml"}
+	return f
 }
 
 func (o *commonOptions) validate() error {
 	if o.Output != "" && !slices.Contains(o.formats(), o.Output) {
 		return fmt.Errorf("--output %q: want %s", o.Output, strings.Join(o.formats(), " or "))
+	}
+	if err := o.gates.parse(o.Output); err != nil {
+		return err
 	}
 	if o.Image == "" {
 		return errors.New("--image is empty")

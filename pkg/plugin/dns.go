@@ -78,6 +78,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (it resolves with the node's resolv.conf)")
 	o.addFlags(cmd)
+	o.gates.addFlags(cmd, "'dns.kubernetes.default.queries > 2'")
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
 	_ = cmd.RegisterFlagCompletionFunc("resolver", fixedCompletion("glibc", "musl", "go"))
 	return cmd
@@ -132,6 +133,9 @@ func (o *DNSOptions) Validate() error {
 // Run adds the agent to the pod, measures and prints the report.
 func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
+	if err := o.gates.check(report.DNSPlannedFigures(o.Names)); err != nil {
+		return err
+	}
 	o.Progress("resolving %s", o.TargetArg)
 	t, err := o.Resolve(ctx, o.TargetArg, o.Container, o.AllowHostNetwork)
 	if err != nil {
@@ -166,7 +170,11 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	}
 	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
 	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
-	return report.WriteDNS(o.Out, o.Output, rep)
+	rep.Checks = o.gates.evaluate(rep.FigureValues())
+	if err := report.WriteDNS(o.Out, o.Output, rep); err != nil {
+		return err
+	}
+	return verdict(rep.Checks)
 }
 
 // observe captures the pod's own DNS traffic in a second, short-lived agent. It comes second,

@@ -90,6 +90,7 @@ network. -o html writes one self-contained page with the table and charts.`,
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.addMeasureFlags(cmd)
 	o.addFlags(cmd)
+	o.gates.addFlags(cmd, "'cross-zone.http.p50 > 1.5 * same-zone.http.p50'")
 	return cmd
 }
 
@@ -147,6 +148,9 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 	if err := r.plan(ctx); err != nil {
 		return err
 	}
+	if err := o.gates.check(r.plannedFigures()); err != nil {
+		return err
+	}
 	r.timer.phase("plan")
 	if err := r.open(ctx); err != nil {
 		return err
@@ -168,7 +172,11 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 	r.timer.phase("cleanup")
 	r.rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
 	r.rep.Timing.OverheadSeconds = round1(r.rep.Timing.WallSeconds - r.rep.Timing.MeasuringSeconds)
-	return report.WriteLadder(o.Out, o.Output, r.rep)
+	r.rep.Checks = o.gates.evaluate(r.rep.FigureValues())
+	if err := report.WriteLadder(o.Out, o.Output, r.rep); err != nil {
+		return err
+	}
+	return verdict(r.rep.Checks)
 }
 
 // plan resolves DST, places the rungs and reads the Service, before anything is created.
@@ -196,6 +204,16 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 		r.rep.Service = r.sr.info
 	}
 	return nil
+}
+
+// plannedFigures names the figures the planned rungs will report, for --fail-if.
+func (r *ladderRun) plannedFigures() map[string]string {
+	probes, appPort := r.o.probeSpecs(r.dst.Pod.Status.PodIP)
+	all := append(probes, appPort...)
+	if r.sr != nil {
+		all = append(all, r.o.serviceProbes(r.sr)...)
+	}
+	return report.LadderPlannedFigures(r.rungs, all)
 }
 
 // open checks every permission the run needs and opens its session.

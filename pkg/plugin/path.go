@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +92,7 @@ ephemeral containers are unavailable).`,
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
 	o.addMeasureFlags(cmd)
 	o.addFlags(cmd)
+	o.gates.addFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
 	return cmd
 }
 
@@ -299,6 +301,10 @@ func expectedSeconds(specs []agent.ProbeSpec) float64 {
 // prints the report.
 func (o *PathOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
+	planned, appPlanned := o.probeSpecs(netip.IPv4Unspecified().String())
+	if err := o.gates.check(report.PlannedFigures(append(planned, appPlanned...))); err != nil {
+		return err
+	}
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
 	timer := newPhaseTimer(&rep.Timing, start)
@@ -374,10 +380,11 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	timer.phase("cleanup")
 	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
 	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
+	rep.Checks = o.gates.evaluate(rep.FigureValues())
 	if err := report.Write(o.Out, o.Output, rep); err != nil {
 		return err
 	}
-	return res.appErr
+	return cmp.Or(res.appErr, verdict(rep.Checks))
 }
 
 // resolvePair resolves SRC and DST and refuses the same pod twice.

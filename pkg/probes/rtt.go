@@ -64,6 +64,9 @@ type RTTResult struct {
 	LossPercent     float64 `json:"lossPercent"`
 	RTT             Latency `json:"rtt"`
 	MdevMicros      float64 `json:"mdevMicros"`
+	// JitterMicros (udp only) is the RFC 3550 interarrival jitter estimator applied to
+	// successive round trips: J += (|D| − J) / 16, D the difference of two consecutive RTTs.
+	JitterMicros float64 `json:"jitterMicros,omitempty"`
 	DurationSeconds float64 `json:"durationSeconds"`
 	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the
 	// kernel's own handshake RTT sample from TCP_INFO) or "userspace".

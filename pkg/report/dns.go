@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
@@ -28,6 +29,8 @@ type DNSReport struct {
 	Patch    *Patch   `json:"patch,omitempty"`
 	Timing   Timing   `json:"timing"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Checks are the --fail-if conditions and how they came out.
+	Checks []gate.Result `json:"checks,omitempty"`
 }
 
 // DNSFix is the cheapest change for one name.
@@ -124,7 +127,13 @@ func variant(n probes.DNSName, label string) *probes.DNSVariant {
 
 // WriteDNS renders the DNS report.
 func WriteDNS(w io.Writer, format string, r *DNSReport) error {
-	if format != "" {
+	switch format {
+	case "":
+	case FormatOpenMetrics:
+		return WriteDNSMetrics(w, r)
+	case FormatJUnit:
+		return WriteJUnit(w, "dns "+r.Target.Namespace+"/"+r.Target.Pod, "netbench.dns", r.StartTime, r.Timing, r.Checks)
+	default:
 		return writeMachine(w, format, r)
 	}
 	res := r.Result
@@ -199,6 +208,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 			fmt.Fprintf(w, "  side effect: %s\n", s)
 		}
 	}
+	writeChecks(w, r.Checks)
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}

@@ -3,10 +3,10 @@ package report
 import (
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
 )
 
 // LadderReport is `kubectl netbench ladder`: the same probes from a client on each rung (same
@@ -29,6 +29,8 @@ type LadderReport struct {
 	Service  *LadderService `json:"service,omitempty"`
 	Timing   Timing         `json:"timing"`
 	Warnings []string       `json:"warnings,omitempty"`
+	// Checks are the --fail-if conditions and how they came out.
+	Checks []gate.Result `json:"checks,omitempty"`
 }
 
 // LadderRung is one rung: where its client ran, each round's results and their summary.
@@ -114,75 +116,6 @@ type Figure struct {
 	VsSameNodePercent *float64 `json:"vsSameNodePercent,omitempty"`
 }
 
-// Units of figures.
-const (
-	UnitMicros  = "µs"
-	UnitReqPerS = "req/s"
-	UnitGbps    = "Gbit/s"
-	UnitCount   = "count"
-)
-
-// FigureValue is one figure of one round.
-type FigureValue struct {
-	Name, Unit string
-	Value      float64
-}
-
-// ProbeFigures names the figures of one round's results: <probe>.<statistic>, e.g. icmp.p50,
-// http.p99.9, http-new-conn.extra-p50, http-max.qps, tcp-8.gbps.
-func ProbeFigures(results []*agent.ProbeResult) []FigureValue {
-	var out []FigureValue
-	add := func(n, unit string, v float64) { out = append(out, FigureValue{n, unit, v}) }
-	var keepAliveP50 float64
-	for _, r := range results {
-		switch {
-		case r.Skipped != "":
-		case r.RTT != nil && r.RTT.Received > 0:
-			add(r.Name+".p50", UnitMicros, r.RTT.RTT.P50Micros)
-			add(r.Name+".p99", UnitMicros, r.RTT.RTT.P99Micros)
-		case r.HTTP != nil && r.Kind == agent.ProbeHTTPMax:
-			add(r.Name+".qps", UnitReqPerS, r.HTTP.AchievedQPS)
-			add(r.Name+".littles-law-qps", UnitReqPerS, r.HTTP.LittleLawQPS)
-		case r.HTTP != nil:
-			l := r.HTTP.Latency
-			add(r.Name+".p50", UnitMicros, l.P50Micros)
-			add(r.Name+".p99", UnitMicros, l.P99Micros)
-			add(r.Name+".p99.9", UnitMicros, l.P999Micros)
-			if r.Kind == agent.ProbeHTTP && !strings.HasPrefix(r.Name, "app-") {
-				keepAliveP50 = l.P50Micros
-			}
-			if r.Kind == agent.ProbeHTTPNewConn && keepAliveP50 > 0 {
-				add(r.Name+".extra-p50", UnitMicros, l.P50Micros-keepAliveP50)
-			}
-		case r.GRPC != nil:
-			add(r.Name+".p50", UnitMicros, r.GRPC.Latency.P50Micros)
-			add(r.Name+".p99", UnitMicros, r.GRPC.Latency.P99Micros)
-		case r.Throughput != nil:
-			add(r.Name+".gbps", UnitGbps, r.Throughput.BitsPerSecondReceived/1e9)
-			add(r.Name+".retransmits", UnitCount, float64(r.Throughput.Retransmits))
-		}
-	}
-	return append(out, serviceOverhead(out)...)
-}
-
-// serviceOverhead is what going through the Service's ClusterIP adds over the pod IP, for the
-// probes measured both ways: svc.overhead-tcp-rtt.p50 = svc-tcp-rtt.p50 − app-tcp-rtt.p50 …
-func serviceOverhead(fs []FigureValue) []FigureValue {
-	v := map[string]float64{}
-	for _, f := range fs {
-		v[f.Name] = f.Value
-	}
-	var out []FigureValue
-	for _, f := range []string{"tcp-rtt.p50", "http.p50", "http.p99"} {
-		svc, ok1 := v["svc-"+f]
-		app, ok2 := v["app-"+f]
-		if ok1 && ok2 {
-			out = append(out, FigureValue{"svc.overhead-" + f, UnitMicros, svc - app})
-		}
-	}
-	return out
-}
-
 // Summarize fills each measured rung's Figures from its rounds and the comparison with the
 // same-node rung, and the report's figure order.
 func (r *LadderReport) Summarize() {
@@ -193,6 +126,9 @@ func (r *LadderReport) Summarize() {
 		values, units := map[string][]float64{}, map[string]string{}
 		for _, round := range rung.Results {
 			for _, nv := range ProbeFigures(append(append([]*agent.ProbeResult{}, round.Probes...), round.AppPort...)) {
+				if nv.Probe == "rtt" {
+					continue // an alias, named again by FigureValues
+				}
 				values[nv.Name] = append(values[nv.Name], nv.Value)
 				units[nv.Name] = nv.Unit
 				if !seen[nv.Name] {

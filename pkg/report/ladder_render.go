@@ -15,6 +15,10 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 	case "":
 	case "html":
 		return WriteLadderHTML(w, r)
+	case FormatOpenMetrics:
+		return WriteLadderMetrics(w, r)
+	case FormatJUnit:
+		return WriteJUnit(w, "ladder to "+r.Destination.Namespace+"/"+r.Destination.Pod, "netbench.ladder", r.StartTime, r.Timing, r.Checks)
 	default:
 		return writeMachine(w, format, r)
 	}
@@ -37,6 +41,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)
 	writeLadderCost(w, measured)
+	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
 }

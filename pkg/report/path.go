@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
 )
 
 // APIVersion versions every report; the schema is documented in docs/output.md.
@@ -40,6 +41,8 @@ type PathReport struct {
 	Timing   Timing               `json:"timing"`
 	Skipped  []string             `json:"skipped,omitempty"`
 	Warnings []string             `json:"warnings,omitempty"`
+	// Checks are the --fail-if conditions and how they came out.
+	Checks []gate.Result `json:"checks,omitempty"`
 }
 
 // Endpoint is one side of the path: the workload's pod and where the agent ran.

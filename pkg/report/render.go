@@ -10,16 +10,28 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // Write renders v as "json", "yaml", or, for "", the human report.
 func Write(w io.Writer, format string, v *PathReport) error {
-	if format == "" {
+	switch format {
+	case "":
 		return Human(w, v)
+	case FormatOpenMetrics:
+		return WritePathMetrics(w, v)
+	case FormatJUnit:
+		return WriteJUnit(w, "path "+v.Source.Namespace+"/"+v.Source.Pod+" → "+v.Destination.Namespace+"/"+v.Destination.Pod, "netbench.path", v.StartTime, v.Timing, v.Checks)
 	}
 	return writeMachine(w, format, v)
 }
+
+// Output formats beyond json and yaml.
+const (
+	FormatOpenMetrics = "openmetrics"
+	FormatJUnit       = "junit"
+)
 
 // writeMachine writes any report as indented JSON or as YAML.
 func writeMachine(w io.Writer, format string, v any) error {
@@ -114,8 +126,24 @@ func Human(w io.Writer, r *PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
+	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
+}
+
+// writeChecks prints each --fail-if condition and how it came out.
+func writeChecks(w io.Writer, checks []gate.Result) {
+	if len(checks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nchecks (--fail-if: the run fails when a condition holds)")
+	for _, c := range checks {
+		verdict := "ok    "
+		if c.Violated {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(w, "  %s %s   (%s)\n", verdict, c.Condition, c.Message)
+	}
 }
 
 // writeFooter prints a report's warnings and where its wall time went.

@@ -1,0 +1,281 @@
+package report
+
+import (
+	"math"
+	"slices"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// Units of figures.
+const (
+	UnitMicros  = gate.Micros
+	UnitReqPerS = gate.ReqPerS
+	UnitGbps    = gate.Gbps
+	UnitCount   = gate.Count
+	UnitPercent = gate.Percent
+	UnitBytes   = gate.Bytes
+)
+
+// FigureValue is one figure of one run: <probe>.<stat>, its unit and value, and where the run's
+// own samples give one, the 95 % interval of the value (Low–High; both 0 when there is none).
+type FigureValue struct {
+	Name, Unit  string
+	Value       float64
+	Probe, Stat string
+	Low, High   float64
+}
+
+// stat is one statistic a probe kind reports.
+type stat struct {
+	name, unit string
+	get        func(r *agent.ProbeResult) (v, low, high float64, ok bool)
+}
+
+// quantiles name the latency percentiles figures carry.
+var quantiles = map[string]float64{"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
+
+func latencyStats(l func(r *agent.ProbeResult) *probes.Latency, names ...string) []stat {
+	var out []stat
+	for _, name := range names {
+		q := quantiles[name]
+		out = append(out, stat{name, UnitMicros, func(r *agent.ProbeResult) (float64, float64, float64, bool) {
+			lat := l(r)
+			if lat == nil || lat.Count == 0 {
+				return 0, 0, 0, false
+			}
+			lo, hi := percentileInterval(*lat, q)
+			return percentileOf(*lat, q), lo, hi, true
+		}})
+	}
+	return out
+}
+
+func value(unit, name string, f func(r *agent.ProbeResult) (float64, bool)) stat {
+	return stat{name, unit, func(r *agent.ProbeResult) (float64, float64, float64, bool) {
+		v, ok := f(r)
+		return v, 0, 0, ok
+	}}
+}
+
+// kindStats lists the statistics of each probe kind, in display order.
+func kindStats(kind string) []stat {
+	rtt := func(r *agent.ProbeResult) *probes.Latency {
+		if r.RTT == nil || r.RTT.Received == 0 {
+			return nil
+		}
+		return &r.RTT.RTT
+	}
+	switch kind {
+	case agent.ProbeICMP, agent.ProbeTCPRTT:
+		return latencyStats(rtt, "p50", "p99")
+	case agent.ProbeUDP:
+		return append(latencyStats(rtt, "p50", "p99"),
+			value(UnitPercent, "loss", func(r *agent.ProbeResult) (float64, bool) { return r.RTT.LossPercent, r.RTT != nil }),
+			value(UnitMicros, "jitter", func(r *agent.ProbeResult) (float64, bool) {
+				return r.RTT.JitterMicros, r.RTT != nil && r.RTT.Received > 1
+			}))
+	case agent.ProbeHTTPMax:
+		return []stat{
+			value(UnitReqPerS, "qps", func(r *agent.ProbeResult) (float64, bool) { return r.HTTP.AchievedQPS, r.HTTP != nil }),
+			value(UnitReqPerS, "littles-law-qps", func(r *agent.ProbeResult) (float64, bool) { return r.HTTP.LittleLawQPS, r.HTTP != nil }),
+		}
+	case agent.ProbeHTTP, agent.ProbeHTTPNewConn:
+		return latencyStats(func(r *agent.ProbeResult) *probes.Latency {
+			if r.HTTP == nil {
+				return nil
+			}
+			return &r.HTTP.Latency
+		}, "p50", "p99", "p99.9")
+	case agent.ProbeGRPC:
+		return latencyStats(func(r *agent.ProbeResult) *probes.Latency {
+			if r.GRPC == nil {
+				return nil
+			}
+			return &r.GRPC.Latency
+		}, "p50", "p99")
+	case agent.ProbeTCP:
+		return []stat{
+			value(UnitGbps, "gbps", func(r *agent.ProbeResult) (float64, bool) {
+				return r.Throughput.BitsPerSecondReceived / 1e9, r.Throughput != nil
+			}),
+			value(UnitCount, "retransmits", func(r *agent.ProbeResult) (float64, bool) {
+				return float64(r.Throughput.Retransmits), r.Throughput != nil
+			}),
+			value(UnitBytes, "mss", minMSS),
+		}
+	case agent.ProbePMTU:
+		return []stat{value(UnitBytes, "bytes", func(r *agent.ProbeResult) (float64, bool) {
+			return float64(r.PMTU.PathMTU), r.PMTU != nil && r.PMTU.PathMTU > 0
+		})}
+	}
+	return nil
+}
+
+// minMSS is the smallest MSS any stream of a throughput probe negotiated.
+func minMSS(r *agent.ProbeResult) (float64, bool) {
+	if r.Throughput == nil {
+		return 0, false
+	}
+	m := int64(0)
+	for _, s := range r.Throughput.PerStream {
+		if s.MSSBytes > 0 && (m == 0 || s.MSSBytes < m) {
+			m = s.MSSBytes
+		}
+	}
+	return float64(m), m > 0
+}
+
+// ProbeFigures names the figures of one round's results: <probe>.<statistic>, e.g. icmp.p50,
+// http.p99.9, http-new-conn.extra-p50, http-max.qps, tcp-8.gbps; plus rtt.* (the ICMP figures,
+// else the TCP handshake's) and the Service's overhead over the pod IP.
+func ProbeFigures(results []*agent.ProbeResult) []FigureValue {
+	var out []FigureValue
+	for _, r := range results {
+		if r == nil || r.Skipped != "" {
+			continue
+		}
+		for _, s := range kindStats(r.Kind) {
+			if v, lo, hi, ok := s.get(r); ok {
+				out = append(out, FigureValue{Name: r.Name + "." + s.name, Unit: s.unit, Value: v, Probe: r.Name, Stat: s.name, Low: lo, High: hi})
+			}
+		}
+	}
+	return append(out, derived(out)...)
+}
+
+// derived are the figures computed from others: what a new connection adds to the keep-alive
+// p50, the Service's overhead over the pod IP, and rtt.* (ICMP where measured, else TCP).
+func derived(fs []FigureValue) []FigureValue {
+	v := byName(fs)
+	var out []FigureValue
+	diff := func(name, probe, stat, a, b string) {
+		x, ok1 := v[a]
+		y, ok2 := v[b]
+		if ok1 && ok2 {
+			out = append(out, FigureValue{Name: name, Unit: UnitMicros, Value: x.Value - y.Value, Probe: probe, Stat: stat})
+		}
+	}
+	diff("http-new-conn.extra-p50", "http-new-conn", "extra-p50", "http-new-conn.p50", "http.p50")
+	for _, f := range []string{"tcp-rtt.p50", "http.p50", "http.p99"} {
+		diff("svc.overhead-"+f, "svc", "overhead-"+f, "svc-"+f, "app-"+f)
+	}
+	return append(out, rttAliases(v)...)
+}
+
+func byName(fs []FigureValue) map[string]FigureValue {
+	v := map[string]FigureValue{}
+	for _, f := range fs {
+		v[f.Name] = f
+	}
+	return v
+}
+
+// rttAliases are rtt.p50 and rtt.p99: the ICMP figures where measured, else the TCP handshake's.
+func rttAliases(v map[string]FigureValue) []FigureValue {
+	var out []FigureValue
+	for _, s := range []string{"p50", "p99"} {
+		src, ok := v["icmp."+s]
+		if !ok {
+			src, ok = v["tcp-rtt."+s]
+		}
+		if ok {
+			src.Name, src.Probe = "rtt."+s, "rtt"
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// PlannedFigures names the figures a run of these probes will report (when they succeed), with
+// their units: what --fail-if may name before anything is measured.
+func PlannedFigures(specs []agent.ProbeSpec) map[string]string {
+	var fake []*agent.ProbeResult
+	for _, p := range specs {
+		fake = append(fake, fullResult(p.Label(), p.Kind))
+	}
+	out := map[string]string{}
+	for _, f := range ProbeFigures(fake) {
+		out[f.Name] = f.Unit
+	}
+	return out
+}
+
+// fullResult is a result of the kind with every statistic present, for planning.
+func fullResult(name, kind string) *agent.ProbeResult {
+	lat := probes.Latency{Count: 1, P50Micros: 1}
+	r := &agent.ProbeResult{Name: name, Kind: kind}
+	switch kind {
+	case agent.ProbeICMP, agent.ProbeTCPRTT, agent.ProbeUDP:
+		r.RTT = &probes.RTTResult{Received: 2, RTT: lat}
+	case agent.ProbeHTTP, agent.ProbeHTTPNewConn, agent.ProbeHTTPMax:
+		r.HTTP = &probes.HTTPResult{Latency: lat}
+	case agent.ProbeGRPC:
+		r.GRPC = &probes.GRPCResult{Latency: lat}
+	case agent.ProbeTCP:
+		r.Throughput = &probes.ThroughputResult{PerStream: []probes.StreamResult{{MSSBytes: 1}}}
+	case agent.ProbePMTU:
+		r.PMTU = &probes.PMTUResult{PathMTU: 1}
+	}
+	return r
+}
+
+// percentileOf reads the report's own percentile where it has one.
+func percentileOf(l probes.Latency, q float64) float64 {
+	switch q {
+	case 0.5:
+		return l.P50Micros
+	case 0.9:
+		return l.P90Micros
+	case 0.99:
+		return l.P99Micros
+	}
+	return l.P999Micros
+}
+
+// percentileInterval is the distribution-free 95 % confidence interval of the q-quantile of n
+// samples: the values at ranks n·q ∓ 1.96·√(n·q·(1−q)), read from the histogram (0, 0 when
+// there is none).
+func percentileInterval(l probes.Latency, q float64) (lo, hi float64) {
+	if len(l.Histogram) == 0 || l.Count == 0 {
+		return 0, 0
+	}
+	n := float64(l.Count)
+	half := 1.96 * math.Sqrt(n*q*(1-q))
+	return rankValue(l, math.Max(1, math.Floor(n*q-half))), rankValue(l, math.Min(n, math.Ceil(n*q+half)+1))
+}
+
+// rankValue is the value of the k-th smallest sample (1-based), interpolated within its bucket.
+func rankValue(l probes.Latency, k float64) float64 {
+	var seen float64
+	for _, b := range l.Histogram {
+		c := float64(b.Count)
+		if seen+c >= k {
+			v := b.StartMicros + (b.EndMicros-b.StartMicros)*(k-seen)/c
+			return math.Max(l.MinMicros, math.Min(l.MaxMicros, v))
+		}
+		seen += c
+	}
+	return l.MaxMicros
+}
+
+// Figures turns figure values into what --fail-if evaluates.
+func Figures(fs []FigureValue) gate.Figures {
+	out := gate.Figures{}
+	for _, f := range fs {
+		out[f.Name] = gate.Figure{Value: f.Value, Unit: f.Unit}
+	}
+	return out
+}
+
+// sortedNames lists a figure map's names in order.
+func sortedNames(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

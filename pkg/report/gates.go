@@ -1,0 +1,132 @@
+package report
+
+import (
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+// HigherIsWorse says which way a figure of this unit gets worse: latencies, counts and loss up,
+// rates, throughput and sizes down.
+func HigherIsWorse(unit string) bool {
+	switch unit {
+	case UnitGbps, UnitReqPerS, UnitBytes:
+		return false
+	}
+	return true
+}
+
+// FigureValues lists the path report's figures (agent-to-agent and app-port probes).
+func (r *PathReport) FigureValues() []FigureValue {
+	return ProbeFigures(append(append([]*agent.ProbeResult{}, r.Probes...), r.AppPort...))
+}
+
+// dnsStats are the figures of each name: the queries one lookup sends as configured, the
+// NXDOMAIN answers among them, and the warm latency of a whole lookup.
+var dnsStats = []struct{ stat, unit string }{{"queries", UnitCount}, {"nxdomains", UnitCount}, {"p50", UnitMicros}, {"p99", UnitMicros}}
+
+// DNSPlannedFigures names the figures a dns run for these names reports: dns.<name>.<stat>.
+func DNSPlannedFigures(names []string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		for _, s := range dnsStats {
+			out["dns."+n+"."+s.stat] = s.unit
+		}
+	}
+	return out
+}
+
+// FigureValues lists the DNS report's figures, per name, as configured.
+func (r *DNSReport) FigureValues() []FigureValue {
+	if r.Result == nil || r.Result.DNSResult == nil {
+		return nil
+	}
+	var out []FigureValue
+	for _, n := range r.Result.Names {
+		v := variant(n, "as configured")
+		if v == nil {
+			continue
+		}
+		lo50, hi50 := percentileInterval(v.Warm, 0.5)
+		lo99, hi99 := percentileInterval(v.Warm, 0.99)
+		vals := []FigureValue{{Value: float64(v.Queries)}, {Value: float64(v.NXDomains)},
+			{Value: v.Warm.P50Micros, Low: lo50, High: hi50}, {Value: v.Warm.P99Micros, Low: lo99, High: hi99}}
+		for i, s := range dnsStats {
+			if s.unit == UnitMicros && v.Warm.Count == 0 {
+				continue
+			}
+			f := vals[i]
+			f.Name, f.Unit, f.Probe, f.Stat = "dns."+n.Name+"."+s.stat, s.unit, "dns", s.stat
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// RungKey is how figures name a rung: its name with spaces as colons (same-node, same-zone,
+// cross-zone:zone-b, host-network:zone-b).
+func RungKey(name string) string { return strings.ReplaceAll(name, " ", ":") }
+
+// classKeys are the class aliases a ladder figure may start with, each naming the worst rung of
+// its class (both spellings: cross-zone and crosszone).
+func classKeys(class string) []string {
+	return []string{class, strings.ReplaceAll(class, "-", "")}
+}
+
+// LadderPlannedFigures names the figures a ladder reports for the rungs it will measure and the
+// probes each runs: <rung>.<figure> and <class>.<figure>.
+func LadderPlannedFigures(rungs []LadderRung, specs []agent.ProbeSpec) map[string]string {
+	per := PlannedFigures(specs)
+	out := map[string]string{}
+	for _, r := range rungs {
+		if r.Skipped != "" {
+			continue
+		}
+		for _, key := range append([]string{RungKey(r.Name)}, classKeys(r.Class)...) {
+			for f, unit := range per {
+				out[key+"."+f] = unit
+			}
+		}
+	}
+	return out
+}
+
+// FigureValues lists the ladder's figures: each rung's median per figure, and per class the
+// worst rung's (highest latency, lowest throughput), each with the rounds' range.
+func (r *LadderReport) FigureValues() []FigureValue {
+	var out []FigureValue
+	worst := map[string]FigureValue{}
+	var order []string
+	for _, rung := range r.Rungs {
+		var fs []FigureValue
+		for _, name := range r.Figures {
+			if f, ok := rung.Figures[name]; ok {
+				fv := FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: name, Stat: "median"}
+				if f.Samples > 1 {
+					fv.Low, fv.High = f.Min, f.Max
+				}
+				fs = append(fs, fv)
+			}
+		}
+		for _, fv := range append(fs, rttAliases(byName(fs))...) {
+			name := fv.Name
+			fv.Name = RungKey(rung.Name) + "." + name
+			out = append(out, fv)
+			for _, key := range classKeys(rung.Class) {
+				k := key + "." + name
+				w, seen := worst[k]
+				if !seen {
+					order = append(order, k)
+				}
+				if !seen || (HigherIsWorse(fv.Unit) && fv.Value > w.Value) || (!HigherIsWorse(fv.Unit) && fv.Value < w.Value) {
+					fv.Name = k
+					worst[k] = fv
+				}
+			}
+		}
+	}
+	for _, k := range order {
+		out = append(out, worst[k])
+	}
+	return out
+}

@@ -1,0 +1,208 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+)
+
+// family is one OpenMetrics metric family a figure maps to.
+type family struct {
+	name, unit, help string
+	// scale converts the figure's unit to the family's base unit.
+	scale float64
+}
+
+var (
+	latencyFamily    = family{"netbench_latency_seconds", "seconds", "Latency percentile of a probe (quantile label), from the run's samples.", 1e-6}
+	addedFamily      = family{"netbench_added_latency_seconds", "seconds", "What a step adds to a latency: a new connection per request over keep-alive, a Service's ClusterIP over the pod IP.", 1e-6}
+	jitterFamily     = family{"netbench_jitter_seconds", "seconds", "RFC 3550 interarrival jitter of successive round trips.", 1e-6}
+	lossFamily       = family{"netbench_loss_ratio", "ratio", "Share of packets sent without an answer.", 1e-2}
+	throughputFamily = family{"netbench_throughput_bits_per_second", "bits_per_second", "TCP payload received per second.", 1e9}
+	rateFamily       = family{"netbench_requests_per_second", "", "Closed-loop request rate (estimate label: achieved or littles-law).", 1}
+	retransFamily    = family{"netbench_tcp_retransmitted_segments", "", "TCP segments retransmitted during the probe.", 1}
+	mssFamily        = family{"netbench_tcp_mss_bytes", "bytes", "Smallest MSS the probe's TCP streams negotiated.", 1}
+	pmtuFamily       = family{"netbench_path_mtu_bytes", "bytes", "Largest IP packet that crossed the path with don't-fragment set.", 1}
+	dnsQueryFamily   = family{"netbench_dns_queries_per_lookup", "", "Queries the resolver sends for one lookup of the name, as configured.", 1}
+	dnsNXFamily      = family{"netbench_dns_nxdomain_answers_per_lookup", "", "NXDOMAIN answers among one lookup's queries.", 1}
+	dnsLatFamily     = family{"netbench_dns_lookup_latency_seconds", "seconds", "Warm latency of a whole lookup (every candidate the resolver walks).", 1e-6}
+	checkFamily      = family{"netbench_check_violated", "", "1 when a --fail-if condition held (or could not be evaluated), else 0.", 1}
+)
+
+// metricOf maps a figure to its family and the labels that tell it apart.
+func metricOf(f FigureValue) (family, [][2]string) {
+	if f.Probe == "dns" {
+		name := strings.TrimSuffix(strings.TrimPrefix(f.Name, "dns."), "."+f.Stat)
+		switch f.Stat {
+		case "queries":
+			return dnsQueryFamily, [][2]string{{"name", name}}
+		case "nxdomains":
+			return dnsNXFamily, [][2]string{{"name", name}}
+		}
+		return dnsLatFamily, [][2]string{{"name", name}, {"quantile", quantileLabel(f.Stat)}}
+	}
+	probe := [][2]string{{"probe", f.Probe}}
+	switch {
+	case quantiles[f.Stat] > 0:
+		return latencyFamily, append(probe, [2]string{"quantile", quantileLabel(f.Stat)})
+	case strings.HasPrefix(f.Stat, "extra-") || strings.HasPrefix(f.Stat, "overhead-"):
+		return addedFamily, [][2]string{{"figure", f.Name}}
+	case f.Stat == "jitter":
+		return jitterFamily, probe
+	case f.Stat == "loss":
+		return lossFamily, probe
+	case f.Stat == "gbps":
+		return throughputFamily, probe
+	case f.Stat == "qps":
+		return rateFamily, append(probe, [2]string{"estimate", "achieved"})
+	case f.Stat == "littles-law-qps":
+		return rateFamily, append(probe, [2]string{"estimate", "littles-law"})
+	case f.Stat == "retransmits":
+		return retransFamily, probe
+	case f.Stat == "mss":
+		return mssFamily, probe
+	case f.Stat == "bytes":
+		return pmtuFamily, probe
+	}
+	return family{}, nil
+}
+
+// tidy drops the binary noise of unit conversion (0.0015999999999999999 → 0.0016).
+func tidy(v float64) float64 {
+	t, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	if err != nil {
+		return v
+	}
+	return t
+}
+
+func quantileLabel(stat string) string { return fmt.Sprint(quantiles[stat]) }
+
+// metricsWriter gathers families in first-seen order.
+type metricsWriter struct {
+	order    []string
+	families map[string]*dto.MetricFamily
+}
+
+func (m *metricsWriter) add(fam family, value float64, labels [][2]string) {
+	mf := m.families[fam.name]
+	if mf == nil {
+		mf = &dto.MetricFamily{Name: proto.String(fam.name), Help: proto.String(fam.help), Type: dto.MetricType_GAUGE.Enum()}
+		if fam.unit != "" {
+			mf.Unit = proto.String(fam.unit)
+		}
+		m.families[fam.name] = mf
+		m.order = append(m.order, fam.name)
+	}
+	metric := &dto.Metric{Gauge: &dto.Gauge{Value: proto.Float64(value)}}
+	for _, l := range labels {
+		if l[1] != "" {
+			metric.Label = append(metric.Label, &dto.LabelPair{Name: proto.String(l[0]), Value: proto.String(l[1])})
+		}
+	}
+	mf.Metric = append(mf.Metric, metric)
+}
+
+// addFigures adds every figure that maps to a family, with the run's labels.
+func (m *metricsWriter) addFigures(fs []FigureValue, common [][2]string) {
+	for _, f := range fs {
+		fam, labels := metricOf(f)
+		if fam.name == "" || f.Probe == "rtt" {
+			continue // rtt.* repeats icmp.* or tcp-rtt.*
+		}
+		m.add(fam, tidy(f.Value*fam.scale), append(append([][2]string{}, common...), labels...))
+	}
+}
+
+func (m *metricsWriter) addChecks(checks []gate.Result, common [][2]string) {
+	for _, c := range checks {
+		v := 0.0
+		if c.Violated {
+			v = 1
+		}
+		m.add(checkFamily, v, append(append([][2]string{}, common...), [2]string{"condition", c.Condition}))
+	}
+}
+
+func (m *metricsWriter) write(w io.Writer) error {
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+	for _, name := range m.order {
+		if err := enc.Encode(m.families[name]); err != nil {
+			return err
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func newMetricsWriter() *metricsWriter {
+	return &metricsWriter{families: map[string]*dto.MetricFamily{}}
+}
+
+func endpointLabels(prefix string, e Endpoint) [][2]string {
+	return [][2]string{{prefix + "_namespace", e.Namespace}, {prefix + "_pod", e.Pod}, {prefix + "_node", e.Node}, {prefix + "_zone", e.Zone}}
+}
+
+// WritePathMetrics writes a path report as OpenMetrics text: one gauge per figure, labelled with
+// both endpoints and the path class.
+func WritePathMetrics(w io.Writer, r *PathReport) error {
+	m := newMetricsWriter()
+	common := append(append(endpointLabels("source", r.Source), endpointLabels("destination", r.Destination)...), [2]string{"path_class", r.Path.Class})
+	m.addFigures(r.FigureValues(), common)
+	m.addChecks(r.Checks, common)
+	return m.write(w)
+}
+
+// WriteDNSMetrics writes a DNS report as OpenMetrics text, labelled with the pod and resolver.
+func WriteDNSMetrics(w io.Writer, r *DNSReport) error {
+	m := newMetricsWriter()
+	common := endpointLabels("pod", r.Target)
+	if r.Result != nil && r.Result.DNSResult != nil {
+		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver})
+	}
+	m.addFigures(r.FigureValues(), common)
+	m.addChecks(r.Checks, common)
+	return m.write(w)
+}
+
+// WriteLadderMetrics writes a ladder as OpenMetrics text: each rung's medians, labelled with the
+// rung, its class and the client's node and zone.
+func WriteLadderMetrics(w io.Writer, r *LadderReport) error {
+	m := newMetricsWriter()
+	dst := endpointLabels("destination", r.Destination)
+	for _, rung := range r.Rungs {
+		var fs []FigureValue
+		for _, name := range r.Figures {
+			if f, ok := rung.Figures[name]; ok {
+				probe, stat := splitFigure(name)
+				fs = append(fs, FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: probe, Stat: stat})
+			}
+		}
+		common := append(append([][2]string{}, dst...), [2]string{"rung", rung.Name}, [2]string{"path_class", rung.Class},
+			[2]string{"source_node", rung.Node}, [2]string{"source_zone", rung.Zone})
+		m.addFigures(fs, common)
+	}
+	m.addChecks(r.Checks, dst)
+	return m.write(w)
+}
+
+// splitFigure splits <probe>.<stat> at the statistic (which may hold a dot: p99.9).
+func splitFigure(name string) (probe, stat string) {
+	if rest, ok := strings.CutPrefix(name, "svc."); ok {
+		return "svc", rest
+	}
+	if strings.HasSuffix(name, ".p99.9") {
+		return strings.TrimSuffix(name, ".p99.9"), "p99.9"
+	}
+	i := strings.LastIndex(name, ".")
+	return name[:i], name[i+1:]
+}
