@@ -17,7 +17,7 @@ import (
 const ExitGateFailed = 3
 
 // ErrGateFailed is wrapped by the error of such a run.
-var ErrGateFailed = errors.New("a --fail-if condition held")
+var ErrGateFailed = errors.New("gate failed")
 
 // GateError lists the conditions that failed; the report was printed before it.
 type GateError struct {

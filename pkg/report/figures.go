@@ -26,6 +26,8 @@ type FigureValue struct {
 	Value       float64
 	Probe, Stat string
 	Low, High   float64
+	// Alias marks a figure that repeats another under a second name (rtt.*, a class's worst rung).
+	Alias bool
 }
 
 // stat is one statistic a probe kind reports.
@@ -182,7 +184,7 @@ func rttAliases(v map[string]FigureValue) []FigureValue {
 			src, ok = v["tcp-rtt."+s]
 		}
 		if ok {
-			src.Name, src.Probe = "rtt."+s, "rtt"
+			src.Name, src.Probe, src.Alias = "rtt."+s, "rtt", true
 			out = append(out, src)
 		}
 	}

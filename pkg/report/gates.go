@@ -119,7 +119,7 @@ func (r *LadderReport) FigureValues() []FigureValue {
 					order = append(order, k)
 				}
 				if !seen || (HigherIsWorse(fv.Unit) && fv.Value > w.Value) || (!HigherIsWorse(fv.Unit) && fv.Value < w.Value) {
-					fv.Name = k
+					fv.Name, fv.Alias = k, true
 					worst[k] = fv
 				}
 			}

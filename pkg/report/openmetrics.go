@@ -114,7 +114,7 @@ func (m *metricsWriter) add(fam family, value float64, labels [][2]string) {
 func (m *metricsWriter) addFigures(fs []FigureValue, common [][2]string) {
 	for _, f := range fs {
 		fam, labels := metricOf(f)
-		if fam.name == "" || f.Probe == "rtt" {
+		if fam.name == "" || f.Alias {
 			continue // rtt.* repeats icmp.* or tcp-rtt.*
 		}
 		m.add(fam, tidy(f.Value*fam.scale), append(append([][2]string{}, common...), labels...))

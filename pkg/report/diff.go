@@ -1,0 +1,237 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+)
+
+// DiffReport compares two runs figure by figure (`kubectl netbench diff OLD NEW`).
+type DiffReport struct {
+	APIVersion string  `json:"apiVersion"`
+	Kind       string  `json:"kind"`
+	Old        RunInfo `json:"old"`
+	New        RunInfo `json:"new"`
+	// TolerancePercent is the smallest change, relative to OLD, that counts; a figure with
+	// intervals on both sides must also leave the other's interval.
+	TolerancePercent float64        `json:"tolerancePercent"`
+	Figures          []FigureChange `json:"figures"`
+	// OnlyOld and OnlyNew are figures one run has and the other has not.
+	OnlyOld     []string `json:"onlyOld,omitempty"`
+	OnlyNew     []string `json:"onlyNew,omitempty"`
+	Regressions int      `json:"regressions"`
+	Improvements int     `json:"improvements"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// RunInfo says which run a side is.
+type RunInfo struct {
+	File      string    `json:"file"`
+	Kind      string    `json:"kind"`
+	StartTime time.Time `json:"startTime"`
+	// Subject is what was measured (path src → dst, the ladder's destination, the DNS pod).
+	Subject string `json:"subject"`
+	Profile string `json:"profile,omitempty"`
+}
+
+// Verdicts of a figure.
+const (
+	Regressed    = "regressed"
+	Improved     = "improved"
+	WithinSpread = "within spread"
+)
+
+// FigureChange is one figure in both runs.
+type FigureChange struct {
+	Name string  `json:"name"`
+	Unit string  `json:"unit"`
+	Old  float64 `json:"old"`
+	New  float64 `json:"new"`
+	// Change is New − Old; ChangePercent relative to Old (absent when Old is 0).
+	Change        float64  `json:"change"`
+	ChangePercent *float64 `json:"changePercent,omitempty"`
+	// OldRange and NewRange are each run's own spread where it has one: the rounds' min–max
+	// (--repeat), or the 95 % interval of a percentile from its samples.
+	OldRange *[2]float64 `json:"oldRange,omitempty"`
+	NewRange *[2]float64 `json:"newRange,omitempty"`
+	Verdict  string      `json:"verdict"`
+	Reason   string      `json:"reason"`
+}
+
+// LoadedRun is a report read back from a file, with its figures.
+type LoadedRun struct {
+	Info    RunInfo
+	Figures []FigureValue
+}
+
+// ErrNotAReport is wrapped when a file is not a netbench report diff can read.
+var ErrNotAReport = errors.New("not a kubectl-netbench report")
+
+// LoadRun reads a report written with -o json (or yaml).
+func LoadRun(file string, data []byte) (*LoadedRun, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", file, ErrNotAReport, err)
+	}
+	var head struct{ APIVersion, Kind string }
+	if err := json.Unmarshal(js, &head); err != nil || head.APIVersion != APIVersion {
+		return nil, fmt.Errorf("%s: %w (want apiVersion %s, written by -o json)", file, ErrNotAReport, APIVersion)
+	}
+	out := &LoadedRun{Info: RunInfo{File: file, Kind: head.Kind}}
+	switch head.Kind {
+	case "PathReport":
+		var r PathReport
+		err = json.Unmarshal(js, &r)
+		out.Figures, out.Info.StartTime, out.Info.Profile = r.FigureValues(), r.StartTime, r.Profile
+		out.Info.Subject = endpoint(r.Source) + " → " + endpoint(r.Destination)
+	case "LadderReport":
+		var r LadderReport
+		err = json.Unmarshal(js, &r)
+		out.Figures, out.Info.StartTime, out.Info.Profile = r.FigureValues(), r.StartTime, r.Profile
+		out.Info.Subject = "ladder to " + endpoint(r.Destination)
+	case "DNSReport":
+		var r DNSReport
+		err = json.Unmarshal(js, &r)
+		out.Figures, out.Info.StartTime = r.FigureValues(), r.StartTime
+		out.Info.Subject = "dns in " + r.Target.Namespace + "/" + r.Target.Pod
+	default:
+		return nil, fmt.Errorf("%s: kind %q: %w (want PathReport, LadderReport or DNSReport)", file, head.Kind, ErrNotAReport)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", file, ErrNotAReport, err)
+	}
+	return out, nil
+}
+
+// Diff compares two runs of the same kind.
+func Diff(old, cur *LoadedRun, tolerancePercent float64) (*DiffReport, error) {
+	if old.Info.Kind != cur.Info.Kind {
+		return nil, fmt.Errorf("%s is a %s and %s a %s: compare two runs of the same command", old.Info.File, old.Info.Kind, cur.Info.File, cur.Info.Kind)
+	}
+	d := &DiffReport{APIVersion: APIVersion, Kind: "DiffReport", Old: old.Info, New: cur.Info, TolerancePercent: tolerancePercent}
+	if old.Info.Subject != cur.Info.Subject {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the runs measured different things: %s, then %s", old.Info.Subject, cur.Info.Subject))
+	}
+	if old.Info.Profile != cur.Info.Profile {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the runs used different profiles (%s, then %s): sample counts differ", old.Info.Profile, cur.Info.Profile))
+	}
+	olds := map[string]FigureValue{}
+	for _, f := range old.Figures {
+		if !f.Alias {
+			olds[f.Name] = f
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range cur.Figures {
+		if n.Alias {
+			continue
+		}
+		seen[n.Name] = true
+		o, ok := olds[n.Name]
+		if !ok {
+			d.OnlyNew = append(d.OnlyNew, n.Name)
+			continue
+		}
+		c := compareFigure(o, n, tolerancePercent)
+		switch c.Verdict {
+		case Regressed:
+			d.Regressions++
+		case Improved:
+			d.Improvements++
+		}
+		d.Figures = append(d.Figures, c)
+	}
+	for _, f := range old.Figures {
+		if !f.Alias && !seen[f.Name] {
+			d.OnlyOld = append(d.OnlyOld, f.Name)
+		}
+	}
+	return d, nil
+}
+
+func spreadOf(f FigureValue) *[2]float64 {
+	if f.Low == 0 && f.High == 0 {
+		return nil
+	}
+	return &[2]float64{f.Low, f.High}
+}
+
+// compareFigure decides whether a figure changed beyond the runs' spread: by more than the
+// tolerance, and, where both runs carry an interval, out of each other's interval.
+func compareFigure(o, n FigureValue, tol float64) FigureChange {
+	c := FigureChange{Name: n.Name, Unit: n.Unit, Old: o.Value, New: n.Value, Change: round3(n.Value - o.Value),
+		OldRange: spreadOf(o), NewRange: spreadOf(n), Verdict: WithinSpread}
+	pct := math.Inf(1)
+	if o.Value != 0 {
+		p := round1(100 * (n.Value - o.Value) / math.Abs(o.Value))
+		c.ChangePercent, pct = &p, math.Abs(p)
+	} else if n.Value == 0 {
+		pct = 0
+	}
+	overlap := c.OldRange != nil && c.NewRange != nil && c.OldRange[0] <= c.NewRange[1] && c.NewRange[0] <= c.OldRange[1]
+	switch {
+	case pct <= tol:
+		c.Reason = fmt.Sprintf("within the %g %% tolerance", tol)
+	case overlap:
+		c.Reason = "the runs' own ranges overlap"
+	default:
+		worse := (n.Value > o.Value) == HigherIsWorse(n.Unit)
+		c.Verdict, c.Reason = Improved, "beyond the tolerance"
+		if worse {
+			c.Verdict = Regressed
+		}
+		if c.OldRange != nil && c.NewRange != nil {
+			c.Reason += " and out of both runs' ranges"
+		}
+	}
+	return c
+}
+
+// WriteDiff renders a diff as JSON, YAML or a table.
+func WriteDiff(w io.Writer, format string, d *DiffReport) error {
+	if format != "" {
+		return writeMachine(w, format, d)
+	}
+	fmt.Fprintf(w, "kubectl netbench diff: %s\n  old: %s (%s)\n  new: %s (%s)\n\n", d.New.Subject, d.Old.File, d.Old.StartTime.Format(time.RFC3339), d.New.File, d.New.StartTime.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tOLD\tNEW\tCHANGE\tVERDICT")
+	for _, f := range d.Figures {
+		pct := "—"
+		if f.ChangePercent != nil {
+			pct = fmt.Sprintf("%+.1f %%", *f.ChangePercent)
+		}
+		mark := f.Verdict
+		if f.Verdict != WithinSpread {
+			mark = "** " + f.Verdict
+		}
+		fmt.Fprintf(tw, "%s\t%s%s\t%s%s\t%s\t%s\n", f.Name, gate.Format(f.Old, f.Unit), rangeText(f.OldRange, f.Unit), gate.Format(f.New, f.Unit), rangeText(f.NewRange, f.Unit), pct, mark)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\n%d regressed, %d improved, %d within spread (a change counts when it exceeds %g %% and, where both runs have one, leaves the other run's range)\n",
+		d.Regressions, d.Improvements, len(d.Figures)-d.Regressions-d.Improvements, d.TolerancePercent)
+	if len(d.OnlyOld) > 0 {
+		fmt.Fprintf(w, "only in old: %v\n", d.OnlyOld)
+	}
+	if len(d.OnlyNew) > 0 {
+		fmt.Fprintf(w, "only in new: %v\n", d.OnlyNew)
+	}
+	for _, s := range d.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+	return nil
+}
+
+func rangeText(r *[2]float64, unit string) string {
+	if r == nil {
+		return ""
+	}
+	return " [" + gate.Format(r[0], unit) + " … " + gate.Format(r[1], unit) + "]"
+}
