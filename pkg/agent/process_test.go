@@ -213,6 +213,8 @@ func fullJob(host string, port int, token string) Job {
 			{Kind: ProbeGRPC, QPS: 200, Connections: 2, DurationSeconds: 0.5},
 			{Kind: ProbeTCP, Streams: 1, DurationSeconds: 0.5},
 			{Kind: ProbeTCP, Name: "tcp-4", Streams: 4, DurationSeconds: 1, ReportIntervalSeconds: 0.25},
+			{Kind: ProbeUDP, Count: 200, IntervalMillis: 1, Size: 100},
+			{Kind: ProbePMTU},
 		},
 	}
 }
@@ -238,6 +240,14 @@ func checkFullJob(t *testing.T, events []Event, wantICMP bool) {
 		case !wantICMP && (r.Skipped == "" || r.RTT != nil):
 			t.Errorf("icmp should be skipped without permission: %+v", r)
 		}
+	}
+	if r := res[ProbeUDP]; r != nil && (r.RTT == nil || r.RTT.Sent != 200 || r.RTT.Received != 200 || r.RTT.LossPercent != 0 ||
+		r.RTT.Timestamps != "kernel" || r.RTT.RTT.MinMicros <= 0 || r.RTT.RTT.P99Micros > 1e5) {
+		t.Errorf("udp: %+v", r.RTT)
+	}
+	// Loopback's MTU is 65536: the probe tops out at the largest datagram the server answers.
+	if r := res[ProbePMTU]; r != nil && (r.PMTU == nil || r.PMTU.PathMTU != 9216 || r.PMTU.LocalMTU != 65536 || r.PMTU.Probes != 1) {
+		t.Errorf("path-mtu: %+v", r.PMTU)
 	}
 	if r := res[ProbeTCPRTT]; r != nil && (r.RTT == nil || r.RTT.Received != 10 || r.RTT.RTT.MinMicros <= 0 || r.RTT.RTT.MaxMicros > 1e6) {
 		t.Errorf("tcp-rtt: %+v", r.RTT)
@@ -337,6 +347,8 @@ func TestAgentRefusesClientsWithoutToken(t *testing.T) {
 		{Kind: ProbeHTTP, QPS: 50, Connections: 1, DurationSeconds: 0.2},
 		{Kind: ProbeGRPC, QPS: 50, Connections: 1, DurationSeconds: 0.2},
 		{Kind: ProbeTCP, DurationSeconds: 0.2},
+		{Kind: ProbeUDP, Count: 20, IntervalMillis: 1, Size: 64},
+		{Kind: ProbePMTU},
 	} {
 		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: s.port, Token: "wrong-token", Probes: []ProbeSpec{p}}
 		events, err := runJob(t, "", job, 0)
@@ -402,7 +414,7 @@ func TestAgentRejectsBadJobs(t *testing.T) {
 		{"unknown field", `{"apiVersion":"` + APIVersion + `","probez":[]}`, "unknown field"},
 		{"wrong version", `{"apiVersion":"v0","probes":[{"kind":"tcp"}]}`, "this agent speaks"},
 		{"no probes", `{"apiVersion":"` + APIVersion + `"}`, "no probes"},
-		{"unknown probe", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"udp"}]}`, "unknown probe kind"},
+		{"unknown probe", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"quic"}]}`, "unknown probe kind"},
 		{"no target", `{"apiVersion":"` + APIVersion + `","probes":[{"kind":"http"}]}`, "no agent host"},
 	}
 	for _, tc := range tests {

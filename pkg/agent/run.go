@@ -98,6 +98,9 @@ func watchServer(ctx context.Context, job Job, cancel context.CancelCauseFunc) {
 	}
 }
 
+// pmtuTimeout is how long the path-MTU probe waits for each answer.
+const pmtuTimeout = 200 * time.Millisecond
+
 // runProbe runs one probe; a panic in a probe engine becomes its error.
 func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err error) {
 	defer func() {
@@ -160,6 +163,11 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		res.Throughput, err = probes.Throughput(ctx, spec)
 	case ProbeDNS:
 		res.DNS, err = runDNS(ctx, p)
+	case ProbeUDP:
+		rtt.Target = addr
+		res.RTT, err = probes.UDPRTT(ctx, probes.UDPSpec{RTTSpec: rtt, Size: p.Size, Key: probes.UDPKey(job.Token)})
+	case ProbePMTU:
+		res.PMTU, err = probes.PathMTU(ctx, addr, probes.UDPKey(job.Token), pmtuTimeout)
 	case ProbeSpread:
 		// The endpoints are this run's agents: they want the token even on another address.
 		h := http.Header{}

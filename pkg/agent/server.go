@@ -3,11 +3,15 @@ package agent
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // ServeOptions configures the agent server.
@@ -76,6 +80,12 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
 	accept := tokenAccepter(o.Token, o.TokenSHA256)
+	port := ln.Addr().(*net.TCPAddr).Port
+	udpNote := ""
+	waitUDP, err := serveUDP(ctx, port, udpKey(o.Token, o.TokenSHA256))
+	if err != nil {
+		waitUDP, udpNote = func() {}, fmt.Sprintf("; no UDP echo: %v", err)
+	}
 
 	var doneOnce sync.Once
 	doneBy := "deadline reached"
@@ -101,8 +111,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 		r.run(ctx)
 	}()
 
-	port := ln.Addr().(*net.TCPAddr).Port
-	em.Emit(Event{Type: EventReady, Port: port, Message: fmt.Sprintf("listening on %s until %s", ln.Addr(), o.NotAfter.UTC().Format(time.RFC3339))})
+	em.Emit(Event{Type: EventReady, Port: port, Message: fmt.Sprintf("listening on %s (TCP and UDP) until %s%s", ln.Addr(), o.NotAfter.UTC().Format(time.RFC3339), udpNote)})
 
 	<-ctx.Done()
 	ln.Close()
@@ -114,8 +123,17 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	httpLn.Close()
 	grpcLn.Close()
 	waitOrTimeout(&wg, time.Second)
+	waitUDP()
 	em.Emit(Event{Type: EventExit, Message: doneBy})
 	return nil
+}
+
+// udpKey is the UDP datagrams' key: the token's SHA-256 digest (given, or computed).
+func udpKey(token, digest string) []byte {
+	if k, err := hex.DecodeString(digest); err == nil && len(k) == sha256.Size {
+		return k
+	}
+	return probes.UDPKey(token)
 }
 
 // waitOrTimeout waits for wg, but not longer than d: a peer stuck mid-handshake must not keep

@@ -91,6 +91,8 @@ type ProbeSpec struct {
 	Repeats     int      `json:"repeats,omitempty"`
 	WhatIfNdots []int    `json:"whatIfNdots,omitempty"`
 	ResolvConf  string   `json:"resolvConf,omitempty"`
+	// Size is the UDP probe's datagram size in bytes (payload, header included).
+	Size int `json:"size,omitempty"`
 	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
 	// of the active measurement; Resolver must then be set.
 	ObserveSeconds float64 `json:"observeSeconds,omitempty"`
@@ -149,6 +151,12 @@ func (j *Job) Validate() error {
 		}
 		if err := p.checkBounds(); err != nil {
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
+		}
+		if (p.Kind == ProbeUDP || p.Kind == ProbePMTU) && (p.Address != "" || p.URL != "") {
+			return fmt.Errorf("probe %s: UDP probes measure against the agent server only", p.Label())
+		}
+		if p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram) {
+			return fmt.Errorf("probe %s: size %d: want %d-%d bytes", p.Label(), p.Size, probes.UDPHeaderLen, probes.UDPMaxDatagram)
 		}
 		if p.Kind == ProbeSpread && (p.Address == "" || p.Count == 0) {
 			return fmt.Errorf("probe %s: a spread probe needs an address and a count", p.Label())

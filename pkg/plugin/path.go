@@ -26,7 +26,7 @@ import (
 )
 
 // Probe groups selectable with --probes.
-var probeGroups = []string{"rtt", "http", "http-new-conn", "http-max", "grpc", "tcp"}
+var probeGroups = []string{"rtt", "udp", "path-mtu", "http", "http-new-conn", "http-max", "grpc", "tcp"}
 
 // PathOptions holds everything `kubectl netbench path` needs.
 type PathOptions struct {
@@ -188,6 +188,7 @@ type profile struct {
 	httpMax     agent.ProbeSpec
 	grpc        agent.ProbeSpec
 	tcp         []agent.ProbeSpec
+	udp         agent.ProbeSpec
 }
 
 var profiles = map[string]profile{
@@ -197,6 +198,7 @@ var profiles = map[string]profile{
 		httpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 3},
 		httpMax:     agent.ProbeSpec{Kind: agent.ProbeHTTPMax, Connections: 16, DurationSeconds: 3},
 		grpc:        agent.ProbeSpec{Kind: agent.ProbeGRPC, QPS: 100, Connections: 4, DurationSeconds: 3},
+		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 1000, IntervalMillis: 1, Size: udpSize},
 		tcp: []agent.ProbeSpec{
 			{Kind: agent.ProbeTCP, Name: "tcp-1", Streams: 1, DurationSeconds: 3},
 			{Kind: agent.ProbeTCP, Name: "tcp-8", Streams: 8, DurationSeconds: 3},
@@ -208,6 +210,7 @@ var profiles = map[string]profile{
 		httpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 30},
 		httpMax:     agent.ProbeSpec{Kind: agent.ProbeHTTPMax, Connections: 16, DurationSeconds: 20},
 		grpc:        agent.ProbeSpec{Kind: agent.ProbeGRPC, QPS: 100, Connections: 4, DurationSeconds: 30},
+		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 20000, IntervalMillis: 1, Size: udpSize},
 		tcp: []agent.ProbeSpec{
 			{Kind: agent.ProbeTCP, Name: "tcp-1", Streams: 1, DurationSeconds: 20},
 			{Kind: agent.ProbeTCP, Name: "tcp-8", Streams: 8, DurationSeconds: 20},
@@ -215,6 +218,13 @@ var profiles = map[string]profile{
 		},
 	},
 }
+
+// udpSize is the UDP probe's datagram size: a small request, as DNS and games send.
+const udpSize = 100
+
+// pmtuSeconds is what the path-MTU probe takes when the path is narrower than the interfaces:
+// about five sizes that do not cross, three tries of 200 ms each (one probe when it is not).
+const pmtuSeconds = 3
 
 // probeSpecs builds the agent-to-agent probes and the app-port probes from the profile and flags.
 func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpec) {
@@ -254,6 +264,10 @@ func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 			probes = append(probes, override(pr.httpMax))
 		case "grpc":
 			probes = append(probes, override(pr.grpc))
+		case "udp":
+			probes = append(probes, pr.udp)
+		case "path-mtu":
+			probes = append(probes, agent.ProbeSpec{Kind: agent.ProbePMTU})
 		case "tcp":
 			for _, t := range pr.tcp {
 				probes = append(probes, override(t))
@@ -290,6 +304,9 @@ func expectedSeconds(specs []agent.ProbeSpec) float64 {
 	var s float64
 	for _, p := range specs {
 		s += p.DurationSeconds
+		if p.Kind == agent.ProbePMTU {
+			s += pmtuSeconds
+		}
 		if p.Count > 0 {
 			s += float64(p.Count) * p.IntervalMillis / 1000
 		}
@@ -562,6 +579,7 @@ func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agen
 		}
 	}
 	rep.Skipped = append(rep.Skipped, c.failed...)
+	rep.Warnings = append(rep.Warnings, mtuWarnings(rep.Probes)...)
 	if rep.Path.Class == report.CrossZone || rep.Path.Class == report.CrossRegion {
 		rep.Cost = report.NewCost(crossBytes, o.PricePerGB)
 	}
@@ -576,6 +594,26 @@ func (o *PathOptions) endpoint(ctx context.Context, t *Target) report.Endpoint {
 		e.Region = n.Labels[corev1.LabelTopologyRegion]
 	}
 	return e
+}
+
+// mtuWarnings says when the path carries smaller packets than the pods' interfaces, or the two
+// interfaces disagree.
+func mtuWarnings(results []*agent.ProbeResult) []string {
+	var w []string
+	for _, r := range results {
+		m := r.PMTU
+		if m == nil || m.PathMTU == 0 || m.LocalMTU == 0 || m.RemoteMTU == 0 {
+			continue
+		}
+		if m.PathMTU < min(m.LocalMTU, m.RemoteMTU, 9216) {
+			w = append(w, fmt.Sprintf("path MTU %d bytes is below both pods' interface MTUs (%d at SRC, %d at DST): larger packets are dropped on the way; TCP recovers only through path-MTU discovery, UDP datagrams above %d bytes are lost",
+				m.PathMTU, m.LocalMTU, m.RemoteMTU, m.PathMTU))
+		} else if m.LocalMTU != m.RemoteMTU {
+			w = append(w, fmt.Sprintf("the pods' interface MTUs disagree (%d at SRC, %d at DST; path %d): TCP adapts through its MSS, but UDP datagrams above %d bytes from the larger side are lost",
+				m.LocalMTU, m.RemoteMTU, m.PathMTU, min(m.LocalMTU, m.RemoteMTU)))
+		}
+	}
+	return w
 }
 
 func randomID() string {

@@ -109,7 +109,7 @@ func TestValidate(t *testing.T) {
 		{name: "defaults", change: func(*PathOptions) {}},
 		{name: "mode", change: func(o *PathOptions) { o.Mode = "daemonset" }, wantErr: `--mode "daemonset": want ephemeral, pod or auto`},
 		{name: "profile", change: func(o *PathOptions) { o.Profile = "slow" }, wantErr: `--profile "slow": want quick or seed`},
-		{name: "unknown probe", change: func(o *PathOptions) { o.Probes = []string{"rtt", "udp"} }, wantErr: `--probes: unknown probe "udp"`},
+		{name: "unknown probe", change: func(o *PathOptions) { o.Probes = []string{"rtt", "quic"} }, wantErr: `--probes: unknown probe "quic"`},
 		{name: "no probes", change: func(o *PathOptions) { o.Probes = nil }, wantErr: "--probes is empty"},
 		{name: "output", change: func(o *PathOptions) { o.Output = "wide" }, wantErr: `--output "wide": want json or yaml`},
 		{name: "http path without port", change: func(o *PathOptions) { o.HTTPPath = "/healthz" }, wantErr: "--http-path needs --port"},

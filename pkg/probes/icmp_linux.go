@@ -4,13 +4,10 @@ package probes
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"runtime"
-	"sync"
 	"time"
 
 	"golang.org/x/net/icmp"
@@ -102,16 +99,7 @@ func (s *icmpSocket) recv(buf, oob []byte) (id, seq int, at time.Time, source st
 		}
 		return 0, 0, time.Time{}, "", false, err
 	}
-	at, source = now, TimestampsUserspace
-	if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for _, c := range cmsgs {
-			if c.Header.Level == unix.SOL_SOCKET && c.Header.Type == unix.SCM_TIMESTAMPNS && len(c.Data) >= 16 {
-				sec := int64(binary.NativeEndian.Uint64(c.Data[0:8]))
-				nsec := int64(binary.NativeEndian.Uint64(c.Data[8:16]))
-				at, source = time.Unix(sec, nsec), TimestampsKernel
-			}
-		}
-	}
+	at, source = receivedAt(oob[:oobn], now)
 	if !s.fromTarget(from) {
 		return 0, 0, time.Time{}, "", false, nil
 	}
@@ -174,91 +162,27 @@ func ICMPRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 
 	// A raw socket sees every echo reply on the host: ours carry our id. An unprivileged socket
 	// sees only its own (the kernel sets the id to the socket's port).
-	id := os.Getpid() & 0xffff
-	sent := make([]time.Time, spec.Count)
-	rtts := make([]time.Duration, 0, spec.Count)
-	received := make([]bool, spec.Count)
-	var mu sync.Mutex
-	var source string
-	sendsDone := make(chan struct{})
-	recvDone := make(chan error, 1)
-
-	go func() {
-		runtime.LockOSThread() // a blocking recvmsg on its own thread
-		defer runtime.UnlockOSThread()
-		buf, oob := make([]byte, 1500), make([]byte, 128)
-		var deadline time.Time
-		for {
-			select {
-			case <-ctx.Done():
-				recvDone <- ctx.Err()
-				return
-			case <-sendsDone:
-				if deadline.IsZero() {
-					deadline = time.Now().Add(spec.Timeout)
-				}
-			default:
-			}
-			mu.Lock()
-			all := len(rtts) == spec.Count
-			mu.Unlock()
-			if all || (!deadline.IsZero() && time.Now().After(deadline)) {
-				recvDone <- nil
-				return
-			}
-			rid, seq, at, src, ok, err := sock.recv(buf, oob)
-			if err != nil {
-				recvDone <- err
-				return
-			}
-			if !ok || (sock.raw && rid != id) || seq >= spec.Count {
-				continue
-			}
-			mu.Lock()
-			if !sent[seq].IsZero() && !received[seq] {
-				received[seq] = true
-				if d := at.Sub(sent[seq]); d >= 0 && d <= spec.Timeout {
-					rtts = append(rtts, d)
-					source = src
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-
 	start := time.Now()
-	tick := time.NewTicker(spec.Interval)
-	var sendErr error
-	n := 0
-	for ; n < spec.Count; n++ {
-		if n > 0 {
-			select {
-			case <-ctx.Done():
-			case <-tick.C:
-			}
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		mu.Lock()
-		t, err := sock.send(id, n)
-		sent[n] = t
-		mu.Unlock()
-		if err != nil {
-			sendErr = fmt.Errorf("icmp echo to %s: %w", spec.Target, err)
-			break
-		}
+	n, bySeq, source, err := echoRounds(ctx, spec, &icmpEcho{sock: sock, id: os.Getpid() & 0xffff})
+	if err != nil {
+		return nil, fmt.Errorf("icmp echo to %s: %w", spec.Target, err)
 	}
-	tick.Stop()
-	close(sendsDone)
-	if err := <-recvDone; err != nil {
-		return nil, err
-	}
-	if sendErr != nil {
-		return nil, sendErr
-	}
+	rtts := answered(bySeq)
 	r := rttResult(method, spec, n, rtts, time.Since(start))
 	r.Target = ips[0].String()
 	r.Timestamps = source
 	return r, nil
+}
+
+// icmpEcho numbers ICMP echo requests by their sequence.
+type icmpEcho struct {
+	sock *icmpSocket
+	id   int
+}
+
+func (e *icmpEcho) send(seq int) (time.Time, error) { return e.sock.send(e.id, seq) }
+
+func (e *icmpEcho) recv(buf, oob []byte) (int, time.Time, string, bool, error) {
+	rid, seq, at, src, ok, err := e.sock.recv(buf, oob)
+	return seq, at, src, ok && (!e.sock.raw || rid == e.id), err
 }

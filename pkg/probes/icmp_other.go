@@ -15,3 +15,23 @@ func ICMPRTT(context.Context, RTTSpec) (*RTTResult, error) {
 }
 
 func handshakeRTT(*net.TCPConn) (time.Duration, bool) { return 0, false }
+
+// UDPSpec configures the UDP probe (Linux only).
+type UDPSpec struct {
+	RTTSpec
+	Size int
+	Key  []byte
+}
+
+// UDPRTT is implemented on Linux only, where the agent runs.
+func UDPRTT(context.Context, UDPSpec) (*RTTResult, error) {
+	return nil, errors.New("the UDP probe runs on Linux only")
+}
+
+// PathMTU is implemented on Linux only, where the agent runs.
+func PathMTU(context.Context, string, []byte, time.Duration) (*PMTUResult, error) {
+	return nil, errors.New("the path-MTU probe runs on Linux only")
+}
+
+// InterfaceMTU is implemented on Linux only, where the agent runs.
+func InterfaceMTU(net.IP) int { return 0 }

@@ -159,9 +159,11 @@ func writeFooter(w io.Writer, warnings []string, t Timing) {
 }
 
 func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
-	var rtt, http, grpc, tput []*agent.ProbeResult
+	var rtt, http, grpc, tput, mtu []*agent.ProbeResult
 	for _, r := range results {
 		switch {
+		case r.PMTU != nil:
+			mtu = append(mtu, r)
 		case r.RTT != nil:
 			rtt = append(rtt, r)
 		case r.HTTP != nil:
@@ -183,6 +185,12 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  percentiles exact (nearest rank over every reply)")
+		for _, r := range rtt {
+			if r.Kind == agent.ProbeUDP {
+				fmt.Fprintf(w, "  %s: jitter %s (RFC 3550 estimator over successive round trips), %d datagrams at %.3g ms intervals\n",
+					r.Name, Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
+			}
+		}
 	}
 	if len(http) > 0 || len(grpc) > 0 {
 		fmt.Fprintf(w, "\nRequest latency, %s (fortio engine)\n", title)
@@ -226,7 +234,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 	if len(tput) > 0 {
 		fmt.Fprintf(w, "\nTCP throughput, %s\n", title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "probe\tstreams\tseconds\tsent\treceived\tbytes received\tretransmits\tclient CPU\tserver CPU\tmean RTT\tmax cwnd\t")
+		fmt.Fprintln(tw, "probe\tstreams\tseconds\tsent\treceived\tbytes received\tretransmits\tclient CPU\tserver CPU\tmean RTT\tmax cwnd\tMSS\t")
 		for _, r := range tput {
 			t := r.Throughput
 			var rtt float64
@@ -239,17 +247,23 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 			if t.ServerCPUPercent > 0 {
 				srv = fmt.Sprintf("%.0f %%", t.ServerCPUPercent)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t\n", r.Name, t.Streams, t.DurationSeconds,
+			mss, _ := minMSS(r)
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", r.Name, t.Streams, t.DurationSeconds,
 				Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
-				t.ClientCPUPercent, srv, Micros(rtt), bytesStr(cwnd))
+				t.ClientCPUPercent, srv, Micros(rtt), bytesStr(cwnd), mss)
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "  CPU in % of one core; mean RTT and max cwnd from TCP_INFO, sampled every 100 ms")
+		fmt.Fprintln(w, "  CPU in % of one core; mean RTT, max cwnd and MSS (the smallest of the streams') from TCP_INFO, sampled every 100 ms")
 		for _, r := range tput {
 			for _, iv := range r.Throughput.Intervals {
 				fmt.Fprintf(w, "  %s %5.0f–%-5.0f s  %s  retransmits %d\n", r.Name, iv.StartSeconds, iv.EndSeconds, Bits(iv.BitsPerSecond), iv.Retransmits)
 			}
 		}
+	}
+	for _, r := range mtu {
+		m := r.PMTU
+		fmt.Fprintf(w, "\nPath MTU, %s: %d bytes cross to the server with don't-fragment set\n", title, m.PathMTU)
+		fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %d probes (%s)\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, m.Probes, m.Method)
 	}
 }
 

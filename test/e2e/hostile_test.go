@@ -40,7 +40,7 @@ func badInputs(ns string) []hostileCase {
 	return []hostileCase{
 		{"mode unknown", path("--mode", "daemonset"), `--mode "daemonset": want ephemeral, pod or auto`},
 		{"profile unknown", path("--profile", "slow"), `--profile "slow": want quick or seed`},
-		{"probe unknown", path("--probes", "rtt,udp"), `--probes: unknown probe "udp"`},
+		{"probe unknown", path("--probes", "rtt,quic"), `--probes: unknown probe "quic"`},
 		{"probes empty", path("--probes", ""), "--probes is empty"},
 		{"output unknown", path("-o", "xml"), `--output "xml": want json or yaml`},
 		{"image empty", path("--image", ""), "--image is empty"},

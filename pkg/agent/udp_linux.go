@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// serveUDP answers the UDP echo and MTU probes of token holders on port (the TCP listener's
+// number), until ctx ends. It reads on a thread of its own blocked in recvfrom, so that an
+// answer leaves without waiting for the Go scheduler: the round trip it adds over the kernel's
+// own ICMP echo is the thread's wake-up. Datagrams that fail authentication are dropped unread
+// beyond their header.
+func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	family6 := err == nil
+	if err != nil {
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return nil, err
+		}
+	}
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: port}
+	if family6 {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+		sa = &unix.SockaddrInet6{Port: port}
+	}
+	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
+	if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv), unix.Bind(fd, sa)); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	mtu := probes.InterfaceMTU(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer unix.Close(fd)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		buf := make([]byte, probes.UDPMaxDatagram)
+		for ctx.Err() == nil {
+			n, from, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil || n < probes.UDPHeaderLen {
+				continue
+			}
+			typ, seq, err := probes.OpenDatagram(key, buf[:n])
+			if err != nil {
+				continue
+			}
+			if m := probes.EchoReply(key, buf, typ, seq, n, mtu); m > 0 {
+				_ = unix.Sendto(fd, buf[:m], 0, from)
+			}
+		}
+	}()
+	return func() { <-done }, nil
+}

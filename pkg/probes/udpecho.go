@@ -1,0 +1,79 @@
+package probes
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+)
+
+// The UDP echo protocol between a client and an agent server (same port number as its TCP
+// listener). Every datagram starts with a 32-byte header: magic "NBU1", a type, 3 bytes of
+// padding, a 64-bit sequence and a 16-byte tag, the HMAC-SHA256 (truncated) of the rest of the
+// datagram keyed with the run token's SHA-256 digest. The server answers only datagrams whose tag
+// it can verify, with a datagram no larger than the request: it amplifies nothing and
+// answers nobody without the run's token.
+const (
+	UDPHeaderLen = 32
+	// UDPMaxDatagram bounds what the server reads and answers.
+	UDPMaxDatagram = 9216
+	udpMagic       = "NBU1"
+	tagLen         = 16
+)
+
+// Datagram types.
+const (
+	UDPEcho     byte = 'e' // answered with the same datagram (type 'E')
+	UDPMTUProbe byte = 'm' // padded to the probed size; answered with a header and the server's MTU (type 'M')
+)
+
+// ErrBadDatagram is returned for a datagram that is not ours or whose tag does not verify.
+var ErrBadDatagram = errors.New("not an authenticated netbench datagram")
+
+// UDPKey derives the datagram key from the run token.
+func UDPKey(token string) []byte {
+	s := sha256.Sum256([]byte(token))
+	return s[:]
+}
+
+func udpTag(key, b []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(b[:16])
+	m.Write(b[UDPHeaderLen:])
+	return m.Sum(nil)[:tagLen]
+}
+
+// SealDatagram fills b's header (b is at least UDPHeaderLen long; the rest is payload).
+func SealDatagram(key, b []byte, typ byte, seq uint64) {
+	copy(b, udpMagic)
+	b[4], b[5], b[6], b[7] = typ, 0, 0, 0
+	binary.BigEndian.PutUint64(b[8:16], seq)
+	copy(b[16:UDPHeaderLen], udpTag(key, b))
+}
+
+// OpenDatagram verifies b and returns its type and sequence.
+func OpenDatagram(key, b []byte) (typ byte, seq uint64, err error) {
+	if len(b) < UDPHeaderLen || string(b[:4]) != udpMagic {
+		return 0, 0, ErrBadDatagram
+	}
+	if !hmac.Equal(b[16:UDPHeaderLen], udpTag(key, b)) {
+		return 0, 0, ErrBadDatagram
+	}
+	return b[4], binary.BigEndian.Uint64(b[8:16]), nil
+}
+
+// EchoReply turns a verified request of n bytes in b into the server's answer, in place, and
+// returns its length (0: no answer). localMTU is what an MTU probe's answer reports.
+func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int) int {
+	switch typ {
+	case UDPEcho:
+		SealDatagram(key, b[:n], 'E', seq)
+		return n
+	case UDPMTUProbe:
+		binary.BigEndian.PutUint32(b[UDPHeaderLen:], uint32(n))
+		binary.BigEndian.PutUint32(b[UDPHeaderLen+4:], uint32(localMTU))
+		SealDatagram(key, b[:UDPHeaderLen+8], 'M', seq)
+		return UDPHeaderLen + 8
+	}
+	return 0
+}
