@@ -55,18 +55,18 @@ func (s *RTTSpec) defaults() {
 
 // RTTResult is the outcome of an ICMP or TCP-connect RTT probe.
 type RTTResult struct {
-	Method          string  `json:"method"`
-	Target          string  `json:"target"`
-	RequestedCount  int     `json:"requestedCount"`
-	IntervalMillis  float64 `json:"intervalMillis"`
-	Sent            int     `json:"sent"`
-	Received        int     `json:"received"`
-	LossPercent     float64 `json:"lossPercent"`
-	RTT             Latency `json:"rtt"`
-	MdevMicros      float64 `json:"mdevMicros"`
+	Method         string  `json:"method"`
+	Target         string  `json:"target"`
+	RequestedCount int     `json:"requestedCount"`
+	IntervalMillis float64 `json:"intervalMillis"`
+	Sent           int     `json:"sent"`
+	Received       int     `json:"received"`
+	LossPercent    float64 `json:"lossPercent"`
+	RTT            Latency `json:"rtt"`
+	MdevMicros     float64 `json:"mdevMicros"`
 	// JitterMicros (udp only) is the RFC 3550 interarrival jitter estimator applied to
 	// successive round trips: J += (|D| − J) / 16, D the difference of two consecutive RTTs.
-	JitterMicros float64 `json:"jitterMicros,omitempty"`
+	JitterMicros    float64 `json:"jitterMicros,omitempty"`
 	DurationSeconds float64 `json:"durationSeconds"`
 	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the
 	// kernel's own handshake RTT sample from TCP_INFO) or "userspace".

@@ -25,11 +25,11 @@ type DiffReport struct {
 	TolerancePercent float64        `json:"tolerancePercent"`
 	Figures          []FigureChange `json:"figures"`
 	// OnlyOld and OnlyNew are figures one run has and the other has not.
-	OnlyOld     []string `json:"onlyOld,omitempty"`
-	OnlyNew     []string `json:"onlyNew,omitempty"`
-	Regressions int      `json:"regressions"`
-	Improvements int     `json:"improvements"`
-	Warnings    []string `json:"warnings,omitempty"`
+	OnlyOld      []string `json:"onlyOld,omitempty"`
+	OnlyNew      []string `json:"onlyNew,omitempty"`
+	Regressions  int      `json:"regressions"`
+	Improvements int      `json:"improvements"`
+	Warnings     []string `json:"warnings,omitempty"`
 }
 
 // RunInfo says which run a side is.
