@@ -1,0 +1,60 @@
+package probes
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestDatagramsAuthenticate(t *testing.T) {
+	key, other := UDPKey("run-token"), UDPKey("another")
+	b := make([]byte, 100)
+	for i := UDPHeaderLen; i < len(b); i++ {
+		b[i] = byte(i)
+	}
+	SealDatagram(key, b, UDPEcho, 42)
+	if typ, seq, err := OpenDatagram(key, b); err != nil || typ != UDPEcho || seq != 42 {
+		t.Fatalf("open: %c %d %v", typ, seq, err)
+	}
+	if _, _, err := OpenDatagram(other, b); !errors.Is(err, ErrBadDatagram) {
+		t.Errorf("another run's key opened it: %v", err)
+	}
+	for _, i := range []int{0, 4, 8, 20, 60, 99} {
+		c := bytes.Clone(b)
+		c[i] ^= 1
+		if _, _, err := OpenDatagram(key, c); !errors.Is(err, ErrBadDatagram) {
+			t.Errorf("byte %d flipped, still opened", i)
+		}
+	}
+	for _, n := range []int{0, 3, UDPHeaderLen - 1} {
+		if _, _, err := OpenDatagram(key, b[:n]); !errors.Is(err, ErrBadDatagram) {
+			t.Errorf("%d bytes opened", n)
+		}
+	}
+	// The answers are no larger than the requests: an echo is the same size, an MTU probe's a
+	// short header.
+	if n := EchoReply(key, b, UDPEcho, 42, len(b), 1500); n != len(b) {
+		t.Errorf("echo answer %d bytes", n)
+	}
+	big := make([]byte, 1400)
+	SealDatagram(key, big, UDPMTUProbe, 7)
+	if n := EchoReply(key, big, UDPMTUProbe, 7, len(big), 1500); n != UDPHeaderLen+8 {
+		t.Errorf("mtu answer %d bytes", n)
+	}
+	if typ, seq, err := OpenDatagram(key, big[:UDPHeaderLen+8]); err != nil || typ != 'M' || seq != 7 {
+		t.Errorf("mtu answer: %c %d %v", typ, seq, err)
+	}
+	if n := EchoReply(key, b, 'x', 1, len(b), 1500); n != 0 {
+		t.Errorf("unknown type answered with %d bytes", n)
+	}
+}
+
+func BenchmarkEchoServerWork(b *testing.B) {
+	key := UDPKey("run-token")
+	buf := make([]byte, 100)
+	for i := 0; i < b.N; i++ {
+		SealDatagram(key, buf, UDPEcho, uint64(i))
+		typ, seq, _ := OpenDatagram(key, buf)
+		EchoReply(key, buf, typ, seq, len(buf), 1500)
+	}
+}
