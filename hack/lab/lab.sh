@@ -2,6 +2,7 @@
 # The lab: a real Kubernetes cluster with four worker nodes in two zones, on this machine.
 #
 #   hack/lab/lab.sh up | down | status | kubeconfig | check-clean | delay SAME CROSS | delay off
+#                   udp-loss NODE PERCENT|off | mtu NODE BYTES|off
 #
 # This file holds the settings and dispatches; lib/ holds the steps, templates/ the configs
 # (rendered with @KEY@ placeholders).
@@ -67,5 +68,7 @@ case "${1:-}" in
   delay) shift; cmd_delay "$@" ;;
   images) cmd_images ;;
   search4) shift; cmd_search4 "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off" >&2; exit 2 ;;
+  udp-loss) shift; cmd_udp_loss "$@" ;;
+  mtu) shift; cmd_mtu "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off" >&2; exit 2 ;;
 esac

@@ -12,6 +12,8 @@ type PMTUResult struct {
 	LocalMTU   int `json:"localMTU"`
 	RemoteMTU  int `json:"remoteMTU,omitempty"`
 	KernelPMTU int `json:"kernelPMTU,omitempty"`
-	// Probes is how many packets were sent.
-	Probes int `json:"probes"`
+	// Probes is how many packets were sent; FragNeeded says a hop answered a size with ICMP
+	// "fragmentation needed" (else sizes that did not cross were dropped silently).
+	Probes     int  `json:"probes"`
+	FragNeeded bool `json:"fragNeeded,omitempty"`
 }

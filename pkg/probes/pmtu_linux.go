@@ -92,6 +92,11 @@ func (p *pmtuProber) crosses(ctx context.Context, size int) (bool, error) {
 		deadline := time.Now().Add(p.timeout)
 		for time.Now().Before(deadline) {
 			seq, body, _, _, ok, err := p.sock.recvTyped(p.buf, p.oob, 'M')
+			if errors.Is(err, unix.EMSGSIZE) {
+				// A hop answered with ICMP "fragmentation needed": the size does not cross.
+				p.r.FragNeeded = true
+				return false, nil
+			}
 			if err != nil && !errors.Is(err, unix.ECONNREFUSED) {
 				return false, err
 			}

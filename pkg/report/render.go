@@ -263,7 +263,14 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 	for _, r := range mtu {
 		m := r.PMTU
 		fmt.Fprintf(w, "\nPath MTU, %s: %d bytes cross to the server with don't-fragment set\n", title, m.PathMTU)
-		fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %d probes (%s)\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, m.Probes, m.Method)
+		how := "larger ones were dropped silently"
+		if m.FragNeeded {
+			how = `a hop refused larger ones with ICMP "fragmentation needed"`
+		}
+		if m.PathMTU >= m.LocalMTU {
+			how = "as large as the interface allows"
+		}
+		fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %d probes (%s): %s\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, m.Probes, m.Method, how)
 	}
 }
 

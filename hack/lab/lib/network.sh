@@ -66,3 +66,57 @@ cmd_delay() {
   done
   if [ "$same" = off ]; then log "zone delay off"; else log "zone delay on: same zone $same, cross zone $cross one way"; fi
 }
+
+# Loss: the node drops a share of the UDP it forwards to and from its pods (DNS, port 53, is
+# spared so the pods keep resolving), with iptables' statistic match in the node's namespace.
+cmd_udp_loss() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local node=${1:-} pct=${2:-}
+  [ -n "$pct" ] || die "usage: lab.sh udp-loss NODE PERCENT (e.g. lab-b1 20) | udp-loss NODE off"
+  local ns; ns=$(node_ns "$node")
+  ip netns exec "$ns" iptables -N NBLAB-LOSS 2>/dev/null || true
+  ip netns exec "$ns" iptables -F NBLAB-LOSS
+  ip netns exec "$ns" iptables -C FORWARD -j NBLAB-LOSS 2>/dev/null || ip netns exec "$ns" iptables -I FORWARD -j NBLAB-LOSS
+  if [ "$pct" = off ]; then
+    ip netns exec "$ns" iptables -D FORWARD -j NBLAB-LOSS
+    ip netns exec "$ns" iptables -X NBLAB-LOSS
+    log "$node: UDP loss off"
+    return
+  fi
+  if ! [[ "$pct" =~ ^[0-9]+$ ]] || [ "$pct" -gt 100 ]; then die "udp-loss $pct: want a whole percentage 0-100"; fi
+  local p; p=$(awk -v p="$pct" 'BEGIN { printf "%.4f", p / 100 }')
+  ip netns exec "$ns" iptables -A NBLAB-LOSS -p udp -m multiport ! --ports 53 -m statistic --mode random --probability "$p" -j DROP
+  log "$node: drops $pct % of the UDP it forwards (each direction, port 53 spared)"
+}
+
+# MTU: the pod side of a node gets a smaller MTU, as a pool behind a narrower link would: its
+# pods' eth0 and their veth peers on the node's cni0 bridge (which then routes at that MTU and
+# answers larger don't-fragment packets with ICMP "fragmentation needed"). "off" puts 1500 back.
+# Pods started later keep the CNI's 1500.
+cmd_mtu() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local node=${1:-} mtu=${2:-} ns
+  [ -n "$mtu" ] || die "usage: lab.sh mtu NODE BYTES (e.g. lab-b1 1400) | mtu NODE off"
+  ns=$(node_ns "$node")
+  [ "$mtu" = off ] && mtu=1500
+  if ! [[ "$mtu" =~ ^[0-9]+$ ]] || [ "$mtu" -lt 576 ] || [ "$mtu" -gt 9000 ]; then die "mtu $mtu: want 576-9000 bytes"; fi
+  local n=0 f v
+  for f in "$RUN/$node"/containerd/io.containerd.grpc.v1.cri/netns/*; do
+    [ -e "$f" ] || continue
+    nsenter --net="$f" ip link set eth0 mtu "$mtu" 2>/dev/null && n=$((n + 1))
+  done
+  for v in $(ip -n "$ns" -o link show master cni0 | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+    ip -n "$ns" link set "$v" mtu "$mtu"
+  done
+  log "$node: MTU $mtu on the pod side ($n pod(s) and their veth peers; cni0 follows)"
+}
+
+# node_ns prints a lab node's network namespace, or dies naming the nodes.
+node_ns() {
+  local n
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    if [ "$name" = "$1" ]; then echo "nblab-${name#lab-}"; return; fi
+  done
+  die "node ${1:-(none)}: want one of lab-a1 lab-a2 lab-b1 lab-b2"
+}
