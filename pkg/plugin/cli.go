@@ -122,6 +122,9 @@ func (o *commonOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
 	formats := strings.Join(o.formats(), ", ")
+	if o.html {
+		formats += " (html: one self-contained page)"
+	}
 	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report; junit: one test case per --fail-if)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
 	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi (default: the namespace's LimitRange)")
@@ -196,7 +199,8 @@ func (o *commonOptions) formats() []string {
 
 func (o *commonOptions) validate() error {
 	if o.Output != "" && !slices.Contains(o.formats(), o.Output) {
-		return fmt.Errorf("--output %q: want %s", o.Output, strings.Join(o.formats(), " or "))
+		f := o.formats()
+		return fmt.Errorf("--output %q: want %s or %s", o.Output, strings.Join(f[:len(f)-1], ", "), f[len(f)-1])
 	}
 	if err := o.gates.parse(o.Output); err != nil {
 		return err

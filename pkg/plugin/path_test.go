@@ -111,7 +111,7 @@ func TestValidate(t *testing.T) {
 		{name: "profile", change: func(o *PathOptions) { o.Profile = "slow" }, wantErr: `--profile "slow": want quick or seed`},
 		{name: "unknown probe", change: func(o *PathOptions) { o.Probes = []string{"rtt", "quic"} }, wantErr: `--probes: unknown probe "quic"`},
 		{name: "no probes", change: func(o *PathOptions) { o.Probes = nil }, wantErr: "--probes is empty"},
-		{name: "output", change: func(o *PathOptions) { o.Output = "wide" }, wantErr: `--output "wide": want json or yaml`},
+		{name: "output", change: func(o *PathOptions) { o.Output = "wide" }, wantErr: `--output "wide": want json, yaml, openmetrics or junit`},
 		{name: "http path without port", change: func(o *PathOptions) { o.HTTPPath = "/healthz" }, wantErr: "--http-path needs --port"},
 		{name: "port range", change: func(o *PathOptions) { o.Port = 70000 }, wantErr: "--port 70000: want 1-65535"},
 		{name: "interval longer than duration", change: func(o *PathOptions) { o.Interval, o.Duration = 20*time.Second, 10*time.Second },

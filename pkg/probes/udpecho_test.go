@@ -58,3 +58,27 @@ func BenchmarkEchoServerWork(b *testing.B) {
 		EchoReply(key, buf, typ, seq, len(buf), 1500)
 	}
 }
+
+// No datagram makes the server panic or answer with more bytes than it received, and only a
+// sealed one is answered.
+func FuzzOpenDatagram(f *testing.F) {
+	key := UDPKey("run-token")
+	ok := make([]byte, 64)
+	SealDatagram(key, ok, UDPEcho, 1)
+	f.Add(ok)
+	f.Add([]byte("NBU1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > UDPMaxDatagram {
+			return
+		}
+		buf := make([]byte, UDPMaxDatagram)
+		n := copy(buf, b)
+		typ, seq, err := OpenDatagram(key, buf[:n])
+		if err != nil {
+			return
+		}
+		if m := EchoReply(key, buf, typ, seq, n, 1500); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
+			t.Errorf("answered %d bytes to %d", m, n)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -100,4 +101,31 @@ func TestDiffRefusesOtherFiles(t *testing.T) {
 	if _, err := Diff(a, b, 10); err == nil {
 		t.Error("a DNS report diffed against a path report")
 	}
+}
+
+// Whatever a file holds, reading it back and comparing it with itself never panics, and a file
+// that loads compares with itself without a change.
+func FuzzLoadRun(f *testing.F) {
+	for _, in := range []string{"testdata/path-pod-mode-rtt-tcp.json", "testdata/dns-glibc.json", "testdata/ladder-service-any.json"} {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"apiVersion":"netbench.kubectl.dev/v1alpha1","kind":"LadderReport","rungs":[{"name":"a b","figures":{"x.p50":{"unit":"µs","median":1}}}],"figures":["x.p50"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		run, err := LoadRun("f", b)
+		if err != nil {
+			return
+		}
+		d, err := Diff(run, run, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Regressions != 0 {
+			t.Errorf("a run regressed against itself: %+v", d.Figures)
+		}
+		_ = WriteDiff(io.Discard, "", d)
+	})
 }
