@@ -48,8 +48,9 @@ func latencyStats(l func(r *agent.ProbeResult) *probes.Latency, names ...string)
 			if lat == nil || lat.Count == 0 {
 				return 0, 0, 0, false
 			}
+			v := percentileOf(*lat, q)
 			lo, hi := percentileInterval(*lat, q)
-			return percentileOf(*lat, q), lo, hi, true
+			return v, lo, hi, true
 		}})
 	}
 	return out
@@ -246,7 +247,11 @@ func percentileInterval(l probes.Latency, q float64) (lo, hi float64) {
 	}
 	n := float64(l.Count)
 	half := 1.96 * math.Sqrt(n*q*(1-q))
-	return rankValue(l, math.Max(1, math.Floor(n*q-half))), rankValue(l, math.Min(n, math.Ceil(n*q+half)+1))
+	lo, hi = rankValue(l, math.Max(1, math.Floor(n*q-half))), rankValue(l, math.Min(n, math.Ceil(n*q+half)+1))
+	// Wide buckets (the histogram's grow with the value) make interpolated ranks approximate:
+	// the interval always holds the exact percentile.
+	v := percentileOf(l, q)
+	return round3(math.Min(lo, v)), round3(math.Max(hi, v))
 }
 
 // rankValue is the value of the k-th smallest sample (1-based), interpolated within its bucket.

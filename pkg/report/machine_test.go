@@ -213,3 +213,16 @@ func toSpecs(s []specLike) []agentSpec {
 	}
 	return out
 }
+
+// A figure's interval always holds the figure.
+func TestIntervalsHoldTheirFigure(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/*.json")
+	for _, in := range inputs {
+		_, figs := render(t, in, "json")
+		for _, f := range figs {
+			if (f.Low != 0 || f.High != 0) && !(f.Low <= f.Value && f.Value <= f.High) {
+				t.Errorf("%s %s: %v outside [%v, %v]", in, f.Name, f.Value, f.Low, f.High)
+			}
+		}
+	}
+}
