@@ -7,7 +7,7 @@ PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test lint agent-image bench bench-ladder vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test lint agent-image bench bench-ladder bench-udp vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -42,6 +42,11 @@ bench: bin/netbench-agent
 ## bench-ladder: the ladder's own overhead (wall minus measuring) on the lab, five runs (root, lab up).
 bench-ladder:
 	hack/bench-ladder.sh 5
+
+## bench-udp: the udp probe beside ICMP and iputils ping at the same rate, on the lab's cross-zone
+## pod path, five rounds (root, lab up).
+bench-udp:
+	hack/bench-udp.sh 5
 
 ## lab-up: the local 4-node, 2-zone cluster (root); lab-down removes every trace of it.
 lab-up:

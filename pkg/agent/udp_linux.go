@@ -14,7 +14,7 @@ import (
 // serveUDP answers the UDP echo and MTU probes of token holders on port (the TCP listener's
 // number), until ctx ends. It reads on a thread of its own blocked in recvfrom, so that an
 // answer leaves without waiting for the Go scheduler. What it adds over the kernel's own ICMP
-// echo is that thread's wake-up (on the lab's 2-vCPU machine, 35-50 µs: benchmarks/UDP.md). It
+// echo is that thread's wake-up (on the lab's 2-vCPU machine, ~60 µs: benchmarks/UDP.md). It
 // does not spin to avoid it: an agent in the application's pod must not burn the pod's CPU quota.
 // Datagrams that fail authentication get no answer.
 func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
