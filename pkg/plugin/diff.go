@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -72,22 +73,19 @@ func (o *DiffOptions) Validate() error {
 	return nil
 }
 
+// load reads a report file (a regular file or a pipe, as `<(kubectl netbench … -o json)` gives).
 func (o *DiffOptions) load(file string) (*report.LoadedRun, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	data, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
 	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxReportBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than a report (%d MiB at most)", file, st.Size(), maxReportBytes>>20)
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
 		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	if len(data) > maxReportBytes {
+		return nil, fmt.Errorf("%s: more than %d MiB, larger than any report", file, maxReportBytes>>20)
 	}
 	return report.LoadRun(file, data)
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"math"
-	"slices"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
@@ -274,15 +273,5 @@ func Figures(fs []FigureValue) gate.Figures {
 	for _, f := range fs {
 		out[f.Name] = gate.Figure{Value: f.Value, Unit: f.Unit}
 	}
-	return out
-}
-
-// sortedNames lists a figure map's names in order.
-func sortedNames(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -205,4 +206,22 @@ func splitFigure(name string) (probe, stat string) {
 	}
 	i := strings.LastIndex(name, ".")
 	return name[:i], name[i+1:]
+}
+
+// DecodeOpenMetrics reads OpenMetrics text with the Prometheus project's parser, by family name:
+// how the tests check what -o openmetrics writes.
+func DecodeOpenMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	dec := expfmt.NewDecoder(r, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+	fams := map[string]*dto.MetricFamily{}
+	for {
+		mf := &dto.MetricFamily{}
+		err := dec.Decode(mf)
+		if errors.Is(err, io.EOF) {
+			return fams, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		fams[mf.GetName()] = mf
+	}
 }

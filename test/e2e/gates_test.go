@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -139,18 +136,9 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	dec := expfmt.NewDecoder(strings.NewReader(out), expfmt.NewFormat(expfmt.TypeOpenMetrics))
-	fams := map[string]*dto.MetricFamily{}
-	for {
-		var mf dto.MetricFamily
-		err := dec.Decode(&mf)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Prometheus' parser: %v\n%s", err, out)
-		}
-		fams[mf.GetName()] = &mf
+	fams, err := report.DecodeOpenMetrics(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("Prometheus' parser: %v\n%s", err, out)
 	}
 	for _, name := range []string{"netbench_latency_seconds", "netbench_loss_ratio", "netbench_jitter_seconds", "netbench_path_mtu_bytes", "netbench_check_violated"} {
 		if fams[name] == nil {
