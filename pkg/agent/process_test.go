@@ -347,8 +347,6 @@ func TestAgentRefusesClientsWithoutToken(t *testing.T) {
 		{Kind: ProbeHTTP, QPS: 50, Connections: 1, DurationSeconds: 0.2},
 		{Kind: ProbeGRPC, QPS: 50, Connections: 1, DurationSeconds: 0.2},
 		{Kind: ProbeTCP, DurationSeconds: 0.2},
-		{Kind: ProbeUDP, Count: 20, IntervalMillis: 1, Size: 64},
-		{Kind: ProbePMTU},
 	} {
 		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: s.port, Token: "wrong-token", Probes: []ProbeSpec{p}}
 		events, err := runJob(t, "", job, 0)
@@ -358,6 +356,16 @@ func TestAgentRefusesClientsWithoutToken(t *testing.T) {
 		}
 		if last := events[len(events)-1]; last.Type != EventError || last.Probe != p.Kind {
 			t.Errorf("%s: last event %+v, want an error event", p.Kind, last)
+		}
+	}
+	// UDP datagrams sealed with another token get no answer: the probes come back skipped,
+	// never measured.
+	for _, p := range []ProbeSpec{{Kind: ProbeUDP, Count: 20, IntervalMillis: 1, Size: 64}, {Kind: ProbePMTU}} {
+		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: s.port, Token: "wrong-token", Probes: []ProbeSpec{p}}
+		events, err := runJob(t, "", job, 0)
+		r := results(events)[p.Kind]
+		if err != nil || r == nil || r.Skipped == "" || r.RTT != nil || r.PMTU != nil {
+			t.Errorf("%s with a wrong token: %v %+v", p.Kind, err, r)
 		}
 	}
 	// Nor may a stranger stop the server.

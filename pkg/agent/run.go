@@ -101,6 +101,16 @@ func watchServer(ctx context.Context, job Job, cancel context.CancelCauseFunc) {
 // pmtuTimeout is how long the path-MTU probe waits for each answer.
 const pmtuTimeout = 200 * time.Millisecond
 
+// udpBlocked turns "no UDP datagram came back at all" into a skipped probe: TCP reached the same
+// agent, so UDP is filtered on the way (a NetworkPolicy or firewall that allows only TCP), and the
+// TCP probes still run.
+func udpBlocked(ctx context.Context, err error) (string, error) {
+	if err != nil && ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return err.Error() + "; a NetworkPolicy or firewall on the way may allow only TCP to the agent's port", nil
+	}
+	return "", err
+}
+
 // runProbe runs one probe; a panic in a probe engine becomes its error.
 func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err error) {
 	defer func() {
@@ -166,8 +176,10 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 	case ProbeUDP:
 		rtt.Target = addr
 		res.RTT, err = probes.UDPRTT(ctx, probes.UDPSpec{RTTSpec: rtt, Size: p.Size, Key: probes.UDPKey(job.Token)})
+		res.Skipped, err = udpBlocked(ctx, err)
 	case ProbePMTU:
 		res.PMTU, err = probes.PathMTU(ctx, addr, probes.UDPKey(job.Token), pmtuTimeout)
+		res.Skipped, err = udpBlocked(ctx, err)
 	case ProbeSpread:
 		// The endpoints are this run's agents: they want the token even on another address.
 		h := http.Header{}

@@ -566,8 +566,11 @@ func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agen
 			continue
 		}
 		rep.Probes = append(rep.Probes, r)
-		if r.Skipped != "" {
+		switch {
+		case r.Skipped != "" && r.Kind == agent.ProbeICMP:
 			rep.Skipped = append(rep.Skipped, r.Name+": "+r.Skipped+"; the TCP handshake RTT is measured instead")
+		case r.Skipped != "":
+			rep.Skipped = append(rep.Skipped, r.Name+": "+r.Skipped)
 		}
 		if r.Throughput != nil {
 			crossBytes += r.Throughput.BytesReceived

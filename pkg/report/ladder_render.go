@@ -114,6 +114,10 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.2f Gbit/s", v)
 	case UnitReqPerS:
 		return fmt.Sprintf("%.0f req/s", v)
+	case UnitPercent:
+		return fmt.Sprintf("%.1f %%", v)
+	case UnitBytes:
+		return fmt.Sprintf("%.0f B", v)
 	}
 	return fmt.Sprintf("%.0f", v)
 }

@@ -188,6 +188,20 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 	if lossy.RTT.LossPercent < 20 || lossy.RTT.LossPercent > 50 {
 		t.Errorf("loss %.1f %%, want at least the injected 20 %% (≈36 %% expected)", lossy.RTT.LossPercent)
 	}
+
+	// UDP filtered entirely (as a policy allowing only TCP would): the UDP probes are skipped
+	// with the reason, the rest is measured, and the run succeeds.
+	labScript(t, "udp-loss", "lab-b1", "100")
+	r = runJSON[report.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp,path-mtu")
+	skipped := strings.Join(r.Skipped, "\n")
+	for _, want := range []string{"udp: no answer to any of 1000 datagrams", "path-mtu: no answer", "may allow only TCP"} {
+		if !strings.Contains(skipped, want) {
+			t.Errorf("skipped lacks %q: %v", want, r.Skipped)
+		}
+	}
+	if probe(t, r, "icmp").RTT.Received == 0 {
+		t.Error("icmp not measured")
+	}
 }
 
 func probe(t *testing.T, r *report.PathReport, name string) *agent.ProbeResult {
