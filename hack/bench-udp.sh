@@ -28,23 +28,25 @@ ping_p50() {
 }
 rows=()
 for i in $(seq "$n"); do
-  read -r udp icmp jitter <<<"$(bin/kubectl-netbench path -n demo deploy/shop-client deploy/shop-api --probes rtt,udp -o json |
-    jq -r '[(.probes[] | select(.name == "udp") | .rtt.rtt.p50Micros), (.probes[] | select(.name == "icmp") | .rtt.rtt.p50Micros), (.probes[] | select(.name == "udp") | .rtt.jitterMicros)] | @tsv')"
+  read -r udp icmp jitter dwell <<<"$(bin/kubectl-netbench path -n demo deploy/shop-client deploy/shop-api --probes rtt,udp -o json |
+    jq -r '[(.probes[] | select(.name == "udp") | .rtt.rtt.p50Micros), (.probes[] | select(.name == "icmp") | .rtt.rtt.p50Micros),
+      (.probes[] | select(.name == "udp") | .rtt.jitterMicros), (.probes[] | select(.name == "udp") | .rtt.serverDwell.p50Micros)] | @tsv')"
   p1=$(ping_p50 1000 0.001)
   p50=$(ping_p50 20 0.05)
-  echo "round $i: udp p50 $udp µs (jitter $jitter) | ping 1 ms $p1 µs | icmp probe 50 ms $icmp µs | ping 50 ms $p50 µs" >&2
-  rows+=("$udp $p1 $icmp $p50")
+  echo "round $i: udp p50 $udp µs (jitter $jitter, server dwell $dwell taken off) | ping 1 ms $p1 µs | icmp probe 50 ms $icmp µs | ping 50 ms $p50 µs" >&2
+  rows+=("$udp $p1 $icmp $p50 $dwell $(awk -v u="$udp" -v d="$dwell" 'BEGIN {print u + d}')")
 done
 # stat COLUMN: "median min max" of one column of the rounds.
 stat() {
   printf '%s\n' "${rows[@]}" | awk -v c="$1" '{print $c}' | sort -g |
     awk '{a[NR] = $1} END {m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.1f %.1f %.1f", m, a[1], a[NR]}'
 }
-names=("netbench udp (1000 × 1 ms, user-space echo)" "iputils ping (1000 × 1 ms, kernel echo)" "netbench icmp (20 × 50 ms, kernel echo)" "iputils ping (20 × 50 ms, kernel echo)")
+names=("netbench udp (1000 × 1 ms; the agent's dwell taken off)" "iputils ping (1000 × 1 ms, kernel echo)" "netbench icmp (20 × 50 ms, kernel echo)" "iputils ping (20 × 50 ms, kernel echo)"
+  "the server agent's dwell per datagram (kernel receive → answer sent)" "netbench udp with the dwell left in (what an application's UDP server sees)")
 echo "| RTT p50, µs ($n rounds, $(nproc) cores) | median | range |"
 echo "|---|---|---|"
 meds=()
-for c in 1 2 3 4; do
+for c in 1 2 3 4 5 6; do
   read -r m a b <<<"$(stat "$c")"
   meds+=("$m")
   echo "| ${names[$((c - 1))]} | $m | $a–$b |"

@@ -242,7 +242,8 @@ func checkFullJob(t *testing.T, events []Event, wantICMP bool) {
 		}
 	}
 	if r := res[ProbeUDP]; r != nil && (r.RTT == nil || r.RTT.Sent != 200 || r.RTT.Received != 200 || r.RTT.LossPercent != 0 ||
-		r.RTT.Timestamps != "kernel" || r.RTT.RTT.MinMicros <= 0 || r.RTT.RTT.P99Micros > 1e5) {
+		r.RTT.Timestamps != "kernel" || r.RTT.RTT.MinMicros <= 0 || r.RTT.RTT.P99Micros > 1e5 ||
+		r.RTT.ServerDwell == nil || r.RTT.ServerDwell.Count != 200 || r.RTT.ServerDwell.P50Micros <= 0) {
 		t.Errorf("udp: %+v", r.RTT)
 	}
 	// Loopback's MTU is 65536: the probe tops out at the largest datagram the server answers.

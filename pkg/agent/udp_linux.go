@@ -12,11 +12,13 @@ import (
 )
 
 // serveUDP answers the UDP echo and MTU probes of token holders on port (the TCP listener's
-// number), until ctx ends. It reads on a thread of its own blocked in recvfrom, so that an
-// answer leaves without waiting for the Go scheduler. What it adds over the kernel's own ICMP
-// echo is that thread's wake-up (on the lab's 2-vCPU machine, ~60 µs: benchmarks/UDP.md). It
-// does not spin to avoid it: an agent in the application's pod must not burn the pod's CPU quota.
-// Datagrams that fail authentication get no answer.
+// number), until ctx ends. It reads on a thread of its own blocked in recvmsg. What a user-space
+// echo adds over the kernel's own ICMP echo is that thread's wake-up (on the lab's 2-vCPU machine
+// ~60 µs: benchmarks/UDP.md); each answer says how long its datagram dwelt here, from the
+// kernel's receive time stamp to the answer's send, and the client takes it off the round trip
+// (as a TWAMP reflector's time stamps do). It does not spin instead: an agent in the
+// application's pod must not burn the pod's CPU quota. Datagrams that fail authentication get no
+// answer.
 func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	family6 := err == nil
@@ -31,7 +33,8 @@ func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 		sa = &unix.SockaddrInet6{Port: port}
 	}
 	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
-	if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv), unix.Bind(fd, sa)); err != nil {
+	if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1), unix.Bind(fd, sa)); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -42,17 +45,18 @@ func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 		defer unix.Close(fd)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		buf := make([]byte, probes.UDPMaxDatagram)
+		buf, oob := make([]byte, probes.UDPMaxDatagram), make([]byte, 128)
 		for ctx.Err() == nil {
-			n, from, err := unix.Recvfrom(fd, buf, 0)
+			n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
 			if err != nil || n < probes.UDPHeaderLen {
 				continue
 			}
+			arrived, _ := probes.ReceivedAt(oob[:oobn], time.Now())
 			typ, seq, err := probes.OpenDatagram(key, buf[:n])
 			if err != nil {
 				continue
 			}
-			if m := probes.EchoReply(key, buf, typ, seq, n, mtu); m > 0 {
+			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, time.Since(arrived)); m > 0 {
 				_ = unix.Sendto(fd, buf[:m], 0, from)
 			}
 		}

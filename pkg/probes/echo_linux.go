@@ -112,9 +112,9 @@ func answered(bySeq []time.Duration) []time.Duration {
 	return out
 }
 
-// receivedAt reads the kernel's receive time stamp (SO_TIMESTAMPNS) from a message's control
+// ReceivedAt reads the kernel's receive time stamp (SO_TIMESTAMPNS) from a message's control
 // data, or falls back to now.
-func receivedAt(oob []byte, now time.Time) (time.Time, string) {
+func ReceivedAt(oob []byte, now time.Time) (time.Time, string) {
 	cmsgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
 		return now, TimestampsUserspace

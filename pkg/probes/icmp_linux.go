@@ -99,7 +99,7 @@ func (s *icmpSocket) recv(buf, oob []byte) (id, seq int, at time.Time, source st
 		}
 		return 0, 0, time.Time{}, "", false, err
 	}
-	at, source = receivedAt(oob[:oobn], now)
+	at, source = ReceivedAt(oob[:oobn], now)
 	if !s.fromTarget(from) {
 		return 0, 0, time.Time{}, "", false, nil
 	}

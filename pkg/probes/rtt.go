@@ -66,8 +66,12 @@ type RTTResult struct {
 	MdevMicros     float64 `json:"mdevMicros"`
 	// JitterMicros (udp only) is the RFC 3550 interarrival jitter estimator applied to
 	// successive round trips: J += (|D| − J) / 16, D the difference of two consecutive RTTs.
-	JitterMicros    float64 `json:"jitterMicros,omitempty"`
-	DurationSeconds float64 `json:"durationSeconds"`
+	JitterMicros float64 `json:"jitterMicros,omitempty"`
+	// ServerDwell (udp only) is the time each datagram spent in the server agent, from the
+	// kernel's receive time stamp there to its answer's send: taken off each round trip above,
+	// so that RTT is the network's (as the kernel's ICMP echo has none).
+	ServerDwell     *Latency `json:"serverDwell,omitempty"`
+	DurationSeconds float64  `json:"durationSeconds"`
 	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the
 	// kernel's own handshake RTT sample from TCP_INFO) or "userspace".
 	Timestamps string `json:"timestamps"`

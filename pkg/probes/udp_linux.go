@@ -26,6 +26,8 @@ type udpSocket struct {
 	key  []byte
 	out  []byte
 	peer netip.AddrPort
+	// dwells are the servers' reported dwell of each answer received.
+	dwells []time.Duration
 }
 
 func dialUDP(ctx context.Context, target string, key []byte, size int) (*udpSocket, error) {
@@ -88,7 +90,7 @@ func (s *udpSocket) recvTyped(buf, oob []byte, typ byte) (int, []byte, time.Time
 		}
 		return 0, nil, now, "", false, err
 	}
-	at, source := receivedAt(oob[:oobn], now)
+	at, source := ReceivedAt(oob[:oobn], now)
 	t, seq, err := OpenDatagram(s.key, buf[:n])
 	if err != nil || t != typ || seq > math.MaxInt32 {
 		return 0, nil, at, source, false, nil
@@ -96,8 +98,15 @@ func (s *udpSocket) recvTyped(buf, oob []byte, typ byte) (int, []byte, time.Time
 	return int(seq), buf[UDPHeaderLen:n], at, source, true, nil
 }
 
+// recv returns an answer's arrival less the server's dwell: when it would have arrived had the
+// server answered at once, as the kernel answers ICMP echo.
 func (s *udpSocket) recv(buf, oob []byte) (int, time.Time, string, bool, error) {
-	seq, _, at, src, ok, err := s.recvTyped(buf, oob, 'E')
+	seq, payload, at, src, ok, err := s.recvTyped(buf, oob, 'E')
+	if ok {
+		d := DwellOf(payload)
+		s.dwells = append(s.dwells, d)
+		at = at.Add(-d)
+	}
 	return seq, at, src, ok, err
 }
 
@@ -110,8 +119,8 @@ type UDPSpec struct {
 }
 
 // UDPRTT sends Count authenticated datagrams of Size bytes at Interval to an agent server's UDP
-// echo and reports round trips (kernel receive time stamps), loss and the RFC 3550 jitter of
-// successive round trips.
+// echo and reports round trips (kernel receive time stamps, less the time each datagram dwelt in
+// the server, which it reports), loss and the RFC 3550 jitter of successive round trips.
 func UDPRTT(ctx context.Context, spec UDPSpec) (*RTTResult, error) {
 	spec.defaults()
 	if spec.Size < UDPHeaderLen || spec.Size > UDPMaxDatagram {
@@ -133,6 +142,8 @@ func UDPRTT(ctx context.Context, spec UDPSpec) (*RTTResult, error) {
 	}
 	r := rttResult(MethodUDPEcho, spec.RTTSpec, n, rtts, time.Since(start))
 	r.Timestamps, r.JitterMicros = source, jitter(bySeq)
+	dwell := LatencyFromSamples(sock.dwells)
+	r.ServerDwell = &dwell
 	return r, nil
 }
 

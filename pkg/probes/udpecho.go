@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"time"
 )
 
 // The UDP echo protocol between a client and an agent server (same port number as its TCP
@@ -26,6 +27,14 @@ const (
 	UDPEcho     byte = 'e' // answered with the same datagram (type 'E')
 	UDPMTUProbe byte = 'm' // padded to the probed size; answered with a header and the server's MTU (type 'M')
 )
+
+// DwellOf reads the server's dwell from an echo answer's payload (0 when it has none).
+func DwellOf(payload []byte) time.Duration {
+	if len(payload) < 8 {
+		return 0
+	}
+	return time.Duration(binary.BigEndian.Uint64(payload))
+}
 
 // ErrBadDatagram is returned for a datagram that is not ours or whose tag does not verify.
 var ErrBadDatagram = errors.New("not an authenticated netbench datagram")
@@ -63,10 +72,15 @@ func OpenDatagram(key, b []byte) (typ byte, seq uint64, err error) {
 }
 
 // EchoReply turns a verified request of n bytes in b into the server's answer, in place, and
-// returns its length (0: no answer). localMTU is what an MTU probe's answer reports.
-func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int) int {
+// returns its length (0: no answer). An echo's answer carries, in its first 8 payload bytes
+// (when the request has them), dwell: how long the request spent in the server, taken off the
+// round trip by the client. localMTU is what an MTU probe's answer reports.
+func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.Duration) int {
 	switch typ {
 	case UDPEcho:
+		if n >= UDPHeaderLen+8 {
+			binary.BigEndian.PutUint64(b[UDPHeaderLen:], uint64(max(dwell, 0)))
+		}
 		SealDatagram(key, b[:n], 'E', seq)
 		return n
 	case UDPMTUProbe:

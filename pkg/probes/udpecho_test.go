@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestDatagramsAuthenticate(t *testing.T) {
@@ -33,18 +34,21 @@ func TestDatagramsAuthenticate(t *testing.T) {
 	}
 	// The answers are no larger than the requests: an echo is the same size, an MTU probe's a
 	// short header.
-	if n := EchoReply(key, b, UDPEcho, 42, len(b), 1500); n != len(b) {
+	if n := EchoReply(key, b, UDPEcho, 42, len(b), 1500, 1234*time.Nanosecond); n != len(b) {
 		t.Errorf("echo answer %d bytes", n)
+	}
+	if typ, _, err := OpenDatagram(key, b); err != nil || typ != 'E' || DwellOf(b[UDPHeaderLen:]) != 1234*time.Nanosecond {
+		t.Errorf("echo answer: %c %v, dwell %v", typ, err, DwellOf(b[UDPHeaderLen:]))
 	}
 	big := make([]byte, 1400)
 	SealDatagram(key, big, UDPMTUProbe, 7)
-	if n := EchoReply(key, big, UDPMTUProbe, 7, len(big), 1500); n != UDPHeaderLen+8 {
+	if n := EchoReply(key, big, UDPMTUProbe, 7, len(big), 1500, 0); n != UDPHeaderLen+8 {
 		t.Errorf("mtu answer %d bytes", n)
 	}
 	if typ, seq, err := OpenDatagram(key, big[:UDPHeaderLen+8]); err != nil || typ != 'M' || seq != 7 {
 		t.Errorf("mtu answer: %c %d %v", typ, seq, err)
 	}
-	if n := EchoReply(key, b, 'x', 1, len(b), 1500); n != 0 {
+	if n := EchoReply(key, b, 'x', 1, len(b), 1500, 0); n != 0 {
 		t.Errorf("unknown type answered with %d bytes", n)
 	}
 }
@@ -55,7 +59,7 @@ func BenchmarkEchoServerWork(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		SealDatagram(key, buf, UDPEcho, uint64(i))
 		typ, seq, _ := OpenDatagram(key, buf)
-		EchoReply(key, buf, typ, seq, len(buf), 1500)
+		EchoReply(key, buf, typ, seq, len(buf), 1500, time.Microsecond)
 	}
 }
 
@@ -77,7 +81,7 @@ func FuzzOpenDatagram(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m := EchoReply(key, buf, typ, seq, n, 1500); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
+		if m := EchoReply(key, buf, typ, seq, n, 1500, time.Microsecond); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
 			t.Errorf("answered %d bytes to %d", m, n)
 		}
 	})
