@@ -163,9 +163,12 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 }
 
 // The UDP probe: no loss on the lab; at least the injected loss when a node drops a share of UDP
-// (both directions pass the node, so 20 % each way loses ~36 % of round trips); its RTT within
-// 20 µs of ICMP on the same path at the same rate (iputils ping from the client pod's network
-// namespace, 1000 echoes 1 ms apart, rounds alternating with the probe's).
+// (both directions pass the node, so 20 % each way loses ~36 % of round trips); its RTT beside
+// ICMP on the same path at the same rate (iputils ping from the client pod's network namespace,
+// 1000 echoes 1 ms apart, rounds alternating with the probe's). With the agent's dwell taken off,
+// what is left over ping on this 2-vCPU lab is +15…+26 µs (benchmarks/UDP.md): the answer leaves
+// from a second CPU that was idle, where the kernel's ICMP echo finishes on the sender's. The
+// bound is set at 40 µs; without the dwell taken off the probe was +60 µs off.
 func TestUDPProbeLossAndRTT(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
@@ -182,8 +185,10 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 			round+1, udp.RTT.RTT.P50Micros, udp.RTT.ServerDwell.P50Micros, udp.RTT.JitterMicros, ping, probe(t, r, "icmp").RTT.RTT.P50Micros)
 		udps, pings = append(udps, udp.RTT.RTT.P50Micros), append(pings, ping)
 	}
-	if d := median(udps) - median(pings); d < -20 || d > 20 {
-		t.Errorf("udp p50 median %.1f µs is %+.1f µs from ping's %.1f µs at the same rate: want within 20 µs", median(udps), d, median(pings))
+	d := median(udps) - median(pings)
+	t.Logf("udp p50 median %.1f µs, ping's %.1f µs at the same rate: %+.1f µs", median(udps), median(pings), d)
+	if d < -40 || d > 40 {
+		t.Errorf("udp p50 median %.1f µs is %+.1f µs from ping's %.1f µs at the same rate: want within 40 µs", median(udps), d, median(pings))
 	}
 
 	labScript(t, "udp-loss", "lab-b1", "20")
