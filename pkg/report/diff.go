@@ -59,9 +59,10 @@ type FigureChange struct {
 	Change        float64  `json:"change"`
 	ChangePercent *float64 `json:"changePercent,omitempty"`
 	// OldRange and NewRange are each run's own spread where it has one: the rounds' min–max
-	// (--repeat), or the 95 % interval of a percentile from its samples.
-	OldRange *[2]float64 `json:"oldRange,omitempty"`
-	NewRange *[2]float64 `json:"newRange,omitempty"`
+	// (--repeat), or the 95 % interval of a percentile from its samples (without a high end
+	// when too few samples bound it from above).
+	OldRange *Range `json:"oldRange,omitempty"`
+	NewRange *Range `json:"newRange,omitempty"`
 	Verdict  string      `json:"verdict"`
 	Reason   string      `json:"reason"`
 }
@@ -157,18 +158,11 @@ func Diff(old, cur *LoadedRun, tolerancePercent float64) (*DiffReport, error) {
 	return d, nil
 }
 
-func spreadOf(f FigureValue) *[2]float64 {
-	if f.Low == 0 && f.High == 0 {
-		return nil
-	}
-	return &[2]float64{f.Low, f.High}
-}
-
 // compareFigure decides whether a figure changed beyond the runs' spread: by more than the
 // tolerance, and, where both runs carry an interval, out of each other's interval.
 func compareFigure(o, n FigureValue, tol float64) FigureChange {
 	c := FigureChange{Name: n.Name, Unit: n.Unit, Old: o.Value, New: n.Value, Change: round3(n.Value - o.Value),
-		OldRange: spreadOf(o), NewRange: spreadOf(n), Verdict: WithinSpread}
+		OldRange: o.Spread, NewRange: n.Spread, Verdict: WithinSpread}
 	pct := math.Inf(1)
 	if o.Value != 0 {
 		p := round1(100 * (n.Value - o.Value) / math.Abs(o.Value))
@@ -176,10 +170,12 @@ func compareFigure(o, n FigureValue, tol float64) FigureChange {
 	} else if n.Value == 0 {
 		pct = 0
 	}
-	overlap := c.OldRange != nil && c.NewRange != nil && c.OldRange[0] <= c.NewRange[1] && c.NewRange[0] <= c.OldRange[1]
+	overlap := c.OldRange != nil && c.NewRange != nil && c.OldRange.Overlaps(c.NewRange)
 	switch {
 	case pct <= tol:
 		c.Reason = fmt.Sprintf("within the %g %% tolerance", tol)
+	case overlap && (c.OldRange.High == nil || c.NewRange.High == nil):
+		c.Reason = "the runs' own ranges overlap: too few samples to bound this percentile from above"
 	case overlap:
 		c.Reason = "the runs' own ranges overlap"
 	default:
@@ -229,9 +225,12 @@ func WriteDiff(w io.Writer, format string, d *DiffReport) error {
 	return nil
 }
 
-func rangeText(r *[2]float64, unit string) string {
-	if r == nil {
+func rangeText(r *Range, unit string) string {
+	switch {
+	case r == nil:
 		return ""
+	case r.High == nil:
+		return " [" + gate.Format(r.Low, unit) + " … too few samples to bound]"
 	}
-	return " [" + gate.Format(r[0], unit) + " … " + gate.Format(r[1], unit) + "]"
+	return " [" + gate.Format(r.Low, unit) + " … " + gate.Format(*r.High, unit) + "]"
 }

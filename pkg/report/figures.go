@@ -18,21 +18,37 @@ const (
 	UnitBytes   = gate.Bytes
 )
 
-// FigureValue is one figure of one run: <probe>.<stat>, its unit and value, and where the run's
-// own samples give one, the 95 % interval of the value (Low–High; both 0 when there is none).
+// FigureValue is one figure of one run: <probe>.<stat>, its unit and value, and where the run
+// gives one, its spread (nil when there is none).
 type FigureValue struct {
 	Name, Unit  string
 	Value       float64
 	Probe, Stat string
-	Low, High   float64
+	Spread      *Range
 	// Alias marks a figure that repeats another under a second name (rtt.*, a class's worst rung).
 	Alias bool
 }
 
+// Range is a figure's own spread: the rounds' min–max, or the 95 % confidence interval of a
+// percentile from its samples. High is nil when the samples bound it only from below (a p99 of
+// 20 samples: no rank of 20 holds the p99 with 95 % confidence).
+type Range struct {
+	Low  float64  `json:"low"`
+	High *float64 `json:"high,omitempty"`
+}
+
+// Overlaps says whether two ranges share a value.
+func (r *Range) Overlaps(o *Range) bool {
+	return (r.High == nil || o.Low <= *r.High) && (o.High == nil || r.Low <= *o.High)
+}
+
+// Holds says whether v lies in the range.
+func (r *Range) Holds(v float64) bool { return r.Low <= v && (r.High == nil || v <= *r.High) }
+
 // stat is one statistic a probe kind reports.
 type stat struct {
 	name, unit string
-	get        func(r *agent.ProbeResult) (v, low, high float64, ok bool)
+	get        func(r *agent.ProbeResult) (v float64, spread *Range, ok bool)
 }
 
 // quantiles name the latency percentiles figures carry.
@@ -42,23 +58,21 @@ func latencyStats(l func(r *agent.ProbeResult) *probes.Latency, names ...string)
 	var out []stat
 	for _, name := range names {
 		q := quantiles[name]
-		out = append(out, stat{name, UnitMicros, func(r *agent.ProbeResult) (float64, float64, float64, bool) {
+		out = append(out, stat{name, UnitMicros, func(r *agent.ProbeResult) (float64, *Range, bool) {
 			lat := l(r)
 			if lat == nil || lat.Count == 0 {
-				return 0, 0, 0, false
+				return 0, nil, false
 			}
-			v := percentileOf(*lat, q)
-			lo, hi := percentileInterval(*lat, q)
-			return v, lo, hi, true
+			return percentileOf(*lat, q), percentileInterval(*lat, q), true
 		}})
 	}
 	return out
 }
 
 func value(unit, name string, f func(r *agent.ProbeResult) (float64, bool)) stat {
-	return stat{name, unit, func(r *agent.ProbeResult) (float64, float64, float64, bool) {
+	return stat{name, unit, func(r *agent.ProbeResult) (float64, *Range, bool) {
 		v, ok := f(r)
-		return v, 0, 0, ok
+		return v, nil, ok
 	}}
 }
 
@@ -140,8 +154,8 @@ func ProbeFigures(results []*agent.ProbeResult) []FigureValue {
 			continue
 		}
 		for _, s := range kindStats(r.Kind) {
-			if v, lo, hi, ok := s.get(r); ok {
-				out = append(out, FigureValue{Name: r.Name + "." + s.name, Unit: s.unit, Value: v, Probe: r.Name, Stat: s.name, Low: lo, High: hi})
+			if v, spread, ok := s.get(r); ok {
+				out = append(out, FigureValue{Name: r.Name + "." + s.name, Unit: s.unit, Value: v, Probe: r.Name, Stat: s.name, Spread: spread})
 			}
 		}
 	}
@@ -237,20 +251,53 @@ func percentileOf(l probes.Latency, q float64) float64 {
 	return l.P999Micros
 }
 
-// percentileInterval is the distribution-free 95 % confidence interval of the q-quantile of n
-// samples: the values at ranks n·q ∓ 1.96·√(n·q·(1−q)), read from the histogram (0, 0 when
-// there is none).
-func percentileInterval(l probes.Latency, q float64) (lo, hi float64) {
+// percentileInterval is the distribution-free 95 % confidence interval of the q-quantile of the
+// samples: the values at the order statistics whose ranks hold it with 95 % confidence (exact,
+// from the binomial distribution), read from the histogram; nil without a histogram.
+func percentileInterval(l probes.Latency, q float64) *Range {
 	if len(l.Histogram) == 0 || l.Count == 0 {
-		return 0, 0
+		return nil
 	}
-	n := float64(l.Count)
-	half := 1.96 * math.Sqrt(n*q*(1-q))
-	lo, hi = rankValue(l, math.Max(1, math.Floor(n*q-half))), rankValue(l, math.Min(n, math.Ceil(n*q+half)+1))
+	v := percentileOf(l, q)
+	lo, hi := orderRanks(l.Count, q)
+	r := &Range{Low: l.MinMicros}
+	if lo > 0 {
+		r.Low = round3(rankValue(l, float64(lo)))
+	}
+	if hi > 0 {
+		h := round3(rankValue(l, float64(hi)))
+		r.High = &h
+	}
 	// Wide buckets (the histogram's grow with the value) make interpolated ranks approximate:
 	// the interval always holds the exact percentile.
-	v := percentileOf(l, q)
-	return round3(math.Min(lo, v)), round3(math.Max(hi, v))
+	r.Low = math.Min(r.Low, v)
+	if r.High != nil && *r.High < v {
+		*r.High = v
+	}
+	return r
+}
+
+// orderRanks are the 1-based ranks l ≤ u of n samples between which the q-quantile lies with at
+// least 95 % confidence (2.5 % each side): l the largest with P(Binomial(n, q) ≥ l) ≥ 0.975, u
+// the smallest with P(Binomial(n, q) ≤ u − 1) ≥ 0.975. 0 when no rank qualifies on that side.
+func orderRanks(n int64, q float64) (l, u int64) {
+	lgN, _ := math.Lgamma(float64(n) + 1)
+	var cdf float64
+	for k := int64(0); k <= n; k++ {
+		a, _ := math.Lgamma(float64(k) + 1)
+		b, _ := math.Lgamma(float64(n-k) + 1)
+		cdf += math.Exp(lgN - a - b + float64(k)*math.Log(q) + float64(n-k)*math.Log1p(-q))
+		if cdf <= 0.025 {
+			l = k + 1 // P(X ≥ k+1) = 1 − cdf ≥ 0.975
+		}
+		if cdf >= 0.975 {
+			if k+1 > n {
+				return l, 0
+			}
+			return l, k + 1
+		}
+	}
+	return l, 0
 }
 
 // rankValue is the value of the k-th smallest sample (1-based), interpolated within its bucket.

@@ -47,10 +47,8 @@ func (r *DNSReport) FigureValues() []FigureValue {
 		if v == nil {
 			continue
 		}
-		lo50, hi50 := percentileInterval(v.Warm, 0.5)
-		lo99, hi99 := percentileInterval(v.Warm, 0.99)
 		vals := []FigureValue{{Value: float64(v.Queries)}, {Value: float64(v.NXDomains)},
-			{Value: v.Warm.P50Micros, Low: lo50, High: hi50}, {Value: v.Warm.P99Micros, Low: lo99, High: hi99}}
+			{Value: v.Warm.P50Micros, Spread: percentileInterval(v.Warm, 0.5)}, {Value: v.Warm.P99Micros, Spread: percentileInterval(v.Warm, 0.99)}}
 		for i, s := range dnsStats {
 			if s.unit == UnitMicros && v.Warm.Count == 0 {
 				continue
@@ -103,7 +101,8 @@ func (r *LadderReport) FigureValues() []FigureValue {
 			if f, ok := rung.Figures[name]; ok {
 				fv := FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: name, Stat: "median"}
 				if f.Samples > 1 {
-					fv.Low, fv.High = f.Min, f.Max
+					hi := f.Max
+					fv.Spread = &Range{Low: f.Min, High: &hi}
 				}
 				fs = append(fs, fv)
 			}

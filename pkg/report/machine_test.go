@@ -212,8 +212,8 @@ func TestIntervalsHoldTheirFigure(t *testing.T) {
 	for _, in := range inputs {
 		_, figs := render(t, in, "json")
 		for _, f := range figs {
-			if (f.Low != 0 || f.High != 0) && !(f.Low <= f.Value && f.Value <= f.High) {
-				t.Errorf("%s %s: %v outside [%v, %v]", in, f.Name, f.Value, f.Low, f.High)
+			if f.Spread != nil && !f.Spread.Holds(f.Value) {
+				t.Errorf("%s %s: %v outside %+v", in, f.Name, f.Value, f.Spread)
 			}
 		}
 	}
