@@ -5,12 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
-KUBECONFIG=$(hack/lab/lab.sh kubeconfig)
-export KUBECONFIG
-K=.cache/lab/bin/kubectl
-make -s bin/kubectl-netbench VERSION=dev
-$K apply -f hack/lab/manifests/demo.yaml >/dev/null
-$K -n demo rollout status deploy/shop-api --timeout=120s >/dev/null
+# shellcheck source=hack/lab-demo.sh
+source hack/lab-demo.sh
 overheads=()
 for i in $(seq "$n"); do
   t=$(bin/kubectl-netbench ladder -n demo deploy/shop-api --probes rtt -o json |

@@ -7,12 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
-KUBECONFIG=$(hack/lab/lab.sh kubeconfig)
-export KUBECONFIG
-K=.cache/lab/bin/kubectl
-make -s bin/kubectl-netbench VERSION=dev
-$K apply -f hack/lab/manifests/demo.yaml >/dev/null
-$K -n demo rollout status deploy/shop-api deploy/shop-client --timeout=120s >/dev/null
+# shellcheck source=hack/lab-demo.sh
+source hack/lab-demo.sh
 cli_ip=$($K -n demo get pod -l app=shop-client -o jsonpath='{.items[0].status.podIP}')
 cli_node=$($K -n demo get pod -l app=shop-client -o jsonpath='{.items[0].spec.nodeName}')
 api_ip=$($K -n demo get pod -l app=shop-api -o jsonpath='{.items[0].status.podIP}')

@@ -63,8 +63,8 @@ type FigureChange struct {
 	// when too few samples bound it from above).
 	OldRange *Range `json:"oldRange,omitempty"`
 	NewRange *Range `json:"newRange,omitempty"`
-	Verdict  string      `json:"verdict"`
-	Reason   string      `json:"reason"`
+	Verdict  string `json:"verdict"`
+	Reason   string `json:"reason"`
 }
 
 // LoadedRun is a report read back from a file, with its figures.
