@@ -274,7 +274,11 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 		if m.PathMTU >= m.LocalMTU {
 			how = "as large as the interface allows"
 		}
-		fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %d probes (%s): %s\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, m.Probes, m.Method, how)
+		packets := fmt.Sprintf("%d packets", m.Probes)
+		if m.Probes == 1 {
+			packets = "1 packet"
+		}
+		fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %s (%s): %s\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, packets, m.Method, how)
 	}
 }
 
