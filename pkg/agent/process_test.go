@@ -442,3 +442,63 @@ func TestAgentRejectsBadJobs(t *testing.T) {
 		})
 	}
 }
+
+// A flood of datagrams without the token costs the agent little CPU, and a token holder's probe
+// still gets answers during it.
+func TestAgentUDPFloodIsBounded(t *testing.T) {
+	s := startServer(t, "", "tok-flood", time.Minute)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	junk := make([]byte, 64)
+	copy(junk, "NBU1e") // our magic, a forged tag
+	stop := make(chan struct{})
+	sent := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				sent <- n
+				return
+			default:
+			}
+			if _, err := conn.Write(junk); err == nil {
+				n++
+			}
+		}
+	}()
+	cpu0 := processCPU(t, s.pid())
+	job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: s.port, Token: "tok-flood",
+		Probes: []ProbeSpec{{Kind: ProbeUDP, Count: 500, IntervalMillis: 2, Size: 64}}}
+	events, err := runJob(t, "", job, 0)
+	close(stop)
+	n := <-sent
+	used := processCPU(t, s.pid()) - cpu0
+	r := results(events)[ProbeUDP]
+	if err != nil || r == nil || r.RTT == nil || r.RTT.Received == 0 {
+		t.Fatalf("udp probe during the flood: %v %+v", err, r)
+	}
+	t.Logf("%d forged datagrams in ~1 s; the server used %v of CPU; the probe got %d/%d answers", n, used, r.RTT.Received, r.RTT.Sent)
+	if used > 600*time.Millisecond {
+		t.Errorf("the server used %v of CPU under a flood of %d forged datagrams", used, n)
+	}
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// processCPU is the user+system CPU time a process has used (from /proc, in clock ticks of 10 ms).
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
