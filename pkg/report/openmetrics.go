@@ -156,23 +156,25 @@ func endpointLabels(prefix string, e Endpoint) [][2]string {
 // WritePathMetrics writes a path report as OpenMetrics text: one gauge per figure, labelled with
 // both endpoints and the path class.
 func WritePathMetrics(w io.Writer, r *PathReport) error {
-	m := newMetricsWriter()
 	common := append(append(endpointLabels("source", r.Source), endpointLabels("destination", r.Destination)...), [2]string{"path_class", r.Path.Class})
-	m.addFigures(r.FigureValues(), common)
-	m.addChecks(r.Checks, common)
+	return writeRunMetrics(w, r.FigureValues(), r.Checks, common)
+}
+
+// writeRunMetrics writes one run's figures and checks, every sample with the common labels.
+func writeRunMetrics(w io.Writer, fs []FigureValue, checks []gate.Result, common [][2]string) error {
+	m := newMetricsWriter()
+	m.addFigures(fs, common)
+	m.addChecks(checks, common)
 	return m.write(w)
 }
 
 // WriteDNSMetrics writes a DNS report as OpenMetrics text, labelled with the pod and resolver.
 func WriteDNSMetrics(w io.Writer, r *DNSReport) error {
-	m := newMetricsWriter()
 	common := endpointLabels("pod", r.Target)
 	if r.Result != nil && r.Result.DNSResult != nil {
 		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver})
 	}
-	m.addFigures(r.FigureValues(), common)
-	m.addChecks(r.Checks, common)
-	return m.write(w)
+	return writeRunMetrics(w, r.FigureValues(), r.Checks, common)
 }
 
 // WriteLadderMetrics writes a ladder as OpenMetrics text: each rung's medians, labelled with the
