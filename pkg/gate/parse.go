@@ -112,7 +112,7 @@ func (p *parser) unexpected(t token, want string) error {
 	return &SyntaxError{t.col, fmt.Sprintf("unexpected %q: want %s", t.text, want)}
 }
 
-// depth guards against deeply nested parentheses (the length bound already keeps it small).
+// expr reads terms joined by + and -; nesting is bounded by MaxLength (at most 256 parentheses).
 func (p *parser) expr() (*Expr, error) {
 	left, err := p.term()
 	for err == nil && p.peek().kind == 'o' && (p.peek().text == "+" || p.peek().text == "-") {
