@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"time"
@@ -15,8 +16,9 @@ import (
 // number), until ctx ends. It reads on a thread of its own blocked in recvmsg. What a user-space
 // echo adds over the kernel's own ICMP echo is that thread's wake-up (on the lab's 2-vCPU machine
 // ~60 µs: benchmarks/UDP.md); each answer says how long its datagram dwelt here, from the
-// kernel's receive time stamp to the answer's send, and the client takes it off the round trip
-// (as a TWAMP reflector's time stamps do). It does not spin instead: an agent in the
+// kernel's receive time stamp to the answer's send, and the next answer to the same client how
+// long that answer then took to its transmit time stamp; the client takes both off the round
+// trip (as a TWAMP reflector's time stamps allow). It does not spin instead: an agent in the
 // application's pod must not burn the pod's CPU quota. Datagrams that fail authentication get no
 // answer.
 func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
@@ -38,6 +40,9 @@ func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 		unix.Close(fd)
 		return nil, err
 	}
+	// Software transmit time stamps: when an answer reached the interface (best effort).
+	txStamps := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING,
+		unix.SOF_TIMESTAMPING_TX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
 	mtu := probes.InterfaceMTU(nil)
 	done := make(chan struct{})
 	go func() {
@@ -45,8 +50,9 @@ func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 		defer unix.Close(fd)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		buf, oob := make([]byte, probes.UDPMaxDatagram), make([]byte, 128)
+		buf, oob, eoob := make([]byte, probes.UDPMaxDatagram), make([]byte, 128), make([]byte, 128)
 		var strangers strangerBudget
+		var pending followUp
 		for ctx.Err() == nil {
 			n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
 			if err != nil {
@@ -58,12 +64,76 @@ func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 				strangers.spend(arrived)
 				continue
 			}
-			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, time.Since(arrived)); m > 0 {
-				_ = unix.Sendto(fd, buf[:m], 0, from)
+			late := pending.take(from)
+			now := time.Now()
+			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
+				if unix.Sendto(fd, buf[:m], 0, from) == nil && txStamps && typ == probes.UDPEcho {
+					pending.stamp(fd, eoob, from, seq, now)
+				}
 			}
 		}
 	}()
 	return func() { <-done }, nil
+}
+
+// followUp is the last answer's transmit delay, owed to its peer in the next answer: the kernel
+// stamps an answer as it reaches the interface, after it was sent (veth stamps it within the
+// sendto). ~6 µs on the lab, mostly the send path of a just-woken CPU.
+type followUp struct {
+	peer unix.Sockaddr
+	late probes.Late
+	ok   bool
+}
+
+func (f *followUp) take(peer unix.Sockaddr) probes.Late {
+	if !f.ok || !sameAddr(f.peer, peer) {
+		return probes.Late{}
+	}
+	f.ok = false
+	return f.late
+}
+
+// stamp reads the transmit stamp of the answer just sent (without waiting) and keeps it for
+// the peer's next answer; older stamps left in the error queue are read and dropped.
+func (f *followUp) stamp(fd int, oob []byte, peer unix.Sockaddr, seq uint64, sent time.Time) {
+	f.ok = false
+	for range 4 {
+		_, oobn, _, _, err := unix.Recvmsg(fd, nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if err != nil {
+			return
+		}
+		if tx, ok := txStamp(oob[:oobn]); ok && tx.After(sent) {
+			f.peer, f.late, f.ok = peer, probes.Late{Seq: seq, Extra: tx.Sub(sent)}, true
+		}
+	}
+}
+
+// txStamp reads a software time stamp from SCM_TIMESTAMPING control data.
+func txStamp(oob []byte) (time.Time, bool) {
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, c := range cmsgs {
+		if c.Header.Level == unix.SOL_SOCKET && c.Header.Type == unix.SCM_TIMESTAMPING && len(c.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(c.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(c.Data[8:16]))
+			return time.Unix(sec, nsec), sec != 0 || nsec != 0
+		}
+	}
+	return time.Time{}, false
+}
+
+func sameAddr(a, b unix.Sockaddr) bool {
+	switch x := a.(type) {
+	case *unix.SockaddrInet4:
+		y, ok := b.(*unix.SockaddrInet4)
+		return ok && x.Addr == y.Addr && x.Port == y.Port
+	case *unix.SockaddrInet6:
+		y, ok := b.(*unix.SockaddrInet6)
+		return ok && x.Addr == y.Addr && x.Port == y.Port
+	}
+	return false
 }
 
 // strangerBudget bounds what datagrams without the token cost: at most strangersPerWindow are

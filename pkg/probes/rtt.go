@@ -68,8 +68,9 @@ type RTTResult struct {
 	// successive round trips: J += (|D| − J) / 16, D the difference of two consecutive RTTs.
 	JitterMicros float64 `json:"jitterMicros,omitempty"`
 	// ServerDwell (udp only) is the time each datagram spent in the server agent, from the
-	// kernel's receive time stamp there to its answer's send: taken off each round trip above,
-	// so that RTT is the network's (as the kernel's ICMP echo has none).
+	// kernel's receive time stamp there to its answer's transmit time stamp (or its send, where
+	// the follow-up with that stamp did not come): taken off each round trip above, so that RTT
+	// is the network's (the kernel's ICMP echo has none).
 	ServerDwell     *Latency `json:"serverDwell,omitempty"`
 	DurationSeconds float64  `json:"durationSeconds"`
 	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the

@@ -26,8 +26,9 @@ type udpSocket struct {
 	key  []byte
 	out  []byte
 	peer netip.AddrPort
-	// dwells are the servers' reported dwell of each answer received.
-	dwells []time.Duration
+	// dwell is, per sequence, the server's reported dwell; late the follow-ups: the time from the
+	// server's clock reading to its answer's transmit stamp.
+	dwell, late map[int]time.Duration
 }
 
 func dialUDP(ctx context.Context, target string, key []byte, size int) (*udpSocket, error) {
@@ -43,7 +44,8 @@ func dialUDP(ctx context.Context, target string, key []byte, size int) (*udpSock
 	if err != nil {
 		return nil, err
 	}
-	s := &udpSocket{v6: !ips[0].Unmap().Is4(), key: key, out: make([]byte, max(size, UDPHeaderLen)), peer: netip.AddrPortFrom(ips[0].Unmap(), uint16(p))}
+	s := &udpSocket{v6: !ips[0].Unmap().Is4(), key: key, out: make([]byte, max(size, UDPHeaderLen)), peer: netip.AddrPortFrom(ips[0].Unmap(), uint16(p)),
+		dwell: map[int]time.Duration{}, late: map[int]time.Duration{}}
 	family := unix.AF_INET
 	if s.v6 {
 		family = unix.AF_INET6
@@ -103,9 +105,12 @@ func (s *udpSocket) recvTyped(buf, oob []byte, typ byte) (int, []byte, time.Time
 func (s *udpSocket) recv(buf, oob []byte) (int, time.Time, string, bool, error) {
 	seq, payload, at, src, ok, err := s.recvTyped(buf, oob, 'E')
 	if ok {
-		d := DwellOf(payload)
-		s.dwells = append(s.dwells, d)
+		d, late, hasLate := DwellOf(payload)
+		s.dwell[seq] = d
 		at = at.Add(-d)
+		if hasLate && late.Extra < time.Second && late.Seq < math.MaxInt32 {
+			s.late[int(late.Seq)] = late.Extra
+		}
 	}
 	return seq, at, src, ok, err
 }
@@ -136,13 +141,21 @@ func UDPRTT(ctx context.Context, spec UDPSpec) (*RTTResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("udp echo to %s: %w", sock.peer, err)
 	}
+	var dwells []time.Duration
+	for seq, d := range sock.dwell {
+		if extra, ok := sock.late[seq]; ok && seq < len(bySeq) && bySeq[seq] > extra {
+			bySeq[seq] -= extra
+			d += extra
+		}
+		dwells = append(dwells, d)
+	}
 	rtts := answered(bySeq)
 	if len(rtts) == 0 && n > 0 {
 		return nil, fmt.Errorf("no answer to any of %d datagrams from %s: UDP to the agent's port does not get through (or the token is wrong): %w", n, sock.peer, os.ErrDeadlineExceeded)
 	}
 	r := rttResult(MethodUDPEcho, spec.RTTSpec, n, rtts, time.Since(start))
 	r.Timestamps, r.JitterMicros = source, jitter(bySeq)
-	dwell := LatencyFromSamples(sock.dwells)
+	dwell := LatencyFromSamples(dwells)
 	r.ServerDwell = &dwell
 	return r, nil
 }

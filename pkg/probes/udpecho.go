@@ -28,12 +28,15 @@ const (
 	UDPMTUProbe byte = 'm' // padded to the probed size; answered with a header and the server's MTU (type 'M')
 )
 
-// DwellOf reads the server's dwell from an echo answer's payload (0 when it has none).
-func DwellOf(payload []byte) time.Duration {
-	if len(payload) < 8 {
-		return 0
+// DwellOf reads the server's dwell and its follow-up for an earlier answer from an echo
+// answer's payload (zero when it has none; ok false without a follow-up).
+func DwellOf(payload []byte) (dwell time.Duration, late Late, ok bool) {
+	if len(payload) < echoPayload {
+		return 0, Late{}, false
 	}
-	return time.Duration(binary.BigEndian.Uint64(payload))
+	dwell = time.Duration(binary.BigEndian.Uint64(payload))
+	s := binary.BigEndian.Uint64(payload[8:])
+	return dwell, Late{Seq: s - 1, Extra: time.Duration(binary.BigEndian.Uint64(payload[16:]))}, s > 0
 }
 
 // ErrBadDatagram is returned for a datagram that is not ours or whose tag does not verify.
@@ -71,15 +74,29 @@ func OpenDatagram(key, b []byte) (typ byte, seq uint64, err error) {
 	return b[4], binary.BigEndian.Uint64(b[8:16]), nil
 }
 
+// Late is a follow-up for an echo answered before: its sequence and how long its answer took
+// from the server's own clock reading to the kernel's transmit time stamp (known only once sent).
+type Late struct {
+	Seq   uint64
+	Extra time.Duration
+}
+
+// echoPayload is what an echo answer carries after the header: dwell, then a Late (seq+1, so
+// that 0 means none).
+const echoPayload = 24
+
 // EchoReply turns a verified request of n bytes in b into the server's answer, in place, and
-// returns its length (0: no answer). An echo's answer carries, in its first 8 payload bytes
-// (when the request has them), dwell: how long the request spent in the server, taken off the
-// round trip by the client. localMTU is what an MTU probe's answer reports.
-func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.Duration) int {
+// returns its length (0: no answer). An echo's answer carries, in its payload (when the request
+// has room), dwell: how long the request spent in the server until its answer was about to be
+// sent, and late: the previous answer's remaining time to its transmit time stamp; the client
+// takes both off the round trips. localMTU is what an MTU probe's answer reports.
+func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.Duration, late Late) int {
 	switch typ {
 	case UDPEcho:
-		if n >= UDPHeaderLen+8 {
+		if n >= UDPHeaderLen+echoPayload {
 			binary.BigEndian.PutUint64(b[UDPHeaderLen:], uint64(max(dwell, 0)))
+			binary.BigEndian.PutUint64(b[UDPHeaderLen+8:], late.Seq+1)
+			binary.BigEndian.PutUint64(b[UDPHeaderLen+16:], uint64(max(late.Extra, 0)))
 		}
 		SealDatagram(key, b[:n], 'E', seq)
 		return n

@@ -34,21 +34,26 @@ func TestDatagramsAuthenticate(t *testing.T) {
 	}
 	// The answers are no larger than the requests: an echo is the same size, an MTU probe's a
 	// short header.
-	if n := EchoReply(key, b, UDPEcho, 42, len(b), 1500, 1234*time.Nanosecond); n != len(b) {
+	if n := EchoReply(key, b, UDPEcho, 42, len(b), 1500, 1234*time.Nanosecond, Late{Seq: 41, Extra: 7 * time.Microsecond}); n != len(b) {
 		t.Errorf("echo answer %d bytes", n)
 	}
-	if typ, _, err := OpenDatagram(key, b); err != nil || typ != 'E' || DwellOf(b[UDPHeaderLen:]) != 1234*time.Nanosecond {
-		t.Errorf("echo answer: %c %v, dwell %v", typ, err, DwellOf(b[UDPHeaderLen:]))
+	typ, _, err := OpenDatagram(key, b)
+	dwell, late, ok := DwellOf(b[UDPHeaderLen:])
+	if err != nil || typ != 'E' || dwell != 1234*time.Nanosecond || !ok || late != (Late{Seq: 41, Extra: 7 * time.Microsecond}) {
+		t.Errorf("echo answer: %c %v, dwell %v, late %+v %v", typ, err, dwell, late, ok)
+	}
+	if _, _, ok := DwellOf(make([]byte, echoPayload)); ok {
+		t.Error("a zero payload carries no follow-up")
 	}
 	big := make([]byte, 1400)
 	SealDatagram(key, big, UDPMTUProbe, 7)
-	if n := EchoReply(key, big, UDPMTUProbe, 7, len(big), 1500, 0); n != UDPHeaderLen+8 {
+	if n := EchoReply(key, big, UDPMTUProbe, 7, len(big), 1500, 0, Late{}); n != UDPHeaderLen+8 {
 		t.Errorf("mtu answer %d bytes", n)
 	}
 	if typ, seq, err := OpenDatagram(key, big[:UDPHeaderLen+8]); err != nil || typ != 'M' || seq != 7 {
 		t.Errorf("mtu answer: %c %d %v", typ, seq, err)
 	}
-	if n := EchoReply(key, b, 'x', 1, len(b), 1500, 0); n != 0 {
+	if n := EchoReply(key, b, 'x', 1, len(b), 1500, 0, Late{}); n != 0 {
 		t.Errorf("unknown type answered with %d bytes", n)
 	}
 }
@@ -59,7 +64,7 @@ func BenchmarkEchoServerWork(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		SealDatagram(key, buf, UDPEcho, uint64(i))
 		typ, seq, _ := OpenDatagram(key, buf)
-		EchoReply(key, buf, typ, seq, len(buf), 1500, time.Microsecond)
+		EchoReply(key, buf, typ, seq, len(buf), 1500, time.Microsecond, Late{})
 	}
 }
 
@@ -81,7 +86,7 @@ func FuzzOpenDatagram(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m := EchoReply(key, buf, typ, seq, n, 1500, time.Microsecond); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
+		if m := EchoReply(key, buf, typ, seq, n, 1500, time.Microsecond, Late{}); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
 			t.Errorf("answered %d bytes to %d", m, n)
 		}
 	})

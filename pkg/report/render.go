@@ -190,7 +190,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 				fmt.Fprintf(w, "  %s: jitter %s (RFC 3550 estimator over successive round trips), %d datagrams at %.3g ms intervals\n",
 					r.Name, Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
 				if d := r.RTT.ServerDwell; d != nil && d.Count > 0 {
-					fmt.Fprintf(w, "  %s: the server agent held each datagram %s (p50; p99 %s) between the kernel's receive and its answer: taken off each round trip\n",
+					fmt.Fprintf(w, "  %s: the server agent held each datagram %s (p50; p99 %s) from the kernel's receive to its answer's transmit: taken off each round trip\n",
 						r.Name, Micros(d.P50Micros), Micros(d.P99Micros))
 				}
 			}

@@ -164,17 +164,18 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 
 // The UDP probe: no loss on the lab; at least the injected loss when a node drops a share of UDP
 // (both directions pass the node, so 20 % each way loses ~36 % of round trips); its RTT beside
-// ICMP on the same path at the same rate (iputils ping from the client pod's network namespace,
-// 1000 echoes 1 ms apart, rounds alternating with the probe's). With the agent's dwell taken off,
-// what is left over ping on this 2-vCPU lab is +15…+26 µs (benchmarks/UDP.md): the answer leaves
-// from a second CPU that was idle, where the kernel's ICMP echo finishes on the sender's. The
-// bound is set at 40 µs; without the dwell taken off the probe was +60 µs off.
+// ICMP on the same path at the same rate: iputils ping from the client pod's network namespace
+// (1000 echoes 1 ms apart), five rounds alternating with the probe's, compared pairwise. The
+// agent's echo runs in user space; its dwell (kernel receive → the answer's transmit stamp) is
+// taken off, which brings it from +60 µs to +12…+18 µs over ping on this 2-vCPU lab (the median
+// of the rounds' differences; benchmarks/UDP.md). The goal is 20 µs; the test allows 25 so that
+// one noisy run of a 2-vCPU machine does not fail CI.
 func TestUDPProbeLossAndRTT(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	args := []string{"path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp"}
-	var udps, pings []float64
-	for round := 0; round < 3; round++ {
+	var diffs []float64
+	for round := 0; round < 5; round++ {
 		r := runJSON[report.PathReport](t, args...)
 		udp := probe(t, r, "udp")
 		if udp.RTT.LossPercent != 0 || udp.RTT.Received != udp.RTT.Sent || udp.RTT.Sent != 1000 || udp.RTT.Timestamps != "kernel" || udp.RTT.ServerDwell == nil {
@@ -183,12 +184,12 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 		ping := pingMedian(t, podNetns(t, r.Source.Node, r.Source.PodIP), r.Destination.PodIP, 1000, "0.001")
 		t.Logf("round %d: udp p50 %.1f µs (server dwell p50 %.1f µs taken off; jitter %.1f µs), ping p50 %.1f µs, icmp probe p50 %.1f µs (20 × 50 ms)",
 			round+1, udp.RTT.RTT.P50Micros, udp.RTT.ServerDwell.P50Micros, udp.RTT.JitterMicros, ping, probe(t, r, "icmp").RTT.RTT.P50Micros)
-		udps, pings = append(udps, udp.RTT.RTT.P50Micros), append(pings, ping)
+		diffs = append(diffs, udp.RTT.RTT.P50Micros-ping)
 	}
-	d := median(udps) - median(pings)
-	t.Logf("udp p50 median %.1f µs, ping's %.1f µs at the same rate: %+.1f µs", median(udps), median(pings), d)
-	if d < -40 || d > 40 {
-		t.Errorf("udp p50 median %.1f µs is %+.1f µs from ping's %.1f µs at the same rate: want within 40 µs", median(udps), d, median(pings))
+	d := median(diffs)
+	t.Logf("udp p50 − ping p50 at the same rate, per round: %.1f µs; median %+.1f µs", diffs, d)
+	if d < -25 || d > 25 {
+		t.Errorf("udp p50 is %+.1f µs from ping's at the same rate (median of %d rounds): want within 20 µs (25 allowed)", d, len(diffs))
 	}
 
 	labScript(t, "udp-loss", "lab-b1", "20")
