@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"runtime"
 	"time"
@@ -102,26 +101,10 @@ func (f *followUp) stamp(fd int, oob []byte, peer unix.Sockaddr, seq uint64, sen
 		if err != nil {
 			return
 		}
-		if tx, ok := txStamp(oob[:oobn]); ok && tx.After(sent) {
+		if tx, ok := probes.TransmitStamp(oob[:oobn]); ok && tx.After(sent) {
 			f.peer, f.late, f.ok = peer, probes.Late{Seq: seq, Extra: tx.Sub(sent)}, true
 		}
 	}
-}
-
-// txStamp reads a software time stamp from SCM_TIMESTAMPING control data.
-func txStamp(oob []byte) (time.Time, bool) {
-	cmsgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, c := range cmsgs {
-		if c.Header.Level == unix.SOL_SOCKET && c.Header.Type == unix.SCM_TIMESTAMPING && len(c.Data) >= 16 {
-			sec := int64(binary.NativeEndian.Uint64(c.Data[0:8]))
-			nsec := int64(binary.NativeEndian.Uint64(c.Data[8:16]))
-			return time.Unix(sec, nsec), sec != 0 || nsec != 0
-		}
-	}
-	return time.Time{}, false
 }
 
 func sameAddr(a, b unix.Sockaddr) bool {

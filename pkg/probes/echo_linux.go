@@ -115,16 +115,28 @@ func answered(bySeq []time.Duration) []time.Duration {
 // ReceivedAt reads the kernel's receive time stamp (SO_TIMESTAMPNS) from a message's control
 // data, or falls back to now.
 func ReceivedAt(oob []byte, now time.Time) (time.Time, string) {
-	cmsgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return now, TimestampsUserspace
-	}
-	for _, c := range cmsgs {
-		if c.Header.Level == unix.SOL_SOCKET && c.Header.Type == unix.SCM_TIMESTAMPNS && len(c.Data) >= 16 {
-			sec := int64(binary.NativeEndian.Uint64(c.Data[0:8]))
-			nsec := int64(binary.NativeEndian.Uint64(c.Data[8:16]))
-			return time.Unix(sec, nsec), TimestampsKernel
-		}
+	if t, ok := kernelStamp(oob, unix.SCM_TIMESTAMPNS); ok {
+		return t, TimestampsKernel
 	}
 	return now, TimestampsUserspace
+}
+
+// TransmitStamp reads the kernel's software transmit time stamp (SO_TIMESTAMPING, from the
+// error queue) from a message's control data.
+func TransmitStamp(oob []byte) (time.Time, bool) { return kernelStamp(oob, unix.SCM_TIMESTAMPING) }
+
+// kernelStamp reads the first time stamp of control message type typ (a timespec).
+func kernelStamp(oob []byte, typ int32) (time.Time, bool) {
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, c := range cmsgs {
+		if c.Header.Level == unix.SOL_SOCKET && c.Header.Type == typ && len(c.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(c.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(c.Data[8:16]))
+			return time.Unix(sec, nsec), sec != 0 || nsec != 0
+		}
+	}
+	return time.Time{}, false
 }
