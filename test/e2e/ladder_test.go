@@ -6,8 +6,6 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,21 +38,6 @@ func podNetns(t *testing.T, node, ip string) string {
 	}
 	t.Fatalf("no network namespace on %s holds %s", node, ip)
 	return ""
-}
-
-var pingSummary = regexp.MustCompile(`rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms`)
-
-// pingFrom runs iputils ping in a pod's network namespace and returns the median-ish figure
-// ping gives (its average) in µs.
-func pingFrom(t *testing.T, netns, ip string) float64 {
-	t.Helper()
-	out, err := exec.Command("nsenter", "--net="+netns, "ping", "-n", "-q", "-c", "30", "-i", "0.05", ip).CombinedOutput()
-	m := pingSummary.FindStringSubmatch(string(out))
-	if err != nil || m == nil {
-		t.Fatalf("ping %s: %v\n%s", ip, err, out)
-	}
-	avg, _ := strconv.ParseFloat(m[2], 64)
-	return avg * 1000
 }
 
 // With the zone delay on (300 µs same zone, 2 ms cross zone, one way), a ladder against a pod
@@ -107,10 +90,10 @@ func TestLadderZoneDelay(t *testing.T) {
 	dstIP := api.Items[0].Status.PodIP
 	for rung, node := range nodes {
 		pinger := waitPod(t, cs, ns, "ping-"+strings.Fields(rung)[0], 60*time.Second, "running", running)
-		ping := pingFrom(t, podNetns(t, node, pinger.Status.PodIP), dstIP)
-		t.Logf("%s: ping avg %.0f µs, netbench icmp p50 %.0f µs", rung, ping, p50[rung])
+		ping := pingMedian(t, podNetns(t, node, pinger.Status.PodIP), dstIP, 30, "0.05")
+		t.Logf("%s: ping median %.0f µs, netbench icmp p50 %.0f µs", rung, ping, p50[rung])
 		if math.Abs(p50[rung]-ping) > 0.25*ping+200 {
-			t.Errorf("%s: netbench icmp p50 %.0f µs, ping avg %.0f µs on the same pair: more than 25 %% + 200 µs apart", rung, p50[rung], ping)
+			t.Errorf("%s: netbench icmp p50 %.0f µs, ping median %.0f µs on the same pair: more than 25 %% + 200 µs apart", rung, p50[rung], ping)
 		}
 	}
 	noAgentPods(t, cs, ns)
