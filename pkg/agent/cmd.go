@@ -64,6 +64,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&o.Identity.Pod, "pod", "", "the pod this server runs in, answered on "+PathWhoAmI)
 	cmd.Flags().StringVar(&o.Identity.Node, "node", "", "its node, answered on "+PathWhoAmI)
 	cmd.Flags().StringVar(&o.Identity.Zone, "zone", "", "its zone, answered on "+PathWhoAmI)
+	cmd.Flags().BoolVar(&o.Jobs, "jobs", false, "also run jobs token holders post to "+PathJob+", one at a time (an agent that serves its peers and measures them)")
 	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "exit unless "+PathLease+" is posted within each such period (0: no lease)")
 	return cmd
 }

@@ -104,8 +104,11 @@ func (c *countedConn) Close() error {
 
 // newHTTPServer serves the latency probes and the control API; a request without the token is
 // answered 401 and its connection closed.
-func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string), id Identity) *http.Server {
+func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string), id Identity, jobs http.Handler) *http.Server {
 	mux := http.NewServeMux()
+	if jobs != nil {
+		mux.Handle("POST "+PathJob, jobs)
+	}
 	mux.HandleFunc("GET "+PathWhoAmI, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(id)

@@ -48,6 +48,23 @@ func tokenAccepter(token, digest string) func(string) bool {
 	return func(tok string) bool { return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(token)) == 1 }
 }
 
+// jobFromRequest reads a posted job (at most maxJobBytes), with the caller's token, validated.
+func jobFromRequest(r *http.Request) (Job, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxJobBytes+1))
+	if err != nil {
+		return Job{}, err
+	}
+	if len(data) > maxJobBytes {
+		return Job{}, fmt.Errorf("over %d bytes", maxJobBytes)
+	}
+	job, err := decodeJob(data)
+	if err != nil {
+		return Job{}, err
+	}
+	job.Token = r.Header.Get(TokenHeader)
+	return job, job.Validate()
+}
+
 // AwaitJob listens on listen, emits ready with its port and returns the first job posted to
 // PathJob by a holder of the token with the given digest, the token filled in. Others get
 // 401; at most maxHandoverConns connections are served at once, each for a few seconds, and
@@ -81,18 +98,7 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 			http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
 			return
 		}
-		data, err := io.ReadAll(io.LimitReader(r.Body, maxJobBytes+1))
-		if err == nil && len(data) > maxJobBytes {
-			err = fmt.Errorf("over %d bytes", maxJobBytes)
-		}
-		job, derr := decodeJob(data)
-		if err == nil {
-			err = derr
-		}
-		if err == nil {
-			job.Token = token
-			err = job.Validate()
-		}
+		job, err := jobFromRequest(r)
 		if err != nil {
 			http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
 			return

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type ServeOptions struct {
 	Limits Limits
 	// Identity is what PathWhoAmI answers.
 	Identity Identity
+	// Jobs lets token holders post jobs to PathJob, run one at a time, each answered with its
+	// events: an agent that serves its peers and measures them (the matrix's).
+	Jobs bool
 }
 
 // Identity names the pod an agent server runs in.
@@ -97,7 +101,11 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	}
 	ls := newLease(ctx, o.Lease, func() { done("lease expired: the plugin stopped renewing it") })
 
-	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity)
+	var jobs http.Handler
+	if o.Jobs {
+		jobs = &meshJobs{run: Run}
+	}
+	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity, jobs)
 	grpcSrv := newGRPCServer(o.Limits, accept)
 	httpLn := newChanListener(ln.Addr())
 	grpcLn := newChanListener(ln.Addr())
