@@ -106,7 +106,7 @@ func pick(name, class string, dst Node, nodes []Node, tol []corev1.Toleration, f
 		if !inScope(n) {
 			continue
 		}
-		reason := unusable(n, tol)
+		reason := unusable(n, tol, "the destination's pod does not tolerate")
 		if reason == "" {
 			reason = f.excludes(n)
 		}
@@ -124,8 +124,9 @@ func pick(name, class string, dst Node, nodes []Node, tol []corev1.Toleration, f
 	return r
 }
 
-// unusable says why a client pod cannot run on n, or "".
-func unusable(n Node, tol []corev1.Toleration) string {
+// unusable says why an agent pod cannot run on n, or "";
+// who names what does not tolerate a taint.
+func unusable(n Node, tol []corev1.Toleration, who string) string {
 	switch {
 	case !n.Ready:
 		return "is not Ready"
@@ -137,7 +138,7 @@ func unusable(n Node, tol []corev1.Toleration) string {
 			continue
 		}
 		if !tolerated(t, tol) {
-			return fmt.Sprintf("has taint %s that the destination's pod does not tolerate", taintString(t))
+			return fmt.Sprintf("has taint %s that %s", taintString(t), who)
 		}
 	}
 	return ""
