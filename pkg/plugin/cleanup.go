@@ -109,8 +109,8 @@ func newCleanupCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	o := &CleanupOptions{commonOptions: newCommonOptions(flags, streams)}
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete every temporary agent pod and Service netbench left (a run killed before its own cleanup)",
-		Long: `Delete the temporary agent pods and Services (label app.kubernetes.io/managed-by=kubectl-netbench)
+		Short: "Delete every temporary agent pod, DaemonSet and Service netbench left (a run killed before its own cleanup)",
+		Long: `Delete the temporary agent pods, matrix DaemonSets and Services (label app.kubernetes.io/managed-by=kubectl-netbench)
 in the namespace, or in every namespace with -A, and list the netbench ephemeral containers still
 running (they cannot be removed from a pod; each ends by its own deadline).`,
 		Example: `  kubectl netbench cleanup -n shop
@@ -166,7 +166,29 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(o.Out, "%d agent pods %s, %d ephemeral agents running\n", len(pods.Items), verb, running)
+	if err := o.cleanDaemonSets(ctx, ns, verb); err != nil {
+		return err
+	}
 	return o.cleanServices(ctx, ns, verb)
+}
+
+// cleanDaemonSets deletes every DaemonSet of matrix agents netbench created (their pods go with
+// them); with --dry-run, lists them.
+func (o *CleanupOptions) cleanDaemonSets(ctx context.Context, ns, verb string) error {
+	list, err := o.client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		return fmt.Errorf("listing agent DaemonSets: %w", forbiddenOr(err))
+	}
+	bg := metav1.DeletePropagationBackground
+	for _, ds := range list.Items {
+		if !o.DryRun {
+			if err := o.client.AppsV1().DaemonSets(ds.Namespace).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+				return fmt.Errorf("deleting DaemonSet %s/%s: %w", ds.Namespace, ds.Name, forbiddenOr(err))
+			}
+		}
+		fmt.Fprintf(o.Out, "%s DaemonSet %s/%s and its agent pods (%s old)\n", verb, ds.Namespace, ds.Name, age(ds.CreationTimestamp.Time))
+	}
+	return nil
 }
 
 // cleanServices deletes every temporary Service netbench created (with --dry-run, lists them).

@@ -112,10 +112,14 @@ type Session struct {
 	// the API server; both are fields so that tests can script them.
 	Logs  func(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error)
 	Proxy func(ctx context.Context, a *Agent, method, path string, body []byte) error
+	// Request sends a request to a pod's port through the API server's pod proxy, with the run
+	// token, and returns the answer's body.
+	Request func(ctx context.Context, namespace, pod string, port int, method, path string, body []byte) ([]byte, error)
 
 	mu       sync.Mutex
 	agents   []*Agent
 	services []*corev1.Service // temporary Services the run created
+	fleets   []*Fleet
 	closed   bool
 	stop     context.CancelFunc // ends lease renewals and followers
 	bg       context.Context
@@ -129,7 +133,7 @@ func NewSession(client kubernetes.Interface, runID, token, image, mode string, s
 		Client: client, RunID: runID, Token: token, Image: image, Mode: mode, StartTimeout: startTimeout,
 		Now: time.Now, Logf: func(string, ...any) {}, bg: bg, stop: stop,
 	}
-	s.Logs, s.Proxy = s.podLogs, s.podProxy
+	s.Logs, s.Proxy, s.Request = s.podLogs, s.podProxy, s.podRequest
 	return s
 }
 

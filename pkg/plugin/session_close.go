@@ -23,14 +23,21 @@ var ErrLeftBehind = errors.New("not everything could be cleaned up")
 // podProxy sends a control request to an agent through the API server's pod proxy (the
 // plugin cannot reach pod IPs itself), with the run token.
 func (s *Session) podProxy(ctx context.Context, a *Agent, method, path string, body []byte) error {
+	_, err := s.Request(ctx, a.Namespace, a.Pod, a.Port, method, path, body)
+	return err
+}
+
+// podRequest sends a request to a pod's port through the API server's pod proxy, with the
+// run token, and returns the answer's body.
+func (s *Session) podRequest(ctx context.Context, namespace, pod string, port int, method, path string, body []byte) ([]byte, error) {
 	req := s.Client.CoreV1().RESTClient().Verb(method).
-		Namespace(a.Namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", a.Pod, a.Port)).
+		Namespace(namespace).Resource("pods").Name(fmt.Sprintf("%s:%d", pod, port)).
 		SubResource("proxy").Suffix(strings.TrimPrefix(path, "/")).
 		SetHeader(agent.TokenHeader, s.Token)
 	if body != nil {
 		req = req.SetHeader("Content-Type", "application/json").Body(body)
 	}
-	return req.Do(ctx).Error()
+	return req.DoRaw(ctx)
 }
 
 // renewLease keeps a server agent's lease until the session closes.
@@ -61,12 +68,17 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	agents, services := s.agents, s.services
+	agents, services, fleets := s.agents, s.services, s.fleets
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	var errs []error
+	for _, f := range fleets {
+		if err := f.delete(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, svc := range services {
 		err := s.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -227,3 +227,30 @@ func DecodeOpenMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 		fams[mf.GetName()] = mf
 	}
 }
+
+// WriteMatrixMetrics writes a matrix as OpenMetrics text: each zone cell's figures labelled
+// with its source and destination zones, each pair's labelled with both nodes, and the checks.
+func WriteMatrixMetrics(w io.Writer, r *MatrixReport) error {
+	m := newMetricsWriter()
+	for _, c := range r.Zones {
+		common := [][2]string{{"cell", "zone"}, {"source_zone", c.From}, {"destination_zone", c.To}}
+		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps), common)
+	}
+	for _, p := range r.Pairs {
+		if p.measured() {
+			common := [][2]string{{"cell", "pair"}, {"source_node", p.From}, {"source_zone", p.FromZone}, {"destination_node", p.To}, {"destination_zone", p.ToZone}}
+			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common)
+		}
+	}
+	m.addChecks(r.Checks, [][2]string{{"namespace", r.Namespace}})
+	return m.write(w)
+}
+
+func cellFigures(probe string, p50, p99 float64, gbps *float64) []FigureValue {
+	fs := []FigureValue{{Name: probe + ".p50", Unit: UnitMicros, Value: p50, Probe: probe, Stat: "p50"},
+		{Name: probe + ".p99", Unit: UnitMicros, Value: p99, Probe: probe, Stat: "p99"}}
+	if gbps != nil {
+		fs = append(fs, FigureValue{Name: "tcp.gbps", Unit: UnitGbps, Value: *gbps, Probe: "tcp", Stat: "gbps"})
+	}
+	return fs
+}

@@ -1,0 +1,363 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+// RoleMesh is an agent of a fleet: it serves its peers and runs the jobs the plugin posts.
+const RoleMesh Role = "mesh"
+
+// FleetSpec says where a fleet's agents go: one per listed node, in Namespace.
+type FleetSpec struct {
+	Namespace   string
+	Nodes []string
+	// Hostnames holds each node's kubernetes.io/hostname label, which selects the nodes in one
+	// term (a node field selector takes one name only); nodes without it get a term each.
+	Hostnames   map[string]string
+	Tolerations []corev1.Toleration
+	// Port every agent listens on (its pod's own IP, so one port serves every node).
+	Port int
+	// Lifetime bounds every agent: each exits by now + Lifetime whatever happens.
+	Lifetime time.Duration
+}
+
+// Member is the fleet's agent on one node.
+type Member struct {
+	Node, Pod, IP string
+	Ready         bool
+	// Problem says why the agent is not ready (the pod's waiting reason, unschedulable, …).
+	Problem string
+}
+
+// Fleet is a run's agents on many nodes, placed by Kubernetes: one DaemonSet whose pods serve
+// their peers and run the jobs the plugin posts through the API server's pod proxy. One watch
+// follows every pod; the cost in API calls grows with the nodes, never with their pairs beyond
+// the one call per measured pair. The session's Close deletes it.
+type Fleet struct {
+	s        *Session
+	Spec     FleetSpec
+	Name     string
+	NotAfter time.Time
+	Members  map[string]*Member // by node
+	watch    watch.Interface
+}
+
+// ErrFleetNotReady means no agent of the fleet became ready in time.
+var ErrFleetNotReady = errors.New("the agents did not start")
+
+// StartFleet creates the fleet's DaemonSet (after opening the watch on its pods, so that no
+// pod goes unseen). Nothing is left behind when it fails; once it succeeds, Close owns it.
+func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error) {
+	f := &Fleet{s: s, Spec: spec, Name: fmt.Sprintf("netbench-%s-%s", s.RunID, RoleMesh),
+		NotAfter: s.Now().Add(spec.Lifetime).Truncate(time.Second).Add(time.Second), Members: map[string]*Member{}}
+	for _, n := range spec.Nodes {
+		f.Members[n] = &Member{Node: n, Problem: "no pod yet"}
+	}
+	if err := f.rewatch(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, f.daemonSet(), metav1.CreateOptions{}); err != nil {
+		f.watch.Stop()
+		return nil, admissionError(err, fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name))
+	}
+	s.mu.Lock()
+	s.fleets = append(s.fleets, f)
+	s.mu.Unlock()
+	return f, nil
+}
+
+// rewatch lists the fleet's pods (recording their state) and watches them from that list's
+// version: the first time before the DaemonSet exists, again when a watch ends early.
+func (f *Fleet) rewatch(ctx context.Context) error {
+	pods := f.s.Client.CoreV1().Pods(f.Spec.Namespace)
+	opts := metav1.ListOptions{LabelSelector: RunIDLabel + "=" + f.s.RunID + "," + RoleLabel + "=" + string(RoleMesh)}
+	for {
+		list, err := pods.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing the agents' pods: %w", forbiddenOr(err))
+		}
+		for i := range list.Items {
+			f.update(&list.Items[i])
+		}
+		if list.Continue == "" {
+			opts.ResourceVersion, opts.Continue = list.ResourceVersion, ""
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	if f.watch != nil {
+		f.watch.Stop()
+	}
+	w, err := pods.Watch(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("watching the agents' pods: %w", forbiddenOr(err))
+	}
+	f.watch = w
+	return nil
+}
+
+func (f *Fleet) daemonSet() *appsv1.DaemonSet {
+	s, port := f.s, f.Spec.Port
+	labels := s.labels(RoleMesh)
+	pod := agentPod("", f.Spec.Namespace, "", labels, f.Spec.Lifetime)
+	pod.Spec.RestartPolicy, pod.Spec.ActiveDeadlineSeconds = corev1.RestartPolicyAlways, nil // what a DaemonSet allows
+	pod.Spec.Tolerations = f.Spec.Tolerations
+	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = f.nodeTerms()
+	c := &pod.Spec.Containers[0]
+	c.Image, c.SecurityContext = s.Image, restrictedContext()
+	c.Args = []string{"serve", "--listen", "$(POD_IP):" + strconv.Itoa(port), "--not-after", f.NotAfter.UTC().Format(time.RFC3339),
+		"--token-sha256", agent.TokenDigest(s.Token), "--jobs", "--pod", "$(POD_NAME)", "--node", "$(NODE_NAME)"}
+	c.Env = []corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}
+	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
+		PeriodSeconds: 1, FailureThreshold: 1}
+	if s.Resources != nil {
+		c.Resources = *s.Resources
+	}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Namespace: f.Spec.Namespace, Labels: labels,
+			Annotations: map[string]string{NotAfterAnnotation: f.NotAfter.UTC().Format(time.RFC3339)}},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{RunIDLabel: s.RunID, RoleLabel: string(RoleMesh)}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
+		},
+	}
+}
+
+// nodeTerms select exactly the fleet's nodes: one term on the hostname label for all that carry
+// it, one node-name term for each that does not.
+func (f *Fleet) nodeTerms() []corev1.NodeSelectorTerm {
+	var hosts []string
+	var terms []corev1.NodeSelectorTerm
+	for _, n := range f.Spec.Nodes {
+		if h := f.Spec.Hostnames[n]; h != "" {
+			hosts = append(hosts, h)
+			continue
+		}
+		terms = append(terms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}}})
+	}
+	if len(hosts) > 0 {
+		terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: hosts}}})
+	}
+	return terms
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+// WaitReady follows the pods until every member is ready, every member not ready has a
+// problem it will not recover from, or timeout passes; progress is told the count as it grows.
+// It fails only when no member is ready at all.
+func (f *Fleet) WaitReady(ctx context.Context, timeout time.Duration, progress func(ready, total int)) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	rewatches := 0
+	for !f.settled() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return f.notReady(ctx, fmt.Sprintf("after %s", timeout))
+		case ev, ok := <-f.watch.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				if rewatches++; rewatches > 5 {
+					return f.notReady(ctx, "(the watch on their pods kept ending)")
+				}
+				if err := f.rewatch(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Deleted {
+				if f.update(p) {
+					progress(f.readyCount(), len(f.Members))
+				}
+			}
+		}
+	}
+	if f.readyCount() == 0 {
+		return f.notReady(ctx, "")
+	}
+	return nil
+}
+
+// update records a pod's state on its node's member; it says whether readiness changed.
+func (f *Fleet) update(p *corev1.Pod) bool {
+	m := f.Members[p.Spec.NodeName]
+	if m == nil {
+		return false
+	}
+	was := m.Ready
+	m.Pod, m.IP = p.Name, p.Status.PodIP
+	m.Ready, m.Problem = podReady(p) && p.Status.PodIP != "", podProblem(p)
+	return m.Ready != was
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// fatalWaiting are the waiting reasons an agent does not recover from within a run.
+var fatalWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "CrashLoopBackOff": true}
+
+// podProblem is why a pod's agent is not ready, "fatal: …" when it will not be.
+func podProblem(p *corev1.Pod) string {
+	for _, c := range p.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil && fatalWaiting[w.Reason] {
+			return "fatal: " + w.Reason + ": " + w.Message
+		}
+		if t := c.State.Terminated; t != nil {
+			return fmt.Sprintf("fatal: the agent exited (%s, code %d): %s", t.Reason, t.ExitCode, strings.TrimSpace(t.Message))
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return "not scheduled: " + c.Message
+		}
+	}
+	if podReady(p) {
+		return ""
+	}
+	return "starting (" + string(p.Status.Phase) + ")"
+}
+
+func (f *Fleet) settled() bool {
+	for _, m := range f.Members {
+		if !m.Ready && !strings.HasPrefix(m.Problem, "fatal: ") {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *Fleet) readyCount() int {
+	n := 0
+	for _, m := range f.Members {
+		if m.Ready {
+			n++
+		}
+	}
+	return n
+}
+
+// notReady is the error when no agent is ready, or nil when some are (the others' pairs are
+// reported as not measured). With no pod at all it names what the DaemonSet controller said.
+func (f *Fleet) notReady(ctx context.Context, when string) error {
+	if f.readyCount() > 0 {
+		return nil
+	}
+	var problems []string
+	for _, n := range f.Spec.Nodes {
+		if m := f.Members[n]; m.Pod != "" {
+			problems = append(problems, n+": "+strings.TrimPrefix(m.Problem, "fatal: "))
+		}
+	}
+	if len(problems) == 0 {
+		problems = append(problems, f.controllerSays(ctx))
+	}
+	sort.Strings(problems)
+	if len(problems) > 3 {
+		problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+	}
+	return fmt.Errorf("%w %s: %s", ErrFleetNotReady, when, strings.Join(problems, "; "))
+}
+
+// controllerSays is the DaemonSet controller's last word on creating the pods (FailedCreate:
+// a Pod Security level, a quota), from the DaemonSet's events.
+func (f *Fleet) controllerSays(ctx context.Context) string {
+	evs, err := f.s.Client.CoreV1().Events(f.Spec.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + f.Name})
+	if err == nil {
+		for i := len(evs.Items) - 1; i >= 0; i-- {
+			if e := evs.Items[i]; e.Type == corev1.EventTypeWarning {
+				return "the DaemonSet created no pod: " + e.Reason + ": " + e.Message
+			}
+		}
+	}
+	return "the DaemonSet created no pod (see kubectl describe daemonset -n " + f.Spec.Namespace + " " + f.Name + ")"
+}
+
+// Run posts a job to the agent on node from and returns its results; an error event of the
+// job becomes the error.
+func (f *Fleet) Run(ctx context.Context, from string, job agent.Job) ([]*agent.ProbeResult, error) {
+	m := f.Members[from]
+	if m == nil || !m.Ready {
+		return nil, fmt.Errorf("no agent is ready on %s", from)
+	}
+	body, err := json.Marshal(job)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.s.Request(ctx, f.Spec.Namespace, m.Pod, f.Spec.Port, "POST", agent.PathJob, body)
+	if err != nil {
+		return nil, fmt.Errorf("the agent on %s: %w", from, err)
+	}
+	return jobResults(out)
+}
+
+// jobResults reads a job's answer: its result events, and the first error event as the error.
+func jobResults(out []byte) ([]*agent.ProbeResult, error) {
+	var results []*agent.ProbeResult
+	var firstErr error
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ev, err := agent.DecodeEvent([]byte(line))
+		switch {
+		case err != nil:
+			return results, fmt.Errorf("the agent's answer: %w", err)
+		case ev.Type == agent.EventResult && ev.Result != nil:
+			results = append(results, ev.Result)
+		case ev.Type == agent.EventError && firstErr == nil:
+			firstErr = fmt.Errorf("%s: %s", ev.Probe, ev.Message)
+		}
+	}
+	return results, firstErr
+}
+
+// delete removes the DaemonSet and waits, within ctx, until its pods are gone.
+func (f *Fleet) delete(ctx context.Context) error {
+	if f.watch != nil {
+		f.watch.Stop()
+	}
+	bg := metav1.DeletePropagationBackground
+	err := f.s.Client.AppsV1().DaemonSets(f.Spec.Namespace).Delete(ctx, f.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting DaemonSet %s/%s (delete it with: kubectl delete daemonset -n %s %s): %w", f.Spec.Namespace, f.Name, f.Spec.Namespace, f.Name, err)
+	}
+	sel := metav1.ListOptions{LabelSelector: RunIDLabel + "=" + f.s.RunID + "," + RoleLabel + "=" + string(RoleMesh), Limit: 1}
+	for {
+		pods, err := f.s.Client.CoreV1().Pods(f.Spec.Namespace).List(ctx, sel)
+		if err == nil && len(pods.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the agent pods of DaemonSet %s/%s are still terminating (they go with it; check with: kubectl get pods -n %s -l %s=%s)",
+				f.Spec.Namespace, f.Name, f.Spec.Namespace, RunIDLabel, f.s.RunID)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+)
+
+// MatrixReport is `kubectl netbench matrix`: one agent per selected node, pairs of them
+// measured as planned, summarised as zone × zone (and node × node) cells, per-node summaries and
+// the outliers.
+type MatrixReport struct {
+	APIVersion  string    `json:"apiVersion"`
+	Kind        string    `json:"kind"`
+	ToolVersion string    `json:"toolVersion"`
+	StartTime   time.Time `json:"startTime"`
+	Namespace   string    `json:"namespace"`
+	// Scope is zones, nodes or sample (see docs/matrix.md).
+	Scope string     `json:"scope"`
+	Plan  MatrixPlan `json:"plan"`
+	// Probe is what the cells' RTT figures come from: icmp, or tcp-rtt when ICMP was not
+	// allowed on some pair.
+	Probe string `json:"probe"`
+	// Nodes are the nodes with an agent; Excluded those left out, with the reason.
+	Nodes    []MatrixNode  `json:"nodes"`
+	Excluded []MatrixExcl  `json:"excluded,omitempty"`
+	Pairs    []MatrixPair  `json:"pairs"`
+	Zones    []MatrixCell  `json:"zoneCells"`
+	NodeGrid []MatrixCell  `json:"nodeCells,omitempty"`
+	Outliers []MatrixFlag  `json:"outliers,omitempty"`
+	Summary  []NodeSummary `json:"nodeSummary"`
+	Timing   Timing        `json:"timing"`
+	Warnings []string      `json:"warnings,omitempty"`
+	Checks   []gate.Result `json:"checks,omitempty"`
+	// Factor is --outlier-factor.
+	Factor float64 `json:"outlierFactor"`
+}
+
+// MatrixPlan is the plan as it was printed before the run.
+type MatrixPlan struct {
+	Pairs       int `json:"pairs"`
+	Rounds      int `json:"rounds"`
+	Concurrency int `json:"concurrency"`
+	// PairsPerCell (zones scope) and Sample (sample scope) as asked.
+	PairsPerCell     int     `json:"pairsPerCell,omitempty"`
+	Sample           int     `json:"sample,omitempty"`
+	PerPairSeconds   float64 `json:"perPairSeconds"`
+	EstimatedSeconds float64 `json:"estimatedSeconds"`
+}
+
+// MatrixNode is a node with an agent.
+type MatrixNode struct {
+	Name string `json:"name"`
+	Zone string `json:"zone"`
+	Pod  string `json:"pod,omitempty"`
+	IP   string `json:"podIP,omitempty"`
+}
+
+// MatrixExcl is a node left out of the matrix, and why.
+type MatrixExcl struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// MatrixPair is one measured pair: the agent on From measured the agent on To.
+type MatrixPair struct {
+	From     string `json:"from"`
+	To       string `json:"to"`
+	FromZone string `json:"fromZone"`
+	ToZone   string `json:"toZone"`
+	// Error says why the pair has no figures; Results holds its probes' results otherwise.
+	Error   string               `json:"error,omitempty"`
+	Results []*agent.ProbeResult `json:"results,omitempty"`
+	// The pair's figures from Probe: RTT percentiles in µs over Samples round trips, at the
+	// probe's resolution, and the loss; Gbps when throughput was measured.
+	P50Micros        float64  `json:"p50Micros,omitempty"`
+	P99Micros        float64  `json:"p99Micros,omitempty"`
+	Samples          int      `json:"samples,omitempty"`
+	ResolutionMicros float64  `json:"resolutionMicros,omitempty"`
+	LossPercent      float64  `json:"lossPercent,omitempty"`
+	Gbps             *float64 `json:"gbps,omitempty"`
+}
+
+// MatrixCell summarises the pairs from one zone (or node) to another: the median over its
+// pairs of each pair's p50 and p99, the range of the p50s, and the median Gbit/s.
+type MatrixCell struct {
+	From      string   `json:"from"`
+	To        string   `json:"to"`
+	Pairs     int      `json:"pairs"`
+	P50Micros float64  `json:"p50Micros"`
+	P99Micros float64  `json:"p99Micros"`
+	MinP50    float64  `json:"minP50Micros"`
+	MaxP50    float64  `json:"maxP50Micros"`
+	Gbps      *float64 `json:"gbps,omitempty"`
+}
+
+// NodeSummary compares a node's pairs with the other pairs of the same cells: Ratio is the
+// median, over its pairs, of the pair's p50 over the median p50 of the cell's pairs that do not
+// involve this node; ExcessMicros the median difference.
+type NodeSummary struct {
+	Node         string  `json:"node"`
+	Zone         string  `json:"zone"`
+	AsClient     int     `json:"pairsAsClient"`
+	AsServer     int     `json:"pairsAsServer"`
+	Compared     int     `json:"pairsCompared"`
+	Ratio        float64 `json:"ratio,omitempty"`
+	ExcessMicros float64 `json:"excessMicros,omitempty"`
+	Outlier      bool    `json:"outlier,omitempty"`
+}
+
+// MatrixFlag is an outlier: a node whose pairs are slower than the same cells' others, or a
+// pair slower than the rest of its cell (pairs of an outlying node are not listed again).
+type MatrixFlag struct {
+	Kind    string  `json:"kind"` // node or pair
+	Node    string  `json:"node,omitempty"`
+	From    string  `json:"from,omitempty"`
+	To      string  `json:"to,omitempty"`
+	Figure  string  `json:"figure"` // p50 or p99
+	Ratio   float64 `json:"ratio"`
+	Message string  `json:"message"`
+}
+
+// MinOutlierExcessMicros keeps differences below it from being called outliers: under it, a
+// pair's RTT is within what scheduling on a busy node moves.
+const MinOutlierExcessMicros = 50
+
+// BuildMatrix fills the pairs' figures, the cells, the per-node summary and the outliers from
+// the pairs' results. factor is how many times its cell's other pairs a pair or node must be
+// to be called an outlier.
+func (r *MatrixReport) BuildMatrix(factor float64) {
+	r.Factor = factor
+	r.Probe = agent.ProbeICMP
+	for _, p := range r.Pairs {
+		if p.Error == "" && rttOf(p.Results, agent.ProbeICMP) == nil {
+			r.Probe = agent.ProbeTCPRTT
+		}
+	}
+	for i := range r.Pairs {
+		r.Pairs[i].fill(r.Probe)
+	}
+	r.Zones = cells(r.Pairs, func(p MatrixPair) (string, string) { return p.FromZone, p.ToZone })
+	if r.Scope == "nodes" {
+		r.NodeGrid = cells(r.Pairs, func(p MatrixPair) (string, string) { return p.From, p.To })
+	}
+	r.summarizeNodes()
+	r.flagPairs()
+}
+
+func rttOf(results []*agent.ProbeResult, kind string) *agent.ProbeResult {
+	for _, res := range results {
+		if res.Kind == kind && res.Skipped == "" && res.RTT != nil && res.RTT.Received > 0 {
+			return res
+		}
+	}
+	return nil
+}
+
+func (p *MatrixPair) fill(probe string) {
+	if p.Error != "" {
+		return
+	}
+	res := rttOf(p.Results, probe)
+	if res == nil {
+		p.Error = "no " + probe + " result"
+		return
+	}
+	l := res.RTT.RTT
+	p.P50Micros, p.P99Micros, p.Samples = l.P50Micros, l.P99Micros, res.RTT.Received
+	p.ResolutionMicros, p.LossPercent = l.ResolutionMicros, res.RTT.LossPercent
+	for _, res := range p.Results {
+		if res.Throughput != nil && res.Skipped == "" {
+			g := round3(res.Throughput.BitsPerSecondReceived / 1e9)
+			p.Gbps = &g
+		}
+	}
+}
+
+// measured says whether a pair has figures.
+func (p MatrixPair) measured() bool { return p.Error == "" && p.Samples > 0 }
+
+// cells groups the measured pairs by key, in key order.
+func cells(pairs []MatrixPair, key func(MatrixPair) (string, string)) []MatrixCell {
+	groups := map[[2]string][]MatrixPair{}
+	for _, p := range pairs {
+		if p.measured() {
+			a, b := key(p)
+			groups[[2]string{a, b}] = append(groups[[2]string{a, b}], p)
+		}
+	}
+	keys := make([][2]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y [2]string) int {
+		if x[0] != y[0] {
+			return cmpString(x[0], y[0])
+		}
+		return cmpString(x[1], y[1])
+	})
+	out := make([]MatrixCell, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, cellOf(k[0], k[1], groups[k]))
+	}
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cellOf(from, to string, ps []MatrixPair) MatrixCell {
+	var p50, p99, gbps []float64
+	for _, p := range ps {
+		p50, p99 = append(p50, p.P50Micros), append(p99, p.P99Micros)
+		if p.Gbps != nil {
+			gbps = append(gbps, *p.Gbps)
+		}
+	}
+	c := MatrixCell{From: from, To: to, Pairs: len(ps), P50Micros: round1(median(p50)), P99Micros: round1(median(p99)),
+		MinP50: round1(slices.Min(p50)), MaxP50: round1(slices.Max(p50))}
+	if len(gbps) > 0 {
+		g := round3(median(gbps))
+		c.Gbps = &g
+	}
+	return c
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// others is the median figure of the pairs of p's zone cell that share no node with skip.
+func others(pairs []MatrixPair, p MatrixPair, skip func(MatrixPair) bool, fig func(MatrixPair) float64) (float64, bool) {
+	var vs []float64
+	for _, q := range pairs {
+		if q.measured() && q.FromZone == p.FromZone && q.ToZone == p.ToZone && !skip(q) {
+			vs = append(vs, fig(q))
+		}
+	}
+	return median(vs), len(vs) > 0
+}
+
+func p50(p MatrixPair) float64 { return p.P50Micros }
+func p99(p MatrixPair) float64 { return p.P99Micros }
+
+// summarizeNodes compares each node's pairs with the other pairs of the same cells (those not
+// involving the node) and marks the nodes at least factor times slower, by the median.
+func (r *MatrixReport) summarizeNodes() {
+	r.Summary = nil
+	for _, n := range r.Nodes {
+		s := NodeSummary{Node: n.Name, Zone: n.Zone}
+		involves := func(q MatrixPair) bool { return q.From == n.Name || q.To == n.Name }
+		var ratios, excess []float64
+		for _, p := range r.Pairs {
+			if !p.measured() || !involves(p) {
+				continue
+			}
+			if p.From == n.Name {
+				s.AsClient++
+			} else {
+				s.AsServer++
+			}
+			if base, ok := others(r.Pairs, p, involves, p50); ok && base > 0 {
+				ratios, excess = append(ratios, p.P50Micros/base), append(excess, p.P50Micros-base)
+			}
+		}
+		s.Compared = len(ratios)
+		if len(ratios) > 0 {
+			s.Ratio, s.ExcessMicros = round3(median(ratios)), round1(median(excess))
+			s.Outlier = s.Ratio >= r.Factor && s.ExcessMicros >= MinOutlierExcessMicros
+		}
+		if s.Outlier {
+			r.Outliers = append(r.Outliers, MatrixFlag{Kind: "node", Node: n.Name, Figure: "p50", Ratio: s.Ratio,
+				Message: fmt.Sprintf("%s is slow: the median of its %d pairs' p50 is %.1f× (+%s) the same cells' other pairs", n.Name, s.Compared, s.Ratio, Micros(s.ExcessMicros))})
+		}
+		r.Summary = append(r.Summary, s)
+	}
+}
+
+// flagPairs names the pairs whose p50 or p99 is at least factor times the median of the cell's
+// pairs that share neither of its nodes, unless one of its nodes is an outlier already.
+func (r *MatrixReport) flagPairs() {
+	slow := map[string]bool{}
+	for _, s := range r.Summary {
+		slow[s.Node] = s.Outlier
+	}
+	for _, p := range r.Pairs {
+		if !p.measured() || slow[p.From] || slow[p.To] {
+			continue
+		}
+		shares := func(q MatrixPair) bool { return q.From == p.From || q.To == p.To || q.From == p.To || q.To == p.From }
+		for _, f := range []struct {
+			name string
+			fig  func(MatrixPair) float64
+		}{{"p99", p99}, {"p50", p50}} {
+			base, ok := others(r.Pairs, p, shares, f.fig)
+			v := f.fig(p)
+			if !ok || base <= 0 || v/base < r.Factor || v-base < MinOutlierExcessMicros {
+				continue
+			}
+			r.Outliers = append(r.Outliers, MatrixFlag{Kind: "pair", From: p.From, To: p.To, Figure: f.name, Ratio: round3(v / base),
+				Message: fmt.Sprintf("%s → %s (%s → %s) %s is %.1f× the cell's other pairs (%s vs %s)", p.From, p.To, p.FromZone, p.ToZone, f.name, v/base, Micros(v), Micros(base))})
+			break
+		}
+	}
+}

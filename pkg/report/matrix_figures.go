@@ -1,0 +1,93 @@
+package report
+
+import (
+	"slices"
+	"strings"
+)
+
+// CellKey names a zone cell in figure names: FROM:TO, "none" for nodes without a zone label.
+func CellKey(from, to string) string { return zoneKey(from) + ":" + zoneKey(to) }
+
+func zoneKey(z string) string {
+	if z == "" || strings.HasPrefix(z, "(") {
+		return "none"
+	}
+	return z
+}
+
+// matrixStats are each zone cell's figures.
+var matrixStats = []struct{ name, unit string }{{"rtt.p50", UnitMicros}, {"rtt.p99", UnitMicros}}
+
+// MatrixPlannedFigures names the figures a matrix over these zone pairs reports: per cell
+// FROM:TO.rtt.p50|p99 (and .tcp.gbps with throughput), the worst same-zone, cross-zone and
+// overall cells' (same-zone.rtt.p50 …), and outliers.count.
+func MatrixPlannedFigures(cells [][2]string, throughput bool) map[string]string {
+	out := map[string]string{"outliers.count": UnitCount}
+	add := func(key string) {
+		for _, s := range matrixStats {
+			out[key+"."+s.name] = s.unit
+		}
+		if throughput {
+			out[key+".tcp.gbps"] = UnitGbps
+		}
+	}
+	for _, c := range cells {
+		add(CellKey(c[0], c[1]))
+		add("worst")
+		if c[0] == c[1] {
+			add("same-zone")
+		} else {
+			add("cross-zone")
+		}
+	}
+	return out
+}
+
+// FigureValues lists the matrix's figures for --fail-if, diff and OpenMetrics: each zone cell's,
+// then the worst cell of each class and overall (aliases), then the number of outliers.
+func (r *MatrixReport) FigureValues() []FigureValue {
+	var out []FigureValue
+	worst := map[string]FigureValue{}
+	var order []string
+	for _, c := range r.Zones {
+		fs := []FigureValue{
+			{Name: "rtt.p50", Unit: UnitMicros, Value: c.P50Micros, Probe: r.Probe, Stat: "p50", Spread: cellRange(c.MinP50, c.MaxP50)},
+			{Name: "rtt.p99", Unit: UnitMicros, Value: c.P99Micros, Probe: r.Probe, Stat: "p99"},
+		}
+		if c.Gbps != nil {
+			fs = append(fs, FigureValue{Name: "tcp.gbps", Unit: UnitGbps, Value: *c.Gbps, Probe: "tcp", Stat: "gbps"})
+		}
+		class := "cross-zone"
+		if c.From == c.To {
+			class = "same-zone"
+		}
+		for _, f := range fs {
+			name := f.Name
+			f.Name = CellKey(c.From, c.To) + "." + name
+			out = append(out, f)
+			for _, key := range []string{class, "worst"} {
+				k := key + "." + name
+				w, seen := worst[k]
+				if !seen {
+					order = append(order, k)
+				}
+				if !seen || (HigherIsWorse(f.Unit) == (f.Value > w.Value)) {
+					f.Name, f.Alias = k, true
+					worst[k] = f
+				}
+			}
+		}
+	}
+	slices.Sort(order)
+	for _, k := range order {
+		out = append(out, worst[k])
+	}
+	return append(out, FigureValue{Name: "outliers.count", Unit: UnitCount, Value: float64(len(r.Outliers)), Probe: "outliers", Stat: "count"})
+}
+
+func cellRange(lo, hi float64) *Range {
+	if lo == hi {
+		return nil
+	}
+	return &Range{Low: lo, High: &hi}
+}
