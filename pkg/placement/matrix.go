@@ -100,7 +100,9 @@ func (p MatrixPlan) Plan(nodes []Node) ([]Pair, error) {
 	return pairs, nil
 }
 
-func pairOf(a, b Node) Pair { return Pair{From: a.Name, To: b.Name, FromZone: ZoneOf(a), ToZone: ZoneOf(b)} }
+func pairOf(a, b Node) Pair {
+	return Pair{From: a.Name, To: b.Name, FromZone: ZoneOf(a), ToZone: ZoneOf(b)}
+}
 
 func allPairs(nodes []Node) []Pair {
 	pairs := make([]Pair, 0, len(nodes)*max(len(nodes)-1, 0))

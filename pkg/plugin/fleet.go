@@ -25,8 +25,8 @@ const RoleMesh Role = "mesh"
 
 // FleetSpec says where a fleet's agents go: one per listed node, in Namespace.
 type FleetSpec struct {
-	Namespace   string
-	Nodes []string
+	Namespace string
+	Nodes     []string
 	// Hostnames holds each node's kubernetes.io/hostname label, which selects the nodes in one
 	// term (a node field selector takes one name only); nodes without it get a term each.
 	Hostnames   map[string]string
