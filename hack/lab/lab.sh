@@ -2,7 +2,7 @@
 # The lab: a real Kubernetes cluster with four worker nodes in two zones, on this machine.
 #
 #   hack/lab/lab.sh up | down | status | kubeconfig | check-clean | delay SAME CROSS | delay off
-#                   udp-loss NODE PERCENT|off | mtu NODE BYTES|off
+#                   udp-loss NODE PERCENT|off | mtu NODE BYTES|off | slow-node NODE EXTRA|off
 #
 # This file holds the settings and dispatches; lib/ holds the steps, templates/ the configs
 # (rendered with @KEY@ placeholders).
@@ -70,5 +70,6 @@ case "${1:-}" in
   search4) shift; cmd_search4 "$@" ;;
   udp-loss) shift; cmd_udp_loss "$@" ;;
   mtu) shift; cmd_mtu "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off" >&2; exit 2 ;;
+  slow-node) shift; cmd_slow_node "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off" >&2; exit 2 ;;
 esac

@@ -271,20 +271,36 @@ func (f *Fleet) notReady(ctx context.Context, when string) error {
 	if f.readyCount() > 0 {
 		return nil
 	}
-	var problems []string
+	byProblem := map[string][]string{} // nodes by what keeps their agent back
 	for _, n := range f.Spec.Nodes {
 		if m := f.Members[n]; m.Pod != "" {
-			problems = append(problems, n+": "+strings.TrimPrefix(m.Problem, "fatal: "))
+			p := strings.TrimPrefix(m.Problem, "fatal: ")
+			byProblem[p] = append(byProblem[p], n)
 		}
+	}
+	var problems []string
+	for p, nodes := range byProblem {
+		problems = append(problems, p+" (on "+nodeList(nodes)+")")
 	}
 	if len(problems) == 0 {
 		problems = append(problems, f.controllerSays(ctx))
 	}
 	sort.Strings(problems)
 	if len(problems) > 3 {
-		problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+		problems = append(problems[:3], fmt.Sprintf("and %d other reasons", len(problems)-3))
 	}
-	return fmt.Errorf("%w %s: %s", ErrFleetNotReady, when, strings.Join(problems, "; "))
+	if when != "" {
+		when = " " + when
+	}
+	return fmt.Errorf("%w%s: %s", ErrFleetNotReady, when, strings.Join(problems, "; "))
+}
+
+// nodeList names up to three nodes, then how many more.
+func nodeList(nodes []string) string {
+	if len(nodes) <= 3 {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:3], ", "), len(nodes)-3)
 }
 
 // controllerSays is the DaemonSet controller's last word on creating the pods (FailedCreate:

@@ -41,6 +41,7 @@ type MatrixOptions struct {
 	Interval          time.Duration
 	Throughput        time.Duration
 	OutlierFactor     float64
+	NodeFactor        float64
 	Port              int
 	DryRun            bool
 
@@ -52,7 +53,7 @@ type MatrixOptions struct {
 // NewMatrixOptions returns options with the defaults.
 func NewMatrixOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MatrixOptions {
 	o := &MatrixOptions{commonOptions: newCommonOptions(flags, streams), Scope: placement.ScopeZones, PairsPerCell: 3, MaxPairs: 1000,
-		Concurrency: 10, Count: 50, Interval: 10 * time.Millisecond, OutlierFactor: 1.5, Port: DefaultMatrixPort, Seed: 1}
+		Concurrency: 10, Count: 50, Interval: 10 * time.Millisecond, OutlierFactor: 1.5, NodeFactor: 1.2, Port: DefaultMatrixPort, Seed: 1}
 	o.html = true
 	return o
 }
@@ -107,7 +108,8 @@ on every exit path; after a plugin killed outright, agents exit by their deadlin
 	f.IntVar(&o.Count, "count", o.Count, "round trips per pair, ICMP and TCP each (5-1000)")
 	f.DurationVar(&o.Interval, "interval", o.Interval, "between round trips (1ms-1s)")
 	f.DurationVar(&o.Throughput, "throughput", 0, "also measure TCP throughput for this long per pair (e.g. 2s; pairs stay on disjoint nodes)")
-	f.Float64Var(&o.OutlierFactor, "outlier-factor", o.OutlierFactor, "a node or pair is an outlier at this many times the same cells' other pairs (1.1-100)")
+	f.Float64Var(&o.OutlierFactor, "outlier-factor", o.OutlierFactor, "a pair is an outlier when its p50 or p99 is this many times the same cell's other pairs' (1.05-100)")
+	f.Float64Var(&o.NodeFactor, "node-outlier-factor", o.NodeFactor, "a node is an outlier when its pairs are, by the median, this many times the same cells' other pairs (1.05-100)")
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and create nothing")
 	o.addFlags(cmd)
@@ -160,8 +162,10 @@ func (o *MatrixOptions) validateNumbers() error {
 		return fmt.Errorf("--interval %s: want 1ms-1s", o.Interval)
 	case o.Throughput != 0 && (o.Throughput < 500*time.Millisecond || o.Throughput > 30*time.Second):
 		return fmt.Errorf("--throughput %s: want 500ms-30s", o.Throughput)
-	case !(o.OutlierFactor >= 1.1 && o.OutlierFactor <= 100):
-		return fmt.Errorf("--outlier-factor %g: want 1.1-100", o.OutlierFactor)
+	case !(o.OutlierFactor >= 1.05 && o.OutlierFactor <= 100):
+		return fmt.Errorf("--outlier-factor %g: want 1.05-100", o.OutlierFactor)
+	case !(o.NodeFactor >= 1.05 && o.NodeFactor <= 100):
+		return fmt.Errorf("--node-outlier-factor %g: want 1.05-100", o.NodeFactor)
 	case o.Port < 1024 || o.Port > 65535:
 		return fmt.Errorf("--agent-port %d: want 1024-65535", o.Port)
 	}

@@ -273,7 +273,7 @@ func (r *matrixRun) write(start time.Time, measuring time.Duration) error {
 		m := r.fleet.Members[n]
 		r.rep.Nodes = append(r.rep.Nodes, report.MatrixNode{Name: n, Zone: zones[n], Pod: m.Pod, IP: m.IP})
 	}
-	r.rep.BuildMatrix(r.o.OutlierFactor)
+	r.rep.BuildMatrix(r.o.OutlierFactor, r.o.NodeFactor)
 	t := &r.rep.Timing
 	t.MeasuringSeconds = round1(measuring.Seconds())
 	t.WallSeconds = round1(time.Since(start).Seconds())

@@ -37,8 +37,9 @@ type MatrixReport struct {
 	Timing   Timing        `json:"timing"`
 	Warnings []string      `json:"warnings,omitempty"`
 	Checks   []gate.Result `json:"checks,omitempty"`
-	// Factor is --outlier-factor.
-	Factor float64 `json:"outlierFactor"`
+	// Factor is --outlier-factor (pairs), NodeFactor --node-outlier-factor (nodes).
+	Factor     float64 `json:"outlierFactor"`
+	NodeFactor float64 `json:"nodeOutlierFactor"`
 }
 
 // MatrixPlan is the plan as it was printed before the run.
@@ -130,10 +131,11 @@ type MatrixFlag struct {
 const MinOutlierExcessMicros = 50
 
 // BuildMatrix fills the pairs' figures, the cells, the per-node summary and the outliers from
-// the pairs' results. factor is how many times its cell's other pairs a pair or node must be
-// to be called an outlier.
-func (r *MatrixReport) BuildMatrix(factor float64) {
-	r.Factor = factor
+// the pairs' results. factor is how many times its cell's other pairs a pair must be to be
+// called an outlier, nodeFactor the same for the median of a node's pairs (lower: a median
+// over many pairs moves less than one pair's figure).
+func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
+	r.Factor, r.NodeFactor = factor, nodeFactor
 	r.Probe = agent.ProbeICMP
 	for _, p := range r.Pairs {
 		if p.Error == "" && rttOf(p.Results, agent.ProbeICMP) == nil {
@@ -263,7 +265,7 @@ func p50(p MatrixPair) float64 { return p.P50Micros }
 func p99(p MatrixPair) float64 { return p.P99Micros }
 
 // summarizeNodes compares each node's pairs with the other pairs of the same cells (those not
-// involving the node) and marks the nodes at least factor times slower, by the median.
+// involving the node) and marks the nodes at least NodeFactor times slower, by the median.
 func (r *MatrixReport) summarizeNodes() {
 	r.Summary = nil
 	for _, n := range r.Nodes {
@@ -286,11 +288,11 @@ func (r *MatrixReport) summarizeNodes() {
 		s.Compared = len(ratios)
 		if len(ratios) > 0 {
 			s.Ratio, s.ExcessMicros = round3(median(ratios)), round1(median(excess))
-			s.Outlier = s.Ratio >= r.Factor && s.ExcessMicros >= MinOutlierExcessMicros
+			s.Outlier = s.Ratio >= r.NodeFactor && s.ExcessMicros >= MinOutlierExcessMicros
 		}
 		if s.Outlier {
 			r.Outliers = append(r.Outliers, MatrixFlag{Kind: "node", Node: n.Name, Figure: "p50", Ratio: s.Ratio,
-				Message: fmt.Sprintf("%s is slow: the median of its %d pairs' p50 is %.1f× (+%s) the same cells' other pairs", n.Name, s.Compared, s.Ratio, Micros(s.ExcessMicros))})
+				Message: fmt.Sprintf("%s is slow: the median of its %d pairs' p50 is %.2f× (+%s) the same cells' other pairs", n.Name, s.Compared, s.Ratio, Micros(s.ExcessMicros))})
 		}
 		r.Summary = append(r.Summary, s)
 	}

@@ -45,17 +45,11 @@ func WriteMatrixHTML(w io.Writer, r *MatrixReport) error {
 func gridOf(axis string, cells []MatrixCell) htmlGrid {
 	g := htmlGrid{Axis: axis}
 	byKey := map[[2]string]MatrixCell{}
-	var rows []string
-	seenR, seenC := map[string]bool{}, map[string]bool{}
+	rows, cols := axes(cells)
+	g.Cols = cols
 	lowest := math.Inf(1)
 	for _, c := range cells {
 		byKey[[2]string{c.From, c.To}] = c
-		if !seenR[c.From] {
-			seenR[c.From], rows = true, append(rows, c.From)
-		}
-		if !seenC[c.To] {
-			seenC[c.To], g.Cols = true, append(g.Cols, c.To)
-		}
 		lowest = math.Min(lowest, c.P50Micros)
 	}
 	for _, name := range rows {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -130,25 +131,13 @@ func heat(v, lowest float64) string {
 // writeGrid prints cells as a table with one row per From and one column per To; cells not
 // measured show "—".
 func writeGrid(w io.Writer, cells []MatrixCell, text func(MatrixCell) string, colour bool) {
-	var rows, cols []string
-	seenR, seenC := map[string]bool{}, map[string]bool{}
+	rows, cols := axes(cells)
 	byKey := map[[2]string]MatrixCell{}
 	lowest := 0.0
 	for _, c := range cells {
-		if !seenR[c.From] {
-			seenR[c.From], rows = true, append(rows, c.From)
-		}
-		if !seenC[c.To] {
-			seenC[c.To], cols = true, append(cols, c.To)
-		}
 		byKey[[2]string{c.From, c.To}] = c
 		if lowest == 0 || c.P50Micros < lowest {
 			lowest = c.P50Micros
-		}
-	}
-	for _, c := range cols { // a column that is only a destination is also a row
-		if !seenR[c] {
-			seenR[c], rows = true, append(rows, c)
 		}
 	}
 	table := [][]string{append([]string{"from \\ to"}, cols...)}
@@ -166,6 +155,22 @@ func writeGrid(w io.Writer, cells []MatrixCell, text func(MatrixCell) string, co
 		table, paint = append(table, line), append(paint, hue)
 	}
 	writeTable(w, table, paint, colour)
+}
+
+// axes are a grid's rows and columns, each sorted: every name on either side is both a row and a
+// column, so that the diagonal lines up.
+func axes(cells []MatrixCell) (rows, cols []string) {
+	seen := map[string]bool{}
+	for _, c := range cells {
+		for _, n := range []string{c.From, c.To} {
+			if !seen[n] {
+				seen[n] = true
+				rows = append(rows, n)
+			}
+		}
+	}
+	slices.Sort(rows)
+	return rows, rows
 }
 
 // writeTable left-aligns columns two spaces apart; paint holds each cell's colour.
@@ -220,10 +225,10 @@ func signedMicros(us float64) string {
 
 func writeOutliers(w io.Writer, r *MatrixReport, colour bool) {
 	if len(r.Outliers) == 0 {
-		fmt.Fprintf(w, "\nno outliers (no node or pair at %.1f× its cells' others and %d µs above)\n", r.Factor, MinOutlierExcessMicros)
+		fmt.Fprintf(w, "\nno outliers (no node at %.2f× nor pair at %.2f× the same cells' other pairs and %d µs above)\n", r.NodeFactor, r.Factor, MinOutlierExcessMicros)
 		return
 	}
-	fmt.Fprintf(w, "\noutliers (%.1f× the same cells' other pairs and at least %d µs above)\n", r.Factor, MinOutlierExcessMicros)
+	fmt.Fprintf(w, "\noutliers (nodes at %.2f×, pairs at %.2f× the same cells' other pairs, and at least %d µs above)\n", r.NodeFactor, r.Factor, MinOutlierExcessMicros)
 	for _, o := range r.Outliers {
 		line := "  " + o.Message
 		if colour {

@@ -39,10 +39,14 @@ setup_network() {
 
 # Zone latency: each node holds its egress to another node for the one-way delay of that pair's
 # class (queue 1: same zone, queue 2: cross zone). Same-node traffic never leaves the node.
+# A slow node (lab.sh slow-node NODE EXTRA) adds EXTRA to both queues of its own delay line, so
+# every path from that node to another one is EXTRA longer one way (and its round trips too).
 cmd_delay() {
   [ "$(id -u)" = 0 ] || die "run as root"
   local same=${1:-} cross=${2:-}
   [ -n "$same" ] || die "usage: lab.sh delay SAME CROSS (one-way, e.g. 200us 1ms) | delay off"
+  mkdir -p "$RUN"
+  if [ "$same" = off ]; then echo off >"$RUN/delay.state"; else echo "$same $cross" >"$RUN/delay.state"; fi
   for n in "${NODES[@]}"; do
     read -r name zone _ <<<"$n"
     local ns=nblab-${name#lab-}
@@ -52,7 +56,14 @@ cmd_delay() {
     ip netns exec "$ns" iptables -t mangle -F NBLAB-DELAY
     ip netns exec "$ns" iptables -t mangle -C POSTROUTING -o eth0 -j NBLAB-DELAY 2>/dev/null ||
       ip netns exec "$ns" iptables -t mangle -A POSTROUTING -o eth0 -j NBLAB-DELAY
-    [ "$same" = off ] && continue
+    local extra q1=$same q2=$cross
+    extra=$(cat "$RUN/slow-$name" 2>/dev/null || true)
+    if [ "$same" = off ]; then
+      [ -n "$extra" ] || continue
+      q1=$extra q2=$extra
+    elif [ -n "$extra" ]; then
+      q1=$same$extra q2=$cross$extra # Go durations add up when written one after another
+    fi
     for m in "${NODES[@]}"; do
       read -r oname ozone oip ocidr <<<"$m"
       [ "$oname" = "$name" ] && continue
@@ -62,9 +73,28 @@ cmd_delay() {
         ip netns exec "$ns" iptables -t mangle -A NBLAB-DELAY -d "$dst" -j NFQUEUE --queue-num $q --queue-bypass
       done
     done
-    start "delay-$name" "$ns" "$BIN/delay" "1=$same" "2=$cross"
+    start "delay-$name" "$ns" "$BIN/delay" "1=$q1" "2=$q2"
   done
   if [ "$same" = off ]; then log "zone delay off"; else log "zone delay on: same zone $same, cross zone $cross one way"; fi
+}
+
+# A slow node: everything it sends to other nodes waits EXTRA longer, on top of the zone delay
+# (its pods' round trips with every other node grow by EXTRA); "off" ends it.
+cmd_slow_node() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local node=${1:-} extra=${2:-}
+  [ -n "$extra" ] || die "usage: lab.sh slow-node NODE EXTRA (one-way, e.g. lab-b1 1ms) | slow-node NODE off"
+  node_ns "$node" >/dev/null
+  mkdir -p "$RUN"
+  if [ "$extra" = off ]; then
+    rm -f "$RUN/slow-$node"
+  else
+    [[ "$extra" =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || die "slow-node $extra: want a duration such as 500us or 2ms"
+    echo "$extra" >"$RUN/slow-$node"
+  fi
+  # shellcheck disable=SC2046
+  cmd_delay $(cat "$RUN/delay.state" 2>/dev/null || echo off)
+  if [ "$extra" = off ]; then log "$node: no longer slow"; else log "$node: $extra slower one way to every other node"; fi
 }
 
 # Loss: the node drops a share of the UDP it forwards to and from its pods (DNS, port 53, is
