@@ -7,7 +7,7 @@ PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test lint agent-image bench bench-ladder bench-udp vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test lint agent-image bench bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -47,6 +47,11 @@ bench-ladder:
 ## pod path, five rounds (root, lab up).
 bench-udp:
 	hack/bench-udp.sh 5
+
+## bench-matrix: the matrix's own cost (API calls, plugin memory, time) at 10 … 5000 nodes,
+## against a fake cluster; writes benchmarks/MATRIX.md.
+bench-matrix:
+	hack/bench-matrix.sh 3
 
 ## lab-up: the local 4-node, 2-zone cluster (root); lab-down removes every trace of it.
 lab-up:

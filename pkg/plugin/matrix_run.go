@@ -39,8 +39,7 @@ type matrixRun struct {
 // Run plans the pairs, places the agents, measures round by round and prints the report.
 func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
-	r := &matrixRun{o: o, rep: &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
-		StartTime: start.UTC(), Namespace: o.namespace, Scope: o.Scope}}
+	r := &matrixRun{o: o, rep: newMatrixReport(o, start)}
 	r.timer = newPhaseTimer(&r.rep.Timing, start)
 	if err := r.plan(ctx); err != nil {
 		return err
@@ -71,6 +70,11 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	}
 	r.timer.phase("cleanup")
 	return r.write(start, measuring)
+}
+
+func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
+	return &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
+		StartTime: start.UTC(), Namespace: o.namespace, Scope: o.Scope}
 }
 
 // plan reads the nodes (in pages), keeps the usable ones and plans the pairs and rounds.

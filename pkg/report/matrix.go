@@ -149,8 +149,9 @@ func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
 	if r.Scope == "nodes" {
 		r.NodeGrid = cells(r.Pairs, func(p MatrixPair) (string, string) { return p.From, p.To })
 	}
-	r.summarizeNodes()
-	r.flagPairs()
+	ix := newCellIndex(r.Pairs)
+	r.summarizeNodes(ix)
+	r.flagPairs(ix)
 }
 
 func rttOf(results []*agent.ProbeResult, kind string) *agent.ProbeResult {
@@ -250,38 +251,89 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// others is the median figure of the pairs of p's zone cell that share no node with skip.
-func others(pairs []MatrixPair, p MatrixPair, skip func(MatrixPair) bool, fig func(MatrixPair) float64) (float64, bool) {
-	var vs []float64
-	for _, q := range pairs {
-		if q.measured() && q.FromZone == p.FromZone && q.ToZone == p.ToZone && !skip(q) {
-			vs = append(vs, fig(q))
-		}
-	}
-	return median(vs), len(vs) > 0
+// cellIndex finds the pairs of a zone cell, and the median figure of those that involve
+// neither of two nodes: what a pair or a node is compared with. Medians per (cell, node) are
+// kept, so a report costs O(pairs × cell size), not O(pairs²).
+type cellIndex struct {
+	pairs   []MatrixPair
+	byCell  map[[2]string][]int
+	cache   map[othersKey]othersVal
+	scratch []float64
 }
 
-func p50(p MatrixPair) float64 { return p.P50Micros }
-func p99(p MatrixPair) float64 { return p.P99Micros }
+type othersKey struct {
+	cell  [2]string
+	a, b  string
+	which string
+}
+
+type othersVal struct {
+	v  float64
+	ok bool
+}
+
+func newCellIndex(pairs []MatrixPair) *cellIndex {
+	ix := &cellIndex{pairs: pairs, byCell: map[[2]string][]int{}, cache: map[othersKey]othersVal{}}
+	for i, p := range pairs {
+		if p.measured() {
+			k := [2]string{p.FromZone, p.ToZone}
+			ix.byCell[k] = append(ix.byCell[k], i)
+		}
+	}
+	return ix
+}
+
+// others is the median p50 or p99 (which) of the pairs in p's cell that involve neither a nor b.
+func (ix *cellIndex) others(p MatrixPair, a, b, which string) (float64, bool) {
+	k := othersKey{cell: [2]string{p.FromZone, p.ToZone}, a: a, b: b, which: which}
+	if v, ok := ix.cache[k]; ok {
+		return v.v, v.ok
+	}
+	vs := ix.scratch[:0]
+	for _, i := range ix.byCell[k.cell] {
+		q := ix.pairs[i]
+		if q.From == a || q.To == a || q.From == b || q.To == b {
+			continue
+		}
+		vs = append(vs, figure(q, which))
+	}
+	ix.scratch = vs
+	v := othersVal{v: median(vs), ok: len(vs) > 0}
+	if b == "" { // per node: reused by each of its pairs
+		ix.cache[k] = v
+	}
+	return v.v, v.ok
+}
+
+func figure(p MatrixPair, which string) float64 {
+	if which == "p99" {
+		return p.P99Micros
+	}
+	return p.P50Micros
+}
 
 // summarizeNodes compares each node's pairs with the other pairs of the same cells (those not
 // involving the node) and marks the nodes at least NodeFactor times slower, by the median.
-func (r *MatrixReport) summarizeNodes() {
+func (r *MatrixReport) summarizeNodes(ix *cellIndex) {
 	r.Summary = nil
+	byNode := map[string][]int{}
+	for i, p := range r.Pairs {
+		if p.measured() {
+			byNode[p.From] = append(byNode[p.From], i)
+			byNode[p.To] = append(byNode[p.To], i)
+		}
+	}
 	for _, n := range r.Nodes {
 		s := NodeSummary{Node: n.Name, Zone: n.Zone}
-		involves := func(q MatrixPair) bool { return q.From == n.Name || q.To == n.Name }
 		var ratios, excess []float64
-		for _, p := range r.Pairs {
-			if !p.measured() || !involves(p) {
-				continue
-			}
+		for _, i := range byNode[n.Name] {
+			p := r.Pairs[i]
 			if p.From == n.Name {
 				s.AsClient++
 			} else {
 				s.AsServer++
 			}
-			if base, ok := others(r.Pairs, p, involves, p50); ok && base > 0 {
+			if base, ok := ix.others(p, n.Name, "", "p50"); ok && base > 0 {
 				ratios, excess = append(ratios, p.P50Micros/base), append(excess, p.P50Micros-base)
 			}
 		}
@@ -300,7 +352,7 @@ func (r *MatrixReport) summarizeNodes() {
 
 // flagPairs names the pairs whose p50 or p99 is at least factor times the median of the cell's
 // pairs that share neither of its nodes, unless one of its nodes is an outlier already.
-func (r *MatrixReport) flagPairs() {
+func (r *MatrixReport) flagPairs(ix *cellIndex) {
 	slow := map[string]bool{}
 	for _, s := range r.Summary {
 		slow[s.Node] = s.Outlier
@@ -309,18 +361,14 @@ func (r *MatrixReport) flagPairs() {
 		if !p.measured() || slow[p.From] || slow[p.To] {
 			continue
 		}
-		shares := func(q MatrixPair) bool { return q.From == p.From || q.To == p.To || q.From == p.To || q.To == p.From }
-		for _, f := range []struct {
-			name string
-			fig  func(MatrixPair) float64
-		}{{"p99", p99}, {"p50", p50}} {
-			base, ok := others(r.Pairs, p, shares, f.fig)
-			v := f.fig(p)
+		for _, which := range []string{"p99", "p50"} {
+			base, ok := ix.others(p, p.From, p.To, which)
+			v := figure(p, which)
 			if !ok || base <= 0 || v/base < r.Factor || v-base < MinOutlierExcessMicros {
 				continue
 			}
-			r.Outliers = append(r.Outliers, MatrixFlag{Kind: "pair", From: p.From, To: p.To, Figure: f.name, Ratio: round3(v / base),
-				Message: fmt.Sprintf("%s → %s (%s → %s) %s is %.1f× the cell's other pairs (%s vs %s)", p.From, p.To, p.FromZone, p.ToZone, f.name, v/base, Micros(v), Micros(base))})
+			r.Outliers = append(r.Outliers, MatrixFlag{Kind: "pair", From: p.From, To: p.To, Figure: which, Ratio: round3(v / base),
+				Message: fmt.Sprintf("%s → %s (%s → %s) %s is %.1f× the cell's other pairs (%s vs %s)", p.From, p.To, p.FromZone, p.ToZone, which, v/base, Micros(v), Micros(base))})
 			break
 		}
 	}
