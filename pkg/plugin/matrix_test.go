@@ -139,7 +139,9 @@ func TestMatrixAPICallsGrowLinearly(t *testing.T) {
 	perNode := map[int]float64{}
 	zones := map[int]int{}
 	for _, n := range []int{10, 100, 1000} {
-		perNode[n] = float64(calls(n, func(o *MatrixOptions) { o.Sample, o.Scope, o.Concurrency, o.MaxPairs = n, placement.ScopeSample, 100, n })) / float64(n)
+		perNode[n] = float64(calls(n, func(o *MatrixOptions) {
+			o.Sample, o.Scope, o.Concurrency, o.MaxPairs = n, placement.ScopeSample, 100, n
+		})) / float64(n)
 		zones[n] = calls(n, func(*MatrixOptions) {})
 	}
 	t.Logf("API calls per node with --sample N: %v; with --scope zones: %v", perNode, zones)

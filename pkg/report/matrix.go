@@ -305,6 +305,17 @@ func (ix *cellIndex) others(p MatrixPair, a, b, which string) (float64, bool) {
 	return v.v, v.ok
 }
 
+// othersThan is the median p50 or p99 of the pairs of p's cell other than p.
+func (ix *cellIndex) othersThan(p MatrixPair, which string) (float64, bool) {
+	var vs []float64
+	for _, i := range ix.byCell[[2]string{p.FromZone, p.ToZone}] {
+		if q := ix.pairs[i]; q.From != p.From || q.To != p.To {
+			vs = append(vs, figure(q, which))
+		}
+	}
+	return median(vs), len(vs) > 0
+}
+
 func figure(p MatrixPair, which string) float64 {
 	if which == "p99" {
 		return p.P99Micros
@@ -351,7 +362,8 @@ func (r *MatrixReport) summarizeNodes(ix *cellIndex) {
 }
 
 // flagPairs names the pairs whose p50 or p99 is at least factor times the median of the cell's
-// pairs that share neither of its nodes, unless one of its nodes is an outlier already.
+// pairs that share neither of its nodes (or, where every other pair shares one, of the cell's
+// other pairs), unless one of its nodes is an outlier already.
 func (r *MatrixReport) flagPairs(ix *cellIndex) {
 	slow := map[string]bool{}
 	for _, s := range r.Summary {
@@ -363,6 +375,9 @@ func (r *MatrixReport) flagPairs(ix *cellIndex) {
 		}
 		for _, which := range []string{"p99", "p50"} {
 			base, ok := ix.others(p, p.From, p.To, which)
+			if !ok { // every other pair of the cell shares a node with p: compare with them
+				base, ok = ix.othersThan(p, which)
+			}
 			v := figure(p, which)
 			if !ok || base <= 0 || v/base < r.Factor || v-base < MinOutlierExcessMicros {
 				continue
