@@ -213,7 +213,7 @@ func (r *matrixRun) start(ctx context.Context) error {
 	for _, n := range r.nodes {
 		hostnames[n.Name] = n.Labels[corev1.LabelHostname]
 	}
-	lifetime := o.StartTimeout + time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second))*2 + time.Minute
+	lifetime := o.StartTimeout + time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second))*2 + 30*time.Second
 	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each ends by itself within %s)", len(nodes), "netbench", r.sess.RunID, RoleMesh, o.namespace, lifetime.Round(time.Second))
 	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: tol, Port: o.Port, Lifetime: lifetime})
 	if err != nil {

@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+const managed = "app.kubernetes.io/managed-by=kubectl-netbench"
+
+func matrixJSON(t *testing.T, args ...string) *report.MatrixReport {
+	t.Helper()
+	r := runJSON[report.MatrixReport](t, append([]string{"matrix"}, args...)...)
+	if r.Kind != "MatrixReport" || r.APIVersion != report.APIVersion || len(r.Pairs) == 0 || len(r.Zones) == 0 || r.Plan.Pairs != len(r.Pairs) {
+		t.Fatalf("required fields missing: %+v", r)
+	}
+	for _, p := range r.Pairs {
+		if p.Error != "" || p.Samples != 50 {
+			t.Errorf("pair %s → %s: %d samples, error %q", p.From, p.To, p.Samples, p.Error)
+		}
+	}
+	return r
+}
+
+// nothingLeft fails unless no DaemonSet or pod of netbench is left in ns (pods may take a moment
+// to go after their DaemonSet).
+func nothingLeft(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	if ds, err := cs.AppsV1().DaemonSets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: managed}); err != nil || len(ds.Items) > 0 {
+		t.Errorf("DaemonSets left in %s: %v %v", ns, len(ds.Items), err)
+	}
+	noAgentPods(t, cs, ns)
+}
+
+// pingers starts a pause pod on each node and returns their IPs and network namespaces: ground
+// truth on the same pod paths the agents measure.
+func pingers(t *testing.T, cs kubernetes.Interface, ns string, nodes ...string) (ips, netns map[string]string) {
+	t.Helper()
+	ips, netns = map[string]string{}, map[string]string{}
+	for _, n := range nodes {
+		createPod(t, cs, ns, pod("ping-"+n, n, "netbench.lab/pause:1", nil, nil))
+	}
+	for _, n := range nodes {
+		p := waitPod(t, cs, ns, "ping-"+n, 60*time.Second, "running", running)
+		ips[n], netns[n] = p.Status.PodIP, podNetns(t, n, p.Status.PodIP)
+	}
+	return ips, netns
+}
+
+// With the zone delay on (300 µs same zone, 2 ms cross zone, one way): --scope zones gives a
+// 2 × 2 zone matrix whose cross-zone cells exceed the same-zone ones by the configured delay,
+// and --scope nodes over three nodes a 3 × 3 node matrix whose every cell is within reach of
+// iputils ping between pods on the same two nodes, run in the test.
+func TestMatrixZoneDelay(t *testing.T) {
+	cs, ns := lab(t)
+	labScript(t, "delay", "300us", "2ms")
+	t.Cleanup(func() { labScript(t, "delay", "off") })
+
+	z := matrixJSON(t, "-n", ns, "--pairs-per-cell", "2")
+	if len(z.Zones) != 4 || len(z.NodeGrid) != 0 || z.Probe != "icmp" {
+		t.Fatalf("zone cells %+v, node cells %d, probe %s: want 2 × 2 from icmp", z.Zones, len(z.NodeGrid), z.Probe)
+	}
+	cell := map[string]float64{}
+	for _, c := range z.Zones {
+		cell[c.From+">"+c.To] = c.P50Micros
+		t.Logf("%s → %s: p50 %.0f µs, p99 %.0f µs over %d pairs", c.From, c.To, c.P50Micros, c.P99Micros, c.Pairs)
+	}
+	// Round trips cross the zone boundary twice: 2 × (2 ms − 300 µs) = 3.4 ms more than same zone.
+	for _, cross := range []string{"zone-a>zone-b", "zone-b>zone-a"} {
+		for _, same := range []string{"zone-a>zone-a", "zone-b>zone-b"} {
+			if d := cell[cross] - cell[same]; math.Abs(d-3400) > 600 {
+				t.Errorf("%s − %s = %.0f µs: want 3400 ± 600 µs (the configured delay)", cross, same, d)
+			}
+		}
+	}
+	nothingLeft(t, cs, ns)
+
+	three := []string{"lab-a1", "lab-b1", "lab-b2"}
+	n := matrixJSON(t, "-n", ns, "--scope", "nodes", "--nodes", "kubernetes.io/hostname!=lab-a2")
+	if len(n.Nodes) != 3 || len(n.NodeGrid) != 6 || len(n.Excluded) != 1 || n.Excluded[0].Node != "lab-a2" {
+		t.Fatalf("nodes %v, %d node cells, excluded %v: want a 3 × 3 node matrix without lab-a2", n.Nodes, len(n.NodeGrid), n.Excluded)
+	}
+	ips, netns := pingers(t, cs, ns, three...)
+	for _, c := range n.NodeGrid {
+		ping := pingMedian(t, netns[c.From], ips[c.To], 50, "0.01")
+		t.Logf("%s → %s: matrix p50 %.0f µs, ping median %.0f µs", c.From, c.To, c.P50Micros, ping)
+		if math.Abs(c.P50Micros-ping) > 0.25*ping+200 {
+			t.Errorf("%s → %s: matrix p50 %.0f µs, ping median %.0f µs on the same pod path: more than 25 %% + 200 µs apart", c.From, c.To, c.P50Micros, ping)
+		}
+	}
+	nothingLeft(t, cs, ns)
+}
+
+// A node whose every path is 2 ms longer one way is named as the outlier, and no other node is.
+func TestMatrixNamesTheSlowNode(t *testing.T) {
+	cs, ns := lab(t)
+	labScript(t, "slow-node", "lab-b1", "2ms")
+	t.Cleanup(func() { labScript(t, "slow-node", "lab-b1", "off") })
+	r := matrixJSON(t, "-n", ns, "--scope", "nodes")
+	var nodes []string
+	for _, o := range r.Outliers {
+		t.Logf("outlier: %s", o.Message)
+		if o.Kind == "node" {
+			nodes = append(nodes, o.Node)
+		}
+	}
+	if strings.Join(nodes, ",") != "lab-b1" {
+		t.Errorf("outlying nodes %v: want lab-b1 alone", nodes)
+	}
+	for _, s := range r.Summary {
+		t.Logf("%s: %.2f× (%+.0f µs) over %d pairs", s.Node, s.Ratio, s.ExcessMicros, s.Compared)
+		if s.Node == "lab-b1" && (s.ExcessMicros < 1500 || s.ExcessMicros > 2600) {
+			t.Errorf("lab-b1 excess %.0f µs: want about the 2 ms it was given", s.ExcessMicros)
+		}
+	}
+	out, _, err := netbench(t, "matrix", "-n", ns, "--scope", "nodes", "--count", "20")
+	if err != nil || !strings.Contains(out, "lab-b1 is slow") {
+		t.Errorf("the human report does not name lab-b1 (%v):\n%s", err, out)
+	}
+	nothingLeft(t, cs, ns)
+}
+
+// Nothing of a run is left after an error (agents that cannot start) or Ctrl-C at any phase;
+// after SIGKILL the agents exit by their deadline, and cleanup deletes the DaemonSet.
+func TestMatrixCleanup(t *testing.T) {
+	cs, ns := lab(t)
+	t.Run("agents that cannot start", func(t *testing.T) {
+		_, stderr, err := netbench(t, "matrix", "-n", ns, "--image", "netbench.lab/absent:1", "--start-timeout", "10s")
+		if err == nil || !strings.Contains(stderr, "the agents did not start") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("want one line saying the agents did not start (%v):\n%s", err, stderr)
+		}
+		nothingLeft(t, cs, ns)
+	})
+	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second} {
+		t.Run("Ctrl-C after "+after.String(), func(t *testing.T) {
+			stderr, err := interruptAfter(t, after, "matrix", "-n", ns, "--scope", "nodes", "--count", "200")
+			if err == nil {
+				t.Fatalf("an interrupted run exited 0:\n%s", stderr)
+			}
+			nothingLeft(t, cs, ns)
+		})
+	}
+	t.Run("SIGKILL", func(t *testing.T) {
+		cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--pairs-per-cell", "1", "--count", "200", "--start-timeout", "10s")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var notAfter time.Time
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			ds, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: managed})
+			if err != nil || len(ds.Items) != 1 || ds.Items[0].Status.NumberReady < 2 {
+				return false, nil
+			}
+			notAfter, err = time.Parse(time.RFC3339, ds.Items[0].Annotations["netbench.kubectl.dev/not-after"])
+			return err == nil, err
+		})
+		if err != nil {
+			t.Fatalf("agents never ready: %v", err)
+		}
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		t.Logf("plugin killed; agents end by %s (in %s)", notAfter.Format(time.RFC3339), time.Until(notAfter).Round(time.Second))
+		if time.Until(notAfter) > 3*time.Minute {
+			t.Fatalf("not-after %s is too far for this plan", notAfter)
+		}
+		time.Sleep(time.Until(notAfter) + 3*time.Second)
+		waitNoneLive(t, cs, ns, managed, 20*time.Second, "agents still running after their deadline", func(p corev1.Pod) []string {
+			var live []string
+			for _, s := range p.Status.ContainerStatuses {
+				if s.State.Running != nil && s.State.Running.StartedAt.Time.Before(notAfter) {
+					live = append(live, p.Name)
+				}
+				if s.Ready {
+					live = append(live, p.Name+" (ready)")
+				}
+			}
+			return live
+		})
+		out, _, err := netbench(t, "cleanup", "-n", ns)
+		if err != nil || !strings.Contains(out, "deleted DaemonSet") {
+			t.Errorf("cleanup (%v):\n%s", err, out)
+		}
+		nothingLeft(t, cs, ns)
+	})
+}
+
+// The agents run in a namespace enforcing Pod Security "restricted"; a user whose Role lacks
+// DaemonSets gets one line naming them before anything is created, and the README's matrix Role
+// is enough.
+func TestMatrixRestrictedAndRBAC(t *testing.T) {
+	cs, ns := lab(t)
+	restrict(t, cs, ns)
+	r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1")
+	t.Logf("restricted namespace: RTT from %s over %d pairs", r.Probe, len(r.Pairs))
+
+	ctx := context.Background()
+	user := "matrix-user-" + ns
+	bind := func(kind, role string) {
+		if kind == "ClusterRole" {
+			crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: kind, Name: role},
+				Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+			if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{}) })
+			return
+		}
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: kind, Name: role},
+			Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}}}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	nodesRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: parseRoleRules(readme, "netbench-nodes")}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, nodesRole, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{}) })
+	bind("ClusterRole", user)
+	for _, name := range []string{"netbench-pods", "netbench-matrix"} {
+		if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: parseRoleRules(readme, name)}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind("Role", "netbench-pods")
+	_, stderr, err := netbench(t, "--as", user, "matrix", "-n", ns)
+	if err == nil || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, "create daemonsets.apps") || !strings.Contains(stderr, "nothing was started") {
+		t.Errorf("without DaemonSets: want one line naming create daemonsets.apps (%v):\n%s", err, stderr)
+	}
+	nothingLeft(t, cs, ns)
+	bind("Role", "netbench-matrix")
+	if out, stderr, err := netbench(t, "--as", user, "matrix", "-n", ns, "--pairs-per-cell", "1"); err != nil || !strings.Contains(out, "RTT p50 / p99 by zone") {
+		t.Errorf("with the README's matrix Role (%v):\n%s\n%s", err, out, stderr)
+	}
+	nothingLeft(t, cs, ns)
+}
