@@ -61,6 +61,27 @@ func (o *commonOptions) cleanStaleServices(ctx context.Context, ns string, now t
 	return notes
 }
 
+// cleanStaleDaemonSets deletes matrix DaemonSets of earlier runs whose not-after time has
+// passed (a plugin killed outright leaves them; their agents have exited by then).
+func (o *commonOptions) cleanStaleDaemonSets(ctx context.Context, ns string, now time.Time) []string {
+	list, err := o.client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	bg := metav1.DeletePropagationBackground
+	for _, ds := range list.Items {
+		t, err := time.Parse(time.RFC3339, ds.Annotations[NotAfterAnnotation])
+		if err != nil || !now.After(t) {
+			continue
+		}
+		if err := o.client.AppsV1().DaemonSets(ns).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err == nil {
+			notes = append(notes, fmt.Sprintf("deleted DaemonSet %s/%s left by an earlier run (%s old)", ns, ds.Name, age(ds.CreationTimestamp.Time)))
+		}
+	}
+	return notes
+}
+
 // expired says whether a temporary Service's run is over for sure.
 func expired(svc *corev1.Service, now time.Time) bool {
 	t, err := time.Parse(time.RFC3339, svc.Annotations[NotAfterAnnotation])

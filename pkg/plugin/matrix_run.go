@@ -20,7 +20,7 @@ import (
 // matrixPermissions are what a matrix needs in its namespace: a DaemonSet of its own, a watch
 // on its pods, and their proxy (jobs are posted through it).
 var matrixPermissions = []permission{
-	{"create", "daemonsets", "", "apps"}, {"delete", "daemonsets", "", "apps"},
+	{"create", "daemonsets", "", "apps"}, {"delete", "daemonsets", "", "apps"}, {"list", "daemonsets", "", "apps"},
 	{"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"create", "pods", "proxy", ""},
 }
 
@@ -56,6 +56,7 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	r.timer.phase("plan")
 	r.sess = o.newSession(ModePod)
 	defer func() { err = o.finish(ctx, r.sess, err) }()
+	r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleDaemonSets(ctx, o.namespace, o.serverNow())...)
 	if err := r.start(ctx); err != nil {
 		return err
 	}

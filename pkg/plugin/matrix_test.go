@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -39,9 +41,17 @@ func runMatrix(t *testing.T, f *fleetCluster, mod func(*MatrixOptions)) (*report
 func TestMatrixRunNodesScope(t *testing.T) {
 	f := newFleetCluster(6, 2)
 	f.slow, f.slowBy = "node-00004", 1000
+	stale := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old-mesh", Namespace: "netbench",
+		Labels: map[string]string{ManagedByLabel: ManagedByValue}, Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
+	if err := f.cs.Tracker().Add(stale); err != nil {
+		t.Fatal(err)
+	}
 	r, err := runMatrix(t, f, func(o *MatrixOptions) { o.Scope, o.Concurrency = placement.ScopeNodes, 3 })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], "deleted DaemonSet netbench/netbench-old-mesh left by an earlier run") {
+		t.Errorf("warnings %q: want the stale DaemonSet deleted", r.Warnings)
 	}
 	if r.Kind != "MatrixReport" || len(r.Pairs) != 30 || len(r.NodeGrid) != 30 || len(r.Zones) != 4 || r.Probe != "icmp" {
 		t.Fatalf("kind %s, %d pairs, %d node cells, %d zone cells, probe %s", r.Kind, len(r.Pairs), len(r.NodeGrid), len(r.Zones), r.Probe)
