@@ -103,8 +103,13 @@ func LoadRun(file string, data []byte) (*LoadedRun, error) {
 		err = json.Unmarshal(js, &r)
 		out.Figures, out.Info.StartTime = r.FigureValues(), r.StartTime
 		out.Info.Subject = "dns in " + r.Target.Namespace + "/" + r.Target.Pod
+	case "MatrixReport":
+		var r MatrixReport
+		err = json.Unmarshal(js, &r)
+		out.Figures, out.Info.StartTime = r.FigureValues(), r.StartTime
+		out.Info.Subject = "matrix of " + r.Namespace + " (" + r.Scope + ")"
 	default:
-		return nil, fmt.Errorf("%s: kind %q: %w (want PathReport, LadderReport or DNSReport)", file, head.Kind, ErrNotAReport)
+		return nil, fmt.Errorf("%s: kind %q: %w (want PathReport, LadderReport, DNSReport or MatrixReport)", file, head.Kind, ErrNotAReport)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", file, ErrNotAReport, err)

@@ -31,7 +31,7 @@ func loadTestRun(t *testing.T, file string, edit func(*PathReport)) *LoadedRun {
 }
 
 func TestDiffSameRunChangesNothing(t *testing.T) {
-	for _, f := range []string{"testdata/path-cross-zone-app-port.json", "testdata/ladder-zone-delay-two-rounds.json", "testdata/dns-glibc.json"} {
+	for _, f := range []string{"testdata/path-cross-zone-app-port.json", "testdata/ladder-zone-delay-two-rounds.json", "testdata/dns-glibc.json", "testdata/matrix-nodes-slow-b1.json"} {
 		run := loadTestRun(t, f, nil)
 		d, err := Diff(run, run, 10)
 		if err != nil {

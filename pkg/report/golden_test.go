@@ -43,8 +43,12 @@ func TestGoldenHumanReports(t *testing.T) {
 				var r DNSReport
 				mustDecode(t, data, &r)
 				err = WriteDNS(&got, "", &r)
+			case strings.HasPrefix(name, "matrix"):
+				var r MatrixReport
+				mustDecode(t, data, &r)
+				err = WriteMatrix(&got, "", &r, false)
 			default:
-				t.Fatalf("%s: name it path-…, ladder-… or dns-…", in)
+				t.Fatalf("%s: name it path-…, ladder-…, dns-… or matrix-…", in)
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -38,25 +38,7 @@ func TestLadderHTMLInChromium(t *testing.T) {
 			if err := WriteLadder(&page, "html", &r); err != nil {
 				t.Fatal(err)
 			}
-			if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\w+:`).FindString(page.String()); m != "" || strings.Contains(page.String(), "<script") {
-				t.Errorf("the page is not self-contained: %q", m)
-			}
-			dir := t.TempDir()
-			file := filepath.Join(dir, "ladder.html")
-			if err := os.WriteFile(file, page.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=" + filepath.Join(dir, "profile")}
-			shot := filepath.Join(dir, "shot.png")
-			if out, err := exec.Command(chromium, append(args, "--window-size=1200,1600", "--screenshot="+shot, "file://"+file)...).CombinedOutput(); err != nil {
-				t.Fatalf("chromium --screenshot: %v\n%s", err, out)
-			}
-			checkNotBlank(t, shot)
-			dom, err := exec.Command(chromium, append(args, "--dump-dom", "file://"+file)...).Output()
-			if err != nil {
-				t.Fatalf("chromium --dump-dom: %v", err)
-			}
-			text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(string(dom), " ")
+			text := renderInChromium(t, chromium, page.Bytes())
 			for _, rung := range r.Rungs {
 				if rung.Skipped != "" {
 					continue
@@ -74,6 +56,65 @@ func TestLadderHTMLInChromium(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// renderInChromium checks that page is self-contained, has headless Chromium draw it (the
+// screenshot must not be blank) and returns the text of the DOM it built.
+func renderInChromium(t *testing.T, chromium string, page []byte) string {
+	t.Helper()
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\w+:`).FindString(string(page)); m != "" || bytes.Contains(page, []byte("<script")) {
+		t.Errorf("the page is not self-contained: %q", m)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "page.html")
+	if err := os.WriteFile(file, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=" + filepath.Join(dir, "profile")}
+	shot := filepath.Join(dir, "shot.png")
+	if out, err := exec.Command(chromium, append(args, "--window-size=1200,1600", "--screenshot="+shot, "file://"+file)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	checkNotBlank(t, shot)
+	dom, err := exec.Command(chromium, append(args, "--dump-dom", "file://"+file)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	return regexp.MustCompile(`<[^>]*>`).ReplaceAllString(string(dom), " ")
+}
+
+// The matrix page of a real lab run (every node pair, lab-b1 made slow) draws, and its text holds
+// every node, every node cell's p50 and the outliers.
+func TestMatrixHTMLInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (apt-get install chromium)")
+	}
+	data, err := os.ReadFile("testdata/matrix-nodes-slow-b1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r MatrixReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := WriteMatrix(&page, "html", &r, false); err != nil {
+		t.Fatal(err)
+	}
+	text := renderInChromium(t, chromium, page.Bytes())
+	want := []string{"lab-b1 is slow"}
+	for _, n := range r.Nodes {
+		want = append(want, n.Name)
+	}
+	for _, c := range r.NodeGrid {
+		want = append(want, Micros(c.P50Micros))
+	}
+	for _, w := range want {
+		if !strings.Contains(text, htmlText(w)) {
+			t.Errorf("the rendered page lacks %q", w)
+		}
 	}
 }
 

@@ -39,6 +39,11 @@ func render(t *testing.T, in, format string) ([]byte, []FigureValue) {
 		mustDecode(t, data, &r)
 		r.Checks, figs = checks, r.FigureValues()
 		err = WriteLadder(&out, format, &r)
+	case strings.HasPrefix(name, "matrix"):
+		var r MatrixReport
+		mustDecode(t, data, &r)
+		r.Checks, figs = checks, r.FigureValues()
+		err = WriteMatrix(&out, format, &r, false)
 	default:
 		var r DNSReport
 		mustDecode(t, data, &r)
@@ -81,7 +86,8 @@ func TestOpenMetricsParsesWithPrometheus(t *testing.T) {
 					want++
 				}
 			}
-			if !strings.HasPrefix(filepath.Base(in), "ladder") && samples != want {
+			// A ladder writes per rung and a matrix per cell and per pair, not per figure.
+			if base := filepath.Base(in); !strings.HasPrefix(base, "ladder") && !strings.HasPrefix(base, "matrix") && samples != want {
 				t.Errorf("%d samples, want %d (one per figure, two checks)\n%s", samples, want, text)
 			}
 			if samples < 3 {

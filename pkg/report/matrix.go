@@ -135,7 +135,7 @@ const MinOutlierExcessMicros = 50
 // called an outlier, nodeFactor the same for the median of a node's pairs (lower: a median
 // over many pairs moves less than one pair's figure).
 func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
-	r.Factor, r.NodeFactor = factor, nodeFactor
+	r.Factor, r.NodeFactor, r.Outliers = factor, nodeFactor, nil
 	r.Probe = agent.ProbeICMP
 	for _, p := range r.Pairs {
 		if p.Error == "" && rttOf(p.Results, agent.ProbeICMP) == nil {
@@ -305,6 +305,17 @@ func (ix *cellIndex) others(p MatrixPair, a, b, which string) (float64, bool) {
 	return v.v, v.ok
 }
 
+// MinSamplesForP99 is how many round trips a pair needs before its p99 may call it an outlier:
+// with fewer, the p99 is one of the two largest samples, and one late packet would do.
+const MinSamplesForP99 = 200
+
+func pairFigures(p MatrixPair) []string {
+	if p.Samples >= MinSamplesForP99 {
+		return []string{"p99", "p50"}
+	}
+	return []string{"p50"}
+}
+
 // othersThan is the median p50 or p99 of the pairs of p's cell other than p.
 func (ix *cellIndex) othersThan(p MatrixPair, which string) (float64, bool) {
 	var vs []float64
@@ -361,7 +372,7 @@ func (r *MatrixReport) summarizeNodes(ix *cellIndex) {
 	}
 }
 
-// flagPairs names the pairs whose p50 or p99 is at least factor times the median of the cell's
+// flagPairs names the pairs whose p50 (or p99, from MinSamplesForP99 round trips) is at least factor times the median of the cell's
 // pairs that share neither of its nodes (or, where every other pair shares one, of the cell's
 // other pairs), unless one of its nodes is an outlier already.
 func (r *MatrixReport) flagPairs(ix *cellIndex) {
@@ -373,7 +384,7 @@ func (r *MatrixReport) flagPairs(ix *cellIndex) {
 		if !p.measured() || slow[p.From] || slow[p.To] {
 			continue
 		}
-		for _, which := range []string{"p99", "p50"} {
+		for _, which := range pairFigures(p) {
 			base, ok := ix.others(p, p.From, p.To, which)
 			if !ok { // every other pair of the cell shares a node with p: compare with them
 				base, ok = ix.othersThan(p, which)

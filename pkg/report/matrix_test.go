@@ -12,7 +12,7 @@ import (
 )
 
 func rttResult(kind string, p50, p99 float64) *agent.ProbeResult {
-	return &agent.ProbeResult{Name: kind, Kind: kind, RTT: &probes.RTTResult{Sent: 50, Received: 50, RTT: probes.Latency{Count: 50, P50Micros: p50, P99Micros: p99}}}
+	return &agent.ProbeResult{Name: kind, Kind: kind, RTT: &probes.RTTResult{Sent: 200, Received: 200, RTT: probes.Latency{Count: 200, P50Micros: p50, P99Micros: p99}}}
 }
 
 // A 4-node, 2-zone matrix (every pair) in which b1 adds 1 ms to every path it is on.
@@ -90,6 +90,20 @@ func TestBuildMatrix(t *testing.T) {
 	if d := cmp.Diff(want, pairs); d != "" {
 		t.Errorf("pair outliers (-want +got):\n%s", d)
 	}
+	// With fewer round trips a p99 is one of the largest samples: only the p50 counts.
+	for _, p := range r.Pairs {
+		for _, res := range p.Results {
+			if res.RTT != nil {
+				res.RTT.Received = 50
+			}
+		}
+	}
+	r.BuildMatrix(1.5, 1.2)
+	for _, o := range r.Outliers {
+		if o.Kind == "pair" {
+			t.Errorf("a p99 of 50 round trips called a pair an outlier: %s", o.Message)
+		}
+	}
 }
 
 // Without ICMP on some pair, every cell comes from tcp-rtt (one probe for the whole matrix).
@@ -133,5 +147,33 @@ func TestMatrixFiguresAndRender(t *testing.T) {
 	var html bytes.Buffer
 	if err := WriteMatrixHTML(&html, r); err != nil || !strings.Contains(html.String(), "hsl(") || strings.Contains(html.String(), "<script") {
 		t.Errorf("html: %v", err)
+	}
+}
+
+// OpenMetrics: a p50 and a p99 sample per zone cell and per measured pair, labelled with the
+// zones (and nodes), in seconds; Prometheus' parser takes it.
+func TestMatrixOpenMetrics(t *testing.T) {
+	r := slowNodeMatrix()
+	r.BuildMatrix(1.5, 1.2)
+	var out bytes.Buffer
+	if err := WriteMatrix(&out, FormatOpenMetrics, r, false); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := DecodeOpenMetrics(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lat := fams["netbench_latency_seconds"]
+	if lat == nil || len(lat.Metric) != 2*4+2*12 {
+		t.Fatalf("latency samples: %v, want 2 per zone cell (4) and per measured pair (12)", lat)
+	}
+	for _, m := range lat.Metric {
+		l := map[string]string{}
+		for _, lp := range m.Label {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["cell"] == "pair" && l["source_node"] == "b1" && l["destination_node"] == "a1" && l["quantile"] == "0.5" && m.GetGauge().GetValue() != 5400e-6 {
+			t.Errorf("b1 → a1 p50 %v s, want 5.4 ms", m.GetGauge().GetValue())
+		}
 	}
 }
