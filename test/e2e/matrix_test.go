@@ -216,7 +216,9 @@ func TestMatrixRestrictedAndRBAC(t *testing.T) {
 			if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+			})
 			return
 		}
 		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
