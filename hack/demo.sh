@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The demo: sample workloads on the lab, then a `path`, two `dns` reports and a `ladder` with the
-# zone delay on.
+# The demo: sample workloads on the lab, then a `path`, two `dns` reports, a `ladder` with the
+# zone delay on, and a `matrix` of every node pair with one node made slow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECONFIG=$(hack/lab/lab.sh kubeconfig)
@@ -22,5 +22,9 @@ bin/kubectl-netbench dns -n demo deploy/shop-web-alpine example.com
 echo
 echo "== hack/lab/lab.sh delay 300us 2ms; kubectl netbench ladder -n demo deploy/shop-api --probes rtt,http"
 hack/lab/lab.sh delay 300us 2ms
-trap 'hack/lab/lab.sh delay off' EXIT
+trap 'hack/lab/lab.sh slow-node lab-b1 off >/dev/null; hack/lab/lab.sh delay off' EXIT
 bin/kubectl-netbench ladder -n demo deploy/shop-api --probes rtt,http
+echo
+echo "== hack/lab/lab.sh slow-node lab-b1 1ms; kubectl netbench matrix -n demo --scope nodes"
+hack/lab/lab.sh slow-node lab-b1 1ms
+bin/kubectl-netbench matrix -n demo --scope nodes

@@ -114,6 +114,7 @@ func FuzzLoadRun(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"apiVersion":"netbench.kubectl.dev/v1alpha1","kind":"LadderReport","rungs":[{"name":"a b","figures":{"x.p50":{"unit":"µs","median":1}}}],"figures":["x.p50"]}`))
+	f.Add([]byte(`{"apiVersion":"netbench.kubectl.dev/v1alpha1","kind":"MatrixReport","probe":"icmp","zoneCells":[{"from":"a","to":"b","pairs":2,"p50Micros":1,"p99Micros":2,"minP50Micros":0.5,"maxP50Micros":1.5}],"outliers":[{"kind":"node"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		run, err := LoadRun("f", b)
 		if err != nil {
