@@ -93,8 +93,7 @@ func LadderPlannedFigures(rungs []LadderRung, specs []agent.ProbeSpec) map[strin
 // worst rung's (highest latency, lowest throughput), each with the rounds' range.
 func (r *LadderReport) FigureValues() []FigureValue {
 	var out []FigureValue
-	worst := map[string]FigureValue{}
-	var order []string
+	worst := newWorstFigures()
 	for _, rung := range r.Rungs {
 		var fs []FigureValue
 		for _, name := range r.Figures {
@@ -112,20 +111,37 @@ func (r *LadderReport) FigureValues() []FigureValue {
 			fv.Name = RungKey(rung.Name) + "." + name
 			out = append(out, fv)
 			for _, key := range classKeys(rung.Class) {
-				k := key + "." + name
-				w, seen := worst[k]
-				if !seen {
-					order = append(order, k)
-				}
-				if !seen || (HigherIsWorse(fv.Unit) && fv.Value > w.Value) || (!HigherIsWorse(fv.Unit) && fv.Value < w.Value) {
-					fv.Name, fv.Alias = k, true
-					worst[k] = fv
-				}
+				worst.offer(key+"."+name, fv)
 			}
 		}
 	}
-	for _, k := range order {
-		out = append(out, worst[k])
+	return append(out, worst.list()...)
+}
+
+// worstFigures keeps, per alias name, the worst figure offered (highest latency, count or loss;
+// lowest rate or size), as an alias, in the order the names were first offered.
+type worstFigures struct {
+	byName map[string]FigureValue
+	order  []string
+}
+
+func newWorstFigures() *worstFigures { return &worstFigures{byName: map[string]FigureValue{}} }
+
+func (w *worstFigures) offer(name string, fv FigureValue) {
+	cur, seen := w.byName[name]
+	if !seen {
+		w.order = append(w.order, name)
+	}
+	if !seen || (HigherIsWorse(fv.Unit) && fv.Value > cur.Value) || (!HigherIsWorse(fv.Unit) && fv.Value < cur.Value) {
+		fv.Name, fv.Alias = name, true
+		w.byName[name] = fv
+	}
+}
+
+func (w *worstFigures) list() []FigureValue {
+	out := make([]FigureValue, 0, len(w.order))
+	for _, name := range w.order {
+		out = append(out, w.byName[name])
 	}
 	return out
 }

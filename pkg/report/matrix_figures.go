@@ -1,9 +1,6 @@
 package report
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // CellKey names a zone cell in figure names: FROM:TO, "none" for nodes without a zone label.
 func CellKey(from, to string) string { return zoneKey(from) + ":" + zoneKey(to) }
@@ -47,8 +44,7 @@ func MatrixPlannedFigures(cells [][2]string, throughput bool) map[string]string 
 // then the worst cell of each class and overall (aliases), then the number of outliers.
 func (r *MatrixReport) FigureValues() []FigureValue {
 	var out []FigureValue
-	worst := map[string]FigureValue{}
-	var order []string
+	worst := newWorstFigures()
 	for _, c := range r.Zones {
 		fs := []FigureValue{
 			{Name: "rtt.p50", Unit: UnitMicros, Value: c.P50Micros, Probe: r.Probe, Stat: "p50", Spread: cellRange(c.MinP50, c.MaxP50)},
@@ -66,22 +62,11 @@ func (r *MatrixReport) FigureValues() []FigureValue {
 			f.Name = CellKey(c.From, c.To) + "." + name
 			out = append(out, f)
 			for _, key := range []string{class, "worst"} {
-				k := key + "." + name
-				w, seen := worst[k]
-				if !seen {
-					order = append(order, k)
-				}
-				if !seen || (HigherIsWorse(f.Unit) == (f.Value > w.Value)) {
-					f.Name, f.Alias = k, true
-					worst[k] = f
-				}
+				worst.offer(key+"."+name, f)
 			}
 		}
 	}
-	slices.Sort(order)
-	for _, k := range order {
-		out = append(out, worst[k])
-	}
+	out = append(out, worst.list()...)
 	return append(out, FigureValue{Name: "outliers.count", Unit: UnitCount, Value: float64(len(r.Outliers)), Probe: "outliers", Stat: "count"})
 }
 
