@@ -6,8 +6,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# The end-to-end package takes ~12 min on a 2-core machine: past go test's default of 10 min per
+# package. A -timeout given as an argument comes later and wins.
 # shellcheck disable=SC2086 # PKGS is a list of packages
-go test -count=1 -v "$@" ${PKGS:-./...} 2>&1 | tee "$log" | grep -vE '^=== (RUN|PAUSE|CONT)'
+go test -count=1 -v -timeout 45m "$@" ${PKGS:-./...} 2>&1 | tee "$log" | grep -vE '^=== (RUN|PAUSE|CONT)'
 rc=${PIPESTATUS[0]}
 passed=$(grep -cE '^\s*--- PASS' "$log")
 failed=$(grep -cE '^\s*--- FAIL' "$log")

@@ -126,9 +126,17 @@ func TestMatrixNamesTheSlowNode(t *testing.T) {
 			t.Errorf("lab-b1 excess %.0f µs: want about the 2 ms it was given", s.ExcessMicros)
 		}
 	}
-	out, _, err := netbench(t, "matrix", "-n", ns, "--scope", "nodes", "--count", "20")
-	if err != nil || !strings.Contains(out, "lab-b1 is slow") {
-		t.Errorf("the human report does not name lab-b1 (%v):\n%s", err, out)
+	cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--scope", "nodes", "--count", "20")
+	cmd.Env = append(os.Environ(), "NETBENCH_PROGRESS=always")
+	var out, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "lab-b1 is slow") {
+		t.Errorf("the human report does not name lab-b1 (%v):\n%s", err, out.String())
+	}
+	for _, want := range []string{"plan: 12 pairs among 4 agents on 4 nodes", "agents ready: 4/4", "measured 12/12 pairs, ETA 0s"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, stderr.String())
+		}
 	}
 	nothingLeft(t, cs, ns)
 }
@@ -154,7 +162,7 @@ func TestMatrixCleanup(t *testing.T) {
 		})
 	}
 	t.Run("SIGKILL", func(t *testing.T) {
-		cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--pairs-per-cell", "1", "--count", "200", "--start-timeout", "10s")
+		cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--pairs-per-cell", "1", "--count", "200", "--start-timeout", "5s")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -203,8 +211,15 @@ func TestMatrixCleanup(t *testing.T) {
 func TestMatrixRestrictedAndRBAC(t *testing.T) {
 	cs, ns := lab(t)
 	restrict(t, cs, ns)
-	r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1")
+	r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1", "--throughput", "1s")
 	t.Logf("restricted namespace: RTT from %s over %d pairs", r.Probe, len(r.Pairs))
+	for _, c := range r.Zones {
+		if c.Gbps == nil || *c.Gbps <= 0 {
+			t.Errorf("cell %s → %s: no throughput with --throughput 1s", c.From, c.To)
+		} else {
+			t.Logf("%s → %s: %.2f Gbit/s", c.From, c.To, *c.Gbps)
+		}
+	}
 
 	ctx := context.Background()
 	user := "matrix-user-" + ns
