@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"math"
 	"net"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -60,5 +62,43 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 	}
 	if min := 2 * float64(crossZone.Microseconds()); p50["cross-zone"] < min {
 		t.Errorf("cross-zone p50 %.0f µs is below twice the one-way delay (%.0f µs)", p50["cross-zone"], min)
+	}
+}
+
+// New-connection HTTP latency is what an independent client's time to first byte is on the same
+// path: with the zone delay on (one cross-zone round trip ≈ 4.3 ms), http-new-conn's p50 is
+// within 10 % of curl's median time to first byte over new connections to an agent server in the
+// same destination pod — a handshake and a request, two round trips, not three.
+func TestHTTPNewConnMatchesCurl(t *testing.T) {
+	cs, ns := lab(t)
+	labScript(t, "delay", "300us", "2ms")
+	t.Cleanup(func() { labScript(t, "delay", "off") })
+	createPod(t, cs, ns, pod("srv", "lab-b1", agentImage, []string{"serve", "--listen", ":7000", "--token", "tok", "--deadline", "10m"}, nil))
+	createPod(t, cs, ns, pod("cli", "lab-a1", "netbench.lab/pause:1", nil, nil))
+	srv := waitPod(t, cs, ns, "srv", 60*time.Second, "running", running)
+	cli := waitPod(t, cs, ns, "cli", 60*time.Second, "running", running)
+	netns := podNetns(t, "lab-a1", cli.Status.PodIP)
+	var ttfb []float64
+	for range 60 {
+		out, err := exec.Command("nsenter", "--net="+netns, "curl", "-s", "-o", "/dev/null", "-H", "X-Netbench-Token: tok",
+			"-w", "%{time_starttransfer}", "http://"+srv.Status.PodIP+":7000/").Output()
+		if err != nil {
+			t.Fatalf("curl: %v", err)
+		}
+		s, _ := strconv.ParseFloat(string(out), 64)
+		ttfb = append(ttfb, s*1e6)
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := pathJSON(t, "-n", ns, "cli", "srv", "--probes", "http-new-conn")
+	var p50 float64
+	for _, p := range r.Probes {
+		if p.Name == "http-new-conn" && p.HTTP != nil {
+			p50 = p.HTTP.Latency.P50Micros
+		}
+	}
+	curl := median(ttfb)
+	t.Logf("http-new-conn p50 %.0f µs, curl time to first byte median %.0f µs (%+.1f %%)", p50, curl, 100*(p50-curl)/curl)
+	if math.Abs(p50-curl) > 0.10*curl {
+		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart", p50, curl)
 	}
 }
