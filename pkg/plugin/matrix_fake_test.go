@@ -48,6 +48,7 @@ type fleetCluster struct {
 func newFleetCluster(nodes, zones int) *fleetCluster {
 	f := &fleetCluster{cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
 		zones: map[string]string{}, ips: map[string]string{}, denied: map[string]bool{}, inFlight: map[string]bool{}}
+	_ = f.cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
 	for i := range nodes {
 		name, zone := fmt.Sprintf("node-%05d", i), fmt.Sprintf("zone-%c", 'a'+i%zones)
 		n := labNode(name, zone)

@@ -53,6 +53,9 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	if err := checkPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
 		return err
 	}
+	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.namespace)
+	}
 	r.timer.phase("plan")
 	r.sess = o.newSession(ModePod)
 	defer func() { err = o.finish(ctx, r.sess, err) }()

@@ -36,6 +36,7 @@ func badInputs(ns string) []hostileCase {
 	}
 	dns := func(extra ...string) []string { return append([]string{"dns", "-n", ns, "deploy/client"}, extra...) }
 	ladder := func(extra ...string) []string { return append([]string{"ladder", "-n", ns, "sts/db"}, extra...) }
+	matrix := func(extra ...string) []string { return append([]string{"matrix", "-n", ns}, extra...) }
 	long := strings.Repeat("a", 64)
 	return []hostileCase{
 		{"mode unknown", path("--mode", "daemonset"), `--mode "daemonset": want ephemeral, pod or auto`},
@@ -59,6 +60,26 @@ func badInputs(ns string) []hostileCase {
 		{"diff output", []string{"diff", "a", "b", "-o", "html"}, `--output "html": want json or yaml`},
 		{"diff one file", []string{"diff", "a"}, "accepts 2 arg(s), received 1"},
 		{"image empty", path("--image", ""), "--image is empty"},
+		{"matrix scope unknown", matrix("--scope", "racks"), `--scope "racks": want zones, nodes or sample`},
+		{"matrix sample with scope", matrix("--scope", "nodes", "--sample", "3"), "--sample 3 with --scope nodes: --sample is its own scope"},
+		{"matrix sample negative", matrix("--sample", "-4"), "--sample -4: want 1-1000000 pairs"},
+		{"matrix pairs per cell", matrix("--pairs-per-cell", "0"), "--pairs-per-cell 0: want 1-100"},
+		{"matrix concurrency", matrix("--concurrency", "501"), "--concurrency 501: want 1-500"},
+		{"matrix count", matrix("--count", "1"), "--count 1: want 5-1000"},
+		{"matrix job too long", matrix("--count", "1000", "--interval", "100ms"), "take 3m20s per pair: want at most 50s"},
+		{"matrix throughput", matrix("--throughput", "1ms"), "--throughput 1ms: want 500ms-30s"},
+		{"matrix outlier factor", matrix("--outlier-factor", "NaN"), "--outlier-factor NaN: want 1.05-100"},
+		{"matrix agent port", matrix("--agent-port", "80"), "--agent-port 80: want 1024-65535"},
+		{"matrix nodes selector", matrix("--nodes", "a in ("), `--nodes "a in (": `},
+		{"matrix zones none", matrix("--zones", "zone-x"), "no pair of nodes to measure: 0 of 4 nodes are usable (left out: lab-a1 is not in --zones;"},
+		{"matrix nodes none", matrix("--nodes", "pool=none"), "no pair of nodes to measure: 0 of 4 nodes are usable"},
+		{"matrix max pairs", matrix("--scope", "nodes", "--max-pairs", "5"), "every pair of 4 nodes is 12 pairs, above --max-pairs 5"},
+		{"matrix html dry run", matrix("-o", "html", "--dry-run"), "--output html with --dry-run"},
+		{"matrix tolerations both", matrix("--tolerate-all-taints", "--tolerations-from", "deploy/client"), "choose one"},
+		{"matrix tolerations missing", matrix("--tolerations-from", "deploy/missing"), "--tolerations-from: deploy/missing not found"},
+		{"matrix fail-if unknown", matrix("--fail-if", "rtt.p50 > 1ms"), `unknown figure "rtt.p50" (this run measures: cross-zone.rtt.p50`},
+		{"matrix namespace missing", []string{"matrix", "-n", "no-such-namespace"}, `namespace "no-such-namespace" (-n) not found`},
+		{"matrix args", matrix("lab-a1"), `unknown command "lab-a1"`},
 		{"port negative", path("--port", "-1"), "--port -1: want 1-65535"},
 		{"port too big", path("--port", "70000"), "--port 70000: want 1-65535"},
 		{"http-path without port", path("--http-path", "/x"), "--http-path needs --port"},
