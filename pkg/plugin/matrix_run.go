@@ -32,8 +32,10 @@ type matrixRun struct {
 	nodes  []placement.Node // the usable nodes
 	pairs  []placement.Pair
 	rounds [][]int
-	sess   *Session
-	fleet  *Fleet
+	// nodeCount is how many nodes the cluster has.
+	nodeCount int
+	sess      *Session
+	fleet     *Fleet
 }
 
 // Run plans the pairs, places the agents, measures round by round and prints the report.
@@ -47,14 +49,8 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	if o.DryRun {
 		return r.writePlan()
 	}
-	if err := o.gates.check(r.plannedFigures()); err != nil {
+	if err := r.check(ctx); err != nil {
 		return err
-	}
-	if err := checkPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
-		return err
-	}
-	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.namespace)
 	}
 	r.timer.phase("plan")
 	r.sess = o.newSession(ModePod)
@@ -79,6 +75,25 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 	return &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Namespace: o.namespace, Scope: o.Scope}
+}
+
+// check refuses, before anything is created, conditions on figures the plan will not have, a
+// user without the permissions, and a namespace that is not there; then it says the plan (on
+// a terminal or not: progress lines are only for terminals).
+func (r *matrixRun) check(ctx context.Context) error {
+	o := r.o
+	if err := o.gates.check(r.plannedFigures()); err != nil {
+		return err
+	}
+	if err := checkPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
+		return err
+	}
+	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.namespace)
+	}
+	fmt.Fprintf(o.ErrOut, "plan: %d pairs among %d agents on %d nodes, %d rounds of up to %d at once, ~%.0f s of measuring after the agents start\n",
+		len(r.pairs), len(r.agentNodes()), r.nodeCount, len(r.rounds), o.Concurrency, r.rep.Plan.EstimatedSeconds)
+	return nil
 }
 
 // plan reads the nodes (in pages), keeps the usable ones and plans the pairs and rounds.
@@ -113,8 +128,7 @@ func (r *matrixRun) plan(ctx context.Context) error {
 	if o.Scope == placement.ScopeSample {
 		r.rep.Plan.Sample = o.Sample
 	}
-	o.Progress("plan: %d pairs among %d agents on %d nodes, %d rounds of up to %d at once, ~%.0f s of measuring after the agents start",
-		len(r.pairs), len(r.agentNodes()), len(all), len(r.rounds), o.Concurrency, r.rep.Plan.EstimatedSeconds)
+	r.nodeCount = len(all)
 	return nil
 }
 

@@ -133,7 +133,7 @@ func TestMatrixNamesTheSlowNode(t *testing.T) {
 	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "lab-b1 is slow") {
 		t.Errorf("the human report does not name lab-b1 (%v):\n%s", err, out.String())
 	}
-	for _, want := range []string{"plan: 12 pairs among 4 agents on 4 nodes", "agents ready: 4/4", "measured 12/12 pairs, ETA 0s"} {
+	for _, want := range []string{"plan: 12 pairs among 4 agents on 4 nodes, 6 rounds of up to 10 at once", "agents ready: 4/4", "measured 12/12 pairs, ETA 0s"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("progress lacks %q:\n%s", want, stderr.String())
 		}
@@ -147,8 +147,9 @@ func TestMatrixCleanup(t *testing.T) {
 	cs, ns := lab(t)
 	t.Run("agents that cannot start", func(t *testing.T) {
 		_, stderr, err := netbench(t, "matrix", "-n", ns, "--image", "netbench.lab/absent:1", "--start-timeout", "10s")
-		if err == nil || !strings.Contains(stderr, "the agents did not start") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
-			t.Errorf("want one line saying the agents did not start (%v):\n%s", err, stderr)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if err == nil || len(lines) != 2 || !strings.HasPrefix(lines[0], "plan: ") || !strings.Contains(lines[1], "the agents did not start") {
+			t.Errorf("want the plan, then one line saying the agents did not start (%v):\n%s", err, stderr)
 		}
 		nothingLeft(t, cs, ns)
 	})
