@@ -126,7 +126,7 @@ func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(stri
 	})
 	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(CPUReply{CPUNanos: int64(probes.ProcessCPU())})
+		_ = json.NewEncoder(w).Encode(CPUReply{CPUNanos: int64(probes.ProcessCPU()), PeakRSSBytes: probes.ProcessPeakRSS()})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -293,6 +293,18 @@ func checkFullJob(t *testing.T, events []Event, wantICMP bool) {
 	if last := events[len(events)-1]; last.Type != EventExit {
 		t.Errorf("last event %+v, want exit", last)
 	}
+	// Before it tells its server to stop, the client says what both processes cost.
+	if fp := events[len(events)-2]; fp.Type != EventFootprint {
+		t.Errorf("event before exit %+v, want the footprint", fp)
+	} else {
+		for _, role := range []string{"client", "server"} {
+			f := fp.Footprints[role]
+			t.Logf("%s: %.2f CPU s, peak RSS %.1f MiB", role, f.CPUSeconds, float64(f.PeakRSSBytes)/(1<<20))
+			if f.CPUSeconds <= 0 || f.PeakRSSBytes < 1<<20 || f.PeakRSSBytes > 1<<30 {
+				t.Errorf("%s footprint %+v: want CPU time and a peak RSS of some MiB", role, f)
+			}
+		}
+	}
 }
 
 func TestAgentLoopbackEveryProbe(t *testing.T) {

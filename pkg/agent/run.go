@@ -33,6 +33,9 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		defer cancel(nil)
 		go watchServer(ctx, job, cancel)
 		defer func() {
+			if err == nil {
+				em.Emit(Event{Type: EventFootprint, Footprints: footprints(job)})
+			}
 			if derr := postDone(job); derr != nil && err == nil {
 				em.Emit(Event{Type: EventProgress, Message: "telling the server to stop: " + derr.Error()})
 			}
@@ -216,6 +219,18 @@ func controlCall(ctx context.Context, job Job, method, path string, out any) err
 		return nil
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(out)
+}
+
+// footprints are this runner's footprint and its server's (when it answers).
+func footprints(job Job) map[string]Footprint {
+	out := map[string]Footprint{"client": OwnFootprint()}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var r CPUReply
+	if err := controlCall(ctx, job, http.MethodGet, PathCPU, &r); err == nil && r.PeakRSSBytes > 0 {
+		out["server"] = Footprint{CPUSeconds: time.Duration(r.CPUNanos).Seconds(), PeakRSSBytes: r.PeakRSSBytes}
+	}
+	return out
 }
 
 func serverCPU(ctx context.Context, job Job) (time.Duration, error) {

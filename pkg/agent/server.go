@@ -52,9 +52,22 @@ const (
 	PathLease  = "/netbench/v1/lease" // POST renews the server's lease; GET says it is alive
 )
 
-// CPUReply is the answer of PathCPU.
+// CPUReply is the answer of PathCPU: the server's CPU time so far and its peak resident memory.
 type CPUReply struct {
-	CPUNanos int64 `json:"cpuNanos"`
+	CPUNanos     int64 `json:"cpuNanos"`
+	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
+}
+
+// Footprint is what an agent process has cost so far: its CPU time (user and system) and the
+// high-water mark of its resident memory.
+type Footprint struct {
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
+}
+
+// OwnFootprint is this process's footprint.
+func OwnFootprint() Footprint {
+	return Footprint{CPUSeconds: probes.ProcessCPU().Seconds(), PeakRSSBytes: probes.ProcessPeakRSS()}
 }
 
 // Serve runs the agent server: HTTP, gRPC, the throughput sink and control, all on one port

@@ -181,6 +181,9 @@ const (
 	EventResult   = "result"
 	EventError    = "error"
 	EventExit     = "exit"
+	// EventFootprint (a runner's, before it tells its server to stop) carries what the client
+	// and the server agent processes cost over the job, by role.
+	EventFootprint = "footprint"
 )
 
 // Reasons of error events.
@@ -201,6 +204,8 @@ type Event struct {
 	// Reason classifies an error event: ReasonRefused, ReasonTimeout, or empty.
 	Reason string       `json:"reason,omitempty"`
 	Result *ProbeResult `json:"result,omitempty"`
+	// Footprints (footprint events) by role: client, server.
+	Footprints map[string]Footprint `json:"footprints,omitempty"`
 }
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.

@@ -477,7 +477,9 @@ type collected struct {
 	results map[string]*agent.ProbeResult
 	failed  []string // app-port probes that failed, with the reason
 	exit    string   // the client's exit message
-	appErr  error    // the first app-port failure, returned after the report is printed
+	// footprints are what the agents cost, by role, as the client reported before its end.
+	footprints map[string]agent.Footprint
+	appErr     error // the first app-port failure, returned after the report is printed
 }
 
 // collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
@@ -494,6 +496,8 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src *Target)
 			}
 		case agent.EventError:
 			return false, o.probeError(ev, c, srv, src)
+		case agent.EventFootprint:
+			c.footprints = ev.Footprints
 		case agent.EventExit:
 			c.exit = sanitize(ev.Message)
 			return true, nil
@@ -559,6 +563,7 @@ func isAppProbe(name string) bool {
 
 // fillResults puts the results in the report in the order the probes were planned.
 func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agent.ProbeSpec, c *collected) {
+	rep.AgentFootprint = c.footprints
 	var crossBytes int64
 	for _, p := range probes {
 		r := c.results[p.Label()]

@@ -17,4 +17,7 @@ func sendAll(context.Context, []*streamState, time.Time) error {
 // ProcessCPU is not measured outside Linux.
 func ProcessCPU() time.Duration { return 0 }
 
+// ProcessPeakRSS is not measured on this platform.
+func ProcessPeakRSS() int64 { return 0 }
+
 func processCPU() time.Duration { return 0 }

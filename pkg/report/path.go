@@ -36,11 +36,14 @@ type PathReport struct {
 	Path        PathClass            `json:"path"`
 	Probes      []*agent.ProbeResult `json:"probes"`
 	// AppPort holds the probes against the destination application's own port (--port).
-	AppPort  []*agent.ProbeResult `json:"appPort,omitempty"`
-	Cost     *Cost                `json:"cost,omitempty"`
-	Timing   Timing               `json:"timing"`
-	Skipped  []string             `json:"skipped,omitempty"`
-	Warnings []string             `json:"warnings,omitempty"`
+	AppPort []*agent.ProbeResult `json:"appPort,omitempty"`
+	Cost    *Cost                `json:"cost,omitempty"`
+	Timing  Timing               `json:"timing"`
+	// AgentFootprint is what each agent process cost over the run, by role (client, server):
+	// CPU seconds and peak resident memory, as the agents measured themselves.
+	AgentFootprint map[string]agent.Footprint `json:"agentFootprint,omitempty"`
+	Skipped        []string                   `json:"skipped,omitempty"`
+	Warnings       []string                   `json:"warnings,omitempty"`
 	// Checks are the --fail-if conditions and how they came out.
 	Checks []gate.Result `json:"checks,omitempty"`
 }

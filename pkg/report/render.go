@@ -126,9 +126,23 @@ func Human(w io.Writer, r *PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
+	writeFootprint(w, r.AgentFootprint)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
+}
+
+// writeFootprint says what the agents cost, client then server.
+func writeFootprint(w io.Writer, fp map[string]agent.Footprint) {
+	var parts []string
+	for _, role := range []string{"client", "server"} {
+		if f, ok := fp[role]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.2f CPU s, peak RSS %.1f MiB", role, f.CPUSeconds, float64(f.PeakRSSBytes)/(1<<20)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "agents (as they measured themselves): %s\n", strings.Join(parts, "; "))
+	}
 }
 
 // writeChecks prints each --fail-if condition and how it came out.
