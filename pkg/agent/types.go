@@ -280,7 +280,7 @@ func DecodeEvent(line []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: apiVersion %q, want %q", ErrNotEvent, ev.APIVersion, APIVersion)
 	}
 	switch ev.Type {
-	case EventReady, EventProgress, EventResult, EventError, EventExit:
+	case EventReady, EventProgress, EventResult, EventError, EventExit, EventFootprint:
 	default:
 		return Event{}, fmt.Errorf("%w: unknown type %q", ErrNotEvent, ev.Type)
 	}
