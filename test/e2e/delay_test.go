@@ -97,6 +97,11 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 		}
 	}
 	curl := median(ttfb)
+	for _, role := range []string{"client", "server"} {
+		if f, ok := r.AgentFootprint[role]; !ok || f.CPUSeconds <= 0 || f.PeakRSSBytes < 1<<20 {
+			t.Errorf("%s agent footprint %+v: want its CPU time and peak RSS", role, f)
+		}
+	}
 	t.Logf("http-new-conn p50 %.0f µs, curl time to first byte median %.0f µs (%+.1f %%)", p50, curl, 100*(p50-curl)/curl)
 	if math.Abs(p50-curl) > 0.10*curl {
 		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart", p50, curl)

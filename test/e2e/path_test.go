@@ -287,7 +287,7 @@ func TestPathHumanReport(t *testing.T) {
 		"http (keep-alive)", "http-new-conn (new-conn)", "http-max (closed-loop)", "grpc (unary ping)",
 		"Little's law", "Latency histogram", "TCP throughput, agent to agent", "tcp-1", "tcp-8", "Gbit/s",
 		"RTT, to the destination app's port", "app-tcp-rtt", "app-http (keep-alive)", "histogram resolution 10.0 µs",
-		"Cross-zone cost (estimate)", "overhead",
+		"Cross-zone cost (estimate)", "overhead", "agents (as they measured themselves): client ", "; server ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
