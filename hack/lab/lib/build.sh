@@ -18,20 +18,43 @@ build_components() {
   local stamp=$BIN/.built-$sum
   if [ -f "$stamp" ]; then return 0; fi
   mkdir -p "$BIN"
-  log "building Kubernetes $K8S_VERSION components (first run only; ~6-8 min on 2 cores)"
+  log "building Kubernetes $K8S_VERSION components (first run only: many minutes on 2 cores with cold Go caches)"
   local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-  (cd "$LAB/components/k8s" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
+  go_build_progress Kubernetes "$LAB/components/k8s" -trimpath -ldflags "-s -w \
       -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \
       -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
       -X k8s.io/component-base/version.gitTreeState=clean \
-      -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" -o "$BIN/k8s" .)
+      -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" -o "$BIN/k8s" .
   log "building CoreDNS $COREDNS_VERSION"
-  (cd "$LAB/components/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/coredns" .)
+  go_build_progress CoreDNS "$LAB/components/coredns" -trimpath -ldflags "-s -w" -o "$BIN/coredns" .
   for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
     ln -sf k8s "$BIN/$c"
   done
   rm -f "$BIN"/.built-*
   touch "$stamp"
+}
+
+# go_build_progress NAME DIR GO-BUILD-ARGS...: go build in DIR (CGO off) that says, every 15 s,
+# how many of the packages it needs it has compiled so far (go build -v names each package as it
+# compiles it; packages already in the Go cache are not named, so a warm build ends early).
+go_build_progress() {
+  local name=$1 dir=$2; shift 2
+  log "$name: resolving the packages to build (downloads modules the first time)"
+  local total out pid start n rc
+  total=$(cd "$dir" && go list -deps . | wc -l) || return 1
+  out=$(mktemp)
+  (cd "$dir" && CGO_ENABLED=0 exec go build -v "$@" 2>"$out") &
+  pid=$! start=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 15); do kill -0 "$pid" 2>/dev/null && sleep 1; done
+    kill -0 "$pid" 2>/dev/null || break
+    n=$(grep -cv '^#' "$out")
+    log "$name: $n of $total packages compiled ($((100 * n / total)) %, $((SECONDS - start)) s)"
+  done
+  wait "$pid"; rc=$?
+  if [ "$rc" != 0 ]; then cat "$out" >&2; fi
+  rm -f "$out"
+  return "$rc"
 }
 
 # Images are rebuilt from this tree every time (seconds) so the lab always runs current code.
