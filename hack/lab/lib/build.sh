@@ -48,10 +48,11 @@ go_build_progress() {
   while kill -0 "$pid" 2>/dev/null; do
     for _ in $(seq 15); do kill -0 "$pid" 2>/dev/null && sleep 1; done
     kill -0 "$pid" 2>/dev/null || break
-    n=$(grep -cv '^#' "$out")
+    n=$(grep -cv '^#' "$out" || true) # grep -c exits 1 when it counts none (set -e)
     log "$name: $n of $total packages compiled ($((100 * n / total)) %, $((SECONDS - start)) s)"
   done
-  wait "$pid"; rc=$?
+  rc=0
+  wait "$pid" || rc=$?
   if [ "$rc" != 0 ]; then cat "$out" >&2; fi
   rm -f "$out"
   return "$rc"
