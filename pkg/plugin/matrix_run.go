@@ -32,10 +32,11 @@ type matrixRun struct {
 	nodes  []placement.Node // the usable nodes
 	pairs  []placement.Pair
 	rounds [][]int
-	// nodeCount is how many nodes the cluster has.
-	nodeCount int
-	sess      *Session
-	fleet     *Fleet
+	// nodeCount is how many nodes the cluster has; tolerations are the agents' (read once).
+	nodeCount   int
+	tolerations []corev1.Toleration
+	sess        *Session
+	fleet       *Fleet
 }
 
 // Run plans the pairs, places the agents, measures round by round and prints the report.
@@ -103,12 +104,11 @@ func (r *matrixRun) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tol, err := o.tolerations(ctx)
-	if err != nil {
+	if r.tolerations, err = o.tolerations(ctx); err != nil {
 		return err
 	}
 	var excluded []placement.Excluded
-	r.nodes, excluded = placement.Usable(all, tol, o.filter)
+	r.nodes, excluded = placement.Usable(all, r.tolerations, o.filter)
 	for _, e := range excluded {
 		r.rep.Excluded = append(r.rep.Excluded, report.MatrixExcl{Node: e.Node, Reason: e.Reason})
 	}
@@ -222,10 +222,6 @@ func (r *matrixRun) writePlan() error {
 // start places the agents and waits for them.
 func (r *matrixRun) start(ctx context.Context) error {
 	o := r.o
-	tol, err := o.tolerations(ctx)
-	if err != nil {
-		return err
-	}
 	nodes := r.agentNodes()
 	hostnames := make(map[string]string, len(r.nodes))
 	for _, n := range r.nodes {
@@ -233,7 +229,8 @@ func (r *matrixRun) start(ctx context.Context) error {
 	}
 	lifetime := o.StartTimeout + time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second))*2 + 30*time.Second
 	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each ends by itself within %s)", len(nodes), "netbench", r.sess.RunID, RoleMesh, o.namespace, lifetime.Round(time.Second))
-	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: tol, Port: o.Port, Lifetime: lifetime})
+	var err error
+	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations, Port: o.Port, Lifetime: lifetime})
 	if err != nil {
 		return err
 	}
