@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -255,6 +256,7 @@ func TestClusterIPServiceAcrossNodes(t *testing.T) {
 		}
 		return false
 	})
+	waitServiceRouted(t, "lab-a1", created.Spec.ClusterIP)
 	job := agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{
 		{Kind: agent.ProbeTCPRTT, Name: "by-ip", Address: net.JoinHostPort(created.Spec.ClusterIP, "80"), Count: 5, IntervalMillis: 50},
 		{Kind: agent.ProbeHTTP, Name: "by-name", URL: fmt.Sprintf("http://sample.%s.svc.cluster.local/", ns), QPS: 50, Connections: 2, DurationSeconds: 1},
@@ -264,10 +266,10 @@ func TestClusterIPServiceAcrossNodes(t *testing.T) {
 	p := waitPod(t, cs, ns, "client", 90*time.Second, "finished", finished)
 	res := agentResults(t, logs(t, cs, ns, "client", "main"))
 	if r := res["by-ip"]; r == nil || r.RTT == nil || r.RTT.Received != 5 {
-		t.Errorf("tcp to the ClusterIP: %+v", r)
+		t.Errorf("tcp to the ClusterIP: %s", describe(r))
 	}
 	if r := res["by-name"]; r == nil || r.HTTP == nil || r.HTTP.Errors != 0 || r.HTTP.Requests < 40 {
-		t.Errorf("http to the Service name: %+v", r)
+		t.Errorf("http to the Service name: %s", describe(r))
 	}
 	if p.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("client pod %s", p.Status.Phase)
@@ -336,4 +338,38 @@ func restrict(t *testing.T, cs kubernetes.Interface, ns string) {
 	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitServiceRouted waits until kube-proxy on node has programmed a route with endpoints for
+// the ClusterIP (an iptables KUBE-SVC jump, or an element of the nftables service-ips map): a
+// Service whose pod is ready can still be refused on a node whose kube-proxy has not synced yet.
+func waitServiceRouted(t *testing.T, node, clusterIP string) {
+	t.Helper()
+	netns := "nblab-" + strings.TrimPrefix(node, "lab-")
+	routed := func() bool {
+		out, _ := exec.Command("ip", "netns", "exec", netns, "iptables-save", "-t", "nat").Output()
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "-d "+clusterIP+"/32") && strings.Contains(l, "-j KUBE-SVC-") {
+				return true
+			}
+		}
+		out, _ = exec.Command("ip", "netns", "exec", netns, "nft", "list", "map", "ip", "kube-proxy", "service-ips").Output()
+		return strings.Contains(string(out), clusterIP+" . tcp . ")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !routed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-proxy on %s did not route %s within 30 s", node, clusterIP)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// describe prints a probe result with its parts, not their addresses.
+func describe(r *agent.ProbeResult) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
