@@ -7,7 +7,7 @@ PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test lint agent-image bench bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test lint agent-image bench bench-lab bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -38,6 +38,13 @@ agent-image:
 ## bench: our engines side by side with iperf3, fortio and ping on one veth path (root).
 bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
+
+## bench-lab: the plugin beside iperf3, ping, fortio's runner and curl run in the same lab pods'
+## network namespaces, on a same-node, a same-zone and a cross-zone path; writes
+## benchmarks/LAB-RESULTS.md (root, lab up; about 20 minutes).
+bench-lab:
+	$(MAKE) -s bin/kubectl-netbench bin/netbench-agent VERSION=dev
+	KUBECONFIG=$$(hack/lab/lab.sh kubeconfig) $(GO) run ./hack/benchlab -rounds 5 -out benchmarks/LAB-RESULTS.md
 
 ## bench-ladder: the ladder's own overhead (wall minus measuring) on the lab, five runs (root, lab up).
 bench-ladder:

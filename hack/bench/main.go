@@ -18,23 +18,16 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"fortio.org/fortio/fhttp"
-	"fortio.org/fortio/periodic"
-	"fortio.org/log"
-
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/vethpair"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
-
-const iperfPort = "5201"
 
 type config struct {
 	agentBin   string
@@ -47,13 +40,7 @@ type config struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "fortio-ref" {
-		if err := fortioRef(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "fortio-ref:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	reftools.MaybeRunReference()
 	var c config
 	flag.StringVar(&c.agentBin, "agent", "bin/netbench-agent", "the agent binary to measure")
 	flag.StringVar(&c.out, "out", "", "also write the table to this file")
@@ -84,11 +71,12 @@ func run(c config) error {
 	}
 	defer p.Close()
 
-	iperfSrv := vethpair.Command(p.NSB, "iperf3", "-s", "-p", iperfPort)
-	if err := iperfSrv.Start(); err != nil {
+	inA := func(name string, args ...string) *exec.Cmd { return vethpair.Command(p.NSA, name, args...) }
+	stopIperf, err := reftools.IperfServer(func(name string, args ...string) *exec.Cmd { return vethpair.Command(p.NSB, name, args...) })
+	if err != nil {
 		return err
 	}
-	defer func() { _ = iperfSrv.Process.Kill(); _ = iperfSrv.Wait() }()
+	defer stopIperf()
 
 	token := randomToken()
 	srv := vethpair.Command(p.NSB, c.agentBin, "serve", "--token", token, "--deadline", "30m")
@@ -105,7 +93,6 @@ func run(c config) error {
 		return fmt.Errorf("agent server not ready: %v %+v", err, ready)
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	time.Sleep(300 * time.Millisecond) // iperf3 -s has no ready signal
 	job := func(ps ...agent.ProbeSpec) agent.Job {
 		return agent.Job{APIVersion: agent.APIVersion, Host: p.AddrB, Port: ready.Port, Token: token, Probes: ps}
 	}
@@ -113,10 +100,10 @@ func run(c config) error {
 
 	// Throughput: 1 and 8 streams, alternating tools, best round of each.
 	for _, streams := range []int{1, 8} {
-		var oursRuns, refRuns []tput
+		var oursRuns, refRuns []reftools.Throughput
 		for r := 0; r < c.rounds; r++ {
 			fmt.Fprintf(os.Stderr, "throughput, %d stream(s), round %d/%d\n", streams, r+1, c.rounds)
-			ref, err := iperf(p, streams, c.tputSecs)
+			ref, err := reftools.Iperf(inA, p.AddrB, streams, c.tputSecs)
 			if err != nil {
 				return err
 			}
@@ -125,19 +112,18 @@ func run(c config) error {
 				return err
 			}
 			tp := res[0].Throughput
-			ours := tput{gbps: tp.BitsPerSecondReceived / 1e9, cpu: tp.ClientCPUPercent, srvCPU: tp.ServerCPUPercent, retrans: tp.Retransmits}
+			ours := reftools.Throughput{Gbps: tp.BitsPerSecondReceived / 1e9, CPU: tp.ClientCPUPercent, ServerCPU: tp.ServerCPUPercent, Retransmits: tp.Retransmits}
 			oursRuns, refRuns = append(oursRuns, ours), append(refRuns, ref)
 		}
 		best, bestRef := medianTput(oursRuns), medianTput(refRuns)
 		rows = append(rows,
-			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "Gbps received", best.gbps, bestRef.gbps, "iperf3", "≥ 0.95×", best.gbps/bestRef.gbps >= 0.95},
-			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "sender CPU % per Gbps", best.cpu / best.gbps, bestRef.cpu / bestRef.gbps, "iperf3", "≤ 1.00×", best.cpu/best.gbps <= bestRef.cpu/bestRef.gbps},
-			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "receiver CPU % per Gbps", best.srvCPU / best.gbps, bestRef.srvCPU / bestRef.gbps, "iperf3", "(info)", true},
+			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "Gbps received", best.Gbps, bestRef.Gbps, "iperf3", "≥ 0.95×", best.Gbps/bestRef.Gbps >= 0.95},
+			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "sender CPU % per Gbps", best.CPU / best.Gbps, bestRef.CPU / bestRef.Gbps, "iperf3", "≤ 1.00×", best.CPU/best.Gbps <= bestRef.CPU/bestRef.Gbps},
+			row{fmt.Sprintf("TCP throughput, %d stream(s)", streams), "receiver CPU % per Gbps", best.ServerCPU / best.Gbps, bestRef.ServerCPU / bestRef.Gbps, "iperf3", "(info)", true},
 		)
 	}
 
 	// HTTP keep-alive, 100 qps, 4 connections: our probe and fortio's runner, alternating, same server.
-	self, _ := os.Executable()
 	var oursP50, oursP99, refP50, refP99, ref2P50, ref2P99 []float64
 	oursHTTPRun := func() error {
 		res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: c.httpSecs}))
@@ -158,15 +144,10 @@ func run(c config) error {
 		}
 		// fortio with the agent's CPU budget (one thread, GOMAXPROCS=1), then with Go's default.
 		for _, procs := range []string{"1", ""} {
-			cmd := vethpair.Command(p.NSA, self, "fortio-ref", fmt.Sprintf("http://%s:%d/", p.AddrB, ready.Port), token, fmt.Sprint(c.httpSecs))
-			cmd.Env = append(os.Environ(), "GOMAXPROCS="+procs)
-			refOut, err := cmd.Output()
+			h := reftools.HTTPRun{URL: fmt.Sprintf("http://%s:%d/", p.AddrB, ready.Port), Token: token, Seconds: c.httpSecs, QPS: 100, Connections: 4}
+			ref, _, err := reftools.Fortio(inA, h, procs)
 			if err != nil {
-				return fmt.Errorf("fortio reference: %w", err)
-			}
-			var ref probes.Latency
-			if err := json.Unmarshal(refOut, &ref); err != nil {
-				return fmt.Errorf("fortio reference output %q: %w", refOut, err)
+				return err
 			}
 			fmt.Fprintf(os.Stderr, "  fortio (GOMAXPROCS=%q): p50 %.1f µs p99 %.1f µs\n", procs, ref.P50Micros, ref.P99Micros)
 			if procs == "1" {
@@ -181,19 +162,19 @@ func run(c config) error {
 			}
 		}
 	}
-	oursHTTP := probes.Latency{P50Micros: median(oursP50), P99Micros: median(oursP99)}
-	refHTTP := probes.Latency{P50Micros: median(refP50), P99Micros: median(refP99)}
+	oursHTTP := probes.Latency{P50Micros: reftools.Median(oursP50), P99Micros: reftools.Median(oursP99)}
+	refHTTP := probes.Latency{P50Micros: reftools.Median(refP50), P99Micros: reftools.Median(refP99)}
 	within := func(a, b, pct float64) bool { return a >= b*(1-pct/100) && a <= b*(1+pct/100) }
 	rows = append(rows,
 		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, refHTTP.P50Micros, "fortio runner, 1 thread", "±5 %", within(oursHTTP.P50Micros, refHTTP.P50Micros, 5)},
 		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, refHTTP.P99Micros, "fortio runner, 1 thread", "(info)", true},
-		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, median(ref2P50), "fortio runner, all cores", "(info)", true},
-		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, median(ref2P99), "fortio runner, all cores", "(info)", true},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p50 µs", oursHTTP.P50Micros, reftools.Median(ref2P50), "fortio runner, all cores", "(info)", true},
+		row{"HTTP keep-alive 100 qps × 4 conns", "p99 µs", oursHTTP.P99Micros, reftools.Median(ref2P99), "fortio runner, all cores", "(info)", true},
 	)
 
 	// RTT: iputils ping vs our ICMP and TCP-connect probes.
 	fmt.Fprintln(os.Stderr, "rtt")
-	pingP50, pingAvg, err := ping(p, c.rttCount)
+	pingP50, pingAvg, err := reftools.Ping(inA, p.AddrB, c.rttCount, 10*time.Millisecond)
 	if err != nil {
 		return err
 	}
@@ -219,20 +200,10 @@ func run(c config) error {
 	return nil
 }
 
-type tput struct {
-	gbps, cpu, srvCPU float64
-	retrans           int64
-}
-
 // medianTput is the run with the median throughput.
-func medianTput(runs []tput) tput {
-	sort.Slice(runs, func(i, j int) bool { return runs[i].gbps < runs[j].gbps })
+func medianTput(runs []reftools.Throughput) reftools.Throughput {
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Gbps < runs[j].Gbps })
 	return runs[len(runs)/2]
-}
-
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	return v[len(v)/2]
 }
 
 type row struct {
@@ -265,122 +236,20 @@ func runAgent(bin, ns string, job agent.Job) ([]*agent.ProbeResult, error) {
 	return results, nil
 }
 
-func iperf(p *vethpair.Pair, streams int, secs float64) (tput, error) {
-	out, err := vethpair.Command(p.NSA, "iperf3", "-c", p.AddrB, "-p", iperfPort, "-J", "-P", strconv.Itoa(streams), "-t", fmt.Sprint(secs)).Output()
-	if err != nil {
-		return tput{}, fmt.Errorf("iperf3: %w: %s", err, out)
-	}
-	var r struct {
-		End struct {
-			SumSent struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-				Retransmits   int64   `json:"retransmits"`
-			} `json:"sum_sent"`
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-			CPU struct {
-				HostTotal   float64 `json:"host_total"`
-				RemoteTotal float64 `json:"remote_total"`
-			} `json:"cpu_utilization_percent"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		return tput{}, fmt.Errorf("iperf3 output: %w", err)
-	}
-	return tput{gbps: r.End.SumReceived.BitsPerSecond / 1e9, cpu: r.End.CPU.HostTotal, srvCPU: r.End.CPU.RemoteTotal, retrans: r.End.SumSent.Retransmits}, nil
-}
-
-var pingTime = regexp.MustCompile(`time=([0-9.]+) ms`)
-
-// ping returns iputils ping's median and mean RTT in µs (it prints 1 µs resolution).
-func ping(p *vethpair.Pair, count int) (p50, avg float64, err error) {
-	out, err := vethpair.Command(p.NSA, "ping", "-n", "-c", strconv.Itoa(count), "-i", "0.01", p.AddrB).Output()
-	if err != nil {
-		return 0, 0, fmt.Errorf("ping: %w", err)
-	}
-	var v []float64
-	for _, m := range pingTime.FindAllSubmatch(out, -1) {
-		f, _ := strconv.ParseFloat(string(m[1]), 64)
-		v = append(v, f*1000)
-	}
-	if len(v) == 0 {
-		return 0, 0, fmt.Errorf("ping printed no replies")
-	}
-	sort.Float64s(v)
-	var sum float64
-	for _, x := range v {
-		sum += x
-	}
-	rank := (len(v) + 1) / 2 // nearest rank, as our probes use
-	return v[rank-1], sum / float64(len(v)), nil
-}
-
-// fortioRef runs fortio's own HTTP runner, configured as fortio's CLI would be with
-// -qps 100 -c 4 -t S -r 0.00001 -H "X-Netbench-Token: T", and prints the latency summary.
-func fortioRef(args []string) error {
-	if len(args) != 3 {
-		return errors.New("usage: fortio-ref URL TOKEN SECONDS")
-	}
-	secs, _ := strconv.ParseFloat(args[2], 64)
-	log.SetLogLevelQuiet(log.Error)
-	log.SetOutput(io.Discard)
-	o := fhttp.HTTPRunnerOptions{}
-	o.HTTPOptions.Resolution = probes.DefaultResolution.Seconds()
-	o.Init(args[0])
-	o.InitHeaders()
-	if err := o.AddAndValidateExtraHeader(agent.TokenHeader + ": " + args[1]); err != nil {
-		return err
-	}
-	o.QPS = 100
-	o.NumThreads = 4
-	o.Duration = time.Duration(secs * float64(time.Second))
-	o.RunnerOptions.Resolution = probes.DefaultResolution.Seconds()
-	o.Percentiles = []float64{50, 90, 99, 99.9}
-	o.Out = io.Discard
-	o.Stop = periodic.NewAborter()
-	res, err := fhttp.RunHTTPTest(&o)
-	if err != nil {
-		return err
-	}
-	if res.RetCodes[200] != res.DurationHistogram.Count {
-		return fmt.Errorf("fortio: non-200 answers: %v", res.RetCodes)
-	}
-	return json.NewEncoder(os.Stdout).Encode(probes.LatencyFromHistogram(res.DurationHistogram, probes.DefaultResolution))
-}
-
 func randomToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-func cmdOut(name string, args ...string) string {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return "?"
-	}
-	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
-}
-
-func cpuModel() string {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			return strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
-		}
-	}
-	return "?"
-}
-
 func render(c config, rows []row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kubectl-netbench engines vs reference tools\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s\n", runtime.NumCPU(), cpuModel(), cmdOut("uname", "-r"))
+	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s\n", runtime.NumCPU(), reftools.CPUModel(), reftools.FirstLine("uname", "-r"))
 	fmt.Fprintf(&b, "- Path: two network namespaces joined by a veth pair on this machine; client in one, servers in the other\n")
 	fmt.Fprintf(&b, "- Versions: %s; %s; %s; fortio v1.75.3 runner (fhttp) in a small main of ours (fortio's CLI cannot be built here); kubectl-netbench agent from this tree\n",
-		runtime.Version(), cmdOut("iperf3", "--version"), cmdOut("ping", "-V"))
+		runtime.Version(), reftools.FirstLine("iperf3", "--version"), reftools.FirstLine("ping", "-V"))
 	fmt.Fprintf(&b, "- Runs: throughput %gs per run, median of %d alternating rounds per tool; HTTP %gs per run, median of %d rounds alternating who goes first; RTT %d probes at 10 ms each\n\n",
 		c.tputSecs, c.rounds, c.httpSecs, c.httpRounds, c.rttCount)
 	fmt.Fprintf(&b, "| measurement | metric | netbench | reference | ref tool | ratio | goal | met |\n")

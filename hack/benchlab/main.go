@@ -1,0 +1,128 @@
+// Command benchlab compares what the plugin measures on the lab's pod paths with reference tools
+// run in the very same pods' network namespaces: iperf3 (1 and 8 streams, with CPU), iputils ping,
+// fortio's own HTTP runner (keep-alive at a fixed rate against the app's port, closed loop against
+// an agent server) and curl on a new connection. Rounds alternate who goes first; it writes medians,
+// ranges and ratios as markdown. Root and the lab up (make lab-up); see `make bench-lab`.
+//
+//	go run ./hack/benchlab -rounds 5 -out benchmarks/LAB-RESULTS.md
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+)
+
+type config struct {
+	plugin, agentBin, kubectl, out string
+	rounds                         int
+	seconds                        float64
+	newConns                       int
+}
+
+func main() {
+	reftools.MaybeRunReference()
+	var c config
+	flag.StringVar(&c.plugin, "plugin", "bin/kubectl-netbench", "the plugin to measure (built with VERSION=dev: the lab's agent image)")
+	flag.StringVar(&c.agentBin, "agent", "bin/netbench-agent", "the agent binary, for the reference agent server the closed-loop and new-connection references use")
+	flag.StringVar(&c.kubectl, "kubectl", ".cache/lab/bin/kubectl", "kubectl")
+	flag.StringVar(&c.out, "out", "", "also write the markdown to this file")
+	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds per path")
+	flag.Float64Var(&c.seconds, "seconds", 5, "duration of each throughput and HTTP run")
+	flag.IntVar(&c.newConns, "new-conns", 50, "curl requests (each on a new connection) per round")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-lab:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	for _, tool := range []string{"iperf3", "ping", "curl", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping curl util-linux)", tool)
+		}
+	}
+	l := &lab{kubectl: c.kubectl}
+	defer l.teardown()
+	if err := l.setup(); err != nil {
+		return err
+	}
+	start := time.Now()
+	var results []pathResult
+	for _, p := range paths {
+		r, err := measurePath(c, l, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		results = append(results, r)
+	}
+	md := render(c, results, time.Since(start))
+	fmt.Print(md)
+	if c.out != "" {
+		return os.WriteFile(c.out, []byte(md), 0o644)
+	}
+	return nil
+}
+
+// pathSpec is one pod path: a client pod on a node, to the server pod (on lab-b1).
+type pathSpec struct{ name, client, node string }
+
+var paths = []pathSpec{
+	{"same node (lab-b1 → lab-b1)", "cli-same-node", "lab-b1"},
+	{"same zone (lab-b2 → lab-b1)", "cli-same-zone", "lab-b2"},
+	{"cross zone (lab-a1 → lab-b1)", "cli-cross-zone", "lab-a1"},
+}
+
+// refServer is an agent server of ours started in the server pod's network namespace, for the
+// references that need one after the plugin's own agents are gone (closed loop, new connections).
+type refServer struct {
+	url, token string
+	stop       func()
+}
+
+func startRefServer(agentBin string, in reftools.Runner, ip string) (*refServer, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	cmd := in(agentBin, "serve", "--token", token, "--deadline", "2h")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	var ready agent.Event
+	if err := json.NewDecoder(bufio.NewReader(out)).Decode(&ready); err != nil || ready.Type != agent.EventReady {
+		stop()
+		return nil, fmt.Errorf("reference agent server not ready: %v %+v", err, ready)
+	}
+	return &refServer{url: fmt.Sprintf("http://%s:%d/", ip, ready.Port), token: token, stop: stop}, nil
+}
+
+// nsRunner runs commands in the network namespace of the pod with ip on node.
+func nsRunner(node, ip string) (reftools.Runner, error) {
+	files, _ := filepath.Glob("/run/netbench-lab/" + node + "/containerd/io.containerd.grpc.v1.cri/netns/*")
+	for _, f := range files {
+		out, err := exec.Command("nsenter", "--net="+f, "ip", "-o", "-4", "addr", "show").Output()
+		if err == nil && strings.Contains(string(out), " "+ip+"/") {
+			return func(name string, args ...string) *exec.Cmd {
+				return exec.Command("nsenter", append([]string{"--net=" + f, name}, args...)...)
+			}, nil
+		}
+	}
+	return nil, fmt.Errorf("no network namespace on %s holds %s", node, ip)
+}
