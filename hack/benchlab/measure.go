@@ -142,11 +142,11 @@ func find(rs []*agent.ProbeResult, name string) *agent.ProbeResult {
 
 // references is one round of the reference tools.
 type references struct {
-	iperf1, iperf8                   reftools.Throughput
-	pingP50                          float64
-	appP50, appP99, maxQPS, maxP50   float64
-	newConnP50, curlP50              float64
-	pingCount                        int
+	iperf1, iperf8                 reftools.Throughput
+	pingP50                        float64
+	appP50, appP99, maxQPS, maxP50 float64
+	newConnP50, curlP50            float64
+	pingCount                      int
 }
 
 func runReferences(c config, in reftools.Runner, srvIP string, ref *refServer, p planned) (references, error) {

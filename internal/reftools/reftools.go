@@ -12,8 +12,8 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"fortio.org/fortio/fhttp"
