@@ -44,6 +44,7 @@ bench: bin/netbench-agent
 ## benchmarks/LAB-RESULTS.md (root, lab up; about 20 minutes).
 bench-lab:
 	$(MAKE) -s bin/kubectl-netbench bin/netbench-agent VERSION=dev
+	hack/lab/lab.sh images
 	KUBECONFIG=$$(hack/lab/lab.sh kubeconfig) $(GO) run ./hack/benchlab -rounds 5 -out benchmarks/LAB-RESULTS.md
 
 ## bench-ladder: the ladder's own overhead (wall minus measuring) on the lab, five runs (root, lab up).

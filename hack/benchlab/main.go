@@ -113,15 +113,13 @@ func startRefServer(agentBin string, in reftools.Runner, ip string) (*refServer,
 	return &refServer{url: fmt.Sprintf("http://%s:%d/", ip, ready.Port), token: token, stop: stop}, nil
 }
 
-// nsRunner runs commands in the network namespace of the pod with ip on node.
+// nsRunner runs commands in the network namespace and the cgroups of the pod with ip on node.
 func nsRunner(node, ip string) (reftools.Runner, error) {
 	files, _ := filepath.Glob("/run/netbench-lab/" + node + "/containerd/io.containerd.grpc.v1.cri/netns/*")
 	for _, f := range files {
 		out, err := exec.Command("nsenter", "--net="+f, "ip", "-o", "-4", "addr", "show").Output()
 		if err == nil && strings.Contains(string(out), " "+ip+"/") {
-			return func(name string, args ...string) *exec.Cmd {
-				return exec.Command("nsenter", append([]string{"--net=" + f, name}, args...)...)
-			}, nil
+			return reftools.InPod(f)
 		}
 	}
 	return nil, fmt.Errorf("no network namespace on %s holds %s", node, ip)

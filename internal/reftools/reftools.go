@@ -158,6 +158,11 @@ func MaybeRunReference() {
 	if len(os.Args) < 2 {
 		return
 	}
+	if os.Args[1] == CgroupArg {
+		err := runInCgroupOf(os.Args[2:]) // returns only on failure
+		fmt.Fprintln(os.Stderr, CgroupArg+":", err)
+		os.Exit(1)
+	}
 	var run func(HTTPRun) (refResult, error)
 	switch os.Args[1] {
 	case FortioArg:
@@ -193,7 +198,7 @@ func parseHTTPRun(args []string) (HTTPRun, error) {
 }
 
 // runFortio runs fortio's HTTP runner configured as fortio's CLI would be with
-// -qps Q -c C -t S -r 0.00001 -H "X-Netbench-Token: T".
+// -qps Q -c C -t S -r 0.00001 -uniform -H "X-Netbench-Token: T".
 func runFortio(h HTTPRun) (refResult, error) {
 	log.SetLogLevelQuiet(log.Error)
 	log.SetOutput(io.Discard)
@@ -211,6 +216,7 @@ func runFortio(h HTTPRun) (refResult, error) {
 		o.QPS = -1 // fortio: as fast as possible
 	}
 	o.NumThreads = h.Connections
+	o.Uniform = true
 	o.Duration = time.Duration(h.Seconds * float64(time.Second))
 	o.RunnerOptions.Resolution = probes.DefaultResolution.Seconds()
 	o.Percentiles = []float64{50, 90, 99, 99.9}

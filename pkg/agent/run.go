@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"io"
 	"net"
 	"net/http"
@@ -43,7 +44,11 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 	}
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
+		cpu := probes.ProcessCPU()
 		res, err := runProbe(ctx, job, p)
+		if res != nil {
+			res.CPUSeconds = math.Round((probes.ProcessCPU()-cpu).Seconds()*1e3) / 1e3
+		}
 		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrServerGone) {
 			err = cause
 		}

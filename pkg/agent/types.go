@@ -220,6 +220,9 @@ type ProbeResult struct {
 	DNS        *DNSReport               `json:"dns,omitempty"`
 	Spread     *probes.SpreadResult     `json:"spread,omitempty"`
 	PMTU       *probes.PMTUResult       `json:"pathMTU,omitempty"`
+	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
+	// spent while it ran: the probe's cost to the pod it ran in.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 }
 
 // DNSReport is the DNS probe's result with what the agent found in the pod.

@@ -127,7 +127,7 @@ func (o *commonOptions) addFlags(cmd *cobra.Command) {
 	}
 	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report; junit: one test case per --fail-if)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
-	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi (default: the namespace's LimitRange)")
+	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi; none: the namespace's LimitRange decides (default: requests cpu=100m,memory=64Mi, limit memory=128Mi)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(o.formats()...))
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
@@ -211,7 +211,12 @@ func (o *commonOptions) validate() error {
 	if o.StartTimeout < time.Second || o.StartTimeout > time.Hour {
 		return fmt.Errorf("--start-timeout %s: want 1s to 1h", o.StartTimeout)
 	}
-	if o.AgentResources != "" {
+	switch o.AgentResources {
+	case "":
+		o.resources = DefaultAgentResources()
+	case "none":
+		o.resources = nil
+	default:
 		r, err := parseResources(o.AgentResources)
 		if err != nil {
 			return fmt.Errorf("--agent-resources %q: %w", o.AgentResources, err)
@@ -221,7 +226,24 @@ func (o *commonOptions) validate() error {
 	return nil
 }
 
-// parseResources reads NAME=QUANTITY,... into equal requests and limits.
+// MinAgentMemory is the smallest memory --agent-resources may give an agent: its measured peak
+// RSS in the quick profile stays under 30 MiB (benchmarks/LAB-RESULTS.md).
+var MinAgentMemory = resource.MustParse("40Mi")
+
+// DefaultAgentResources is what a temporary agent pod asks for unless --agent-resources says
+// otherwise: requests that cover its measured footprint (one core at most, as GOMAXPROCS=1, only
+// while it sends; < 30 MiB peak RSS), a memory limit with room above it (the Go runtime's own
+// limit is set below it, see agentMemoryLimit), and no CPU limit: a CFS quota would throttle the
+// throughput probes and add its periods to every latency.
+func DefaultAgentResources() *corev1.ResourceRequirements {
+	return &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+}
+
+// parseResources reads NAME=QUANTITY,... into equal requests and limits ("none" is handled
+// by the caller).
 func parseResources(s string) (*corev1.ResourceRequirements, error) {
 	list := corev1.ResourceList{}
 	for _, kv := range strings.Split(s, ",") {
@@ -232,6 +254,9 @@ func parseResources(s string) (*corev1.ResourceRequirements, error) {
 		q, err := resource.ParseQuantity(value)
 		if err != nil || q.Sign() <= 0 {
 			return nil, fmt.Errorf("%s=%s: not a positive quantity", name, value)
+		}
+		if name == "memory" && q.Cmp(MinAgentMemory) < 0 {
+			return nil, fmt.Errorf("memory=%s: the agent needs at least %s", value, MinAgentMemory.String())
 		}
 		list[corev1.ResourceName(name)] = q
 	}

@@ -127,9 +127,7 @@ func (f *Fleet) daemonSet() *appsv1.DaemonSet {
 	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
 		PeriodSeconds: 1, FailureThreshold: 1}
-	if s.Resources != nil {
-		c.Resources = *s.Resources
-	}
+	setResources(c, s.Resources)
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Namespace: f.Spec.Namespace, Labels: labels,
 			Annotations: map[string]string{NotAfterAnnotation: f.NotAfter.UTC().Format(time.RFC3339)}},

@@ -118,6 +118,8 @@ func TestValidate(t *testing.T) {
 			wantErr: "--interval 20s is longer than --duration 10s"},
 		{name: "negative", change: func(o *PathOptions) { o.QPS = -1 }, wantErr: "--qps -1: want 1-1e+06"},
 		{name: "empty image", change: func(o *PathOptions) { o.Image = "" }, wantErr: "--image is empty"},
+		{name: "agent memory too small", change: func(o *PathOptions) { o.AgentResources = "cpu=1,memory=16Mi" }, wantErr: `--agent-resources "cpu=1,memory=16Mi": memory=16Mi: the agent needs at least 40Mi`},
+		{name: "agent resources none", change: func(o *PathOptions) { o.AgentResources = "none" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +137,56 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Temporary agents get requests, a memory limit and no CPU limit by default; a memory limit
+// below the agent's own heap limit brings GOMEMLIMIT down with it; "none" leaves it all to the
+// namespace's LimitRange.
+func TestAgentResources(t *testing.T) {
+	tests := []struct {
+		flag, wantRequests, wantLimits, wantGoMemLimit string
+	}{
+		{"", "cpu=100m memory=64Mi", "memory=128Mi", ""},
+		{"none", "", "", ""},
+		{"cpu=200m,memory=64Mi", "cpu=200m memory=64Mi", "cpu=200m memory=64Mi", "50331648"},
+		{"memory=1Gi", "memory=1Gi", "memory=1Gi", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.flag, func(t *testing.T) {
+			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+			o.AgentResources = tc.flag
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			var c corev1.Container
+			setResources(&c, o.resources)
+			var goMem string
+			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					goMem = e.Value
+				}
+			}
+			if got := list(c.Resources.Requests); got != tc.wantRequests {
+				t.Errorf("requests %q, want %q", got, tc.wantRequests)
+			}
+			if got := list(c.Resources.Limits); got != tc.wantLimits {
+				t.Errorf("limits %q, want %q", got, tc.wantLimits)
+			}
+			if goMem != tc.wantGoMemLimit {
+				t.Errorf("GOMEMLIMIT %q, want %q", goMem, tc.wantGoMemLimit)
+			}
+		})
+	}
+}
+
+func list(r corev1.ResourceList) string {
+	var out []string
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := r[n]; ok {
+			out = append(out, string(n)+"="+q.String())
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func TestProbeSpecs(t *testing.T) {

@@ -103,7 +103,7 @@ type Session struct {
 	Image        string
 	Mode         string // ModeEphemeral or ModePod
 	StartTimeout time.Duration
-	// Resources of temporary agent pods (nil: the namespace's LimitRange defaults).
+	// Resources of temporary agent pods and DaemonSets (nil: the namespace's LimitRange decides).
 	Resources *corev1.ResourceRequirements
 	// Now is the API server's clock (for not-after times); Logf prints diagnostics at -v.
 	Now  func() time.Time
@@ -281,12 +281,27 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	}
 	c := &p.Spec.Containers[0]
 	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), s.securityContext(a)
-	if s.Resources != nil {
-		c.Resources = *s.Resources
-	}
+	setResources(c, s.Resources)
 	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	return admissionError(err, fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod))
 }
+
+// setResources gives an agent container its resources and, under a memory limit, a Go memory
+// limit (GOMEMLIMIT) of three quarters of it, so the runtime collects before the kernel kills.
+func setResources(c *corev1.Container, r *corev1.ResourceRequirements) {
+	if r == nil {
+		return
+	}
+	c.Resources = *r.DeepCopy()
+	if lim, ok := r.Limits[corev1.ResourceMemory]; ok {
+		if v := agentMemoryLimit(lim.Value()); v < agent.DefaultMemoryLimit {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: strconv.FormatInt(v, 10)})
+		}
+	}
+}
+
+// agentMemoryLimit is the Go memory limit for a container memory limit of limit bytes.
+func agentMemoryLimit(limit int64) int64 { return limit / 4 * 3 }
 
 func (s *Session) labels(r Role) map[string]string {
 	return map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: s.RunID, RoleLabel: string(r)}

@@ -60,6 +60,7 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 	o.Streams = 1
 	o.NumThreads = spec.Connections
 	o.QPS = spec.QPS
+	o.Uniform = true // the connections take turns, as in the http probe
 	o.Duration = spec.Duration
 	o.Resolution = spec.Resolution.Seconds()
 	o.Percentiles = latencyPercentiles

@@ -126,14 +126,14 @@ func Human(w io.Writer, r *PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
-	writeFootprint(w, r.AgentFootprint)
+	writeFootprint(w, r.AgentFootprint, append(append([]*agent.ProbeResult(nil), r.Probes...), r.AppPort...))
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
 }
 
-// writeFootprint says what the agents cost, client then server.
-func writeFootprint(w io.Writer, fp map[string]agent.Footprint) {
+// writeFootprint says what the agents cost, client then server, and the client's CPU per probe.
+func writeFootprint(w io.Writer, fp map[string]agent.Footprint, results []*agent.ProbeResult) {
 	var parts []string
 	for _, role := range []string{"client", "server"} {
 		if f, ok := fp[role]; ok {
@@ -142,6 +142,15 @@ func writeFootprint(w io.Writer, fp map[string]agent.Footprint) {
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "agents (as they measured themselves): %s\n", strings.Join(parts, "; "))
+	}
+	var perProbe []string
+	for _, r := range results {
+		if r != nil && r.CPUSeconds > 0 {
+			perProbe = append(perProbe, fmt.Sprintf("%s %.2f", r.Name, r.CPUSeconds))
+		}
+	}
+	if len(perProbe) > 0 {
+		fmt.Fprintf(w, "client agent CPU s per probe: %s\n", strings.Join(perProbe, ", "))
 	}
 }
 

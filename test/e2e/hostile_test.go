@@ -232,7 +232,8 @@ func hostileFixtures(t *testing.T, cs kubernetes.Interface, ns string) {
 	waitPod(t, cs, ns, "hostnet", 60*time.Second, "running", running)
 }
 
-// quotaNamespace has a ResourceQuota that requires memory limits, and two pods to measure.
+// quotaNamespace has a ResourceQuota that requires CPU limits (agents get none by default: a
+// CFS quota would throttle their probes), and two pods to measure.
 func quotaNamespace(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -243,11 +244,12 @@ func quotaNamespace(t *testing.T, cs kubernetes.Interface, ns string) {
 	for _, name := range []string{"quota-client", "quota-server"} {
 		p := pod(name, "lab-a1", "netbench.lab/sample-app:1", nil, nil)
 		p.Spec.Containers[0].Resources = limits("64Mi")
+		p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resourceQuantity("100m")
 		createPod(t, cs, ns, p)
 		waitPod(t, cs, ns, name, 60*time.Second, "running", running)
 	}
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "needs-limits"}, Spec: corev1.ResourceQuotaSpec{
-		Hard: corev1.ResourceList{corev1.ResourceLimitsMemory: resourceQuantity("1Gi")}}}
+		Hard: corev1.ResourceList{corev1.ResourceLimitsCPU: resourceQuantity("4")}}}
 	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
