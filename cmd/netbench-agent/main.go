@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -14,14 +15,37 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 )
 
+// ProfileEnv names a file to write a CPU profile of the whole run to (pprof format), for
+// profiling the agent where it runs (see benchmarks/LAB-RESULTS.md).
+const ProfileEnv = "NETBENCH_CPUPROFILE"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cmd := agent.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	cmd.Use = "netbench-agent"
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	endProfile := profile(os.Getenv(ProfileEnv))
+	err := cmd.ExecuteContext(ctx)
+	endProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench-agent:", err)
 		stop()
 		os.Exit(1)
 	}
+}
+
+// profile starts a CPU profile into path (none when empty) and returns what ends it.
+func profile(path string) (end func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "netbench-agent: %s: %v\n", ProfileEnv, err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }
 }

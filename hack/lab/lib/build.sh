@@ -11,22 +11,42 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-build_components() {
-  # Rebuilt when the pinned versions or the component mains change.
+# components_stamp: the file that says the components are built for the pinned versions and mains.
+components_stamp() {
   local sum
   sum=$(cat "$LAB/versions.env" "$LAB"/components/*/main.go "$LAB"/components/*/go.mod | sha256sum | cut -c1-16)
-  local stamp=$BIN/.built-$sum
+  echo "$BIN/.built-$sum"
+}
+
+components_built() { [ -f "$(components_stamp)" ]; }
+
+# fetch_modules downloads the modules both components need (quietly; the build reports progress).
+fetch_modules() {
+  log "downloading the components' Go modules (first run only)"
+  (cd "$LAB/components/k8s" && go mod download) &
+  local k=$!
+  (cd "$LAB/components/coredns" && go mod download)
+  wait "$k"
+}
+
+build_components() {
+  # Rebuilt when the pinned versions or the component mains change.
+  local stamp
+  stamp=$(components_stamp)
   if [ -f "$stamp" ]; then return 0; fi
   mkdir -p "$BIN"
-  log "building Kubernetes $K8S_VERSION components (first run only: many minutes on 2 cores with cold Go caches)"
+  log "building Kubernetes $K8S_VERSION components and CoreDNS $COREDNS_VERSION side by side (first run only: many minutes on 2 cores with cold Go caches)"
   local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  # Side by side: the one's single-threaded link overlaps the other's compiling.
+  go_build_progress CoreDNS "$LAB/components/coredns" -trimpath -ldflags "-s -w" -o "$BIN/coredns" . &
+  local coredns=$! rc=0
   go_build_progress Kubernetes "$LAB/components/k8s" -trimpath -ldflags "-s -w \
       -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \
       -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor \
       -X k8s.io/component-base/version.gitTreeState=clean \
-      -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" -o "$BIN/k8s" .
-  log "building CoreDNS $COREDNS_VERSION"
-  go_build_progress CoreDNS "$LAB/components/coredns" -trimpath -ldflags "-s -w" -o "$BIN/coredns" .
+      -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" -o "$BIN/k8s" . || rc=$?
+  wait "$coredns" || rc=$?
+  [ "$rc" = 0 ] || die "building the components failed"
   for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
     ln -sf k8s "$BIN/$c"
   done

@@ -17,7 +17,14 @@ cmd_up() {
     log "clearing what a lab that is not (fully) running left behind"
     cmd_down >/dev/null
   fi
+  # The components' modules download while apt installs the packages (both mostly wait on the
+  # network); the build waits for them.
+  local fetch=""
+  if ! components_built; then
+    (fetch_modules) & fetch=$!
+  fi
   install_packages
+  if [ -n "$fetch" ]; then wait "$fetch" || die "downloading the components' Go modules failed"; fi
   build_components
   build_images
   gen_certs
