@@ -68,8 +68,52 @@ func render(c config, results []pathResult, took time.Duration) string {
 	for _, r := range results {
 		renderPath(&b, r)
 	}
+	b.WriteString(labNotes)
 	return b.String()
 }
+
+// labNotes explain the tables; their figures come from profiles and traces taken on the lab's
+// cross-zone demo path (shop-client on lab-a2 → shop-api on lab-b1), 2026-12-01.
+const labNotes = `## Reading the tables
+
+- The machine drifts: the same tool on the same path moves by 10–50 % from one round to the next
+  (see the ranges), because the whole lab — API server, four kubelets, containerd, kube-proxy, the
+  pods — shares two virtual cores. A ratio whose ranges overlap is a tie; "met" compares medians
+  only.
+- Throughput: the agent's sender spends 98 % of its CPU in write(2) (pprof of the agent in the
+  client pod's network namespace and cgroups, 8 streams, 8 s: 6.25 of 6.37 s sampled in the
+  syscall), every write a full 128 KiB block and 42 of 35,509 writes refused with EAGAIN (strace
+  -c): user space leaves nothing to win, and the cost per Gbit/s is the kernel's TCP and veth
+  work, which on veth includes the receiver's stack run in the sender's context. iperf3 3.12's
+  own CPU figure for -P 8 varies 1.6–7.8 % per Gbit/s between rounds on one path, so the 8-stream
+  CPU ratio says little about either tool. The receiving agent reads each stream from its own
+  goroutine: 10 % of its CPU goes to Go's scheduler and netpoller (pprof), which iperf3's single
+  select loop does not pay — hence the server CPU row.
+- HTTP: both sides are fortio's engine with the same settings (fixed rate, connections taking
+  turns, 10 µs histogram resolution, GOMAXPROCS=1), the agent's in an ephemeral container, the
+  reference in the same pod's cgroups. The agent's p50 once came out 5–10 % below a separate
+  fortio process; with the reference given the pod's CPU share and both staggering their
+  connections, six alternating rounds of the two as host processes on one pod path gave medians
+  of 273 µs (agent) and 263 µs (fortio), the agent lower in 2 of 6 rounds: no direction left.
+- New connections: the http-new-conn probe used to fire its four connections together, so each
+  request queued behind the others in both single-threaded agents: 2.0–2.1× the independent
+  client's p50 on every path. With the connections taking turns (fortio's uniform mode, now the
+  agent's default) it is 0.98–1.15×. What remains is what is timed: fortio reads a connection it
+  asked to close until the server's FIN, which follows the answer by 40–70 µs on these paths
+  (tcpdump), while the reference stops at the answer's first byte.
+- ICMP: the agent runs without privileges and uses an unprivileged ICMP socket; ping runs as
+  root with a raw socket. Both take the receive time from the kernel.
+- Footprint: what the agents measured of themselves (getrusage) over a whole run of the probes
+  above with --duration 5s: the client's CPU is mostly the two TCP probes (one core while they
+  send), its peak RSS stays under 26 MiB, the server's under 24 MiB.
+- Image: the agent image is one static binary on an empty base: 7.9 MB compressed (what a node
+  pulls; the layer of bin/agent-image.tar), 18.3 MB unpacked — above the 15 MB goal. Measured floor:
+  an empty Go program that only imports fortio's HTTP engine (fhttp) is 6.1 MB built as the agent
+  is (-trimpath -s -w, no cgo); with fortio's gRPC engine (fgrpc) as well, 13.2 MB. So the gRPC
+  probe's engine alone costs 7.1 MB, and everything of ours (probes, DNS with miekg/dns, the
+  agent runtime, cobra) 5.1 MB; reaching 15 MB means a gRPC ping of our own on grpc-go instead
+  of fortio's engine.
+`
 
 func renderPath(b *strings.Builder, r pathResult) {
 	fmt.Fprintf(b, "## %s\n\n", r.spec.name)
