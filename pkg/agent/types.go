@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"sync"
@@ -91,6 +92,8 @@ type ProbeSpec struct {
 	Repeats     int      `json:"repeats,omitempty"`
 	WhatIfNdots []int    `json:"whatIfNdots,omitempty"`
 	ResolvConf  string   `json:"resolvConf,omitempty"`
+	// DNSReplicas are the servers behind the pod's nameserver Service, asked directly too.
+	DNSReplicas []probes.DNSReplica `json:"dnsReplicas,omitempty"`
 	// Size is the UDP probe's datagram size in bytes (payload, header included).
 	Size int `json:"size,omitempty"`
 	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
@@ -165,10 +168,26 @@ func (j *Job) Validate() error {
 			if len(p.Names) == 0 {
 				return fmt.Errorf("probe %s: no names", p.Label())
 			}
+			if err := checkReplicas(p.DNSReplicas); err != nil {
+				return fmt.Errorf("probe %s: %w", p.Label(), err)
+			}
 			continue
 		}
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
+		}
+	}
+	return nil
+}
+
+// checkReplicas accepts at most MaxDNSReplicas replicas, each an IP address.
+func checkReplicas(rs []probes.DNSReplica) error {
+	if len(rs) > probes.MaxDNSReplicas {
+		return fmt.Errorf("%d DNS replicas: at most %d", len(rs), probes.MaxDNSReplicas)
+	}
+	for _, r := range rs {
+		if net.ParseIP(r.Address) == nil {
+			return fmt.Errorf("DNS replica %q: not an IP address", r.Address)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -33,13 +34,15 @@ type DNSOptions struct {
 	ClusterDomain    string
 	Observe          time.Duration
 	AllowHostNetwork bool
+	DNSService       string
+	LookupsPerSecond float64
 }
 
 // NewDNSOptions returns options with the defaults.
 func NewDNSOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DNSOptions {
 	return &DNSOptions{
 		commonOptions: newCommonOptions(flags, streams),
-		Repeats:       20, ExternalName: "example.com", ClusterDomain: "cluster.local",
+		Repeats:       20, ExternalName: "example.com", ClusterDomain: "cluster.local", DNSService: DefaultDNSService,
 	}
 }
 
@@ -77,6 +80,8 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.StringVar(&o.ExternalName, "external-name", o.ExternalName, "the external name looked up by default")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (it resolves with the node's resolv.conf)")
+	f.StringVar(&o.DNSService, "dns-service", o.DNSService, "NAMESPACE/NAME of the cluster DNS Service whose replicas are asked one by one")
+	f.Float64Var(&o.LookupsPerSecond, "lookups-per-second", 0, "the application's lookups per second of the first name, to project the queries per second that cross a zone")
 	o.addFlags(cmd)
 	o.gates.addFlags(cmd, "'dns.kubernetes.default.queries > 2'")
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
@@ -117,6 +122,12 @@ func (o *DNSOptions) Validate() error {
 	if err := checkDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
 		return err
 	}
+	if ns, name, ok := strings.Cut(o.DNSService, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
+		return fmt.Errorf("--dns-service %q: want NAMESPACE/NAME of a Service", o.DNSService)
+	}
+	if o.LookupsPerSecond < 0 || o.LookupsPerSecond > 1e6 {
+		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
+	}
 	for i, n := range o.Names {
 		ascii, note, err := checkDNSName(n)
 		if err != nil {
@@ -152,7 +163,8 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	defer func() { err = o.finish(ctx, sess, err) }()
 
 	measureStart := time.Now()
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots}
+	svcView, replicas := o.nameserverService(ctx, t)
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: replicas}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
 	a, res, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: 5 * time.Minute}, spec)
 	if err != nil {
@@ -160,6 +172,8 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	}
 	rep.Result = res
 	rep.Target.AgentContainer = a.Container
+	o.finishNameserverView(svcView, res.DNSResult)
+	rep.NameserverService = svcView
 	if o.Observe > 0 {
 		o.observe(ctx, sess, t, res)
 	}

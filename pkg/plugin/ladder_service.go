@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -38,7 +39,7 @@ type serviceRun struct {
 	info     *report.LadderService
 }
 
-type endpoint struct{ pod, node, zone string }
+type endpoint struct{ pod, node, zone, addr string }
 
 // serviceName returns the Service the ladder measures: --service, or DST when it names one.
 func (o *LadderOptions) serviceName() (ns, name string) {
@@ -77,7 +78,7 @@ func (o *LadderOptions) readService(ctx context.Context, dst *Target, ns, name s
 	if p := svc.Spec.InternalTrafficPolicy; p != nil {
 		sr.info.InternalTrafficPolicy = string(*p)
 	}
-	if sr.ready, err = o.readyEndpoints(ctx, ns, name); err != nil {
+	if sr.ready, err = readyEndpoints(ctx, o.client, ns, name); err != nil {
 		return nil, err
 	}
 	sr.info.ReadyEndpoints, sr.info.EndpointsByZone = len(sr.ready), countZones(sr.ready)
@@ -157,7 +158,7 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *Session, sr *s
 // gives kube-proxy (or the dataplane) a moment to program them.
 func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		eps, err := o.readyEndpoints(ctx, sr.temp.Namespace, sr.temp.Name)
+		eps, err := readyEndpoints(ctx, o.client, sr.temp.Namespace, sr.temp.Name)
 		return err == nil && len(eps) >= len(sr.ready), nil
 	})
 	if err != nil {
@@ -179,8 +180,8 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 const ServiceSettle = 2 * time.Second
 
 // readyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
-func (o *LadderOptions) readyEndpoints(ctx context.Context, ns, name string) ([]endpoint, error) {
-	slices, err := o.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]endpoint, error) {
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
 		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, forbiddenOr(err))
 	}
@@ -192,7 +193,11 @@ func (o *LadderOptions) readyEndpoints(ctx context.Context, ns, name string) ([]
 				continue
 			}
 			seen[e.TargetRef.Name] = true
-			out = append(out, endpoint{pod: e.TargetRef.Name, node: deref(e.NodeName), zone: deref(e.Zone)})
+			ep := endpoint{pod: e.TargetRef.Name, node: deref(e.NodeName), zone: deref(e.Zone)}
+			if len(e.Addresses) > 0 {
+				ep.addr = e.Addresses[0]
+			}
+			out = append(out, ep)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })

@@ -28,6 +28,8 @@ type DNSSpec struct {
 	WhatIfNdots []int
 	// Timeout per query (default: the resolver's timeout, at most 2 s).
 	Timeout time.Duration
+	// Replicas are the servers behind the nameserver, each asked the same query directly.
+	Replicas []DNSReplica
 }
 
 // DNSQuery is one query of a cold lookup's timeline.
@@ -74,6 +76,9 @@ type DNSResult struct {
 	Config     resolver.Config `json:"config"`
 	Repeats    int             `json:"repeats"`
 	Names      []DNSName       `json:"names"`
+	// ReplicaView is the nameserver and each replica behind it asked the same query (when the
+	// replicas were given).
+	ReplicaView *DNSReplicaView `json:"replicaView,omitempty"`
 }
 
 // dnsClient sends queries and remembers each candidate's outcome.
@@ -234,5 +239,8 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 		}
 		res.Names = append(res.Names, out)
 	}
-	return res, nil
+	if len(spec.Replicas) > 0 {
+		res.ReplicaView = timeReplicas(ctx, d.c, spec.Config.Nameservers[0], spec.Replicas, replicaQuery(res), spec.Repeats)
+	}
+	return res, ctx.Err()
 }

@@ -24,6 +24,9 @@ type DNSReport struct {
 	// Owner is the workload whose pod template the fix patches (e.g. deployment/web).
 	Owner  string           `json:"owner,omitempty"`
 	Result *agent.DNSReport `json:"result"`
+	// NameserverService is the Service behind the pod's nameserver, its replicas' zones and the
+	// share of queries that cross a zone (the replicas' latencies are in Result.ReplicaView).
+	NameserverService *DNSService `json:"nameserverService,omitempty"`
 	// Fixes holds the cheapest fix per name; Patch the pod-wide dnsConfig change.
 	Fixes    []DNSFix `json:"fixes"`
 	Patch    *Patch   `json:"patch,omitempty"`
@@ -194,6 +197,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 		}
 		tw.Flush()
 	}
+	writeDNSService(w, r)
 	fmt.Fprintf(w, "\nFixes\n")
 	for _, f := range r.Fixes {
 		if f.FixedQueries < f.Queries {

@@ -1,0 +1,72 @@
+package probes
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// dnsServer answers every A query on addr:53 (UDP) after delay; it needs root for port 53.
+func dnsServer(t *testing.T, addr string, delay time.Duration) {
+	t.Helper()
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		time.Sleep(delay)
+		m := new(dns.Msg)
+		m.SetReply(r)
+		rr, _ := dns.NewRR(r.Question[0].Name + " 5 IN A 10.0.0.1")
+		m.Answer = append(m.Answer, rr)
+		_ = w.WriteMsg(m)
+	})
+	started := make(chan struct{})
+	s := &dns.Server{Addr: addr + ":53", Net: "udp", Handler: h, NotifyStartedFunc: func() { close(started) }}
+	errs := make(chan error, 1)
+	go func() { errs <- s.ListenAndServe() }()
+	select {
+	case <-started:
+	case err := <-errs:
+		t.Fatalf("DNS server on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown() })
+}
+
+// Each replica is asked directly and timed apart from the others: a replica 2 ms slower than
+// the rest shows those 2 ms, the warm-up round is not counted, and a replica that never answers
+// counts its timeouts.
+func TestTimeReplicas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: DNS servers on port 53 of loopback addresses")
+	}
+	dnsServer(t, "127.0.0.2", 0)
+	dnsServer(t, "127.0.0.3", 0)
+	dnsServer(t, "127.0.0.4", 2*time.Millisecond)
+	c := &dns.Client{Net: "udp", Timeout: 100 * time.Millisecond}
+	replicas := []DNSReplica{{Address: "127.0.0.3", Zone: "zone-a"}, {Address: "127.0.0.4", Zone: "zone-b"}, {Address: "127.0.0.5", Zone: "zone-c"}}
+	v := timeReplicas(context.Background(), c, "127.0.0.2", replicas, "kubernetes.default.svc.cluster.local", 20)
+	if v.Query != "kubernetes.default.svc.cluster.local." || v.Nameserver.Address != "127.0.0.2" || len(v.Replicas) != 3 {
+		t.Fatalf("view %+v", v)
+	}
+	near, far, dead := v.Replicas[0], v.Replicas[1], v.Replicas[2]
+	if near.Latency.Count != 20 || far.Latency.Count != 20 || v.Nameserver.Latency.Count != 20 {
+		t.Errorf("counts %d %d %d, want 20 each (the warm-up round left out)", v.Nameserver.Latency.Count, near.Latency.Count, far.Latency.Count)
+	}
+	if d := far.Latency.P50Micros - near.Latency.P50Micros; d < 1900 || d > 4000 {
+		t.Errorf("far p50 %.0f µs, near %.0f µs: want the far one 2 ms slower", far.Latency.P50Micros, near.Latency.P50Micros)
+	}
+	if dead.Errors != 20 || dead.Latency.Count != 0 || far.Zone != "zone-b" {
+		t.Errorf("dead replica %+v, far %+v", dead, far)
+	}
+}
+
+func TestReplicaQuery(t *testing.T) {
+	r := &DNSResult{Names: []DNSName{{Name: "kubernetes.default", Variants: []DNSVariant{{AnsweredBy: "kubernetes.default.svc.cluster.local."}}}}}
+	if q := replicaQuery(r); q != "kubernetes.default.svc.cluster.local." {
+		t.Errorf("query %q", q)
+	}
+	r.Names[0].Variants[0].AnsweredBy = ""
+	if q := replicaQuery(r); q != "kubernetes.default." {
+		t.Errorf("query %q when nothing answered", q)
+	}
+}
