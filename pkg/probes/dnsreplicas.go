@@ -38,9 +38,13 @@ type DNSReplicaView struct {
 // MaxDNSReplicas bounds how many replicas one probe asks.
 const MaxDNSReplicas = 64
 
+// maxSilent is how many queries in a row a server that never answered may leave unanswered.
+const maxSilent = 3
+
 // timeReplicas asks the nameserver and every replica for query repeats times each, one query at a
 // time, going round the servers so that drift hits them alike; the first round warms the caches
-// and is not counted.
+// and is not counted. A server that has not answered maxSilent queries in a row, and never
+// answered, is not asked again (a replica a NetworkPolicy hides would cost a timeout per round).
 func timeReplicas(ctx context.Context, c *dns.Client, nameserver string, replicas []DNSReplica, query string, repeats int) *DNSReplicaView {
 	servers := append([]DNSReplica{{Address: nameserver}}, replicas...)
 	samples := make([][]time.Duration, len(servers))
@@ -50,11 +54,14 @@ func timeReplicas(ctx context.Context, c *dns.Client, nameserver string, replica
 	m.RecursionDesired = true
 	for round := 0; round <= repeats && ctx.Err() == nil; round++ {
 		for i, s := range servers {
+			if errs[i] >= maxSilent && len(samples[i]) == 0 {
+				continue
+			}
 			_, rtt, err := c.ExchangeContext(ctx, m, net.JoinHostPort(s.Address, "53"))
 			switch {
-			case round == 0:
 			case err != nil:
 				errs[i]++
+			case round == 0:
 			default:
 				samples[i] = append(samples[i], rtt)
 			}
