@@ -9,7 +9,9 @@ import (
 )
 
 func TestWriteDNSService(t *testing.T) {
-	lat := func(p50 float64) probes.Latency { return probes.Latency{Count: 20, P50Micros: p50, P90Micros: p50 + 50, MaxMicros: p50 + 100} }
+	lat := func(p50 float64) probes.Latency {
+		return probes.Latency{Count: 20, P50Micros: p50, P90Micros: p50 + 50, MaxMicros: p50 + 100}
+	}
 	view := &probes.DNSReplicaView{Query: "kubernetes.default.svc.cluster.local.",
 		Nameserver: probes.DNSReplicaLatency{DNSReplica: probes.DNSReplica{Address: "10.96.0.10"}, Latency: lat(2500)},
 		Replicas: []probes.DNSReplicaLatency{
