@@ -13,7 +13,7 @@ step "go vet"
 go vet ./...
 
 step "gofmt -l"
-mapfile -t gofiles < <(git ls-files '*.go')
+mapfile -t gofiles < <(git ls-files --cached --others --exclude-standard '*.go')
 unformatted=$(gofmt -l "${gofiles[@]}")
 if [ -n "$unformatted" ]; then
   echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
@@ -25,7 +25,7 @@ sc=.cache/tools/staticcheck-$STATICCHECK_VERSION
 "$sc/staticcheck" ./...
 
 step "shellcheck"
-mapfile -t scripts < <(git ls-files '*.sh' .ci/run)
+mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' .ci/run)
 shellcheck -x -P SCRIPTDIR -P . "${scripts[@]}"
 
 step "go test -race (packages without sockets or root)"
