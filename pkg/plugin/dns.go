@@ -125,7 +125,7 @@ func (o *DNSOptions) Validate() error {
 	if ns, name, ok := strings.Cut(o.DNSService, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
 		return fmt.Errorf("--dns-service %q: want NAMESPACE/NAME of a Service", o.DNSService)
 	}
-	if o.LookupsPerSecond < 0 || o.LookupsPerSecond > 1e6 {
+	if !(o.LookupsPerSecond >= 0 && o.LookupsPerSecond <= 1e6) {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
 	}
 	for i, n := range o.Names {
