@@ -29,6 +29,7 @@ type lookup struct {
 	asked    map[string]time.Time
 	answered map[string]bool
 	done     bool      // answered, or nothing follows the current candidate
+	resend   bool      // a UDP answer at the current candidate came truncated: TCP queries follow
 	last     time.Time // last query or answer
 	closedAt time.Time // zero while open
 	keys     []string  // names under which it is indexed
@@ -65,8 +66,17 @@ type queryKey struct {
 	name, qtype string
 }
 
-// Query records a query the pod sent.
+// Query records a query the pod sent over UDP.
 func (f *lookupFolder) Query(at time.Time, id uint16, name, qtype string) {
+	f.query(at, id, name, qtype, false)
+}
+
+// QueryTCP records a query the pod sent over TCP (after a truncated answer, or with use-vc).
+func (f *lookupFolder) QueryTCP(at time.Time, id uint16, name, qtype string) {
+	f.query(at, id, name, qtype, true)
+}
+
+func (f *lookupFolder) query(at time.Time, id uint16, name, qtype string, tcp bool) {
 	f.tick(at)
 	l := f.find(name, qtype, at)
 	if l == nil {
@@ -83,6 +93,9 @@ func (f *lookupFolder) Query(at time.Time, id uint16, name, qtype string) {
 		return
 	}
 	st.Queries++
+	if tcp {
+		st.TCPQueries++
+	}
 	l.asked[qtype] = at
 	l.last = at
 	if len(f.pending) >= maxPending {
@@ -118,6 +131,23 @@ func (f *lookupFolder) Answer(at time.Time, id uint16, name, qtype string, rc re
 	if l.closedAt.IsZero() && l.cands[l.pos] == name && rc != resolver.ServFail {
 		l.answered[qtype] = true
 		f.maybeClose(l, at)
+	}
+}
+
+// Truncated records a UDP answer with the TC bit: not the lookup's answer yet, the resolver
+// asks again over TCP (glibc both types of the candidate).
+func (f *lookupFolder) Truncated(at time.Time, id uint16, name, qtype string) {
+	f.tick(at)
+	key := queryKey{id, name, qtype}
+	l := f.pending[key]
+	if l == nil {
+		return
+	}
+	delete(f.pending, key)
+	f.byName[l.base].Truncated++
+	l.last = at
+	if l.closedAt.IsZero() && l.cands[l.pos] == name {
+		l.resend = true
 	}
 }
 
@@ -164,7 +194,7 @@ func (f *lookupFolder) takes(l *lookup, name, qtype string, at time.Time) bool {
 		return true // indexed under its next candidate
 	}
 	askedAt, asked := l.asked[qtype]
-	return !asked || (!l.answered[qtype] && at.Sub(askedAt) >= f.retry)
+	return !asked || l.resend || (!l.answered[qtype] && at.Sub(askedAt) >= f.retry)
 }
 
 func (f *lookupFolder) start(name string, at time.Time) *lookup {
@@ -191,7 +221,7 @@ func (f *lookupFolder) start(name string, at time.Time) *lookup {
 
 func (f *lookupFolder) advance(l *lookup) {
 	l.pos++
-	l.asked, l.answered = map[string]time.Time{}, map[string]bool{}
+	l.asked, l.answered, l.resend = map[string]time.Time{}, map[string]bool{}, false
 	if l.pos == len(l.cands)-1 {
 		l.done = true // the last candidate: nothing follows but its other type
 	}

@@ -22,6 +22,10 @@ type DNSObservedName struct {
 	QueriesPerLookup float64 `json:"queriesPerLookup"`
 	NXDomains        int     `json:"nxdomains"`
 	AnsweredBy       string  `json:"answeredBy,omitempty"`
+	// Truncated counts UDP answers with the TC bit; TCPQueries the queries sent over TCP
+	// (counted in Queries: the resolver's resends after a truncated answer).
+	Truncated  int `json:"truncated,omitempty"`
+	TCPQueries int `json:"tcpQueries,omitempty"`
 	// FixedByTrailingDot and FixedByNdots say what the model predicts per lookup with a trailing
 	// dot and with ndots 1 (from the answers seen).
 	TrailingDotQueries int `json:"trailingDotQueries"`
@@ -36,11 +40,16 @@ type DNSObservation struct {
 	End   time.Time `json:"end"`
 	// Queries and Responses counted on the wire (UDP and TCP port 53, every interface of the
 	// pod), NXDomains among the responses.
-	Queries   int               `json:"queries"`
-	Responses int               `json:"responses"`
-	NXDomains int               `json:"nxdomains"`
-	NXShare   float64           `json:"nxdomainShare"`
-	Names     []DNSObservedName `json:"names"`
+	Queries   int     `json:"queries"`
+	Responses int     `json:"responses"`
+	NXDomains int     `json:"nxdomains"`
+	NXShare   float64 `json:"nxdomainShare"`
+	// TCPQueries and TCPResponses are the messages among them carried over TCP (reassembled
+	// from the segments they span); Truncated the UDP responses with the TC bit.
+	TCPQueries   int               `json:"tcpQueries,omitempty"`
+	TCPResponses int               `json:"tcpResponses,omitempty"`
+	Truncated    int               `json:"truncated,omitempty"`
+	Names        []DNSObservedName `json:"names"`
 	// Overflow counts queries left out of Names because a bound was reached (open lookups,
 	// queries awaiting answers, distinct names); zero means every query was grouped.
 	Overflow int `json:"overflow,omitempty"`

@@ -20,9 +20,17 @@ func FuzzDNSPayload(f *testing.F) {
 		if v4 {
 			proto = unix.ETH_P_IP
 		}
-		if msg := dnsPayload(p, proto); msg != nil {
+		udp, seg := dnsPacket(p, proto)
+		if udp != nil {
 			var m dns.Msg
-			_ = m.Unpack(msg)
+			_ = m.Unpack(udp)
+		}
+		if seg != nil {
+			r := newTCPReassembler()
+			for _, msg := range r.Segment(*seg) {
+				var m dns.Msg
+				_ = m.Unpack(msg)
+			}
 		}
 	})
 }

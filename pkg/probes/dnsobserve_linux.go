@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 
 // ObserveDNS captures the DNS traffic of the network namespace for d and folds the queries
 // into lookups the way resolver k walks names with configuration c, as they arrive: memory
-// is bounded and nothing is left to do at the deadline.
+// is bounded and nothing is left to do at the deadline. Messages over TCP are reassembled from
+// the segments they span and counted once.
 func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolver.Config) (*DNSObservation, error) {
 	fd, err := openDNSCapture()
 	if err != nil {
@@ -27,9 +29,8 @@ func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolve
 	}
 	defer unix.Close(fd)
 
-	obs := &DNSObservation{Seconds: d.Seconds(), Start: time.Now().UTC()}
-	end := obs.Start.Add(d)
-	fold := newLookupFolder(k, c)
+	o := &observer{obs: &DNSObservation{Seconds: d.Seconds(), Start: time.Now().UTC()}, fold: newLookupFolder(k, c), tcp: newTCPReassembler()}
+	end := o.obs.Start.Add(d)
 	buf := make([]byte, 65536)
 	for time.Now().Before(end) && ctx.Err() == nil {
 		n, from, err := unix.Recvfrom(fd, buf, 0)
@@ -39,38 +40,73 @@ func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolve
 			}
 			return nil, fmt.Errorf("capture: %w", err)
 		}
-		ll, ok := from.(*unix.SockaddrLinklayer)
-		if !ok {
-			continue
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok {
+			o.packet(buf[:n], ntohs(ll.Protocol), time.Now())
 		}
-		payload := dnsPayload(buf[:n], ntohs(ll.Protocol))
-		if payload == nil {
-			continue
-		}
-		m := new(dns.Msg)
-		if m.Unpack(payload) != nil || len(m.Question) != 1 {
-			continue
-		}
-		q := m.Question[0]
-		name, qtype, at := strings.ToLower(q.Name), dns.TypeToString[q.Qtype], time.Now()
-		if !m.Response {
-			obs.Queries++
-			fold.Query(at, m.Id, name, qtype)
-			continue
-		}
-		obs.Responses++
-		if m.Rcode == dns.RcodeNameError {
-			obs.NXDomains++
-		}
-		fold.Answer(at, m.Id, name, qtype, rcodeOf(m))
 	}
+	return o.finish(), nil
+}
+
+// observer counts and folds the messages of captured packets.
+type observer struct {
+	obs  *DNSObservation
+	fold *lookupFolder
+	tcp  *tcpReassembler
+}
+
+func (o *observer) packet(p []byte, proto uint16, at time.Time) {
+	udp, seg := dnsPacket(p, proto)
+	if udp != nil {
+		o.message(udp, false, at)
+		return
+	}
+	if seg != nil {
+		for _, m := range o.tcp.Segment(*seg) {
+			o.message(m, true, at)
+		}
+	}
+}
+
+func (o *observer) message(b []byte, tcp bool, at time.Time) {
+	m := new(dns.Msg)
+	if m.Unpack(b) != nil || len(m.Question) != 1 {
+		return
+	}
+	q := m.Question[0]
+	name, qtype := strings.ToLower(q.Name), dns.TypeToString[q.Qtype]
+	switch {
+	case !m.Response && tcp:
+		o.obs.Queries++
+		o.obs.TCPQueries++
+		o.fold.QueryTCP(at, m.Id, name, qtype)
+	case !m.Response:
+		o.obs.Queries++
+		o.fold.Query(at, m.Id, name, qtype)
+	case m.Truncated && !tcp:
+		o.obs.Responses++
+		o.obs.Truncated++
+		o.fold.Truncated(at, m.Id, name, qtype)
+	default:
+		o.obs.Responses++
+		if tcp {
+			o.obs.TCPResponses++
+		}
+		if m.Rcode == dns.RcodeNameError {
+			o.obs.NXDomains++
+		}
+		o.fold.Answer(at, m.Id, name, qtype, rcodeOf(m))
+	}
+}
+
+func (o *observer) finish() *DNSObservation {
+	obs := o.obs
 	obs.End = time.Now().UTC()
 	if obs.Responses > 0 {
 		obs.NXShare = round3(float64(obs.NXDomains) / float64(obs.Responses))
 	}
-	obs.Names = fold.Names()
-	obs.Overflow = fold.Overflow
-	return obs, nil
+	obs.Names = o.fold.Names()
+	obs.Overflow = o.fold.Overflow + o.tcp.Lost
+	return obs
 }
 
 // openDNSCapture opens a packet socket on every interface that the kernel lets through only
@@ -141,55 +177,62 @@ func attachFilter(fd int, prog []bpf.Instruction) error {
 	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]})
 }
 
-// dnsPayload returns the DNS message of an IPv4/IPv6 UDP or TCP packet to or from port 53.
-func dnsPayload(p []byte, proto uint16) []byte {
+// dnsPacket returns the DNS message of an IPv4/IPv6 UDP packet to or from port 53, or the
+// segment of a TCP packet to or from port 53 (its messages need reassembly).
+func dnsPacket(p []byte, proto uint16) ([]byte, *tcpSegment) {
 	var l4 []byte
 	var next byte
+	var src, dst netip.Addr
 	switch proto {
 	case unix.ETH_P_IP:
 		if len(p) < 20 {
-			return nil
+			return nil, nil
 		}
 		ihl := int(p[0]&0x0f) * 4
 		if ihl < 20 || len(p) < ihl {
-			return nil
+			return nil, nil
 		}
 		next, l4 = p[9], p[ihl:]
+		src, dst = netip.AddrFrom4([4]byte(p[12:16])), netip.AddrFrom4([4]byte(p[16:20]))
 	case unix.ETH_P_IPV6:
 		if len(p) < 40 {
-			return nil
+			return nil, nil
 		}
 		next, l4 = p[6], p[40:]
+		src, dst = netip.AddrFrom16([16]byte(p[8:24])), netip.AddrFrom16([16]byte(p[24:40]))
 	default:
-		return nil
+		return nil, nil
+	}
+	if len(l4) < 4 {
+		return nil, nil
+	}
+	sport, dport := binary.BigEndian.Uint16(l4[0:2]), binary.BigEndian.Uint16(l4[2:4])
+	if sport != 53 && dport != 53 {
+		return nil, nil
 	}
 	switch next {
 	case unix.IPPROTO_UDP:
 		if len(l4) < 8 {
-			return nil
+			return nil, nil
 		}
-		if binary.BigEndian.Uint16(l4[0:2]) != 53 && binary.BigEndian.Uint16(l4[2:4]) != 53 {
-			return nil
-		}
-		return l4[8:]
+		return l4[8:], nil
 	case unix.IPPROTO_TCP:
 		if len(l4) < 20 {
-			return nil
-		}
-		if binary.BigEndian.Uint16(l4[0:2]) != 53 && binary.BigEndian.Uint16(l4[2:4]) != 53 {
-			return nil
+			return nil, nil
 		}
 		off := int(l4[12]>>4) * 4
-		if off < 20 || len(l4) < off+2 {
-			return nil
+		if off < 20 || len(l4) < off {
+			return nil, nil
 		}
-		data := l4[off:]
-		// One message per segment, after its 2-byte length (the usual case for queries).
-		if n := int(binary.BigEndian.Uint16(data[0:2])); n > 0 && len(data) >= 2+n {
-			return data[2 : 2+n]
+		flags := l4[13]
+		return nil, &tcpSegment{
+			flow: tcpFlow{netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, dport)},
+			seq:  binary.BigEndian.Uint32(l4[4:8]),
+			syn:  flags&0x02 != 0, end: flags&0x05 != 0, // SYN; FIN or RST
+			payload: l4[off:],
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -12,7 +12,7 @@ import (
 // dnsServer answers every A query on addr:53 (UDP) after delay; it needs root for port 53.
 func dnsServer(t *testing.T, addr string, delay time.Duration) {
 	t.Helper()
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+	serveDNS(t, addr, "udp", func(w dns.ResponseWriter, r *dns.Msg) {
 		time.Sleep(delay)
 		m := new(dns.Msg)
 		m.SetReply(r)
@@ -20,14 +20,19 @@ func dnsServer(t *testing.T, addr string, delay time.Duration) {
 		m.Answer = append(m.Answer, rr)
 		_ = w.WriteMsg(m)
 	})
+}
+
+// serveDNS serves h on addr:53 over network ("udp" or "tcp") until the test ends.
+func serveDNS(t *testing.T, addr, network string, h dns.HandlerFunc) {
+	t.Helper()
 	started := make(chan struct{})
-	s := &dns.Server{Addr: addr + ":53", Net: "udp", Handler: h, NotifyStartedFunc: func() { close(started) }}
+	s := &dns.Server{Addr: addr + ":53", Net: network, Handler: h, NotifyStartedFunc: func() { close(started) }}
 	errs := make(chan error, 1)
 	go func() { errs <- s.ListenAndServe() }()
 	select {
 	case <-started:
 	case err := <-errs:
-		t.Fatalf("DNS server on %s: %v", addr, err)
+		t.Fatalf("DNS server on %s/%s: %v", addr, network, err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown() })
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 )
 
 // DNSReport is the result of `kubectl netbench dns`.
@@ -85,7 +87,7 @@ func PlanDNSFixes(r *probes.DNSResult, owner, namespace string) ([]DNSFix, *Patc
 			}
 			byNdots[v.Ndots] += v.Queries
 			// A what-if must keep every name's answer.
-			if v.AnsweredBy != conf.AnsweredBy {
+			if resolvedName(v) != resolvedName(*conf) {
 				ok[v.Ndots] = false
 			}
 		}
@@ -117,6 +119,15 @@ func PlanDNSFixes(r *probes.DNSResult, owner, namespace string) ([]DNSFix, *Patc
 		}
 	}
 	return fixes, p
+}
+
+// resolvedName is the name whose addresses a lookup got: the candidate that answered, or the
+// name the server answered it for when it walked the search path itself.
+func resolvedName(v probes.DNSVariant) string {
+	if v.ServerSearch != "" {
+		return v.ServerSearch
+	}
+	return v.AnsweredBy
 }
 
 func variant(n probes.DNSName, label string) *probes.DNSVariant {
@@ -163,6 +174,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  (the last two columns: queries per lookup the model predicts with that change)")
+		writeObservedTCP(w, o)
 		if o.Overflow > 0 {
 			fmt.Fprintf(w, "  %d queries were counted but not grouped: the capture's bounds (%s) were reached\n", o.Overflow, "65536 open lookups, 4096 names")
 		}
@@ -181,22 +193,9 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 		}
 	}
 	tw.Flush()
-	// The timeline of the most amplified name's cold lookup.
-	var worst *probes.DNSName
-	for i := range res.Names {
-		if worst == nil || len(res.Names[i].Timeline) > len(worst.Timeline) {
-			worst = &res.Names[i]
-		}
-	}
-	if worst != nil {
-		fmt.Fprintf(w, "\nTimeline of one cold lookup of %s\n", worst.Name)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "sent at\tquery\ttype\tanswer after\trcode\t")
-		for _, q := range worst.Timeline {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", Micros(q.SentMicros), q.Name, q.Type, Micros(q.RTTMicros), q.Rcode)
-		}
-		tw.Flush()
-	}
+	writeTruncation(w, res.DNSResult)
+	writeServerSearch(w, res.Names)
+	writeTimelines(w, res.Names)
 	writeDNSService(w, r)
 	fmt.Fprintf(w, "\nFixes\n")
 	for _, f := range r.Fixes {
@@ -218,6 +217,87 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 	}
 	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s\n", r.Timing.WallSeconds, r.Timing.MeasuringSeconds, r.Timing.OverheadSeconds)
 	return nil
+}
+
+// writeTruncation says, per name and way of looking it up, what answers too large for UDP cost.
+func writeTruncation(w io.Writer, res *probes.DNSResult) {
+	for _, n := range res.Names {
+		for _, v := range n.Variants {
+			if v.Truncated == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "  %s (%s): truncated UDP answers (over 512 bytes) %d, queries sent again over TCP %d (counted above)",
+				n.Name, v.Label, v.Truncated, v.TCPQueries)
+			if res.Resolver == resolver.Musl {
+				fmt.Fprint(w, " (musl 1.2.4 and later; earlier musl keeps the truncated answer)")
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// writeServerSearch says where the server walked the search path itself, and what that saved.
+func writeServerSearch(w io.Writer, names []probes.DNSName) {
+	for _, n := range names {
+		for _, v := range n.Variants {
+			if v.ServerSearch == "" {
+				continue
+			}
+			fmt.Fprintf(w, "  %s (%s): the server walked the search path itself (CoreDNS autopath): it answered %s with a CNAME to %s — %d queries on the wire, where the resolver alone would send %d\n",
+				n.Name, v.Label, v.AnsweredBy, v.ServerSearch, v.Queries, v.ClientSideQueries)
+		}
+	}
+}
+
+// writeTimelines prints the cold lookup of the most amplified name, query by query, and of every
+// name whose lookup went over TCP.
+func writeTimelines(w io.Writer, names []probes.DNSName) {
+	worst := -1
+	for i := range names {
+		if worst < 0 || len(names[i].Timeline) > len(names[worst].Timeline) {
+			worst = i
+		}
+	}
+	for i, n := range names {
+		tcp := slices.ContainsFunc(n.Timeline, func(q probes.DNSQuery) bool { return q.Transport == "tcp" })
+		if i != worst && !tcp {
+			continue
+		}
+		fmt.Fprintf(w, "\nTimeline of one cold lookup of %s\n", n.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		if !tcp {
+			fmt.Fprintln(tw, "sent at\tquery\ttype\tanswer after\trcode\t")
+		} else {
+			fmt.Fprintln(tw, "sent at\tquery\ttype\tover\tanswer after\trcode\t")
+		}
+		for _, q := range n.Timeline {
+			over, rc := "udp\t", string(q.Rcode)
+			switch {
+			case !tcp:
+				over = ""
+			case q.Transport != "":
+				over = q.Transport + "\t"
+			}
+			if q.Truncated {
+				rc += " (truncated)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t\n", Micros(q.SentMicros), q.Name, q.Type, over, Micros(q.RTTMicros), rc)
+		}
+		tw.Flush()
+	}
+}
+
+// writeObservedTCP says how much of the observed traffic went over TCP and why.
+func writeObservedTCP(w io.Writer, o *probes.DNSObservation) {
+	if o.TCPQueries == 0 && o.Truncated == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  over TCP: %d queries, %d responses (each reassembled from its segments, counted once); %d UDP answers truncated\n", o.TCPQueries, o.TCPResponses, o.Truncated)
+	for _, n := range o.Names {
+		if n.TCPQueries > 0 || n.Truncated > 0 {
+			fmt.Fprintf(w, "  %s: %d truncated UDP answers, %d queries over TCP (in its %d queries)\n", n.Name, n.Truncated, n.TCPQueries, n.Queries)
+		}
+	}
 }
 
 // Clean drops control characters (terminal escapes among them) from text the measured

@@ -218,3 +218,17 @@ func stopsMusl(rcodes map[string]Rcode) bool {
 	}
 	return false
 }
+
+// TCPResends returns the query types resolver k sends again over TCP when the UDP answers to
+// the types in truncated came back with the TC bit: glibc resends both of the candidate's
+// queries on one connection (send_vc takes the pair), Go and musl (1.2.4 and later; earlier
+// musl keeps the truncated answer) only the truncated ones.
+func TCPResends(k Kind, truncated []string) []string {
+	if len(truncated) == 0 {
+		return nil
+	}
+	if k == Glibc {
+		return []string{TypeA, TypeAAAA}
+	}
+	return truncated
+}

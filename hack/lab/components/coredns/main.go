@@ -1,10 +1,12 @@
 // Command coredns is CoreDNS with only the plugins the lab uses: the cluster DNS (kubernetes,
-// forward, cache …) and the lab's own upstream for "external" names (hosts, template).
+// forward, cache …, autopath for server-side search) and the lab's own upstream for "external"
+// names (hosts, template).
 package main
 
 import (
 	"github.com/coredns/coredns/coremain"
 
+	_ "github.com/coredns/coredns/plugin/autopath"
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// big.example.com's answer (40 A records, about 670 bytes) does not fit UDP's 512 bytes: the
+// cluster DNS answers it truncated, and glibc asks both of the candidate's queries again over TCP
+// on one connection. The active report shows the truncated answer and the TCP queries in the
+// timeline and counts them; --observe reassembles the TCP messages (glibc writes both queries
+// in one segment) and counts each once, per lookup: 1 truncated answer and 2 TCP queries, and
+// its UDP queries are the ones a capture on the node saw over the same window.
+func TestDNSTruncatedAnswerOverTCP(t *testing.T) {
+	cs, ns := lab(t)
+	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", []string{"--count", "0", "--every", "200", "big.example.com"})
+	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRollout(t, cs, ns, "looper")
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=looper"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("looper pod: %v", err)
+	}
+	ip := pods.Items[0].Status.PodIP
+	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", "src host "+ip+" and udp dst port 53")
+	stdout, _ := capture.StdoutPipe()
+	if err := capture.Start(); err != nil {
+		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
+	}
+	sent := make(chan time.Time, 100000)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 0 {
+				continue
+			}
+			if sec, err := strconv.ParseFloat(f[0], 64); err == nil {
+				sent <- time.Unix(0, int64(sec*1e9))
+			}
+		}
+		close(sent)
+	}()
+	time.Sleep(time.Second)
+	r := dnsJSON(t, "-n", ns, "deploy/looper", "big.example.com", "--observe", "8s", "--repeats", "3")
+	time.Sleep(500 * time.Millisecond)
+	_ = capture.Process.Kill()
+	_ = capture.Wait()
+
+	v := r.Result.Names[0].Variants[0]
+	t.Logf("as configured: %d queries, %d truncated, %d over TCP", v.Queries, v.Truncated, v.TCPQueries)
+	if v.Label != "as configured" || v.Queries != 10 || v.Truncated != 1 || v.TCPQueries != 2 || v.AnsweredBy != "big.example.com." {
+		t.Errorf("as configured %+v: want 10 queries (6 NXDOMAIN, A truncated, AAAA, A and AAAA again over TCP)", v)
+	}
+	var tc, tcp int
+	for _, q := range r.Result.Names[0].Timeline {
+		t.Logf("%9.0f µs %s %s %s %s truncated=%v", q.SentMicros, q.Name, q.Type, q.Transport, q.Rcode, q.Truncated)
+		if q.Truncated {
+			tc++
+		}
+		if q.Transport == "tcp" && q.Name == "big.example.com." {
+			tcp++
+		}
+	}
+	if tc != 1 || tcp != 2 {
+		t.Errorf("timeline: %d truncated answers, %d TCP queries; want 1 and 2", tc, tcp)
+	}
+
+	o := r.Result.Observed
+	if o == nil {
+		t.Fatalf("no observation: %s", r.Result.ObserveSkipped)
+	}
+	var udp int
+	for at := range sent {
+		if !at.Before(o.Start) && !at.After(o.End) {
+			udp++
+		}
+	}
+	t.Logf("observed: %d queries (%d over TCP), %d responses (%d over TCP), %d truncated; capture: %d UDP queries", o.Queries, o.TCPQueries, o.Responses, o.TCPResponses, o.Truncated, udp)
+	if udp < 150 || abs(o.Queries-o.TCPQueries-udp) > 8 {
+		t.Errorf("the agent counted %d UDP queries, the capture on the node %d over the same window", o.Queries-o.TCPQueries, udp)
+	}
+	if len(o.Names) != 1 || o.Names[0].Name != "big.example.com" {
+		t.Fatalf("observed names %+v: want big.example.com alone", o.Names)
+	}
+	n := o.Names[0]
+	per := func(x int) float64 { return float64(x) / float64(n.Lookups) }
+	if n.Lookups < 25 || math.Abs(per(n.Queries)-10) > 0.5 || math.Abs(per(n.TCPQueries)-2) > 0.1 || math.Abs(per(n.Truncated)-1) > 0.1 || n.AnsweredBy != "big.example.com." {
+		t.Errorf("observed %+v: want per lookup 10 queries, 2 of them over TCP, 1 truncated answer", n)
+	}
+	if abs(o.TCPResponses-o.TCPQueries) > 2 {
+		t.Errorf("%d TCP queries but %d TCP responses: each message once", o.TCPQueries, o.TCPResponses)
+	}
+}
