@@ -39,7 +39,7 @@ NODES=(
 # LAB_FOURTH_SEARCH=1 adds a 4th search domain to every pod, as EKS's <region>.compute.internal.
 LAB_FOURTH_SEARCH=${LAB_FOURTH_SEARCH:-0}
 # Names the lab's upstream DNS answers; everything else is NXDOMAIN.
-UPSTREAM_NAMES=${LAB_UPSTREAM_NAMES:-"example.com www.example.com api.example.com netbench.example.org"}
+UPSTREAM_NAMES=${LAB_UPSTREAM_NAMES:-"example.com www.example.com api.example.com netbench.example.org big.example.com"}
 UPSTREAM_ADDR=10.77.0.250 # the address those names resolve to (nothing listens there)
 
 START=$(date +%s)
@@ -71,5 +71,8 @@ case "${1:-}" in
   udp-loss) shift; cmd_udp_loss "$@" ;;
   mtu) shift; cmd_mtu "$@" ;;
   slow-node) shift; cmd_slow_node "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off" >&2; exit 2 ;;
+  dns-autopath) shift; cmd_dns_autopath "$@" ;;
+  nodelocaldns) shift; cmd_nodelocaldns "$@" ;;
+  dns-race) shift; cmd_dns_race "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT|off" >&2; exit 2 ;;
 esac

@@ -172,7 +172,7 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	}
 	rep.Result = res
 	rep.Target.AgentContainer = a.Container
-	o.finishNameserverView(svcView, res.DNSResult)
+	o.finishNameserverView(ctx, svcView, t, res.DNSResult)
 	rep.NameserverService = svcView
 	if o.Observe > 0 {
 		o.observe(ctx, sess, t, res)

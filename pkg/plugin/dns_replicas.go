@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ const DefaultDNSService = "kube-system/kube-dns"
 func (o *DNSOptions) nameserverService(ctx context.Context, t *Target) (*report.DNSService, []probes.DNSReplica) {
 	ns, name, _ := strings.Cut(o.DNSService, "/")
 	s := &report.DNSService{Namespace: ns, Name: name, CrossZoneShare: -1}
-	if p := t.Pod.Spec.DNSPolicy; p == corev1.DNSDefault || p == corev1.DNSNone || (t.Pod.Spec.HostNetwork && p != corev1.DNSClusterFirstWithHostNet) {
+	if p := t.Pod.Spec.DNSPolicy; p == corev1.DNSDefault || (t.Pod.Spec.HostNetwork && p != corev1.DNSClusterFirstWithHostNet) {
 		s.Skipped = fmt.Sprintf("skipped: the pod (dnsPolicy %s, hostNetwork %t) does not query the cluster DNS Service", p, t.Pod.Spec.HostNetwork)
 		return s, nil
 	}
@@ -31,6 +32,10 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *Target) (*report.
 		return s, nil
 	}
 	s.ClusterIP = svc.Spec.ClusterIP
+	if t.Pod.Spec.DNSPolicy == corev1.DNSNone && !asksClusterDNS(t.Pod.Spec.DNSConfig, s.ClusterIP) {
+		s.Skipped = fmt.Sprintf("skipped: the pod (dnsPolicy None) names its own nameservers, neither the Service's ClusterIP %s nor a node-local cache's link-local address", s.ClusterIP)
+		return s, nil
+	}
 	if td := svc.Spec.TrafficDistribution; td != nil {
 		s.TrafficDistribution = *td
 	}
@@ -53,6 +58,16 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *Target) (*report.
 	s.ReadyReplicas = len(reps)
 	s.CrossZoneShare, s.ShareBasis = crossZoneShare(s, reps)
 	return s, reps
+}
+
+// asksClusterDNS says whether a pod with dnsPolicy None still asks the cluster DNS first: its
+// first nameserver is the Service's ClusterIP or link-local (a node-local cache's address).
+func asksClusterDNS(c *corev1.PodDNSConfig, clusterIP string) bool {
+	if c == nil || len(c.Nameservers) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(c.Nameservers[0])
+	return c.Nameservers[0] == clusterIP || (err == nil && a.IsLinkLocalUnicast())
 }
 
 // nodeZone is the node's zone label ("" when it has none or cannot be read).
@@ -97,14 +112,24 @@ func crossZoneShare(s *report.DNSService, reps []probes.DNSReplica) (float64, st
 
 // finishNameserverView checks the view against what the agent found (the pod's nameserver may be
 // a node-local cache rather than the Service) and projects --lookups-per-second.
-func (o *DNSOptions) finishNameserverView(s *report.DNSService, res *probes.DNSResult) {
-	if s == nil || s.Skipped != "" || res == nil {
+func (o *DNSOptions) finishNameserverView(ctx context.Context, s *report.DNSService, t *Target, res *probes.DNSResult) {
+	if s == nil || s.Skipped != "" || res == nil || len(res.Config.Nameservers) == 0 {
 		return
 	}
-	if ns := res.Config.Nameservers; len(ns) > 0 && ns[0] != s.ClusterIP {
+	cachePod, lookErr := o.nodeLocalCachePod(ctx, s.Namespace, t.Pod.Spec.NodeName)
+	s.NodeLocalCache = nodeLocalView(s, res.Config.Nameservers[0], cachePod, lookErr)
+	nodeLocalWhatIf(s.NodeLocalCache, s, t.Pod.Spec.NodeName, res.ReplicaView)
+	switch s.NodeLocalCache.State {
+	case report.NodeLocalInUse:
 		s.CrossZoneShare = -1
-		s.ShareBasis = fmt.Sprintf("the pod's nameserver %s is not the Service's ClusterIP %s (a node-local cache?): its queries reach the replicas only when the cache asks them", ns[0], s.ClusterIP)
+		s.ShareBasis = "a node-local cache answers the pod's queries: they reach the replicas only on its misses"
 		return
+	case report.NodeLocalUnknown:
+		if ns := res.Config.Nameservers[0]; ns != s.ClusterIP {
+			s.CrossZoneShare = -1
+			s.ShareBasis = fmt.Sprintf("the pod's nameserver %s is not the Service's ClusterIP %s", ns, s.ClusterIP)
+			return
+		}
 	}
 	if o.LookupsPerSecond > 0 && s.CrossZoneShare >= 0 && len(res.Names) > 0 && len(res.Names[0].Variants) > 0 {
 		s.LookupsPerSecond = o.LookupsPerSecond

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 )
 
@@ -58,30 +59,39 @@ func TestNameserverService(t *testing.T) {
 			}
 			// 40 lookups/s of a name that takes 2 queries: 80 queries/s, this share of them across.
 			o.LookupsPerSecond = 40
-			o.finishNameserverView(s, &probes.DNSResult{Config: resolverConfig("10.96.0.10"), Names: []probes.DNSName{{Name: "x", Variants: []probes.DNSVariant{{Queries: 2}}}}})
-			if s.CrossZoneQueriesPerSecond != 80*tc.wantShare {
+			o.finishNameserverView(context.Background(), s, &Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("10.96.0.10"), Names: []probes.DNSName{{Name: "x", Variants: []probes.DNSVariant{{Queries: 2}}}}})
+			if s.CrossZoneQueriesPerSecond != 80*tc.wantShare || s.NodeLocalCache.State != report.NodeLocalNotInUse {
 				t.Errorf("cross-zone queries/s %g, want %g", s.CrossZoneQueriesPerSecond, 80*tc.wantShare)
 			}
 		})
 	}
 }
 
-// A pod whose nameserver is not the Service (a node-local cache) gets no share; a pod that
+// A pod whose nameserver is link-local (a node-local cache) gets no share; a pod that
 // does not use cluster DNS, or a Service that cannot be read, gets the reason instead of a view.
 func TestNameserverServiceSkipped(t *testing.T) {
 	o := NewDNSOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 	o.client = kubeDNS("")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}, Spec: corev1.PodSpec{NodeName: "lab-a2"}}
 	s, _ := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod})
-	o.finishNameserverView(s, &probes.DNSResult{Config: resolverConfig("169.254.20.10")})
-	if s.CrossZoneShare != -1 || !strings.Contains(s.ShareBasis, "not the Service's ClusterIP 10.96.0.10 (a node-local cache?)") {
+	o.finishNameserverView(context.Background(), s, &Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("169.254.20.10")})
+	if s.CrossZoneShare != -1 || !strings.Contains(s.ShareBasis, "a node-local cache answers the pod's queries") || s.NodeLocalCache.State != report.NodeLocalInUse {
 		t.Errorf("node-local nameserver: %+v", s)
 	}
 	pod.Spec.DNSPolicy = corev1.DNSDefault
 	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "does not query the cluster DNS Service") {
 		t.Errorf("dnsPolicy Default: %+v", s)
 	}
-	pod.Spec.DNSPolicy = ""
+	pod.Spec.DNSPolicy = corev1.DNSNone
+	pod.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.2"}}
+	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "names its own nameservers") {
+		t.Errorf("dnsPolicy None, own nameserver: %+v", s)
+	}
+	pod.Spec.DNSConfig.Nameservers = []string{"169.254.20.10"}
+	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); len(reps) != 2 || s.Skipped != "" {
+		t.Errorf("dnsPolicy None asking a node-local cache: %+v", s)
+	}
+	pod.Spec.DNSPolicy, pod.Spec.DNSConfig = "", nil
 	o.DNSService = "kube-system/other-dns"
 	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "reading Service kube-system/other-dns") {
 		t.Errorf("no such Service: %+v", s)

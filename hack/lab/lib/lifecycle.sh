@@ -144,3 +144,99 @@ $procs"
   if [ $left = 0 ]; then echo "clean: no lab process, network namespace, mount, cgroup, iptables rule, route or state is left"; fi
   return $left
 }
+
+# cmd_dns_autopath on|off: the cluster DNS walks the search path itself for the first search
+# candidate (CoreDNS autopath with pods verified: it answers a CNAME to the name that exists),
+# or not; CoreDNS restarts with the new Corefile and the command returns once it is ready.
+cmd_dns_autopath() {
+  local cm
+  case "${1:-}" in on | off) ;; *) die "usage: lab.sh dns-autopath on|off" ;; esac
+  cm=$(kubectl -n kube-system get configmap coredns -o yaml | sed -e '/autopath @kubernetes/d' -e 's/pods verified/pods insecure/')
+  if [ "$1" = on ]; then
+    cm=$(sed -e 's/pods insecure/pods verified/' -e 's/^\( *\)kubernetes cluster.local/\1autopath @kubernetes\n\1kubernetes cluster.local/' <<<"$cm")
+  fi
+  kubectl replace -f - <<<"$cm" >/dev/null
+  kubectl -n kube-system rollout restart deploy/coredns >/dev/null
+  kubectl -n kube-system rollout status deploy/coredns --timeout=120s >/dev/null
+  log "CoreDNS autopath $1"
+}
+
+NODELOCAL_IP=169.254.20.10
+
+# cmd_nodelocaldns on|off: NodeLocal DNSCache in its iptables mode (manifests/nodelocaldns.yaml):
+# every node answers the pods' queries to the kube-dns ClusterIP and to 169.254.20.10 itself;
+# "off" removes the caches, their addresses and rules, and the upstream Service.
+cmd_nodelocaldns() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local n name ns a p chain upstream
+  case "${1:-}" in on | off) ;; *) die "usage: lab.sh nodelocaldns on|off" ;; esac
+  if [ "$1" = off ]; then
+    kubectl -n kube-system delete daemonset/node-local-dns configmap/node-local-dns service/kube-dns-upstream --ignore-not-found --wait=true >/dev/null
+  fi
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    ns=$(node_ns "$name")
+    for a in "$NODELOCAL_IP" "$CLUSTER_DNS"; do ip -n "$ns" addr del "$a/32" dev lo 2>/dev/null || true; done
+    ip netns exec "$ns" iptables -t raw -F NBLAB-NODELOCAL 2>/dev/null || true
+    for chain in PREROUTING OUTPUT; do
+      ip netns exec "$ns" iptables -t raw -D "$chain" -j NBLAB-NODELOCAL 2>/dev/null || true
+    done
+    ip netns exec "$ns" iptables -t raw -X NBLAB-NODELOCAL 2>/dev/null || true
+    [ "$1" = on ] || continue
+    for a in "$NODELOCAL_IP" "$CLUSTER_DNS"; do ip -n "$ns" addr add "$a/32" dev lo; done
+    ip netns exec "$ns" iptables -t raw -N NBLAB-NODELOCAL
+    for a in "$NODELOCAL_IP" "$CLUSTER_DNS"; do
+      for p in udp tcp; do
+        ip netns exec "$ns" iptables -t raw -A NBLAB-NODELOCAL -d "$a" -p "$p" --dport 53 -j NOTRACK
+        ip netns exec "$ns" iptables -t raw -A NBLAB-NODELOCAL -s "$a" -p "$p" --sport 53 -j NOTRACK
+      done
+    done
+    for chain in PREROUTING OUTPUT; do ip netns exec "$ns" iptables -t raw -I "$chain" -j NBLAB-NODELOCAL; done
+  done
+  if [ "$1" = off ]; then log "NodeLocal DNSCache off"; return; fi
+  kubectl -n kube-system apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns-upstream, namespace: kube-system, labels: {k8s-app: kube-dns-upstream}}
+spec:
+  selector: {k8s-app: kube-dns}
+  ports:
+  - {name: dns, port: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, protocol: TCP}
+YAML
+  upstream=$(kubectl -n kube-system get service kube-dns-upstream -o jsonpath='{.spec.clusterIP}')
+  sed -e "s/@LOCAL_IP@/$NODELOCAL_IP/g" -e "s/@CLUSTER_DNS@/$CLUSTER_DNS/g" -e "s/@UPSTREAM_IP@/$upstream/g" \
+    "$LAB/manifests/nodelocaldns.yaml" | kubectl apply -f - >/dev/null
+  kubectl -n kube-system rollout status daemonset/node-local-dns --timeout=120s >/dev/null
+  log "NodeLocal DNSCache on: every node answers $CLUSTER_DNS and $NODELOCAL_IP (cache misses go to kube-dns-upstream $upstream)"
+}
+
+# cmd_dns_race PCT|off: stands in for the conntrack race that drops one of two UDP queries a
+# client sends at once from one socket through the Service's DNAT: every CoreDNS replica's node
+# drops PCT % of the UDP DNS packets that are the second of their flow while the first is still
+# unanswered (conntrack state NEW, 2nd packet: glibc's AAAA sent together with its A). Queries
+# sent one at a time, or from separate sockets, are never dropped.
+cmd_dns_race() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local pct=${1:-} n name ns node addr prob
+  [ -n "$pct" ] || die "usage: lab.sh dns-race PERCENT (e.g. 30) | dns-race off"
+  if [ "$pct" != off ] && { ! [[ "$pct" =~ ^[0-9]+$ ]] || [ "$pct" -gt 100 ]; }; then die "dns-race $pct: want a whole percentage 0-100"; fi
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    ns=$(node_ns "$name")
+    ip netns exec "$ns" iptables -D FORWARD -j NBLAB-DNSRACE 2>/dev/null || true
+    ip netns exec "$ns" iptables -F NBLAB-DNSRACE 2>/dev/null || true
+    ip netns exec "$ns" iptables -X NBLAB-DNSRACE 2>/dev/null || true
+  done
+  if [ "$pct" = off ]; then log "DNS race off"; return; fi
+  prob=$(awk -v p="$pct" 'BEGIN { printf "%.4f", p / 100 }')
+  while read -r node addr; do
+    ns=$(node_ns "$node")
+    ip netns exec "$ns" iptables -N NBLAB-DNSRACE 2>/dev/null || true
+    ip netns exec "$ns" iptables -A NBLAB-DNSRACE -d "$addr" -p udp --dport 53 -m conntrack --ctstate NEW \
+      -m connbytes --connbytes 2:2 --connbytes-dir original --connbytes-mode packets \
+      -m statistic --mode random --probability "$prob" -j DROP
+    ip netns exec "$ns" iptables -C FORWARD -j NBLAB-DNSRACE 2>/dev/null || ip netns exec "$ns" iptables -I FORWARD -j NBLAB-DNSRACE
+  done < <(kubectl -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.podIP}{"\n"}{end}')
+  log "DNS race: $pct % of second queries sent at once on one socket are dropped at every CoreDNS replica"
+}
