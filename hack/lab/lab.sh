@@ -74,5 +74,6 @@ case "${1:-}" in
   dns-autopath) shift; cmd_dns_autopath "$@" ;;
   nodelocaldns) shift; cmd_nodelocaldns "$@" ;;
   dns-race) shift; cmd_dns_race "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT|off" >&2; exit 2 ;;
+  dns-pin) shift; cmd_dns_pin "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off" >&2; exit 2 ;;
 esac

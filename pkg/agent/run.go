@@ -290,7 +290,7 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 		return rep, err
 	}
 	rep.DNSResult, err = probes.DNSAmplification(ctx, probes.DNSSpec{
-		Names: p.Names, Resolver: kind, Config: cfg, Repeats: p.Repeats, WhatIfNdots: p.WhatIfNdots, Replicas: p.DNSReplicas,
+		Names: p.Names, Resolver: kind, Config: cfg, Repeats: p.Repeats, WhatIfNdots: p.WhatIfNdots, Replicas: p.DNSReplicas, Race: p.DNSRace,
 	})
 	if err != nil {
 		return nil, err

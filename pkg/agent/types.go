@@ -94,6 +94,8 @@ type ProbeSpec struct {
 	ResolvConf  string   `json:"resolvConf,omitempty"`
 	// DNSReplicas are the servers behind the pod's nameserver Service, asked directly too.
 	DNSReplicas []probes.DNSReplica `json:"dnsReplicas,omitempty"`
+	// DNSRace is how many lookups the race check does (0: none).
+	DNSRace int `json:"dnsRace,omitempty"`
 	// Size is the UDP probe's datagram size in bytes (payload, header included).
 	Size int `json:"size,omitempty"`
 	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
@@ -170,6 +172,9 @@ func (j *Job) Validate() error {
 			}
 			if err := checkReplicas(p.DNSReplicas); err != nil {
 				return fmt.Errorf("probe %s: %w", p.Label(), err)
+			}
+			if p.DNSRace < 0 || p.DNSRace > probes.MaxRaceLookups {
+				return fmt.Errorf("probe %s: race check of %d lookups: want 0-%d", p.Label(), p.DNSRace, probes.MaxRaceLookups)
 			}
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
@@ -36,6 +37,7 @@ type DNSOptions struct {
 	AllowHostNetwork bool
 	DNSService       string
 	LookupsPerSecond float64
+	Race             int
 }
 
 // NewDNSOptions returns options with the defaults.
@@ -59,7 +61,8 @@ dot or another ndots would change, and a ready-to-apply fix.
 TARGET is a pod, TYPE/NAME or NAMESPACE/TYPE/NAME. Without NAMEs: kubernetes.default, the
 kubernetes Service's cluster FQDN and --external-name.`,
 		Example: `  kubectl netbench dns deploy/web
-  kubectl netbench dns deploy/web api.example.com redis.cache --resolver musl -o json`,
+  kubectl netbench dns deploy/web api.example.com redis.cache --resolver musl -o json
+  kubectl netbench dns deploy/web --race 500    # lookups that wait out a timeout, and the fix`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
@@ -82,6 +85,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (it resolves with the node's resolv.conf)")
 	f.StringVar(&o.DNSService, "dns-service", o.DNSService, "NAMESPACE/NAME of the cluster DNS Service whose replicas are asked one by one")
 	f.Float64Var(&o.LookupsPerSecond, "lookups-per-second", 0, "the application's lookups per second of the first name, to project the queries per second that cross a zone")
+	f.IntVar(&o.Race, "race", 0, "race check: this many lookups done exactly as the resolver sends A and AAAA, counting those that wait out a timeout (the conntrack race), with the fix measured the same way")
 	o.addFlags(cmd)
 	o.gates.addFlags(cmd, "'dns.kubernetes.default.queries > 2'")
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
@@ -125,6 +129,9 @@ func (o *DNSOptions) Validate() error {
 	if ns, name, ok := strings.Cut(o.DNSService, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
 		return fmt.Errorf("--dns-service %q: want NAMESPACE/NAME of a Service", o.DNSService)
 	}
+	if o.Race < 0 || o.Race > probes.MaxRaceLookups {
+		return fmt.Errorf("--race %d: want 0-%d lookups", o.Race, probes.MaxRaceLookups)
+	}
 	if !(o.LookupsPerSecond >= 0 && o.LookupsPerSecond <= 1e6) {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
 	}
@@ -164,9 +171,9 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 
 	measureStart := time.Now()
 	svcView, replicas := o.nameserverService(ctx, t)
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: replicas}
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: replicas, DNSRace: o.Race}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, res, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: 5 * time.Minute}, spec)
+	a, res, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
 	if err != nil {
 		return err
 	}
@@ -178,7 +185,9 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 		o.observe(ctx, sess, t, res)
 	}
 	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
-	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, t.Namespace)
+	opts := podDNSOptions(t.Pod)
+	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, t.Namespace, opts)
+	rep.RaceAdvice = report.PlanRaceFix(rep.Result.DNSResult, rep.Owner, t.Namespace, opts)
 	if err := sess.Close(); err != nil {
 		return err
 	}
@@ -212,6 +221,26 @@ func (o *DNSOptions) observe(ctx context.Context, sess *Session, t *Target, res 
 }
 
 // owner finds the workload whose pod template shapes this pod (deployment/x, statefulset/x …).
+// agentLifetime bounds the agent's life: the measurement, and the race check's two series.
+func (o *DNSOptions) agentLifetime() time.Duration {
+	if o.Race > 0 {
+		return 5*time.Minute + 2*probes.RaceBudget
+	}
+	return 5 * time.Minute
+}
+
+// podDNSOptions are the pod's own dnsConfig options (its template's), which a patch must keep.
+func podDNSOptions(p *corev1.Pod) []report.DNSOption {
+	if p.Spec.DNSConfig == nil {
+		return nil
+	}
+	var out []report.DNSOption
+	for _, o := range p.Spec.DNSConfig.Options {
+		out = append(out, report.DNSOption{Name: o.Name, Value: o.Value})
+	}
+	return out
+}
+
 func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 	for _, ref := range p.OwnerReferences {
 		if ref.Controller == nil || !*ref.Controller {

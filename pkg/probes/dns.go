@@ -30,6 +30,8 @@ type DNSSpec struct {
 	Timeout time.Duration
 	// Replicas are the servers behind the nameserver, each asked the same query directly.
 	Replicas []DNSReplica
+	// Race is how many lookups the race check does (0: none).
+	Race int
 }
 
 // DNSQuery is one query of a cold lookup's timeline.
@@ -92,6 +94,8 @@ type DNSResult struct {
 	// ReplicaView is the nameserver and each replica behind it asked the same query (when the
 	// replicas were given).
 	ReplicaView *DNSReplicaView `json:"replicaView,omitempty"`
+	// Race is the race check (--race).
+	Race *DNSRace `json:"race,omitempty"`
 }
 
 // dnsClient sends queries and remembers each candidate's outcome.
@@ -386,6 +390,9 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 	}
 	if len(spec.Replicas) > 0 {
 		res.ReplicaView = timeReplicas(ctx, d.c, spec.Config.Nameservers[0], spec.Replicas, replicaQuery(res), spec.Repeats)
+	}
+	if spec.Race > 0 {
+		res.Race = runRace(ctx, spec.Resolver, spec.Config, server, replicaQuery(res), min(spec.Race, MaxRaceLookups))
 	}
 	return res, ctx.Err()
 }

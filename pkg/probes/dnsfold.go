@@ -107,13 +107,10 @@ func (f *lookupFolder) query(at time.Time, id uint16, name, qtype string, tcp bo
 
 // Answer records a response to the pod's query (id, name, qtype) with rcode rc.
 func (f *lookupFolder) Answer(at time.Time, id uint16, name, qtype string, rc resolver.Rcode) {
-	f.tick(at)
-	key := queryKey{id, name, qtype}
-	l := f.pending[key]
+	l := f.answered(at, id, name, qtype)
 	if l == nil {
 		return
 	}
-	delete(f.pending, key)
 	if len(f.answers) < maxPending {
 		f.answers[name+"/"+qtype] = rc
 	}
@@ -137,18 +134,24 @@ func (f *lookupFolder) Answer(at time.Time, id uint16, name, qtype string, rc re
 // Truncated records a UDP answer with the TC bit: not the lookup's answer yet, the resolver
 // asks again over TCP (glibc both types of the candidate).
 func (f *lookupFolder) Truncated(at time.Time, id uint16, name, qtype string) {
-	f.tick(at)
-	key := queryKey{id, name, qtype}
-	l := f.pending[key]
+	l := f.answered(at, id, name, qtype)
 	if l == nil {
 		return
 	}
-	delete(f.pending, key)
 	f.byName[l.base].Truncated++
 	l.last = at
 	if l.closedAt.IsZero() && l.cands[l.pos] == name {
 		l.resend = true
 	}
+}
+
+// answered takes the lookup awaiting the answer to query (id, name, qtype), nil if none does.
+func (f *lookupFolder) answered(at time.Time, id uint16, name, qtype string) *lookup {
+	f.tick(at)
+	key := queryKey{id, name, qtype}
+	l := f.pending[key]
+	delete(f.pending, key)
+	return l
 }
 
 // maybeClose ends a lookup whose walk is over once every type it asked is answered.

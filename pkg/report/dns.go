@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,10 +31,12 @@ type DNSReport struct {
 	// share of queries that cross a zone (the replicas' latencies are in Result.ReplicaView).
 	NameserverService *DNSService `json:"nameserverService,omitempty"`
 	// Fixes holds the cheapest fix per name; Patch the pod-wide dnsConfig change.
-	Fixes    []DNSFix `json:"fixes"`
-	Patch    *Patch   `json:"patch,omitempty"`
-	Timing   Timing   `json:"timing"`
-	Warnings []string `json:"warnings,omitempty"`
+	Fixes []DNSFix `json:"fixes"`
+	Patch *Patch   `json:"patch,omitempty"`
+	// RaceAdvice is what the race check (--race) recommends, with its patch.
+	RaceAdvice *RaceAdvice `json:"raceAdvice,omitempty"`
+	Timing     Timing      `json:"timing"`
+	Warnings   []string    `json:"warnings,omitempty"`
 	// Checks are the --fail-if conditions and how they came out.
 	Checks []gate.Result `json:"checks,omitempty"`
 }
@@ -59,7 +62,7 @@ type Patch struct {
 
 // PlanDNSFixes picks the cheapest fix per name and the ndots that sends the fewest queries while
 // every name that resolved still resolves from the same answer.
-func PlanDNSFixes(r *probes.DNSResult, owner, namespace string) ([]DNSFix, *Patch) {
+func PlanDNSFixes(r *probes.DNSResult, owner, namespace string, options []DNSOption) ([]DNSFix, *Patch) {
 	var fixes []DNSFix
 	byNdots := map[int]int{}
 	current := 0
@@ -107,7 +110,7 @@ func PlanDNSFixes(r *probes.DNSResult, owner, namespace string) ([]DNSFix, *Patc
 		return fixes, nil
 	}
 	p := &Patch{Ndots: best, QueriesBefore: current, QueriesAfter: byNdots[best]}
-	p.Command = fmt.Sprintf(`kubectl patch -n %s %s --type=strategic -p '{"spec":{"template":{"spec":{"dnsConfig":{"options":[{"name":"ndots","value":"%d"}]}}}}}'`, namespace, owner, best)
+	p.Command = DNSOptionsPatch(namespace, owner, options, "ndots", strconv.Itoa(best))
 	for _, n := range r.Names {
 		v := variant(n, fmt.Sprintf("ndots:%d", best))
 		conf := variant(n, "as configured")
@@ -197,6 +200,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 	writeServerSearch(w, res.Names)
 	writeTimelines(w, res.Names)
 	writeDNSService(w, r)
+	writeRace(w, r)
 	fmt.Fprintf(w, "\nFixes\n")
 	for _, f := range r.Fixes {
 		if f.FixedQueries < f.Queries {

@@ -26,7 +26,7 @@ func TestPlanDNSFixes(t *testing.T) {
 			v("as configured", 5, 8, ""), v("trailing dot", 5, 2, ""),
 			v("ndots:1", 1, 8, ""), v("ndots:2", 2, 8, "")}},
 	}}
-	fixes, patch := PlanDNSFixes(r, "deployment/web", "shop")
+	fixes, patch := PlanDNSFixes(r, "deployment/web", "shop", nil)
 	want := []DNSFix{
 		{Name: "kubernetes.default", Queries: 4, Fix: `look up "kubernetes.default.svc.cluster.local." (fully qualified, with the trailing dot)`, FixedQueries: 2},
 		{Name: "example.com", Queries: 8, Fix: `look up "example.com." (fully qualified, with the trailing dot)`, FixedQueries: 2},
@@ -45,7 +45,7 @@ func TestPlanDNSFixes(t *testing.T) {
 		t.Errorf("side effects %v, want the extra upstream query of kubernetes.default", patch.SideEffects)
 	}
 	// No owner to patch: the per-name fixes only.
-	if _, p := PlanDNSFixes(r, "", "shop"); p != nil {
+	if _, p := PlanDNSFixes(r, "", "shop", nil); p != nil {
 		t.Errorf("a pod without an owner got a patch: %+v", p)
 	}
 }

@@ -19,7 +19,11 @@ type Config struct {
 	TimeoutSeconds int `json:"timeoutSeconds"`
 	// SingleRequest sends A and AAAA one after the other instead of together (glibc, Go).
 	SingleRequest bool `json:"singleRequest,omitempty"`
-	Rotate        bool `json:"rotate,omitempty"`
+	// SingleRequestReopen (glibc) also sends the second query from a new socket; UseVC (glibc)
+	// asks over TCP.
+	SingleRequestReopen bool `json:"singleRequestReopen,omitempty"`
+	UseVC               bool `json:"useVC,omitempty"`
+	Rotate              bool `json:"rotate,omitempty"`
 	// LocalDomain is the search list glibc and Go fall back to when resolv.conf has none: the
 	// domain part of the host name (usually empty in a pod).
 	LocalDomain string `json:"localDomain,omitempty"`
@@ -62,6 +66,9 @@ func ParseResolvConf(text string) Config {
 					c.TimeoutSeconds = min(max(n, 1), 30)
 				case k == "single-request" || k == "single-request-reopen":
 					c.SingleRequest = true
+					c.SingleRequestReopen = c.SingleRequestReopen || k == "single-request-reopen"
+				case k == "use-vc":
+					c.UseVC = true
 				case k == "rotate":
 					c.Rotate = true
 				}
@@ -81,8 +88,14 @@ func (c Config) String() string {
 		b.WriteString("nameserver " + n + "\n")
 	}
 	opts := []string{"ndots:" + strconv.Itoa(c.Ndots), "attempts:" + strconv.Itoa(c.Attempts), "timeout:" + strconv.Itoa(c.TimeoutSeconds)}
-	if c.SingleRequest {
+	switch {
+	case c.SingleRequestReopen:
+		opts = append(opts, "single-request-reopen")
+	case c.SingleRequest:
 		opts = append(opts, "single-request")
+	}
+	if c.UseVC {
+		opts = append(opts, "use-vc")
 	}
 	if c.Rotate {
 		opts = append(opts, "rotate")

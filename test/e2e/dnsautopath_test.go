@@ -2,14 +2,10 @@ package e2e
 
 import (
 	"bufio"
-	"context"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // With CoreDNS's autopath on, the first search candidate of example.com is answered with a CNAME
@@ -21,21 +17,8 @@ func TestDNSAutopathCount(t *testing.T) {
 	labScript(t, "dns-autopath", "on")
 	t.Cleanup(func() { labScript(t, "dns-autopath", "off") })
 
-	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", "udp dst port 53")
-	stdout, _ := capture.StdoutPipe()
-	if err := capture.Start(); err != nil {
-		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
-	}
-	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", []string{"--count", "0", "--every", "1500", "example.com"})
-	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitRollout(t, cs, ns, "looper")
-	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=looper"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("looper pod: %v", err)
-	}
-	ip := pods.Items[0].Status.PodIP
+	capture, stdout := tcpdumpA1(t, "udp dst port 53")
+	ip := looper(t, cs, ns, "--count", "0", "--every", "1500", "example.com")
 	time.Sleep(5 * time.Second) // a few lookups, after CoreDNS has learnt the pod
 	_ = capture.Process.Kill()
 	var bursts []int // queries per lookup: the looper's lookups are 1.5 s apart

@@ -2,15 +2,11 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"math"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // big.example.com's answer (40 A records, about 670 bytes) does not fit UDP's 512 bytes: the
@@ -21,21 +17,8 @@ import (
 // its UDP queries are the ones a capture on the node saw over the same window.
 func TestDNSTruncatedAnswerOverTCP(t *testing.T) {
 	cs, ns := lab(t)
-	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", []string{"--count", "0", "--every", "200", "big.example.com"})
-	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitRollout(t, cs, ns, "looper")
-	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=looper"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("looper pod: %v", err)
-	}
-	ip := pods.Items[0].Status.PodIP
-	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", "src host "+ip+" and udp dst port 53")
-	stdout, _ := capture.StdoutPipe()
-	if err := capture.Start(); err != nil {
-		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
-	}
+	ip := looper(t, cs, ns, "--count", "0", "--every", "200", "big.example.com")
+	capture, stdout := tcpdumpA1(t, "src host "+ip+" and udp dst port 53")
 	sent := make(chan time.Time, 100000)
 	go func() {
 		sc := bufio.NewScanner(stdout)

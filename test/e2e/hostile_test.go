@@ -118,6 +118,8 @@ func badInputs(ns string) []hostileCase {
 		{"dns service without namespace", dns("--dns-service", "kube-dns"), `--dns-service "kube-dns": want NAMESPACE/NAME of a Service`},
 		{"dns lookups per second negative", dns("--lookups-per-second", "-1"), "--lookups-per-second -1: want 0-1e+06"},
 		{"dns lookups per second NaN", dns("--lookups-per-second", "NaN"), "--lookups-per-second NaN: want 0-1e+06"},
+		{"dns race negative", dns("--race", "-1"), "--race -1: want 0-10000 lookups"},
+		{"dns race too many", dns("--race", "10001"), "--race 10001: want 0-10000 lookups"},
 		{"dns observe too long", dns("--observe", "1h"), "--observe 1h0m0s: want up to 10m"},
 		{"dns what-if ndots", dns("--what-if-ndots", "16"), "--what-if-ndots 16: want 0-15"},
 		{"dns name with space", dns("a b"), `name "a b" is not a DNS name: label "a b" holds ' '`},

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // --observe counts what the wire shows: a packet capture on the node, at the pod's bridge, over
@@ -31,22 +33,8 @@ func TestDNSObserveMatchesPacketCapture(t *testing.T) {
 func observeAgainstCapture(t *testing.T, extra []string, want map[string][2]float64) {
 	cs, ns := lab(t)
 	args := append(append([]string{"--count", "0", "--every", "100"}, extra...), "example.com", "kubernetes.default")
-	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", args)
-	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitRollout(t, cs, ns, "looper")
-	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=looper"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("looper pod: %v", err)
-	}
-	ip := pods.Items[0].Status.PodIP
-
-	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", "host "+ip+" and udp port 53")
-	stdout, _ := capture.StdoutPipe()
-	if err := capture.Start(); err != nil {
-		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
-	}
+	ip := looper(t, cs, ns, args...)
+	capture, stdout := tcpdumpA1(t, "host "+ip+" and udp port 53")
 	type pkt struct {
 		at        time.Time
 		query, nx bool
@@ -130,4 +118,33 @@ func abs(v int) int {
 		return -v
 	}
 	return v
+}
+
+// looper runs the glibc resolver on lab-a1 with args (a deployment named looper) and returns
+// its pod's IP once it runs.
+func looper(t *testing.T, cs kubernetes.Interface, ns string, args ...string) string {
+	t.Helper()
+	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", args)
+	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRollout(t, cs, ns, "looper")
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=looper"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("looper pod: %v", err)
+	}
+	return pods.Items[0].Status.PodIP
+}
+
+// tcpdumpA1 starts tcpdump on lab-a1's pod bridge with filter and returns it and its output
+// (-nn -l -tt: one line per packet, starting with its Unix time); it skips the test without
+// tcpdump.
+func tcpdumpA1(t *testing.T, filter string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", filter)
+	stdout, _ := capture.StdoutPipe()
+	if err := capture.Start(); err != nil {
+		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
+	}
+	return capture, stdout
 }

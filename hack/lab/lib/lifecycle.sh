@@ -158,6 +158,7 @@ cmd_dns_autopath() {
   kubectl replace -f - <<<"$cm" >/dev/null
   kubectl -n kube-system rollout restart deploy/coredns >/dev/null
   kubectl -n kube-system rollout status deploy/coredns --timeout=120s >/dev/null
+  wait_for 60 "the old CoreDNS pods to go" old_coredns_gone
   log "CoreDNS autopath $1"
 }
 
@@ -211,15 +212,17 @@ YAML
   log "NodeLocal DNSCache on: every node answers $CLUSTER_DNS and $NODELOCAL_IP (cache misses go to kube-dns-upstream $upstream)"
 }
 
-# cmd_dns_race PCT|off: stands in for the conntrack race that drops one of two UDP queries a
-# client sends at once from one socket through the Service's DNAT: every CoreDNS replica's node
-# drops PCT % of the UDP DNS packets that are the second of their flow while the first is still
-# unanswered (conntrack state NEW, 2nd packet: glibc's AAAA sent together with its A). Queries
-# sent one at a time, or from separate sockets, are never dropped.
+# cmd_dns_race PCT [NODE]|off: stands in for the conntrack race that drops one of two UDP queries
+# a client sends at once from one socket through the Service's DNAT: the node of every CoreDNS
+# replica (or of those on NODE only) drops PCT % of the UDP DNS packets to the replica that are
+# the second of their flow while the first is still unanswered (conntrack state NEW, 2nd packet:
+# glibc's AAAA sent together with its A). Queries sent one at a time, or from separate sockets,
+# are never dropped.
 cmd_dns_race() {
   [ "$(id -u)" = 0 ] || die "run as root"
-  local pct=${1:-} n name ns node addr prob
-  [ -n "$pct" ] || die "usage: lab.sh dns-race PERCENT (e.g. 30) | dns-race off"
+  local pct=${1:-} only=${2:-} n name ns node addr prob
+  [ -n "$pct" ] || die "usage: lab.sh dns-race PERCENT [NODE] (e.g. 30 lab-b1) | dns-race off"
+  [ -z "$only" ] || node_ns "$only" >/dev/null
   if [ "$pct" != off ] && { ! [[ "$pct" =~ ^[0-9]+$ ]] || [ "$pct" -gt 100 ]; }; then die "dns-race $pct: want a whole percentage 0-100"; fi
   for n in "${NODES[@]}"; do
     read -r name _ <<<"$n"
@@ -231,6 +234,7 @@ cmd_dns_race() {
   if [ "$pct" = off ]; then log "DNS race off"; return; fi
   prob=$(awk -v p="$pct" 'BEGIN { printf "%.4f", p / 100 }')
   while read -r node addr; do
+    [ -z "$only" ] || [ "$node" = "$only" ] || continue
     ns=$(node_ns "$node")
     ip netns exec "$ns" iptables -N NBLAB-DNSRACE 2>/dev/null || true
     ip netns exec "$ns" iptables -A NBLAB-DNSRACE -d "$addr" -p udp --dport 53 -m conntrack --ctstate NEW \
@@ -238,5 +242,31 @@ cmd_dns_race() {
       -m statistic --mode random --probability "$prob" -j DROP
     ip netns exec "$ns" iptables -C FORWARD -j NBLAB-DNSRACE 2>/dev/null || ip netns exec "$ns" iptables -I FORWARD -j NBLAB-DNSRACE
   done < <(kubectl -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.podIP}{"\n"}{end}')
-  log "DNS race: $pct % of second queries sent at once on one socket are dropped at every CoreDNS replica"
+  log "DNS race: $pct % of second queries sent at once on one socket are dropped at ${only:+the }CoreDNS replica${only:+s on $only}${only:-s}"
+}
+
+# cmd_dns_pin NODE...|off: the CoreDNS replicas run only on these nodes (one per zone still, by
+# the Deployment's spread constraint); "off" lets them run anywhere again. Returns once rolled out.
+cmd_dns_pin() {
+  local n values
+  [ $# -gt 0 ] || die "usage: lab.sh dns-pin NODE... (e.g. lab-a2 lab-b2) | dns-pin off"
+  if [ "$1" = off ]; then
+    kubectl -n kube-system patch deployment coredns --type=json -p '[{"op":"remove","path":"/spec/template/spec/affinity"}]' >/dev/null 2>&1 || true
+  else
+    for n in "$@"; do node_ns "$n" >/dev/null; done
+    values=$(printf '"%s",' "$@")
+    kubectl -n kube-system patch deployment coredns --type=strategic -p \
+      "{\"spec\":{\"template\":{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[${values%,}]}]}]}}}}}}}" >/dev/null
+  fi
+  kubectl -n kube-system rollout status deploy/coredns --timeout=120s >/dev/null
+  wait_for 60 "the old CoreDNS pods to go" old_coredns_gone
+  log "CoreDNS replicas on: $(kubectl -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].spec.nodeName}')"
+}
+
+# old_coredns_gone: no more CoreDNS pods than the Deployment wants.
+old_coredns_gone() {
+  local want have
+  want=$(kubectl -n kube-system get deploy coredns -o jsonpath='{.spec.replicas}')
+  have=$(kubectl -n kube-system get pods -l k8s-app=kube-dns -o name | wc -l)
+  [ "$have" -le "$want" ]
 }

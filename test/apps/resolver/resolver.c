@@ -2,12 +2,13 @@
  * resolver: looks names up with the C library's own getaddrinfo (AF_UNSPEC, as most apps do),
  * so that the lab can run the real glibc and musl resolvers inside pods.
  *
- *   resolver [--count N] [--every MS] [--family 4|6] [--idle] NAME...
+ *   resolver [--count N] [--every MS] [--family 4|6] [--time] [--idle] NAME...
  *
  * Prints one line per lookup: "lookup NAME ok ADDR,..." or "lookup NAME error MESSAGE".
  * --count N repeats the round of names N times (0 = forever), --every MS between rounds;
  * --idle then waits for SIGTERM, so the pod stays up for ephemeral containers.
  * --family 4 or 6 asks for one address family only (AF_INET/AF_INET6: A-only or AAAA-only lookups).
+ * --time ends each line with " took_us=N", the lookup's duration in microseconds (monotonic clock).
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -21,6 +22,7 @@
 
 static volatile sig_atomic_t stop;
 static int family = AF_UNSPEC;
+static int timed;
 static void on_term(int sig) { (void)sig; stop = 1; }
 
 static void lookup(const char *name) {
@@ -28,9 +30,15 @@ static void lookup(const char *name) {
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = family;
 	hints.ai_socktype = SOCK_STREAM;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = getaddrinfo(name, NULL, &hints, &res);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long took_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+	char took[32] = "";
+	if (timed) snprintf(took, sizeof took, " took_us=%ld", took_us);
 	if (rc != 0) {
-		printf("lookup %s error %s\n", name, gai_strerror(rc));
+		printf("lookup %s error %s%s\n", name, gai_strerror(rc), took);
 		fflush(stdout);
 		return;
 	}
@@ -45,7 +53,7 @@ static void lookup(const char *name) {
 			first = 0;
 		}
 	}
-	printf("\n");
+	printf("%s\n", took);
 	fflush(stdout);
 	freeaddrinfo(res);
 }
@@ -59,6 +67,7 @@ int main(int argc, char **argv) {
 		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) count = atol(argv[++i]);
 		else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc) every_ms = atol(argv[++i]);
 		else if (strcmp(argv[i], "--idle") == 0) idle = 1;
+		else if (strcmp(argv[i], "--time") == 0) timed = 1;
 		else if (strcmp(argv[i], "--family") == 0 && i + 1 < argc) family = atol(argv[++i]) == 6 ? AF_INET6 : AF_INET;
 		else { fprintf(stderr, "resolver: unknown flag %s\n", argv[i]); return 2; }
 	}

@@ -1,0 +1,101 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+)
+
+// DNSOption is one of a pod template's dnsConfig options, as the API has it.
+type DNSOption struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value,omitempty"`
+}
+
+// DNSOptionsPatch is a kubectl patch that sets option name (to value, or bare when value is "")
+// in owner's pod template and keeps the template's other options: dnsConfig.options is replaced
+// whole by a strategic merge, so the patch carries all of them.
+func DNSOptionsPatch(namespace, owner string, current []DNSOption, name, value string) string {
+	opts := []DNSOption{}
+	for _, o := range current {
+		if o.Name != name {
+			opts = append(opts, o)
+		}
+	}
+	set := DNSOption{Name: name}
+	if value != "" {
+		set.Value = &value
+	}
+	opts = append(opts, set)
+	body := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"dnsConfig": map[string]any{"options": opts}}}}}
+	b, _ := json.Marshal(body) // maps and strings only: cannot fail
+	return fmt.Sprintf("kubectl patch -n %s %s --type=strategic -p '%s'", namespace, owner, b)
+}
+
+// RaceAdvice is what the race check recommends for the resolver it found, and the patch.
+type RaceAdvice struct {
+	Advice  string `json:"advice"`
+	Command string `json:"command,omitempty"`
+}
+
+// PlanRaceFix turns the race check into advice that fits the resolver.
+func PlanRaceFix(r *probes.DNSResult, owner, namespace string, current []DNSOption) *RaceAdvice {
+	if r == nil || r.Race == nil {
+		return nil
+	}
+	m, fix := r.Race.Measured, r.Race.Fix
+	switch {
+	case m.Mode == probes.RaceTCP:
+		return &RaceAdvice{Advice: "the resolver asks over TCP (use-vc): no UDP race to check"}
+	case m.Mode == probes.RaceSeparate:
+		return &RaceAdvice{Advice: "Go's resolver sends A and AAAA from separate sockets: not exposed to the race"}
+	case r.Resolver == resolver.Musl:
+		return &RaceAdvice{Advice: fmt.Sprintf("musl sends A and AAAA at once from one socket and has no option to change that (no single-request, no single-request-reopen, no use-vc): %d of %d lookups waited out a timeout; a node-local DNS cache (no DNAT between the pod and its nameserver) avoids the race", m.Slow, m.Lookups)}
+	case m.Mode != probes.RaceTogether:
+		return &RaceAdvice{Advice: fmt.Sprintf("%s is set: A and AAAA are not sent at once from one socket; %d of %d lookups waited out a timeout", m.Mode, m.Slow, m.Lookups)}
+	case fix == nil:
+		return &RaceAdvice{Advice: fmt.Sprintf("%d of %d lookups waited out a timeout", m.Slow, m.Lookups)}
+	case m.Slow == 0:
+		return &RaceAdvice{Advice: fmt.Sprintf("no lookup waited out a timeout: nothing to fix (with single-request-reopen, measured the same way: %d of %d)", fix.Slow, fix.Lookups)}
+	}
+	a := &RaceAdvice{Advice: fmt.Sprintf("set options single-request-reopen (glibc sends AAAA after A's answer, from a new socket): measured the same way, %d of %d lookups waited out a timeout instead of %d of %d", fix.Slow, fix.Lookups, m.Slow, m.Lookups)}
+	if owner != "" {
+		a.Command = DNSOptionsPatch(namespace, owner, current, "single-request-reopen", "")
+	}
+	return a
+}
+
+// writeRace prints the race check and its advice.
+func writeRace(w io.Writer, r *DNSReport) {
+	rc := r.Result.Race
+	if rc == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nRace check: %s asked %d times, as the %s resolver sends A and AAAA (%s), %d lookups at once, timeout %d s × %d attempts\n",
+		rc.Name, rc.Measured.Lookups, r.Result.Resolver, rc.Measured.Mode, rc.Concurrency, rc.TimeoutSeconds, rc.Attempts)
+	for _, run := range []*probes.DNSRaceRun{&rc.Measured, rc.Fix} {
+		if run == nil || run.Mode == probes.RaceTCP {
+			continue
+		}
+		fmt.Fprintf(w, "  %-22s %d of %d lookups waited out a timeout (%s), %d queries lost, %d failed; p50 %s, p99 %s, max %s\n",
+			string(run.Mode)+":", run.Slow, run.Lookups, percent(run.Slow, run.Lookups), run.Lost, run.Failed,
+			Micros(run.Latency.P50Micros), Micros(run.Latency.P99Micros), Micros(run.Latency.MaxMicros))
+	}
+	if a := r.RaceAdvice; a != nil {
+		fmt.Fprintf(w, "  %s\n", a.Advice)
+		if a.Command != "" {
+			fmt.Fprintf(w, "  %s\n", a.Command)
+		}
+	}
+}
+
+func percent(n, of int) string {
+	if of == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 1, 64) + " %"
+}
