@@ -151,7 +151,7 @@ func (o *DNSOptions) Validate() error {
 // Run adds the agent to the pod, measures and prints the report.
 func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	start := time.Now()
-	if err := o.gates.check(report.DNSPlannedFigures(o.Names)); err != nil {
+	if err := o.gates.check(report.DNSPlannedFigures(o.Names, o.Race > 0)); err != nil {
 		return err
 	}
 	o.Progress("resolving %s", o.TargetArg)

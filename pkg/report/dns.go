@@ -73,10 +73,19 @@ func PlanDNSFixes(r *probes.DNSResult, owner, namespace string, options []DNSOpt
 			continue
 		}
 		current += conf.Queries
+		// The least a lookup costs: one A and one AAAA query, and what a too large answer adds
+		// over TCP — what the trailing-dot what-if measured.
+		least := 2
+		if dot := variant(n, "trailing dot"); dot != nil && dot.AnsweredBy != "" {
+			least = dot.Queries
+		}
 		f := DNSFix{Name: n.Name, Queries: conf.Queries, Fix: "none needed: the minimum (one A and one AAAA query)", FixedQueries: conf.Queries}
-		if conf.Queries > 2 && conf.AnsweredBy != "" {
-			f.Fix = fmt.Sprintf("look up %q (fully qualified, with the trailing dot)", conf.AnsweredBy)
-			f.FixedQueries = 2
+		if least > 2 {
+			f.Fix = "none needed: the minimum (one A and one AAAA query, and what its large answer resends over TCP)"
+		}
+		if conf.Queries > least && conf.AnsweredBy != "" {
+			f.Fix = fmt.Sprintf("look up %q (fully qualified, with the trailing dot)", resolvedName(*conf))
+			f.FixedQueries = least
 		} else if conf.AnsweredBy == "" && conf.Queries > 2 {
 			f.Fix = "the name does not resolve: every candidate was tried; fix the name"
 		}

@@ -76,3 +76,31 @@ func TestWriteRace(t *testing.T) {
 		}
 	}
 }
+
+// The race check's figures: for --fail-if (dns.race.slow, .slow_percent, .lost) and OpenMetrics.
+func TestRaceFigures(t *testing.T) {
+	if got := DNSPlannedFigures([]string{"x"}, true); got["dns.race.slow"] != UnitCount || got["dns.race.slow_percent"] != UnitPercent || got["dns.race.lost"] != UnitCount {
+		t.Errorf("planned %v", got)
+	}
+	if got := DNSPlannedFigures([]string{"x"}, false); len(got) != len(dnsStats) {
+		t.Errorf("planned without --race: %v", got)
+	}
+	r := &DNSReport{Result: &agent.DNSReport{DNSResult: &probes.DNSResult{Resolver: resolver.Glibc,
+		Race: &probes.DNSRace{Measured: probes.DNSRaceRun{Mode: probes.RaceTogether, Lookups: 500, Slow: 47, Lost: 48}}}}}
+	got := map[string]float64{}
+	for _, f := range r.FigureValues() {
+		got[f.Name] = f.Value
+	}
+	if got["dns.race.slow"] != 47 || got["dns.race.slow_percent"] != 9.4 || got["dns.race.lost"] != 48 {
+		t.Errorf("figures %v", got)
+	}
+	var b strings.Builder
+	if err := WriteDNSMetrics(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"netbench_dns_race_slow_lookups{", "} 47.0\n", "netbench_dns_race_lost_queries{", "} 48.0\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("OpenMetrics lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -25,12 +25,22 @@ func (r *PathReport) FigureValues() []FigureValue {
 // NXDOMAIN answers among them, and the warm latency of a whole lookup.
 var dnsStats = []struct{ stat, unit string }{{"queries", UnitCount}, {"nxdomains", UnitCount}, {"p50", UnitMicros}, {"p99", UnitMicros}}
 
-// DNSPlannedFigures names the figures a dns run for these names reports: dns.<name>.<stat>.
-func DNSPlannedFigures(names []string) map[string]string {
+// raceStats are the race check's figures: lookups that waited out a timeout, as a count and a
+// share of the lookups, and queries lost.
+var raceStats = []struct{ stat, unit string }{{"slow", UnitCount}, {"slow_percent", UnitPercent}, {"lost", UnitCount}}
+
+// DNSPlannedFigures names the figures a dns run for these names reports: dns.<name>.<stat>,
+// and dns.race.<stat> with the race check.
+func DNSPlannedFigures(names []string, race bool) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
 		for _, s := range dnsStats {
 			out["dns."+n+"."+s.stat] = s.unit
+		}
+	}
+	for _, s := range raceStats {
+		if race {
+			out["dns.race."+s.stat] = s.unit
 		}
 	}
 	return out
@@ -56,6 +66,13 @@ func (r *DNSReport) FigureValues() []FigureValue {
 			f := vals[i]
 			f.Name, f.Unit, f.Probe, f.Stat = "dns."+n.Name+"."+s.stat, s.unit, "dns", s.stat
 			out = append(out, f)
+		}
+	}
+	if rc := r.Result.Race; rc != nil && rc.Measured.Lookups > 0 {
+		m := rc.Measured
+		vals := []float64{float64(m.Slow), 100 * float64(m.Slow) / float64(m.Lookups), float64(m.Lost)}
+		for i, s := range raceStats {
+			out = append(out, FigureValue{Name: "dns.race." + s.stat, Unit: s.unit, Probe: "dns-race", Stat: s.stat, Value: vals[i]})
 		}
 	}
 	return out

@@ -34,11 +34,22 @@ var (
 	dnsQueryFamily   = family{"netbench_dns_queries_per_lookup", "", "Queries the resolver sends for one lookup of the name, as configured.", 1}
 	dnsNXFamily      = family{"netbench_dns_nxdomain_answers_per_lookup", "", "NXDOMAIN answers among one lookup's queries.", 1}
 	dnsLatFamily     = family{"netbench_dns_lookup_latency_seconds", "seconds", "Warm latency of a whole lookup (every candidate the resolver walks).", 1e-6}
+	raceSlowFamily   = family{"netbench_dns_race_slow_lookups", "", "Lookups of the race check (--race) that waited out the resolver's timeout.", 1}
+	raceLostFamily   = family{"netbench_dns_race_lost_queries", "", "Queries of the race check (--race) left without an answer within the timeout.", 1}
 	checkFamily      = family{"netbench_check_violated", "", "1 when a --fail-if condition held (or could not be evaluated), else 0.", 1}
 )
 
 // metricOf maps a figure to its family and the labels that tell it apart.
 func metricOf(f FigureValue) (family, [][2]string) {
+	if f.Probe == "dns-race" {
+		switch f.Stat {
+		case "slow":
+			return raceSlowFamily, nil
+		case "lost":
+			return raceLostFamily, nil
+		}
+		return family{}, nil // slow_percent: the count over the lookups, already there
+	}
 	if f.Probe == "dns" {
 		name := strings.TrimSuffix(strings.TrimPrefix(f.Name, "dns."), "."+f.Stat)
 		switch f.Stat {

