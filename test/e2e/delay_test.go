@@ -66,12 +66,11 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 }
 
 // New-connection HTTP latency is what an independent client's time to first byte is on the same
-// path: with the zone delay on (one cross-zone round trip ≈ 4.3 ms), http-new-conn's p50 is
-// within 10 % of curl's median time to first byte over new connections to an agent server in the
-// same destination pod, curl run before and after the probe — a handshake and a request, two
-// round trips, not three (a third would be +50 %). Measured −1.6 … −0.4 % on an idle machine
-// since the probe's connections take turns (+4.6 … +7.6 % when they fired together); +7.3 % once
-// in CI with the resolver fidelity test running on the same two cores.
+// path: with the zone delay on (one cross-zone round trip ≈ 4.3 ms, curl's time to first byte
+// ≈ 10.4 ms), http-new-conn's p50 is within 25 % of curl's median over new connections to an
+// agent server in the same destination pod, curl run before and after the probe — a handshake
+// and a request, two round trips, not three (a third would be about +41 %). Measured −3.6 … −0.4 %
+// on an idle machine, but +7.3 % and +15.6 % in two CI runs (see the README).
 func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "delay", "300us", "2ms")
@@ -110,7 +109,7 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 		}
 	}
 	t.Logf("http-new-conn p50 %.0f µs, curl time to first byte median %.0f µs (%+.1f %%)", p50, curl, 100*(p50-curl)/curl)
-	if math.Abs(p50-curl) > 0.10*curl {
-		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart", p50, curl)
+	if math.Abs(p50-curl) > 0.25*curl {
+		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 25 %% apart", p50, curl)
 	}
 }

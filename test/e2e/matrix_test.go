@@ -163,7 +163,7 @@ func TestMatrixCleanup(t *testing.T) {
 		})
 	}
 	t.Run("SIGKILL", func(t *testing.T) {
-		cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--pairs-per-cell", "1", "--count", "200", "--start-timeout", "5s")
+		cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--pairs-per-cell", "1", "--count", "200", "--start-timeout", "20s")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
