@@ -71,9 +71,11 @@ func TestDNSReplicasByZone(t *testing.T) {
 	if s := r.NameserverService; s == nil || s.CrossZoneShare != 0 || !strings.Contains(s.ShareBasis, "PreferSameZone") {
 		t.Errorf("with PreferSameZone: %+v", s)
 	}
-	// And kube-proxy agrees: no query through the Service took as long as a zone-b one.
-	if via := r.Result.ReplicaView.Nameserver.Latency; via.Count == 0 || via.MaxMicros > (near+far)/2 {
-		t.Errorf("with PreferSameZone a query through the Service took %.0f µs (zone-a replica %.0f µs, zone-b %.0f µs)", via.MaxMicros, near, far)
+	// And kube-proxy agrees: the queries through the Service take as long as the zone-a
+	// replica's, not the zone-b one's (p90: without the hints half of them would be slow; one
+	// delay-line hiccup in 20 queries, seen once in CI, is not a query to zone-b).
+	if via := r.Result.ReplicaView.Nameserver.Latency; via.Count == 0 || via.P90Micros > (near+far)/2 {
+		t.Errorf("with PreferSameZone the queries through the Service took p90 %.0f µs, max %.0f µs (zone-a replica %.0f µs, zone-b %.0f µs)", via.P90Micros, via.MaxMicros, near, far)
 	}
 }
 
