@@ -3,6 +3,11 @@
 #
 #   hack/lab/lab.sh up | down | status | kubeconfig | check-clean | delay SAME CROSS | delay off
 #                   udp-loss NODE PERCENT|off | mtu NODE BYTES|off | slow-node NODE EXTRA|off
+#                   proxy-mode iptables|nftables|ipvs | …
+#
+# Settings of `up`: LAB_NETWORK_POLICY=1 (default; 0 turns it off) runs kube-network-policies on
+# every node, so NetworkPolicies are enforced; LAB_PROXY_MODE=iptables (default), nftables or ipvs
+# is kube-proxy's mode (proxy-mode switches a running lab).
 #
 # This file holds the settings and dispatches; lib/ holds the steps, templates/ the configs
 # (rendered with @KEY@ placeholders).
@@ -75,5 +80,6 @@ case "${1:-}" in
   nodelocaldns) shift; cmd_nodelocaldns "$@" ;;
   dns-race) shift; cmd_dns_race "$@" ;;
   dns-pin) shift; cmd_dns_pin "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off" >&2; exit 2 ;;
+  proxy-mode) shift; cmd_proxy_mode "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs" >&2; exit 2 ;;
 esac

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -130,8 +131,8 @@ func newCleanupCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	o := &CleanupOptions{commonOptions: newCommonOptions(flags, streams)}
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Delete every temporary agent pod, DaemonSet and Service netbench left (a run killed before its own cleanup)",
-		Long: `Delete the temporary agent pods, matrix DaemonSets and Services (label app.kubernetes.io/managed-by=kubectl-netbench)
+		Short: "Delete every temporary agent pod, DaemonSet, Service and NetworkPolicy netbench left (a run killed before its own cleanup)",
+		Long: `Delete the temporary agent pods, matrix DaemonSets, Services and NetworkPolicies (label app.kubernetes.io/managed-by=kubectl-netbench)
 in the namespace, or in every namespace with -A, and list the netbench ephemeral containers still
 running (they cannot be removed from a pod; each ends by its own deadline).`,
 		Example: `  kubectl netbench cleanup -n shop
@@ -190,7 +191,10 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 	if err := o.cleanDaemonSets(ctx, ns, verb); err != nil {
 		return err
 	}
-	return o.cleanServices(ctx, ns, verb)
+	if err := o.cleanServices(ctx, ns, verb); err != nil {
+		return err
+	}
+	return o.cleanPolicies(ctx, ns, verb)
 }
 
 // cleanDaemonSets deletes every DaemonSet of matrix agents netbench created (their pods go with
@@ -225,6 +229,28 @@ func (o *CleanupOptions) cleanServices(ctx context.Context, ns, verb string) err
 			}
 		}
 		fmt.Fprintf(o.Out, "%s Service %s/%s (%s old)\n", verb, svc.Namespace, svc.Name, age(svc.CreationTimestamp.Time))
+	}
+	return nil
+}
+
+// cleanPolicies deletes every temporary NetworkPolicy --allow-policy created (with --dry-run,
+// lists them).
+func (o *CleanupOptions) cleanPolicies(ctx context.Context, ns, verb string) error {
+	nps, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if apierrors.IsForbidden(err) {
+		fmt.Fprintf(o.Out, "NetworkPolicies not checked: you may not list them (only --allow-policy creates any)\n")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing temporary NetworkPolicies: %w", err)
+	}
+	for _, np := range nps.Items {
+		if !o.DryRun {
+			if err := o.client.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
+				return fmt.Errorf("deleting NetworkPolicy %s/%s: %w", np.Namespace, np.Name, forbiddenOr(err))
+			}
+		}
+		fmt.Fprintf(o.Out, "%s NetworkPolicy %s/%s (%s old)\n", verb, np.Namespace, np.Name, age(np.CreationTimestamp.Time))
 	}
 	return nil
 }

@@ -166,11 +166,14 @@ func (o *DNSOptions) Run(ctx context.Context) (err error) {
 	if _, _, err := o.chooseMode(ctx, ModeEphemeral, t.Namespace); err != nil {
 		return err
 	}
+	svcView, replicas := o.nameserverService(ctx, t)
+	if err := o.checkDNSPolicy(ctx, t, svcView, replicas); err != nil {
+		return err
+	}
 	sess := o.newSession(ModeEphemeral)
 	defer func() { err = o.finish(ctx, sess, err) }()
 
 	measureStart := time.Now()
-	svcView, replicas := o.nameserverService(ctx, t)
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: replicas, DNSRace: o.Race}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
 	a, res, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)

@@ -202,6 +202,7 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 			return err
 		}
 		r.rep.Service = r.sr.info
+		r.rep.Service.Dataplane = o.dataplane(ctx)
 	}
 	return nil
 }
@@ -252,7 +253,7 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 	r.lifetime = time.Duration(len(measurable(r.rungs))*o.Rounds)*r.perRung + 30*time.Second
 
 	o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
-	srv, err := o.startServer(ctx, r.sess, r.dst, r.lifetime, &r.rep.Warnings)
+	srv, err := o.startServer(ctx, r.sess, r.dst, 0, r.lifetime, &r.rep.Warnings)
 	if err != nil {
 		return err
 	}
@@ -381,7 +382,7 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, 
 	}
 	began := time.Now()
 	from := &Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
-	res, err := o.collect(ctx, cli, srv, from)
+	res, err := o.collect(ctx, cli, srv, from, srv.Spec.Target)
 	if err == nil {
 		err = res.missing(job.Probes[:nProbes], cli)
 	}

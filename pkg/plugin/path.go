@@ -46,6 +46,7 @@ type PathOptions struct {
 	HTTPPath                   string
 	PricePerGB                 float64
 	AllowHostNetwork           bool
+	AllowPolicy                bool
 }
 
 // NewPathOptions returns options with the defaults.
@@ -90,6 +91,7 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between the two pods (deleted at the end)")
 	o.addMeasureFlags(cmd)
 	o.addFlags(cmd)
 	o.gates.addFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
@@ -333,6 +335,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	}
 	rep.Source, rep.Destination = o.endpoint(ctx, src), o.endpoint(ctx, dst)
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
+	rep.Path.Dataplane = o.dataplane(ctx)
 	rep.Warnings = append(rep.Warnings, targetWarnings(src, dst)...)
 	timer.phase("resolve")
 
@@ -350,20 +353,30 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
 	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
 	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
-
-	o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
-	srv, err := o.startServer(ctx, sess, dst, lifetime, &rep.Warnings)
+	pp, err := o.planPolicy(ctx, sess, src, dst, probes, appPort, lifetime)
+	rep.Policy = pp.check
 	if err != nil {
 		return err
 	}
+	probes, appPort = pp.runnable(probes), pp.runnableApp(appPort)
+	all = append(append([]agent.ProbeSpec{}, probes...), appPort...)
+
+	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: all}
+	var srv *Agent
+	if !pp.noServer {
+		o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
+		if srv, err = o.startServer(ctx, sess, dst, pp.srvPort, lifetime, &rep.Warnings); err != nil {
+			return err
+		}
+		rep.Destination.AgentIP = srv.IP
+		setAgentName(&rep.Destination, srv)
+		job.Host, job.Port = srv.IP, srv.Port
+	}
 	rep.Mode = sess.Mode
-	rep.Destination.AgentIP = srv.IP
-	setAgentName(&rep.Destination, srv)
 	timer.phase("start-server")
 
-	job := agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: srv.Port, Done: true, Probes: all}
 	o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
-	cli, err := sess.Start(ctx, AgentSpec{Role: RoleClient, Target: src, Job: &job, Lifetime: lifetime})
+	cli, err := sess.Start(ctx, AgentSpec{Role: RoleClient, Target: src, Job: &job, Lifetime: lifetime, Port: pp.cliPort, InlineJob: pp.inlineJob})
 	if err != nil {
 		return fmt.Errorf("starting the client agent: %w", err)
 	}
@@ -381,7 +394,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	timer.phase("start-client")
 
 	measureStart := time.Now()
-	res, err := o.collect(ctx, cli, srv, src)
+	res, err := o.collect(ctx, cli, srv, src, dst)
 	if err != nil {
 		return err
 	}
@@ -391,9 +404,11 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
 	timer.phase("measure")
 	o.fillResults(rep, probes, appPort, res)
+	rep.Skipped = append(pp.skipped(), rep.Skipped...)
 	if err := sess.Close(); err != nil {
 		return err
 	}
+	rep.Policy.Removed = len(rep.Policy.Temporary) > 0
 	timer.phase("cleanup")
 	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
 	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
@@ -440,8 +455,8 @@ const ephemeralWarnAt = 100
 
 // startServer starts the server agent and waits until it is ready; in auto mode a cluster
 // without ephemeral containers falls back to temporary pods.
-func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Target, lifetime time.Duration, warnings *[]string) (*Agent, error) {
-	spec := AgentSpec{Role: RoleServer, Target: dst, Serve: true, Lifetime: lifetime}
+func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Target, port int, lifetime time.Duration, warnings *[]string) (*Agent, error) {
+	spec := AgentSpec{Role: RoleServer, Target: dst, Serve: true, Lifetime: lifetime, Port: port}
 	srv, err := sess.Start(ctx, spec)
 	if err != nil && o.Mode == ModeAuto && errors.Is(err, ErrEphemeralUnsupported) {
 		*warnings = append(*warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
@@ -484,7 +499,7 @@ type collected struct {
 
 // collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
 // run; an app-port probe that fails is reported next to the measured results.
-func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src *Target) (*collected, error) {
+func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src, dst *Target) (*collected, error) {
 	c := &collected{results: map[string]*agent.ProbeResult{}}
 	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
@@ -495,7 +510,7 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src *Target)
 				c.results[ev.Probe] = ev.Result
 			}
 		case agent.EventError:
-			return false, o.probeError(ev, c, srv, src)
+			return false, o.probeError(ev, c, srv, src, dst)
 		case agent.EventFootprint:
 			c.footprints = ev.Footprints
 		case agent.EventExit:
@@ -522,12 +537,14 @@ func (c *collected) missing(probes []agent.ProbeSpec, cli *Agent) error {
 }
 
 // probeError explains a failed probe, or records an app-port failure and goes on.
-func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src *Target) error {
+func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src, dst *Target) error {
 	msg := sanitize(ev.Message)
-	dstApp := fmt.Sprintf("%s:%d", srv.Spec.Target.Pod.Status.PodIP, o.Port)
+	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
 	switch {
 	case ev.Probe == "":
 		return fmt.Errorf("client agent: %s", msg)
+	case srv == nil:
+		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
 	case strings.HasPrefix(ev.Probe, "svc-"):
 		err := fmt.Errorf("probe %s through the Service failed: %s", ev.Probe, msg)
 		c.failed = append(c.failed, err.Error())
@@ -535,7 +552,7 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src *
 		return nil
 	case isAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
 		err := fmt.Errorf("nothing accepts connections on %s/%s port %d (%s): the agent-to-agent results above were measured",
-			srv.Spec.Target.Namespace, srv.Spec.Target.Pod.Name, o.Port, dstApp)
+			dst.Namespace, dst.Pod.Name, o.Port, dstApp)
 		c.failed = append(c.failed, ev.Probe+": "+err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
 		return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,8 @@ const (
 	RoleCapture Role = "capture"
 	// RoleEndpoint serves in a Service's endpoint pod, answering who it is.
 	RoleEndpoint Role = "endpoint"
+	// RolePolicy labels a temporary NetworkPolicy (--allow-policy).
+	RolePolicy Role = "network-policy"
 )
 
 // Errors a caller may act on with errors.Is.
@@ -71,6 +74,10 @@ type AgentSpec struct {
 	// Serve runs the agent server; otherwise the agent runs Job.
 	Serve bool
 	Job   *agent.Job
+	// InlineJob gives a runner its job on its command line instead of through the pod proxy
+	// (which a NetworkPolicy may block): only for jobs that need no token (app-port probes),
+	// since the pod object keeps the command line for good.
+	InlineJob bool
 	// Lifetime bounds the agent: it exits by now + Lifetime (API server clock) whatever happens.
 	Lifetime time.Duration
 	// Capture runs the agent as root with CAP_NET_RAW and nothing else, for packet capture.
@@ -118,7 +125,8 @@ type Session struct {
 
 	mu       sync.Mutex
 	agents   []*Agent
-	services []*corev1.Service // temporary Services the run created
+	services []*corev1.Service             // temporary Services the run created
+	policies []*networkingv1.NetworkPolicy // temporary NetworkPolicies (--allow-policy)
 	fleets   []*Fleet
 	closed   bool
 	stop     context.CancelFunc // ends lease renewals and followers
@@ -216,6 +224,16 @@ func (a *Agent) args() ([]string, error) {
 	}
 	if a.Spec.Job == nil {
 		return nil, errors.New("an agent that does not serve needs a job")
+	}
+	if a.Spec.InlineJob {
+		job := *a.Spec.Job
+		job.Token = ""
+		b, err := json.Marshal(job)
+		if err != nil {
+			return nil, err
+		}
+		a.handedOver = true
+		return []string{"run", "--job", string(b), "--not-after", notAfter}, nil
 	}
 	return []string{"run", "--listen", listen, "--not-after", notAfter, "--await-job", HandoverWindow.String(), "--token-sha256", digest}, nil
 }

@@ -68,7 +68,7 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	agents, services, fleets := s.agents, s.services, s.fleets
+	agents, services, fleets, policies := s.agents, s.services, s.fleets, s.policies
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -102,6 +102,7 @@ func (s *Session) Close() error {
 			errs = append(errs, ended[i])
 		}
 	}
+	errs = append(errs, s.deletePolicies(ctx, policies)...)
 	s.stop()
 	s.wg.Wait()
 	if len(errs) > 0 {

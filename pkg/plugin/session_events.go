@@ -123,6 +123,9 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 // its lease renewed and its events followed in the background until Close; a runner is
 // handed its job.
 func (a *Agent) Ready(ctx context.Context) error {
+	if a.Spec.InlineJob {
+		return nil // it runs its job as it starts; its events are followed from its output
+	}
 	startCtx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
 	defer cancel()
 	err := a.Follow(startCtx, func(ev agent.Event) (bool, error) {

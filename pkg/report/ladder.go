@@ -70,10 +70,12 @@ type LadderService struct {
 	EndpointsByZone       map[string]int `json:"endpointsByZone"`
 	// MeasuredEndpoints ran an agent on AgentPort behind TemporaryService (a copy of the
 	// Service's selector and traffic settings); SpreadSkipped says why none did.
-	MeasuredEndpoints int    `json:"measuredEndpoints"`
-	AgentPort         int    `json:"agentPort,omitempty"`
-	TemporaryService  string `json:"temporaryService,omitempty"`
-	SpreadSkipped     string `json:"spreadSkipped,omitempty"`
+	MeasuredEndpoints int `json:"measuredEndpoints"`
+	// Dataplane is the Service proxy and its mode, as far as a user can read it.
+	Dataplane        *Dataplane `json:"dataplane,omitempty"`
+	AgentPort        int        `json:"agentPort,omitempty"`
+	TemporaryService string     `json:"temporaryService,omitempty"`
+	SpreadSkipped    string     `json:"spreadSkipped,omitempty"`
 }
 
 // RungSpread is where a Service sent one rung's new connections.

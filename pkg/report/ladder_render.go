@@ -178,6 +178,9 @@ func writeLadderService(w io.Writer, svc *LadderService, rungs []*LadderRung) {
 	fmt.Fprintf(w, "\nService %s/%s (%s:%d; %s; %d ready endpoints: %s)\n", svc.Namespace, svc.Name, svc.ClusterIP, svc.Port, settings,
 		svc.ReadyEndpoints, strings.Join(perZone, ", "))
 	fmt.Fprintln(w, "  svc-* figures go through its ClusterIP, app-* to the pod IP; svc.overhead-* is the difference")
+	if svc.Dataplane != nil {
+		fmt.Fprintf(w, "  dataplane: %s\n", svc.Dataplane)
+	}
 	if svc.SpreadSkipped != "" {
 		fmt.Fprintf(w, "  where connections land: not measured: %s\n", svc.SpreadSkipped)
 		return

@@ -44,6 +44,8 @@ type PathReport struct {
 	AgentFootprint map[string]agent.Footprint `json:"agentFootprint,omitempty"`
 	Skipped        []string                   `json:"skipped,omitempty"`
 	Warnings       []string                   `json:"warnings,omitempty"`
+	// Policy is what the NetworkPolicies selecting the two pods allow.
+	Policy *PolicyCheck `json:"networkPolicy,omitempty"`
 	// Checks are the --fail-if conditions and how they came out.
 	Checks []gate.Result `json:"checks,omitempty"`
 }
@@ -68,6 +70,8 @@ type Endpoint struct {
 type PathClass struct {
 	Class  string `json:"class"`
 	Reason string `json:"reason,omitempty"`
+	// Dataplane is the Service proxy and its mode, when a user can read it.
+	Dataplane *Dataplane `json:"dataplane,omitempty"`
 }
 
 // Cost estimates what the run's cross-zone traffic costs (an estimate: providers' prices vary).

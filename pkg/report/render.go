@@ -111,6 +111,9 @@ func Human(w io.Writer, r *PathReport) error {
 		class += " (" + r.Path.Reason + ")"
 	}
 	fmt.Fprintf(w, "path: %s   agents: %s   profile: %s\n", class, mode, r.Profile)
+	if r.Path.Dataplane != nil {
+		fmt.Fprintf(w, "dataplane: %s\n", r.Path.Dataplane)
+	}
 	writeProbes(w, "agent to agent", r.Probes)
 	if len(r.AppPort) > 0 {
 		writeProbes(w, "to the destination app's port", r.AppPort)
@@ -120,6 +123,7 @@ func Human(w io.Writer, r *PathReport) error {
 		fmt.Fprintf(w, "\nCross-zone cost (estimate): this run moved %s across the zone boundary = $%.4f at $%.3f/GB × 2 sides; 1 Gbit/s sustained for 30 days = $%.0f.\n",
 			bytesStr(c.BytesCrossedZone), c.RunCostUSD, c.PricePerGBUSD, c.MonthlyUSDPerGbps)
 	}
+	writePolicy(w, r.Policy)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -228,6 +229,16 @@ func TestLadderService(t *testing.T) {
 	if err != nil {
 		t.Fatal("the EndpointSlice of zoned-close has no zone hints on its 4 endpoints")
 	}
+	// The same measurements with kube-proxy in each mode the lab's kernel has (IPVS: no
+	// ip_vs module), the report naming the mode; the lab is left in iptables mode.
+	t.Cleanup(func() { labScript(t, "proxy-mode", "iptables") })
+	for _, mode := range []string{"iptables", "nftables"} {
+		labScript(t, "proxy-mode", mode)
+		t.Run(mode, func(t *testing.T) { ladderServiceSubtests(t, cs, ns, mode) })
+	}
+}
+
+func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode string) {
 	for _, tc := range []struct {
 		svc   string
 		check func(zoneA map[string]float64) bool
@@ -240,6 +251,9 @@ func TestLadderService(t *testing.T) {
 			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt")
 			if r.Service == nil || r.Service.MeasuredEndpoints != 4 || r.Service.SpreadSkipped != "" {
 				t.Fatalf("service %+v", r.Service)
+			}
+			if d := r.Service.Dataplane; d == nil || d.Mode != mode || d.Proxy != "kube-proxy" {
+				t.Errorf("dataplane %+v, want kube-proxy in %s mode", d, mode)
 			}
 			seen := false
 			for _, rung := range r.Rungs {

@@ -26,6 +26,7 @@ fetch_modules() {
   (cd "$LAB/components/k8s" && go mod download) &
   local k=$!
   (cd "$LAB/components/coredns" && go mod download)
+  (cd "$LAB/components/netpol" && go mod download)
   wait "$k"
 }
 
@@ -35,10 +36,13 @@ build_components() {
   stamp=$(components_stamp)
   if [ -f "$stamp" ]; then return 0; fi
   mkdir -p "$BIN"
-  log "building Kubernetes $K8S_VERSION components and CoreDNS $COREDNS_VERSION side by side (first run only: many minutes on 2 cores with cold Go caches)"
+  grep -q "kube-network-policies $NETPOL_VERSION\$" "$LAB/components/netpol/go.mod" ||
+    die "hack/lab/components/netpol/go.mod does not require kube-network-policies $NETPOL_VERSION (versions.env)"
+  log "building Kubernetes $K8S_VERSION components, CoreDNS $COREDNS_VERSION and kube-network-policies $NETPOL_VERSION side by side (first run only: many minutes on 2 cores with cold Go caches)"
   local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
   # Side by side: the one's single-threaded link overlaps the other's compiling.
-  go_build_progress CoreDNS "$LAB/components/coredns" -trimpath -ldflags "-s -w" -o "$BIN/coredns" . &
+  (go_build_progress CoreDNS "$LAB/components/coredns" -trimpath -ldflags "-s -w" -o "$BIN/coredns" . &&
+    go_build_progress kube-network-policies "$LAB/components/netpol" -trimpath -ldflags "-s -w" -o "$BIN/netpol" .) &
   local coredns=$! rc=0
   go_build_progress Kubernetes "$LAB/components/k8s" -trimpath -ldflags "-s -w \
       -X k8s.io/component-base/version.gitVersion=$K8S_VERSION \

@@ -42,3 +42,17 @@ wait_for() { # wait_for SECONDS DESCRIPTION CMD...
     sleep 0.2
   done
 }
+
+# lab_setting NAME: a setting chosen at `lab.sh up` (LAB_NETWORK_POLICY, LAB_PROXY_MODE), as
+# recorded in $STATE/settings.env for later commands; before that, the environment's or the default.
+lab_setting() {
+  local v=""
+  if [ -f "$STATE/settings.env" ]; then v=$(sed -n "s/^$1=//p" "$STATE/settings.env"); fi
+  if [ -z "$v" ]; then
+    case "$1" in
+      LAB_NETWORK_POLICY) v=${LAB_NETWORK_POLICY:-1} ;;
+      LAB_PROXY_MODE) v=${LAB_PROXY_MODE:-iptables} ;;
+    esac
+  fi
+  echo "$v"
+}

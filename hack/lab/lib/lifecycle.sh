@@ -4,6 +4,17 @@
 
 deploy_addons() {
   sed -e "s/@CLUSTER_DNS@/$CLUSTER_DNS/g" -e "s/@UPSTREAM@/$HOST_IP/g" "$LAB/manifests/coredns.yaml" | kubectl apply -f - >/dev/null
+  publish_proxy_config
+}
+
+# write_settings records the settings this lab is brought up with (LAB_NETWORK_POLICY=0|1,
+# LAB_PROXY_MODE), checked first, for later commands.
+write_settings() {
+  local np=${LAB_NETWORK_POLICY:-1} mode=${LAB_PROXY_MODE:-iptables}
+  case "$np" in 0 | 1) ;; *) die "LAB_NETWORK_POLICY=$np: want 1 (NetworkPolicy enforced, the default) or 0" ;; esac
+  check_proxy_mode "$mode"
+  mkdir -p "$STATE"
+  printf 'LAB_NETWORK_POLICY=%s\nLAB_PROXY_MODE=%s\n' "$np" "$mode" >"$STATE/settings.env"
 }
 
 cmd_up() {
@@ -27,6 +38,7 @@ cmd_up() {
   if [ -n "$fetch" ]; then wait "$fetch" || die "downloading the components' Go modules failed"; fi
   build_components
   build_images
+  write_settings
   gen_certs
   setup_network
   start_control_plane
@@ -44,7 +56,7 @@ cmd_up() {
   log "waiting for the nodes and cluster DNS"
   wait_for 120 "${#NODES[@]} Ready nodes" bash -c "[ \$('$BIN/kubectl' --kubeconfig '$KUBECONFIG_PATH' get nodes --no-headers 2>/dev/null | grep -cw Ready) = ${#NODES[@]} ]"
   wait_for 120 "CoreDNS" kubectl -n kube-system rollout status deploy/coredns --timeout=2s
-  log "the lab is up in $(( $(date +%s) - START )) s; KUBECONFIG=$KUBECONFIG_PATH"
+  log "the lab is up in $(( $(date +%s) - START )) s (NetworkPolicy enforced: $(lab_setting LAB_NETWORK_POLICY), kube-proxy mode $(lab_setting LAB_PROXY_MODE)); KUBECONFIG=$KUBECONFIG_PATH"
   kubectl get nodes -L topology.kubernetes.io/zone
 }
 
@@ -55,8 +67,8 @@ cmd_status() {
   done
   for n in "${NODES[@]}"; do
     read -r name _ <<<"$n"
-    for c in containerd kubelet kube-proxy; do
-      if running "$c-$name"; then echo "$c-$name: running"; else echo "$c-$name: stopped"; bad=1; fi
+    for c in $(node_daemons "$name"); do
+      if running "$c"; then echo "$c: running"; else echo "$c: stopped"; bad=1; fi
     done
   done
   if [ $bad = 0 ]; then

@@ -24,7 +24,8 @@ write_node_config() {
   mkdir -p "$d/cni" "$d/kubelet" "$d/pod-logs" "$r"
   local gw=${cidr%.0/24}.1
   local vars=(NODE_NAME="$name" NODE_IP="$ip" NODE_DIR="$d" NODE_RUN="$r" POD_CIDR="$cidr" POD_GATEWAY="$gw"
-    STATE="$STATE" CLUSTER_DNS="$CLUSTER_DNS" CLUSTER_CIDR="$CLUSTER_CIDR" KUBECONFIG="$KUBECONFIG_PATH")
+    STATE="$STATE" CLUSTER_DNS="$CLUSTER_DNS" CLUSTER_CIDR="$CLUSTER_CIDR" KUBECONFIG="$KUBECONFIG_PATH"
+    PROXY_MODE="$(lab_setting LAB_PROXY_MODE)")
   render cni.conflist "${vars[@]}" > "$d/cni/10-lab.conflist"
   render containerd.toml "${vars[@]}" > "$d/containerd.toml"
   local search=""
@@ -47,6 +48,72 @@ start_node() {
     --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" \
     --node-labels="topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=$REGION" --v=1
   start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$d/kube-proxy.yaml" --v=1
+  if [ "$(lab_setting LAB_NETWORK_POLICY)" = 1 ]; then
+    # The chain the enforcer fills with the selected pods' NFQUEUE rules (see its main.go).
+    ip netns exec "$ns" iptables -t mangle -N NBLAB-NETPOL 2>/dev/null || true
+    ip netns exec "$ns" iptables -t mangle -C FORWARD -j NBLAB-NETPOL 2>/dev/null ||
+      ip netns exec "$ns" iptables -t mangle -I FORWARD 1 -j NBLAB-NETPOL
+    start "netpol-$name" "$ns" "$BIN/netpol" --kubeconfig="$KUBECONFIG_PATH" --node="$name" --v=1
+  fi
+}
+
+# node_daemons NAME: the daemons a node runs with the lab's settings.
+node_daemons() {
+  echo "containerd-$1 kubelet-$1 kube-proxy-$1"
+  if [ "$(lab_setting LAB_NETWORK_POLICY)" = 1 ]; then echo "netpol-$1"; fi
+}
+
+# proxy-mode iptables|nftables|ipvs: restarts every node's kube-proxy in that mode, after
+# kube-proxy --cleanup has removed the old mode's rules, and returns once each has synced.
+cmd_proxy_mode() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local mode=${1:-}
+  check_proxy_mode "$mode"
+  sed -i "s/^LAB_PROXY_MODE=.*/LAB_PROXY_MODE=$mode/" "$STATE/settings.env"
+  for n in "${NODES[@]}"; do
+    read -r name zone ip cidr <<<"$n"
+    local ns=nblab-${name#lab-} f
+    f=$(pidfile "kube-proxy-$name")
+    if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; fi
+    while running "kube-proxy-$name"; do sleep 0.1; done
+    rm -f "$f"
+    nsenter --net="/run/netns/$ns" "$BIN/kube-proxy" --cleanup >>"$STATE/logs/kube-proxy-$name.log" 2>&1 || true
+    write_node_config "$name" "$zone" "$ip" "$cidr"
+    start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$STATE/nodes/$name/kube-proxy.yaml" --v=1
+  done
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    wait_for 60 "kube-proxy on $name to sync in $mode mode" proxy_healthy "nblab-${name#lab-}"
+  done
+  publish_proxy_config
+  log "kube-proxy runs in $mode mode on every node"
+}
+
+# check_proxy_mode MODE dies unless the lab can run kube-proxy in MODE here.
+check_proxy_mode() {
+  case "$1" in
+    iptables | nftables) ;;
+    ipvs)
+      modprobe ip_vs 2>/dev/null || true
+      [ -e /proc/net/ip_vs ] || die "LAB_PROXY_MODE=ipvs: this kernel has no IPVS (no ip_vs module, /proc/net/ip_vs missing): use iptables or nftables"
+      ;;
+    *) die "LAB_PROXY_MODE / proxy-mode ${1:-(none)}: want iptables, nftables or ipvs" ;;
+  esac
+}
+
+# proxy_healthy NETNS: kube-proxy's healthz in the node's namespace answers 200 (it does once
+# its first sync is done).
+proxy_healthy() {
+  nsenter --net="/run/netns/$1" bash -c 'exec 3<>/dev/tcp/127.0.0.1/10256 && printf "GET /healthz HTTP/1.0\r\n\r\n" >&3 && head -1 <&3 | grep -q " 200 "'
+}
+
+# publish_proxy_config writes the ConfigMap kube-system/kube-proxy as kubeadm does (key
+# config.conf), so that what a user may read about the dataplane is there to read.
+publish_proxy_config() {
+  local first
+  read -r first _ <<<"${NODES[0]}"
+  kubectl -n kube-system create configmap kube-proxy --from-file=config.conf="$STATE/nodes/$first/kube-proxy.yaml" \
+    --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 }
 
 # search4 on|off: pods created from now on get (or lose) the 4th search domain. The kubelet reads
