@@ -129,13 +129,18 @@ type ladderRun struct {
 	rungs []report.LadderRung
 	sr    *serviceRun
 	sess  *Session
+	// pp is what the NetworkPolicies let through.
+	pp *pathPolicy
 	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
 	srv, hostSrv *Agent
 	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
-	job      agent.Job
-	nProbes  int
-	perRung  time.Duration
-	lifetime time.Duration
+	job     agent.Job
+	nProbes int
+	// hostProbes are the host-network rung's: every agent-to-agent probe (no NetworkPolicy
+	// applies in the nodes' own network).
+	hostProbes []agent.ProbeSpec
+	perRung    time.Duration
+	lifetime   time.Duration
 }
 
 // Run plans the rungs, starts the server agent(s), measures each rung in turn with a client
@@ -156,6 +161,10 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = o.finish(ctx, r.sess, err) }()
+	r.budget()
+	if err := r.planPolicy(ctx); err != nil {
+		return err
+	}
 	if err := r.startAgents(ctx); err != nil {
 		return err
 	}
@@ -169,6 +178,7 @@ func (o *LadderOptions) Run(ctx context.Context) (err error) {
 	if err := r.sess.Close(); err != nil {
 		return err
 	}
+	r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0
 	r.timer.phase("cleanup")
 	r.rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
 	r.rep.Timing.OverheadSeconds = round1(r.rep.Timing.WallSeconds - r.rep.Timing.MeasuringSeconds)
@@ -239,26 +249,37 @@ func (r *ladderRun) open(ctx context.Context) error {
 	return nil
 }
 
-// startAgents starts the server next to DST, the host-network server and the Service's
-// endpoint agents when asked, and builds the clients' job.
+// budget sets how long a rung may take and how long the agents may live.
+func (r *ladderRun) budget() {
+	probes, appPort := r.o.probeSpecs(r.dst.Pod.Status.PodIP)
+	all := append(probes, appPort...)
+	if r.sr != nil {
+		all = append(all, r.o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
+	}
+	r.perRung = time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
+	r.lifetime = time.Duration(len(measurable(r.rungs))*r.o.Rounds)*r.perRung + 30*time.Second
+}
+
+// startAgents starts the server next to DST (unless the NetworkPolicies block every probe to
+// it), the host-network server and the Service's endpoint agents when asked, and builds the
+// clients' job from the probes the policies let through.
 func (r *ladderRun) startAgents(ctx context.Context) error {
 	o := r.o
 	probes, appPort := o.probeSpecs(r.dst.Pod.Status.PodIP)
-	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
-	if r.sr != nil {
-		all = append(all, o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
-	}
+	r.hostProbes = probes
+	probes, appPort = r.pp.runnable(probes), r.pp.runnableApp(appPort)
 	r.nProbes = len(probes)
-	r.perRung = time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
-	r.lifetime = time.Duration(len(measurable(r.rungs))*o.Rounds)*r.perRung + 30*time.Second
-
-	o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
-	srv, err := o.startServer(ctx, r.sess, r.dst, 0, r.lifetime, &r.rep.Warnings)
-	if err != nil {
-		return err
+	r.rep.Mode = r.sess.Mode
+	if !r.pp.noServer {
+		o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
+		srv, err := o.startServer(ctx, r.sess, r.dst, r.pp.srvPort, r.lifetime, &r.rep.Warnings)
+		if err != nil {
+			return err
+		}
+		r.srv, r.rep.Destination.AgentIP = srv, srv.IP
+		setAgentName(&r.rep.Destination, srv)
+		r.job.Host, r.job.Port = srv.IP, srv.Port
 	}
-	r.srv, r.rep.Mode, r.rep.Destination.AgentIP = srv, r.sess.Mode, srv.IP
-	setAgentName(&r.rep.Destination, srv)
 	r.timer.phase("start-server")
 	if err := r.startHostServer(ctx); err != nil {
 		return err
@@ -268,10 +289,10 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 		if err := o.startSpread(ctx, r.sess, r.sr, r.lifetime); err != nil {
 			return err
 		}
-		all = append(append(append([]agent.ProbeSpec{}, probes...), appPort...), o.serviceProbes(r.sr)...)
+		appPort = append(appPort, r.pp.runnableApp(o.serviceProbes(r.sr))...)
 		r.timer.phase("start-endpoints")
 	}
-	r.job = agent.Job{APIVersion: agent.APIVersion, Host: srv.IP, Port: srv.Port, Probes: all}
+	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(probes, appPort...)
 	return nil
 }
 
@@ -283,11 +304,11 @@ func (r *ladderRun) measure(ctx context.Context) (time.Duration, error) {
 		for _, i := range measurable(r.rungs) {
 			rung := &r.rungs[i]
 			r.o.Progress("round %d/%d, rung %s: client on node %s", round, r.o.Rounds, rung.Name, rung.Node)
-			srv, spec := r.srv, clientSpec(r.dst, rung, round, i, r.job, r.perRung)
+			srv, spec, n := r.srv, r.clientSpec(rung, round, i), r.nProbes
 			if rung.Class == HostNetworkClass {
-				srv, spec = r.hostSrv, r.hostClientSpec(rung, round, i)
+				srv, spec, n = r.hostSrv, r.hostClientSpec(rung, round, i), len(r.hostProbes)
 			}
-			res, took, err := r.o.runRung(ctx, r.sess, srv, spec, r.nProbes)
+			res, took, err := r.o.runRung(ctx, r.sess, srv, spec, n)
 			if err != nil {
 				return 0, fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
 			}
@@ -359,17 +380,18 @@ func skippedList(rungs []report.LadderRung) string {
 }
 
 // clientSpec is round's client of rung i: a temporary pod on the rung's node with DST's pod's
-// tolerations (clients go where the destination may).
-func clientSpec(dst *Target, rung *report.LadderRung, round, i int, job agent.Job, lifetime time.Duration) AgentSpec {
-	return AgentSpec{Role: RoleClient, Target: dst, Job: &job, Lifetime: lifetime, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &Placement{Node: rung.Node, Tolerations: clientTolerations(dst.Pod)}}
+// tolerations (clients go where the destination may), on the port the policy plan chose.
+func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) AgentSpec {
+	job := r.job
+	return AgentSpec{Role: RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
+		Placement: &Placement{Node: rung.Node, Tolerations: clientTolerations(r.dst.Pod)}, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first
 // nProbes probes agent to agent, the rest against the app's port) and is deleted before the
 // next rung starts.
 func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, spec AgentSpec, nProbes int) (report.LadderRound, time.Duration, error) {
-	dst, job := srv.Spec.Target, *spec.Job
+	dst, job := spec.Target, *spec.Job
 	cli, err := sess.Start(ctx, spec)
 	if err != nil {
 		return report.LadderRound{}, 0, fmt.Errorf("starting the client agent: %w", err)
@@ -382,7 +404,7 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, 
 	}
 	began := time.Now()
 	from := &Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
-	res, err := o.collect(ctx, cli, srv, from, srv.Spec.Target)
+	res, err := o.collect(ctx, cli, srv, from, dst)
 	if err == nil {
 		err = res.missing(job.Probes[:nProbes], cli)
 	}

@@ -71,7 +71,7 @@ func (r *ladderRun) hostRung() *report.LadderRung {
 // not reached from there the way a pod reaches them).
 func (r *ladderRun) hostClientSpec(rung *report.LadderRung, round, i int) AgentSpec {
 	job := r.job
-	job.Host, job.Port, job.Probes = r.hostSrv.IP, r.hostSrv.Port, r.job.Probes[:r.nProbes]
+	job.Host, job.Port, job.Probes = r.hostSrv.IP, r.hostSrv.Port, r.hostProbes
 	return AgentSpec{Role: RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
 		Placement: &Placement{Node: rung.Node, Tolerations: clientTolerations(r.dst.Pod), HostNetwork: true}}
 }

@@ -35,8 +35,11 @@ type serviceRun struct {
 	port     corev1.ServicePort
 	ready    []endpoint
 	measured []endpoint
-	temp     *corev1.Service
-	info     *report.LadderService
+	// pods are the measured endpoints' pods; agentPort the port their agents listen on.
+	pods      []*corev1.Pod
+	agentPort int
+	temp      *corev1.Service
+	info      *report.LadderService
 }
 
 type endpoint struct{ pod, node, zone, addr string }
@@ -88,6 +91,7 @@ func (o *LadderOptions) readService(ctx context.Context, dst *Target, ns, name s
 // startSpread starts what measuring where connections land needs, or says why it cannot run.
 func (o *LadderOptions) startSpread(ctx context.Context, sess *Session, sr *serviceRun, lifetime time.Duration) error {
 	switch {
+	case sr.info.SpreadSkipped != "":
 	case sess.Mode != ModeEphemeral:
 		sr.info.SpreadSkipped = "where connections land needs agents in the Service's own pods: ephemeral containers (--mode ephemeral or auto)"
 	case len(sr.svc.Spec.Selector) == 0:
@@ -103,23 +107,24 @@ func (o *LadderOptions) startSpread(ctx context.Context, sess *Session, sr *serv
 // startEndpoints starts an agent in each chosen endpoint pod on one port, then the temporary
 // Service, and waits until it routes to them.
 func (o *LadderOptions) startEndpoints(ctx context.Context, sess *Session, sr *serviceRun, lifetime time.Duration) error {
-	sr.measured = chooseEndpoints(sr.ready, o.MaxEndpoints)
-	port := agentPort()
+	if err := o.endpointPods(ctx, sr); err != nil {
+		return err
+	}
+	if sr.agentPort == 0 {
+		sr.agentPort = agentPort()
+	}
+	port := sr.agentPort
 	sr.info.AgentPort, sr.info.MeasuredEndpoints = port, len(sr.measured)
 	var agents []*Agent
 	for i, ep := range sr.measured {
-		p, err := o.client.CoreV1().Pods(sr.svc.Namespace).Get(ctx, ep.pod, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, forbiddenOr(err))
-		}
-		t := &Target{Namespace: p.Namespace, Pod: p}
+		t := &Target{Namespace: sr.svc.Namespace, Pod: sr.pods[i]}
 		if err := t.check("", true); err != nil {
 			return err
 		}
 		a, err := sess.Start(ctx, AgentSpec{Role: RoleEndpoint, Target: t, Serve: true, Lifetime: lifetime, Port: port,
 			Suffix: strconv.Itoa(i + 1), Identity: agent.Identity{Pod: ep.pod, Node: ep.node, Zone: ep.zone}})
 		if err != nil {
-			return fmt.Errorf("starting the endpoint agent in %s/%s: %w", p.Namespace, p.Name, err)
+			return fmt.Errorf("starting the endpoint agent in %s/%s: %w", t.Namespace, t.Pod.Name, err)
 		}
 		agents = append(agents, a)
 	}
@@ -152,6 +157,22 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *Session, sr *s
 	}
 	sr.info.TemporaryService = sr.temp.Name
 	return o.waitRouted(ctx, sr)
+}
+
+// endpointPods chooses the endpoints to measure and reads their pods (once).
+func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error {
+	if sr.pods != nil {
+		return nil
+	}
+	sr.measured = chooseEndpoints(sr.ready, o.MaxEndpoints)
+	for _, ep := range sr.measured {
+		p, err := o.client.CoreV1().Pods(sr.svc.Namespace).Get(ctx, ep.pod, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, forbiddenOr(err))
+		}
+		sr.pods = append(sr.pods, p)
+	}
+	return nil
 }
 
 // waitRouted waits until the temporary Service's EndpointSlices list every ready endpoint, then

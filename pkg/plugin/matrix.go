@@ -44,6 +44,10 @@ type MatrixOptions struct {
 	NodeFactor        float64
 	Port              int
 	DryRun            bool
+	AllowPolicy       bool
+
+	// portGiven says --agent-port was set (the policy check leaves it as it is).
+	portGiven bool
 
 	filter placement.Filter
 	// Colour forces colour on or off (nil: on a terminal unless NO_COLOR is set).
@@ -112,6 +116,7 @@ on every exit path; after a plugin killed outright, agents exit by their deadlin
 	f.Float64Var(&o.NodeFactor, "node-outlier-factor", o.NodeFactor, "a node is an outlier when its pairs are, by the median, this many times the same cells' other pairs (1.05-100)")
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and create nothing")
+	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create a temporary one that lets exactly this run's agents reach each other and the API server reach their port (deleted at the end)")
 	o.addFlags(cmd)
 	cmd.ValidArgsFunction = nil
 	o.gates.addFlags(cmd, "'cross-zone.rtt.p99 > 5ms'")
@@ -121,6 +126,7 @@ on every exit path; after a plugin killed outright, agents exit by their deadlin
 
 // Validate checks the flags before anything is read from the cluster; each message names its flag.
 func (o *MatrixOptions) Validate(cmd *cobra.Command) error {
+	o.portGiven = cmd != nil && cmd.Flags().Changed("agent-port")
 	if o.Sample != 0 {
 		if cmd != nil && cmd.Flags().Changed("scope") && o.Scope != placement.ScopeSample {
 			return fmt.Errorf("--sample %d with --scope %s: --sample is its own scope", o.Sample, o.Scope)

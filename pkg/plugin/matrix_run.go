@@ -37,6 +37,8 @@ type matrixRun struct {
 	tolerations []corev1.Toleration
 	sess        *Session
 	fleet       *Fleet
+	// skip holds the probes the NetworkPolicies block (by label).
+	skip map[string]bool
 }
 
 // Run plans the pairs, places the agents, measures round by round and prints the report.
@@ -57,6 +59,9 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	r.sess = o.newSession(ModePod)
 	defer func() { err = o.finish(ctx, r.sess, err) }()
 	r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleDaemonSets(ctx, o.namespace, o.serverNow())...)
+	if err := r.planPolicy(ctx, o.portGiven); err != nil {
+		return err
+	}
 	if err := r.start(ctx); err != nil {
 		return err
 	}
@@ -69,6 +74,7 @@ func (o *MatrixOptions) Run(ctx context.Context) (err error) {
 	if err := r.sess.Close(); err != nil {
 		return err
 	}
+	r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0
 	r.timer.phase("cleanup")
 	return r.write(start, measuring)
 }
@@ -227,7 +233,7 @@ func (r *matrixRun) start(ctx context.Context) error {
 	for _, n := range r.nodes {
 		hostnames[n.Name] = n.Labels[corev1.LabelHostname]
 	}
-	lifetime := o.StartTimeout + time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second))*2 + 30*time.Second
+	lifetime := r.lifetime()
 	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each ends by itself within %s)", len(nodes), "netbench", r.sess.RunID, RoleMesh, o.namespace, lifetime.Round(time.Second))
 	var err error
 	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations, Port: o.Port, Lifetime: lifetime})
@@ -239,6 +245,11 @@ func (r *matrixRun) start(ctx context.Context) error {
 			o.Progress("agents ready: %d/%d", ready, total)
 		}
 	})
+}
+
+// lifetime bounds the agents (and the temporary NetworkPolicy).
+func (r *matrixRun) lifetime() time.Duration {
+	return r.o.StartTimeout + time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second))*2 + 30*time.Second
 }
 
 // measure runs the rounds; each pair's job goes to its client agent, at most Concurrency at
@@ -274,7 +285,7 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.o.perPair()+30*time.Second)
 	defer cancel()
-	results, err := r.fleet.Run(ctx, p.From, r.o.job(r.fleet.Members[p.To].IP))
+	results, err := r.fleet.Run(ctx, p.From, r.job(r.fleet.Members[p.To].IP))
 	out.Results = results
 	if err != nil {
 		out.Error = err.Error()

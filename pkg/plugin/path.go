@@ -91,7 +91,6 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
-	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between the two pods (deleted at the end)")
 	o.addMeasureFlags(cmd)
 	o.addFlags(cmd)
 	o.gates.addFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
@@ -112,6 +111,7 @@ func (o *PathOptions) addMeasureFlags(cmd *cobra.Command) {
 	f.IntVar(&o.Port, "port", 0, "also measure TCP connect RTT and HTTP latency to DST's own container port")
 	f.StringVar(&o.HTTPPath, "http-path", o.HTTPPath, "path requested on --port")
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
+	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between its agents and pods (deleted at the end)")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
 	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(ModeEphemeral, ModePod, ModeAuto))
 	_ = cmd.RegisterFlagCompletionFunc("profile", fixedCompletion("quick", "seed"))
@@ -353,7 +353,7 @@ func (o *PathOptions) Run(ctx context.Context) (err error) {
 	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
 	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
 	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
-	pp, err := o.planPolicy(ctx, sess, src, dst, probes, appPort, lifetime)
+	pp, err := o.planPolicy(ctx, sess, o.readPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
 	rep.Policy = pp.check
 	if err != nil {
 		return err
@@ -543,8 +543,6 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src, 
 	switch {
 	case ev.Probe == "":
 		return fmt.Errorf("client agent: %s", msg)
-	case srv == nil:
-		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
 	case strings.HasPrefix(ev.Probe, "svc-"):
 		err := fmt.Errorf("probe %s through the Service failed: %s", ev.Probe, msg)
 		c.failed = append(c.failed, err.Error())
@@ -561,6 +559,8 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src, 
 		c.failed = append(c.failed, err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
 		return nil
+	case srv == nil:
+		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
 	}
 	hint := ""
 	if ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout {

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -38,10 +39,11 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 			return sc
 		}
 		sc.policies = append(sc.policies, list.Items...)
-		sc.nsLabels[ns] = map[string]string{corev1.LabelMetadataName: ns}
+		sc.nsLabels[ns] = map[string]string{}
 		if n, err := o.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
-			sc.nsLabels[ns] = n.Labels
+			maps.Copy(sc.nsLabels[ns], n.Labels)
 		}
+		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
 	}
 	sc.apiServer = apiServerAddrs(ctx, o)
 	return sc
@@ -215,17 +217,23 @@ func portOf(p agent.ProbeSpec) int {
 // choosePort puts the server agent inside a port range the policies allow from the client and
 // the API server, avoiding the destination's declared ports; 0 when there is none.
 func choosePort(sc *policyScope, s *Session, src, dst *Target) int {
+	return portWithin(sc, policyPod(s, src, RoleClient), policyPod(s, dst, RoleServer), declaredPorts(dst.Pod))
+}
+
+// portWithin is a port of 1024 or above, not taken, inside a range the policies allow over TCP
+// from one pod to another and from the API server to the latter; 0 when there is none (or the
+// policies were not read).
+func portWithin(sc *policyScope, from, to *corev1.Pod, taken []int) int {
 	if sc.skipped != "" {
 		return 0
 	}
-	cli, srv := sc.endpoint(policyPod(s, src, RoleClient)), sc.endpoint(policyPod(s, dst, RoleServer))
-	taken := declaredPorts(dst.Pod)
+	cli, srv := sc.endpoint(from), sc.endpoint(to)
 	for _, r := range netpolicy.AllowedRanges(sc.policies, corev1.ProtocolTCP) {
 		for p := r.Last; p >= r.First && p > r.Last-64; p-- {
 			if p < 1024 || slices.Contains(taken, p) {
 				continue
 			}
-			if sc.check(cli, srv, corev1.ProtocolTCP, p).Allowed() && len(sc.fromAPIServer(srv.Pod, p)) == 0 {
+			if sc.check(cli, srv, corev1.ProtocolTCP, p).Allowed() && len(sc.fromAPIServer(to, p)) == 0 {
 				return p
 			}
 		}
@@ -243,11 +251,10 @@ func declaredPorts(p *corev1.Pod) []int {
 	return out
 }
 
-// planPolicy reads the policies of both pods' namespaces, tells the user what they block,
+// planPolicy works out from the policies read what they block between SRC and DST, tells the user,
 // and, with --allow-policy, creates the temporary policies that let this run's agents through
 // (the session deletes them). Bad input fails before anything is created.
-func (o *PathOptions) planPolicy(ctx context.Context, s *Session, src, dst *Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
-	sc := o.readPolicies(ctx, src.Namespace, dst.Namespace)
+func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScope, src, dst *Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
 	if o.AllowPolicy && sc.skipped != "" {
 		return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, fmt.Errorf("--allow-policy: %s", sc.skipped)
 	}
@@ -272,12 +279,7 @@ func (o *PathOptions) planPolicy(ctx context.Context, s *Session, src, dst *Targ
 		pp.check.AgentPort = srvPort
 	}
 	pp.check.Temporary = temporary
-	for _, b := range pp.check.Blocked {
-		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s\n", b)
-	}
-	if len(temporary) > 0 {
-		fmt.Fprintf(o.ErrOut, "NetworkPolicy: --allow-policy created %s for this run\n", strings.Join(temporary, ", "))
-	}
+	o.tellPolicy(pp.check.Blocked, temporary)
 	if len(pp.runnable(probes)) == 0 && len(pp.runnableApp(appPort)) == 0 {
 		return pp, fmt.Errorf("NetworkPolicies block every probe of the agents and there is no --port to measure: nothing was measured (allow them for this run with --allow-policy, or measure the app's port with --port)")
 	}
@@ -308,4 +310,14 @@ func (pp *pathPolicy) skipped() []string {
 		}
 	}
 	return out
+}
+
+// tellPolicy says up front what the policies block and what --allow-policy created.
+func (o *commonOptions) tellPolicy(blocked []report.PolicyBlock, temporary []string) {
+	for _, b := range blocked {
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s\n", b)
+	}
+	if len(temporary) > 0 {
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: --allow-policy created %s for this run\n", strings.Join(temporary, ", "))
+	}
 }

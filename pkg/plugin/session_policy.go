@@ -76,11 +76,25 @@ func newAllowance(s *Session, sc *policyScope, src, dst *Target) *allowance {
 	a := &allowance{s: s, sc: sc, src: src, dst: dst}
 	a.srvPort, a.cliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
 	cli, srv := policyPod(s, src, RoleClient), policyPod(s, dst, RoleServer)
-	out := netpolicy.Check(sc.policies, netpolicy.Flow{From: sc.endpoint(cli), To: netpolicy.Endpoint{}, Protocol: corev1.ProtocolTCP, Port: a.srvPort})
-	inCli := netpolicy.Check(sc.policies, netpolicy.Flow{From: netpolicy.Endpoint{}, To: sc.endpoint(cli), Protocol: corev1.ProtocolTCP, Port: a.cliPort})
-	inSrv := netpolicy.Check(sc.policies, netpolicy.Flow{From: netpolicy.Endpoint{}, To: sc.endpoint(srv), Protocol: corev1.ProtocolTCP, Port: a.srvPort})
-	a.srcEgress, a.srcIngr, a.dstIngress = len(out.Egress.Selecting) > 0, len(inCli.Ingress.Selecting) > 0, len(inSrv.Ingress.Selecting) > 0
+	a.srcEgress = isolated(sc, []*corev1.Pod{cli}, networkingv1.PolicyTypeEgress)
+	a.srcIngr = isolated(sc, []*corev1.Pod{cli}, networkingv1.PolicyTypeIngress)
+	a.dstIngress = isolated(sc, []*corev1.Pod{srv}, networkingv1.PolicyTypeIngress)
 	return a
+}
+
+// isolated says whether a policy selects any of the pods for direction dir.
+func isolated(sc *policyScope, pods []*corev1.Pod, dir networkingv1.PolicyType) bool {
+	for _, p := range pods {
+		f := netpolicy.Flow{From: sc.endpoint(p), Protocol: corev1.ProtocolTCP, Port: 1}
+		if dir == networkingv1.PolicyTypeIngress {
+			f.From, f.To = netpolicy.Endpoint{}, sc.endpoint(p)
+		}
+		v := netpolicy.Check(sc.policies, f)
+		if len(v.Egress.Selecting)+len(v.Ingress.Selecting) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // freePortAvoiding is a random port from 20000-29999 that the pod does not declare.
@@ -143,10 +157,25 @@ func (a *allowance) selector(t *Target, r Role) (metav1.LabelSelector, error) {
 }
 
 func (a *allowance) peer(t *Target, r Role) networkingv1.NetworkPolicyPeer {
+	return peerOf(t.Namespace, policyPod(a.s, t, r).Labels)
+}
+
+// peerOf is the pods of namespace ns that carry labels l.
+func peerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 	return networkingv1.NetworkPolicyPeer{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: t.Namespace}},
-		PodSelector:       &metav1.LabelSelector{MatchLabels: policyPod(a.s, t, r).Labels},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: l},
 	}
+}
+
+// portsOf is one port number over each of the protocols.
+func portsOf(port int, protos ...corev1.Protocol) []networkingv1.NetworkPolicyPort {
+	var out []networkingv1.NetworkPolicyPort
+	for _, proto := range protos {
+		p, pr := intstr.FromInt32(int32(port)), proto
+		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &p})
+	}
+	return out
 }
 
 // agentPorts: the server agent's port over TCP and UDP; nothing (every port and ICMP) between
@@ -155,23 +184,24 @@ func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 	if a.s.Mode == ModePod {
 		return nil
 	}
-	port := intstr.FromInt32(int32(a.srvPort))
-	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
-	return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}, {Protocol: &udp, Port: &port}}
+	return portsOf(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
 }
 
 // fromAPIServer allows the API server's addresses to one TCP port (none when they are unknown).
 func (a *allowance) fromAPIServer(port int) []networkingv1.NetworkPolicyIngressRule {
-	if len(a.sc.apiServer) == 0 {
+	return a.sc.apiServerRules(port)
+}
+
+// apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
+func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
+	if len(sc.apiServer) == 0 {
 		return nil
 	}
 	var peers []networkingv1.NetworkPolicyPeer
-	for _, ip := range a.sc.apiServer {
+	for _, ip := range sc.apiServer {
 		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
 	}
-	p := intstr.FromInt32(int32(port))
-	tcp := corev1.ProtocolTCP
-	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}}}
+	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: portsOf(port, corev1.ProtocolTCP)}}
 }
 
 // apply creates the policies and adds them to the scope, so that the plan sees them.
@@ -180,12 +210,18 @@ func (a *allowance) apply(ctx context.Context, lifetime time.Duration) ([]string
 	if err != nil {
 		return nil, err
 	}
+	return createPolicies(ctx, a.s, a.sc, nps, lifetime)
+}
+
+// createPolicies creates temporary policies of the session, adding each to the scope so that
+// the plan sees it, and returns their names (namespace/name), also of those made before an error.
+func createPolicies(ctx context.Context, s *Session, sc *policyScope, nps []*networkingv1.NetworkPolicy, lifetime time.Duration) ([]string, error) {
 	var names []string
 	for _, np := range nps {
-		if err := a.s.CreatePolicy(ctx, np, lifetime); err != nil {
+		if err := s.CreatePolicy(ctx, np, lifetime); err != nil {
 			return names, err
 		}
-		a.sc.policies = append(a.sc.policies, *np)
+		sc.policies = append(sc.policies, *np)
 		names = append(names, np.Namespace+"/"+np.Name)
 	}
 	return names, nil

@@ -26,9 +26,12 @@ type LadderReport struct {
 	// Figures lists, in display order, the figure names the rungs' Figures hold.
 	Figures []string `json:"figures"`
 	// Service is the Service measured from every rung (DST svc/NAME or --service).
-	Service  *LadderService `json:"service,omitempty"`
-	Timing   Timing         `json:"timing"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Service *LadderService `json:"service,omitempty"`
+	// Policy is what the NetworkPolicies allow the run's agents (the clients, the server and the
+	// Service's endpoint agents).
+	Policy   *PolicyCheck `json:"networkPolicy,omitempty"`
+	Timing   Timing       `json:"timing"`
+	Warnings []string     `json:"warnings,omitempty"`
 	// Checks are the --fail-if conditions and how they came out.
 	Checks []gate.Result `json:"checks,omitempty"`
 }

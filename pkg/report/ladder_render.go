@@ -41,6 +41,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)
 	writeLadderCost(w, measured)
+	writePolicy(w, r.Policy)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil

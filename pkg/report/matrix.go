@@ -34,6 +34,8 @@ type MatrixReport struct {
 	NodeGrid []MatrixCell  `json:"nodeCells,omitempty"`
 	Outliers []MatrixFlag  `json:"outliers,omitempty"`
 	Summary  []NodeSummary `json:"nodeSummary"`
+	// Policy is what the NetworkPolicies of the namespace allow between the agents.
+	Policy   *PolicyCheck  `json:"networkPolicy,omitempty"`
 	Timing   Timing        `json:"timing"`
 	Warnings []string      `json:"warnings,omitempty"`
 	Checks   []gate.Result `json:"checks,omitempty"`

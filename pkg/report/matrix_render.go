@@ -48,6 +48,7 @@ func WriteMatrix(w io.Writer, format string, r *MatrixReport, colour bool) error
 	}
 	writeNodeSummary(w, r.Summary, colour)
 	writeOutliers(w, r, colour)
+	writePolicy(w, r.Policy)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil

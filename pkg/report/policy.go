@@ -15,7 +15,7 @@ type PolicyCheck struct {
 	Policies []string `json:"policies,omitempty"`
 	// Blocked are the flows the policies do not allow, each with the probes it stops.
 	Blocked []PolicyBlock `json:"blocked,omitempty"`
-	// AgentPort is the port the server agent was put on to fall inside a range a policy allows.
+	// AgentPort is the port the agents served on to fall inside a range a policy allows.
 	AgentPort int `json:"agentPort,omitempty"`
 	// Temporary are the NetworkPolicies --allow-policy created; Removed says they were deleted.
 	Temporary []string `json:"temporary,omitempty"`
@@ -51,7 +51,7 @@ func writePolicy(w io.Writer, p *PolicyCheck) {
 		fmt.Fprintf(w, "  blocked: %s\n", b)
 	}
 	if p.AgentPort != 0 {
-		fmt.Fprintf(w, "  the server agent listened on port %d, inside a range a policy allows\n", p.AgentPort)
+		fmt.Fprintf(w, "  the agents served on port %d, inside a range a policy allows\n", p.AgentPort)
 	}
 	if len(p.Temporary) > 0 {
 		state := "not yet removed"
