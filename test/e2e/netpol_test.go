@@ -190,3 +190,84 @@ func samples(r *agent.ProbeResult) int64 {
 	}
 	return 0
 }
+
+// The ladder and the matrix in the same default-deny namespace: the ladder measures the app's
+// port and the Service from every rung with no server agent, naming the policy that blocks
+// the agents' port and skipping the count of where connections land; with --allow-policy every
+// probe runs and the connections are counted. The matrix refuses before creating anything,
+// naming the policy; with --allow-policy it measures every pair behind a temporary policy. No
+// NetworkPolicy of a run is left.
+func TestLadderAndMatrixUnderDefaultDeny(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	defaultDeny(t, cs, ns)
+
+	t.Run("ladder blocked", func(t *testing.T) {
+		r := ladderJSON(t, "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50")
+		if r.Policy == nil || len(r.Policy.Blocked) == 0 || !slices.Contains(r.Policy.Blocked[0].Policies, ns+"/default-deny") {
+			t.Fatalf("policy check %+v: want the agents' port blocked by %s/default-deny", r.Policy, ns)
+		}
+		if r.Service == nil || !strings.Contains(r.Service.SpreadSkipped, ns+"/default-deny") {
+			t.Errorf("service %+v: want the spread skipped naming %s/default-deny", r.Service, ns)
+		}
+		for _, rung := range r.Rungs {
+			if rung.Skipped != "" {
+				continue
+			}
+			got := map[string]int64{}
+			for _, p := range rung.Results[0].AppPort {
+				got[p.Name] = samples(p)
+			}
+			if len(rung.Results[0].Probes) != 0 || got["app-tcp-rtt"] == 0 || got["svc-tcp-rtt"] == 0 {
+				t.Errorf("rung %s: agent probes %d, app and Service samples %v: want the app's port and the Service measured only",
+					rung.Name, len(rung.Results[0].Probes), got)
+			}
+		}
+		if left := netbenchPolicies(t, cs, ns); len(left) > 0 {
+			t.Errorf("NetworkPolicies left: %v", left)
+		}
+	})
+
+	t.Run("ladder allow-policy", func(t *testing.T) {
+		r := ladderJSON(t, "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50", "--allow-policy")
+		if r.Policy == nil || len(r.Policy.Temporary) == 0 || !r.Policy.Removed {
+			t.Fatalf("policy check %+v: want temporary policies, removed", r.Policy)
+		}
+		if r.Service == nil || r.Service.SpreadSkipped != "" {
+			t.Errorf("service %+v: want where connections land measured", r.Service)
+		}
+		for _, rung := range r.Rungs {
+			if rung.Skipped != "" {
+				continue
+			}
+			for _, p := range rung.Results[0].Probes {
+				if p.Name == "tcp-rtt" && samples(p) == 0 {
+					t.Errorf("rung %s: tcp-rtt to the server agent measured nothing", rung.Name)
+				}
+			}
+			if rung.Spread == nil || rung.Spread.Answered == 0 {
+				t.Errorf("rung %s: spread %+v: want answered connections", rung.Name, rung.Spread)
+			}
+		}
+		if left := netbenchPolicies(t, cs, ns); len(left) > 0 {
+			t.Errorf("NetworkPolicies left: %v", left)
+		}
+		t.Logf("temporary %v", r.Policy.Temporary)
+	})
+
+	t.Run("matrix", func(t *testing.T) {
+		_, stderr, err := netbench(t, "matrix", "-n", ns, "--pairs-per-cell", "1")
+		if err == nil || !strings.Contains(stderr, ns+"/default-deny") || !strings.Contains(stderr, "--allow-policy") {
+			t.Fatalf("exit %v, stderr %q: want a refusal naming %s/default-deny", err, stderr, ns)
+		}
+		nothingLeft(t, cs, ns)
+		r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1", "--allow-policy")
+		if r.Policy == nil || len(r.Policy.Temporary) != 1 || !r.Policy.Removed || r.Probe != agent.ProbeICMP {
+			t.Errorf("policy %+v, probe %s: want one temporary policy, removed, and ICMP measured", r.Policy, r.Probe)
+		}
+		nothingLeft(t, cs, ns)
+		if left := netbenchPolicies(t, cs, ns); len(left) > 0 {
+			t.Errorf("NetworkPolicies left: %v", left)
+		}
+	})
+}
