@@ -27,8 +27,10 @@ func matrixJSON(t *testing.T, args ...string) *report.MatrixReport {
 	if r.Kind != "MatrixReport" || r.APIVersion != report.APIVersion || len(r.Pairs) == 0 || len(r.Zones) == 0 || r.Plan.Pairs != len(r.Pairs) {
 		t.Fatalf("required fields missing: %+v", r)
 	}
+	// A reply lost on the lab's user-space delay line is loss the report counts, not an error: at
+	// most 2 of a pair's 50 echoes may go missing (one of 50 was lost in a full e2e run).
 	for _, p := range r.Pairs {
-		if p.Error != "" || p.Samples != 50 {
+		if p.Error != "" || p.Samples < 48 || p.Samples > 50 {
 			t.Errorf("pair %s → %s: %d samples, error %q", p.From, p.To, p.Samples, p.Error)
 		}
 	}
