@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"fortio.org/fortio/fgrpc"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
@@ -22,28 +22,38 @@ import (
 
 // Limits bound what the agent server gives peers, above all those without the run's token.
 type Limits struct {
-	// MaxConns caps the connections open at once; more are closed on accept.
+	// MaxConns caps the authenticated connections open at once.
 	MaxConns int
-	// MaxPending caps connections that have not yet sent their first bytes; more are closed.
-	MaxPending int
-	// Handshake is how long a new connection has to send its first bytes (and a gRPC client
-	// its HTTP/2 preface, an HTTP client its request headers).
+	// Strangers caps the connections that have not yet presented the token, from sources that
+	// never did; StrangersPerSource caps them per source address.
+	Strangers, StrangersPerSource int
+	// Handshake is how long a new connection has to send its first bytes (and an HTTP client
+	// its request headers).
 	Handshake time.Duration
+	// AuthWindow is how long a connection may stay without presenting the token before it is
+	// closed, whatever it sends.
+	AuthWindow time.Duration
 	// Idle closes keep-alive HTTP and gRPC connections that carry nothing for this long.
 	Idle time.Duration
 }
 
 // DefaultLimits fit the largest job the plugin accepts (1024 connections, 128 streams).
-var DefaultLimits = Limits{MaxConns: 1280, MaxPending: 64, Handshake: 2 * time.Second, Idle: 30 * time.Second}
+var DefaultLimits = Limits{MaxConns: 1280, Strangers: 64, StrangersPerSource: 8,
+	Handshake: 2 * time.Second, AuthWindow: 3 * time.Second, Idle: 30 * time.Second}
 
-// router accepts connections and hands each to the server its first bytes belong to.
+// Header limits: a token header fits many times over; nothing larger is read before the token.
+const (
+	maxHTTPHeaderBytes = 16 << 10
+	maxGRPCHeaderList  = 8 << 10
+)
+
+// router accepts connections through the gate and hands each to the server its first bytes
+// belong to.
 type router struct {
-	ln         net.Listener
+	ln         net.Listener // gated
 	http, grpc *chanListener
 	accept     func(string) bool
 	limits     Limits
-	open       atomic.Int64
-	pending    atomic.Int64
 }
 
 func (r *router) run(ctx context.Context) {
@@ -52,21 +62,14 @@ func (r *router) run(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		if r.open.Load() >= int64(r.limits.MaxConns) || r.pending.Load() >= int64(r.limits.MaxPending) {
-			c.Close()
-			continue
-		}
-		r.open.Add(1)
-		r.pending.Add(1)
-		go r.handle(ctx, &countedConn{Conn: c, open: &r.open})
+		go r.handle(ctx, c.(*gatedConn))
 	}
 }
 
-func (r *router) handle(ctx context.Context, c net.Conn) {
+func (r *router) handle(ctx context.Context, c *gatedConn) {
 	br := bufio.NewReaderSize(c, 4096)
 	_ = c.SetReadDeadline(time.Now().Add(r.limits.Handshake))
 	head, err := br.Peek(4)
-	r.pending.Add(-1)
 	if err != nil {
 		c.Close()
 		return
@@ -76,9 +79,9 @@ func (r *router) handle(ctx context.Context, c net.Conn) {
 		_, _ = br.Discard(len(probes.ThroughputMagic))
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
-		_ = probes.ServeThroughput(c, br, r.accept)
+		_ = probes.ServeThroughput(c, br, func(tok string) bool { return r.accept(tok) && c.authenticate() })
 	case string(head) == "PRI ": // the HTTP/2 preface gRPC opens with
-		// gRPC's own ConnectionTimeout bounds the rest of the handshake.
+		// The gate closes the connection unless a call presents the token within its window.
 		_ = c.SetReadDeadline(time.Time{})
 		r.grpc.deliver(&peekedConn{Conn: c, r: br})
 	default:
@@ -88,23 +91,40 @@ func (r *router) handle(ctx context.Context, c net.Conn) {
 	}
 }
 
-// countedConn gives its slot back once when closed.
-type countedConn struct {
-	net.Conn
-	open   *atomic.Int64
-	closed atomic.Bool
-}
-
-func (c *countedConn) Close() error {
-	if c.closed.CompareAndSwap(false, true) {
-		c.open.Add(-1)
-	}
-	return c.Conn.Close()
-}
-
 // newHTTPServer serves the latency probes and the control API; a request without the token is
 // answered 401 and its connection closed.
 func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string), id Identity, jobs http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           authenticated(accept, controlMux(ls, done, id, jobs)),
+		ConnContext:       withGated,
+		ReadHeaderTimeout: l.Handshake,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       l.Idle,
+		MaxHeaderBytes:    maxHTTPHeaderBytes,
+	}
+}
+
+// authenticated answers requests without the token 401 and closes their connection; a request
+// with it authenticates its connection at the gate.
+func authenticated(accept func(string) bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !accept(r.Header.Get(TokenHeader)) {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
+			return
+		}
+		if !authenticateRequest(r.Context()) {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "too many connections", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// controlMux serves the control API and the latency probes.
+func controlMux(ls *lease, done func(string), id Identity, jobs http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	if jobs != nil {
 		mux.Handle("POST "+PathJob, jobs)
@@ -132,29 +152,20 @@ func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(stri
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !accept(r.Header.Get(TokenHeader)) {
-				w.Header().Set("Connection", "close")
-				http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
-				return
-			}
-			mux.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: l.Handshake,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       l.Idle,
-		MaxHeaderBytes:    16 << 10,
-	}
+	return mux
 }
 
-// newGRPCServer serves the ping service; the token is checked before any message is decoded.
-func newGRPCServer(l Limits, accept func(string) bool) *grpc.Server {
+// newGRPCServer serves the ping service; the token is checked before any message is decoded,
+// on a header list of at most maxGRPCHeaderList bytes, and a call with it authenticates its
+// connection at the gate.
+func newGRPCServer(l Limits, accept func(string) bool, g *gate) *grpc.Server {
 	s := grpc.NewServer(
 		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
 			if v := info.Header.Get(TokenMetadata); len(v) != 1 || !accept(v[0]) {
 				return nil, status.Error(codes.Unauthenticated, "missing or wrong "+TokenMetadata)
+			}
+			if p, ok := peer.FromContext(ctx); !ok || !g.authenticateRemote(p.Addr) {
+				return nil, status.Error(codes.ResourceExhausted, "too many connections")
 			}
 			return ctx, nil
 		}),
@@ -166,6 +177,7 @@ func newGRPCServer(l Limits, accept func(string) bool) *grpc.Server {
 			return h(c, req)
 		}),
 		grpc.ConnectionTimeout(l.Handshake),
+		grpc.MaxHeaderListSize(maxGRPCHeaderList),
 		grpc.MaxRecvMsgSize(64<<10),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.Idle}),

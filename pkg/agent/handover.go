@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +28,6 @@ var (
 
 const (
 	maxJobBytes        = 1 << 20
-	maxHandoverConns   = 64
 	handoverReadWindow = 5 * time.Second
 )
 
@@ -67,8 +65,9 @@ func jobFromRequest(r *http.Request) (Job, error) {
 
 // AwaitJob listens on listen, emits ready with its port and returns the first job posted to
 // PathJob by a holder of the token with the given digest, the token filled in. Others get
-// 401; at most maxHandoverConns connections are served at once, each for a few seconds, and
-// more are closed at once (the plugin retries).
+// 401, and connections are admitted through a gate with DefaultLimits: strangers are bounded
+// per source and in total and closed unless they present the token within its window, so
+// that peers holding connections cannot keep the plugin's hand-over out.
 // It gives up with ErrNoJob after within, or when ctx ends.
 func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, em *Emitter) (Job, error) {
 	if digest == "" {
@@ -79,23 +78,26 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 		return Job{}, fmt.Errorf("listening on %s: %w", listen, err)
 	}
 	accept := tokenAccepter("", digest)
+	auth := func(w http.ResponseWriter, r *http.Request) bool {
+		if accept(r.Header.Get(TokenHeader)) && authenticateRequest(r.Context()) {
+			return true
+		}
+		w.Header().Set("Connection", "close")
+		http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
+		return false
+	}
 	jobs, stop := make(chan Job, 1), make(chan struct{})
 	var stopOnce sync.Once
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathDone, func(w http.ResponseWriter, r *http.Request) {
-		if !accept(r.Header.Get(TokenHeader)) {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
+		if !auth(w, r) {
 			return
 		}
 		stopOnce.Do(func() { close(stop) })
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST "+PathJob, func(w http.ResponseWriter, r *http.Request) {
-		token := r.Header.Get(TokenHeader)
-		if !accept(token) {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "missing or wrong "+TokenHeader, http.StatusUnauthorized)
+		if !auth(w, r) {
 			return
 		}
 		job, err := jobFromRequest(r)
@@ -110,9 +112,9 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 			http.Error(w, "a job was already handed over", http.StatusConflict)
 		}
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, ReadTimeout: handoverReadWindow,
+	srv := &http.Server{Handler: mux, ConnContext: withGated, ReadHeaderTimeout: DefaultLimits.Handshake, ReadTimeout: handoverReadWindow,
 		WriteTimeout: handoverReadWindow, IdleTimeout: handoverReadWindow, MaxHeaderBytes: 8 << 10}
-	go func() { _ = srv.Serve(&shedListener{Listener: ln, max: maxHandoverConns}) }()
+	go func() { _ = srv.Serve(&gatedListener{Listener: ln, g: newGate(DefaultLimits)}) }()
 	defer func() {
 		// Let the accepted hand-over's answer go out; then drop everyone.
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -133,27 +135,5 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 		return Job{}, fmt.Errorf("%w within %s", ErrNoJob, within)
 	case <-ctx.Done():
 		return Job{}, ctx.Err()
-	}
-}
-
-// shedListener closes connections beyond max open at once instead of queueing them.
-type shedListener struct {
-	net.Listener
-	max  int64
-	open atomic.Int64
-}
-
-func (l *shedListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Load() >= l.max {
-			c.Close()
-			continue
-		}
-		l.open.Add(1)
-		return &countedConn{Conn: c, open: &l.open}, nil
 	}
 }

@@ -3,13 +3,12 @@ package agent
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
@@ -96,10 +95,14 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
-	accept := tokenAccepter(o.Token, o.TokenSHA256)
+	keys := &udpKeys{}
+	accept := keys.learning(tokenAccepter(o.Token, o.TokenSHA256))
+	if o.Token != "" {
+		keys.learn(o.Token)
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	udpNote := ""
-	waitUDP, err := serveUDP(ctx, port, udpKey(o.Token, o.TokenSHA256))
+	waitUDP, err := serveUDP(ctx, port, keys.get)
 	if err != nil {
 		waitUDP, udpNote = func() {}, fmt.Sprintf("; no UDP echo: %v", err)
 	}
@@ -118,8 +121,9 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	if o.Jobs {
 		jobs = &meshJobs{run: Run}
 	}
+	g := newGate(o.Limits)
 	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity, jobs)
-	grpcSrv := newGRPCServer(o.Limits, accept)
+	grpcSrv := newGRPCServer(o.Limits, accept, g)
 	httpLn := newChanListener(ln.Addr())
 	grpcLn := newChanListener(ln.Addr())
 	var wg sync.WaitGroup
@@ -128,7 +132,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	go func() { defer wg.Done(); _ = grpcSrv.Serve(grpcLn) }()
 	go func() {
 		defer wg.Done()
-		r := &router{ln: ln, http: httpLn, grpc: grpcLn, accept: accept, limits: o.Limits}
+		r := &router{ln: &gatedListener{Listener: ln, g: g}, http: httpLn, grpc: grpcLn, accept: accept, limits: o.Limits}
 		r.run(ctx)
 	}()
 
@@ -149,12 +153,36 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	return nil
 }
 
-// udpKey is the UDP datagrams' key: the token's SHA-256 digest (given, or computed).
-func udpKey(token, digest string) []byte {
-	if k, err := hex.DecodeString(digest); err == nil && len(k) == sha256.Size {
-		return k
+// udpKeys holds the UDP datagrams' key. It derives from the token itself, which the spec does
+// not carry (only its digest): a server started with the digest learns the token from the
+// first token holder that presents it over TCP (the plugin's first lease renewal through the
+// pod proxy, before any client is started), and answers no datagram before that.
+type udpKeys struct{ key atomic.Pointer[[]byte] }
+
+func (k *udpKeys) learn(token string) {
+	if k.key.Load() == nil {
+		key := probes.UDPKey(token)
+		k.key.CompareAndSwap(nil, &key)
 	}
-	return probes.UDPKey(token)
+}
+
+// get is the key, or nil while the token is unknown.
+func (k *udpKeys) get() []byte {
+	if p := k.key.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// learning wraps accept: an accepted token teaches the key.
+func (k *udpKeys) learning(accept func(string) bool) func(string) bool {
+	return func(tok string) bool {
+		if !accept(tok) {
+			return false
+		}
+		k.learn(tok)
+		return true
+	}
 }
 
 // waitOrTimeout waits for wg, but not longer than d: a peer stuck mid-handshake must not keep

@@ -19,8 +19,8 @@ import (
 // long that answer then took to its transmit time stamp; the client takes both off the round
 // trip (as a TWAMP reflector's time stamps allow). It does not spin instead: an agent in the
 // application's pod must not burn the pod's CPU quota. Datagrams that fail authentication get no
-// answer.
-func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
+// answer, nor does any datagram while the key is unknown (keyOf returns nil).
+func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error) {
 	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	family6 := err == nil
 	if err != nil {
@@ -58,8 +58,9 @@ func serveUDP(ctx context.Context, port int, key []byte) (func(), error) {
 				continue
 			}
 			arrived, _ := probes.ReceivedAt(oob[:oobn], time.Now())
+			key := keyOf()
 			typ, seq, err := probes.OpenDatagram(key, buf[:n])
-			if err != nil {
+			if key == nil || err != nil {
 				strangers.spend(arrived)
 				continue
 			}

@@ -7,6 +7,6 @@ import (
 	"errors"
 )
 
-func serveUDP(context.Context, int, []byte) (func(), error) {
+func serveUDP(context.Context, int, func() []byte) (func(), error) {
 	return nil, errors.New("the UDP echo runs on Linux only")
 }

@@ -42,10 +42,13 @@ func DwellOf(payload []byte) (dwell time.Duration, late Late, ok bool) {
 // ErrBadDatagram is returned for a datagram that is not ours or whose tag does not verify.
 var ErrBadDatagram = errors.New("not an authenticated netbench datagram")
 
-// UDPKey derives the datagram key from the run token.
+// UDPKey derives the datagram key from the run token: an HMAC of the token with a label of
+// its own, so that the token's SHA-256 (which agents' specs carry, readable by anyone who may
+// get pods) tells nothing about it.
 func UDPKey(token string) []byte {
-	s := sha256.Sum256([]byte(token))
-	return s[:]
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("kubectl-netbench udp datagram key v1"))
+	return m.Sum(nil)
 }
 
 func udpTag(key, b []byte) []byte {

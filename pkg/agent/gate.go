@@ -1,0 +1,231 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// gate admits the connections of one listener. A connection is a stranger until it presents
+// the run's token; strangers are bounded per source address and in total, and each is closed
+// if it has not authenticated within its window, whatever it sends or holds. When a stranger
+// arrives over a bound, the oldest stranger of the source holding the most is closed: a source
+// can only ever push out its own connections until every source holds as few as the newcomer's,
+// so one peer (or a few) holding and re-opening connections cannot keep the plugin's
+// single connection out. Authenticated connections have their own slots and never count
+// against strangers; a source that authenticated once is trusted, and its new connections
+// are not counted against the strangers' total either.
+type gate struct {
+	limits Limits
+
+	mu        sync.Mutex
+	strangers map[netip.Addr][]*gatedConn // by source, oldest first
+	nStranger int
+	nAuthed   int
+	admitted  uint64
+	trusted   map[netip.Addr]bool
+	byRemote  map[string]*gatedConn // every open connection by its remote address
+}
+
+func newGate(l Limits) *gate {
+	return &gate{limits: l, strangers: map[netip.Addr][]*gatedConn{}, trusted: map[netip.Addr]bool{}, byRemote: map[string]*gatedConn{}}
+}
+
+// gatedConn is one admitted connection.
+type gatedConn struct {
+	net.Conn
+	g      *gate
+	src    netip.Addr
+	seq    uint64 // admission order
+	authed bool   // under g.mu
+	closed bool   // under g.mu
+	timer  *time.Timer
+}
+
+// sourceOf is a connection's remote IP address (v4-mapped addresses unmapped).
+func sourceOf(c net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// admit registers a new connection as a stranger, closing whichever stranger the bounds say
+// must make room, and arms its authentication window.
+func (g *gate) admit(c net.Conn) *gatedConn {
+	gc := &gatedConn{Conn: c, g: g, src: sourceOf(c)}
+	var evict []*gatedConn
+	g.mu.Lock()
+	if q := g.strangers[gc.src]; len(q) >= g.perSource(gc.src) {
+		evict = append(evict, q[0])
+		g.dropStranger(q[0])
+	}
+	if !g.trusted[gc.src] && g.nStranger >= g.limits.Strangers {
+		if v := g.victim(); v != nil {
+			evict = append(evict, v)
+			g.dropStranger(v)
+		}
+	}
+	g.admitted++
+	gc.seq = g.admitted
+	g.strangers[gc.src] = append(g.strangers[gc.src], gc)
+	g.nStranger++
+	g.byRemote[c.RemoteAddr().String()] = gc
+	g.mu.Unlock()
+	for _, v := range evict {
+		v.Close()
+	}
+	gc.timer = time.AfterFunc(g.limits.AuthWindow, gc.expire)
+	return gc
+}
+
+// perSource is how many strangers one source may hold: a trusted source (the API server's
+// pod proxy, the client agent) as many as all strangers together (g.mu held).
+func (g *gate) perSource(src netip.Addr) int {
+	if g.trusted[src] {
+		return g.limits.Strangers
+	}
+	return g.limits.StrangersPerSource
+}
+
+// victim is the oldest stranger of the untrusted source that holds the most; among sources
+// holding as many, the one admitted first.
+func (g *gate) victim() *gatedConn {
+	var v *gatedConn
+	most := 0
+	for src, q := range g.strangers {
+		if g.trusted[src] || len(q) == 0 {
+			continue
+		}
+		if len(q) > most || (len(q) == most && q[0].seq < v.seq) {
+			v, most = q[0], len(q)
+		}
+	}
+	return v
+}
+
+// dropStranger removes c from the strangers (g.mu held).
+func (g *gate) dropStranger(c *gatedConn) {
+	q := g.strangers[c.src]
+	for i, x := range q {
+		if x == c {
+			q = append(q[:i:i], q[i+1:]...)
+			g.nStranger--
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(g.strangers, c.src)
+	} else {
+		g.strangers[c.src] = q
+	}
+}
+
+// authenticate moves c from the strangers to the authenticated connections and trusts its
+// source. It reports false when the authenticated slots are full (the caller then closes it).
+func (c *gatedConn) authenticate() bool {
+	g := c.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c.authed || c.closed {
+		return c.authed
+	}
+	if g.nAuthed >= g.limits.MaxConns {
+		return false
+	}
+	g.dropStranger(c)
+	c.authed = true
+	g.nAuthed++
+	g.trusted[c.src] = true
+	c.timer.Stop()
+	return true
+}
+
+// expire closes a stranger whose window passed.
+func (c *gatedConn) expire() {
+	c.g.mu.Lock()
+	authed := c.authed
+	c.g.mu.Unlock()
+	if !authed {
+		c.Close()
+	}
+}
+
+// Close gives the connection's slot back once.
+func (c *gatedConn) Close() error {
+	g := c.g
+	g.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		if c.authed {
+			g.nAuthed--
+		} else {
+			g.dropStranger(c)
+		}
+		if g.byRemote[c.RemoteAddr().String()] == c {
+			delete(g.byRemote, c.RemoteAddr().String())
+		}
+	}
+	g.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return c.Conn.Close()
+}
+
+// authenticateRemote authenticates the open connection with this remote address (gRPC tells
+// its handlers only the peer's address).
+func (g *gate) authenticateRemote(addr net.Addr) bool {
+	if addr == nil {
+		return false
+	}
+	g.mu.Lock()
+	c := g.byRemote[addr.String()]
+	g.mu.Unlock()
+	return c != nil && c.authenticate()
+}
+
+// counts says how many strangers and authenticated connections are open.
+func (g *gate) counts() (strangers, authed int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nStranger, g.nAuthed
+}
+
+// gatedListener admits every accepted connection through its gate.
+type gatedListener struct {
+	net.Listener
+	g *gate
+}
+
+func (l *gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.g.admit(c), nil
+}
+
+type gatedKey struct{}
+
+// withGated is an http.Server's ConnContext: it lets handlers find their connection.
+func withGated(ctx context.Context, c net.Conn) context.Context {
+	for {
+		switch x := c.(type) {
+		case *gatedConn:
+			return context.WithValue(ctx, gatedKey{}, x)
+		case *peekedConn:
+			c = x.Conn
+		default:
+			return ctx
+		}
+	}
+}
+
+// authenticateRequest marks the request's connection authenticated (false: no slot left).
+func authenticateRequest(ctx context.Context) bool {
+	gc, ok := ctx.Value(gatedKey{}).(*gatedConn)
+	return !ok || gc.authenticate()
+}

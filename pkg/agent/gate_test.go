@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeConn is a connection from a given remote address that records whether it was closed.
+type fakeConn struct {
+	net.Conn
+	remote net.Addr
+	closed atomic.Bool
+}
+
+func (c *fakeConn) RemoteAddr() net.Addr { return c.remote }
+func (c *fakeConn) Close() error         { c.closed.Store(true); return nil }
+
+func from(ip string, port int) *fakeConn {
+	return &fakeConn{remote: &net.TCPAddr{IP: net.ParseIP(ip), Port: port}}
+}
+
+var testLimits = Limits{MaxConns: 4, Strangers: 6, StrangersPerSource: 2, Handshake: time.Second, AuthWindow: time.Hour, Idle: time.Minute}
+
+// A source that keeps opening connections only ever closes its own: the others' stay.
+func TestGateSourceOnlyPushesOutItsOwn(t *testing.T) {
+	g := newGate(testLimits)
+	plugin := from("10.0.0.1", 1000)
+	g.admit(plugin)
+	var attacker []*fakeConn
+	for i := range 50 {
+		c := from("10.0.0.66", 2000+i)
+		attacker = append(attacker, c)
+		g.admit(c)
+	}
+	if plugin.closed.Load() {
+		t.Fatal("the plugin's connection was closed by one source re-opening its own")
+	}
+	open := 0
+	for _, c := range attacker {
+		if !c.closed.Load() {
+			open++
+		}
+	}
+	strangers, _ := g.counts()
+	if diff := cmp.Diff([2]int{2, 3}, [2]int{open, strangers}); diff != "" {
+		t.Errorf("attacker's open connections, strangers (-want +got):\n%s", diff)
+	}
+}
+
+// Many sources filling every stranger slot: a newcomer pushes out the oldest connection of the
+// source holding the most, never the single connection of another source.
+func TestGateTotalBoundEvictsTheLargestSource(t *testing.T) {
+	g := newGate(testLimits)
+	plugin := from("10.0.0.1", 1000)
+	g.admit(plugin)
+	var all []*fakeConn
+	for i := range 30 {
+		c := from([]string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}[i%3], 3000+i)
+		all = append(all, c)
+		g.admit(c)
+	}
+	if plugin.closed.Load() {
+		t.Fatal("the single connection of a source was closed while others held two each")
+	}
+	if s, _ := g.counts(); s != testLimits.Strangers {
+		t.Errorf("%d strangers open, want the bound %d", s, testLimits.Strangers)
+	}
+}
+
+// Authenticated connections have slots of their own, and their source is trusted: its new
+// connections are not refused when strangers fill every slot.
+func TestGateAuthenticatedDoNotCompete(t *testing.T) {
+	g := newGate(testLimits)
+	first := g.admit(from("10.0.0.1", 1000))
+	if !first.authenticate() {
+		t.Fatal("the first authenticated connection was refused")
+	}
+	for i := range 40 {
+		for _, ip := range []string{"10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"} {
+			g.admit(from(ip, 4000+i))
+		}
+	}
+	var mine []*gatedConn
+	for i := range 5 {
+		c := from("10.0.0.1", 1001+i)
+		mine = append(mine, g.admit(c))
+		if c.closed.Load() {
+			t.Fatalf("connection %d of a trusted source closed on admission", i)
+		}
+	}
+	for i, c := range mine[:3] {
+		if !c.authenticate() {
+			t.Errorf("authenticated connection %d refused with %d slots", i+2, testLimits.MaxConns)
+		}
+	}
+	if mine[3].authenticate() {
+		t.Error("a fifth authenticated connection was given a slot past MaxConns 4")
+	}
+	strangers, authed := g.counts()
+	t.Logf("strangers %d, authenticated %d", strangers, authed)
+	if authed != 4 {
+		t.Errorf("%d authenticated connections, want 4", authed)
+	}
+	mine[0].Close()
+	if !mine[3].authenticate() {
+		t.Error("a closed authenticated connection did not give its slot back")
+	}
+}
+
+// A stranger that does not authenticate within its window is closed; one that did stays.
+func TestGateClosesStrangersAfterTheWindow(t *testing.T) {
+	l := testLimits
+	l.AuthWindow = 50 * time.Millisecond
+	g := newGate(l)
+	idle, authed := from("10.0.0.9", 1), from("10.0.0.8", 2)
+	g.admit(idle)
+	g.admit(authed).authenticate()
+	time.Sleep(200 * time.Millisecond)
+	got := [2]bool{idle.closed.Load(), authed.closed.Load()}
+	if diff := cmp.Diff([2]bool{true, false}, got); diff != "" {
+		t.Errorf("closed: stranger, authenticated (-want +got):\n%s", diff)
+	}
+}
