@@ -167,7 +167,7 @@ func TestPathRunFailures(t *testing.T) {
 		}, wantIs: ErrStartTimeout},
 		{name: "client refuses its job", setup: func(f *fakeCluster, o *PathOptions) {
 			f.jobErr = apierrors.NewBadRequest("job: unknown probe kind")
-		}, want: "the client agent (shop/client-1, container netbench-run1-client) refused its job: job: unknown probe kind"},
+		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client): refused: job: unknown probe kind"},
 		{name: "job cannot be handed over", setup: func(f *fakeCluster, o *PathOptions) {
 			f.jobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
 			o.StartTimeout = 700 * time.Millisecond

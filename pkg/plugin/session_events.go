@@ -147,10 +147,21 @@ func (a *Agent) Ready(ctx context.Context) error {
 	if !a.Spec.Serve {
 		return a.handOver(ctx)
 	}
+	if err := a.firstLease(ctx); err != nil {
+		return err
+	}
 	a.s.wg.Add(2)
 	go func() { defer a.s.wg.Done(); a.s.renewLease(a) }()
 	go func() { defer a.s.wg.Done(); a.followServer() }()
 	return nil
+}
+
+// firstLease renews a server's lease once before anything else talks to it: the request
+// carries the token through the pod proxy, from which the server derives the key of its UDP
+// echo (the spec only carries the token's digest). Like the hand-over it is retried within the
+// start timeout while the agent sheds connections.
+func (a *Agent) firstLease(ctx context.Context) error {
+	return a.proxyRetrying(ctx, agent.PathLease, nil, "renewing the lease of")
 }
 
 // handOver posts the runner's job to it through the pod proxy, without the token (the
@@ -162,25 +173,34 @@ func (a *Agent) handOver(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The agent sheds connections beyond its bound: retry until the start timeout.
+	if err := a.proxyRetrying(ctx, agent.PathJob, body, "handing its job to"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.handedOver = true
+	a.mu.Unlock()
+	return nil
+}
+
+// proxyRetrying posts body to the agent's path through the pod proxy, retrying until the start
+// timeout: an agent closes connections beyond its bounds, and peers without the token may be
+// holding some.
+func (a *Agent) proxyRetrying(ctx context.Context, path string, body []byte, what string) error {
 	hctx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
 	defer cancel()
 	for {
-		err := a.s.Proxy(hctx, a, "POST", agent.PathJob, body)
+		err := a.s.Proxy(hctx, a, "POST", path, body)
 		if err == nil {
-			a.mu.Lock()
-			a.handedOver = true
-			a.mu.Unlock()
 			return nil
 		}
 		if refusedJob(err) {
-			return fmt.Errorf("the %s refused its job: %w", a, err)
+			return fmt.Errorf("%s the %s: refused: %w", what, a, err)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-hctx.Done():
-			return fmt.Errorf("handing the %s its job through the pod proxy: %w", a, err)
+			return fmt.Errorf("%s the %s through the pod proxy: %w", what, a, err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
