@@ -50,8 +50,7 @@ func DetectResolver(proc string) (resolver.Kind, string) {
 		}
 	}
 	// Static binary: glibc leaves its name in what it links in; musl does not.
-	data, err := readSmallFile(exe, 512<<20)
-	if err == nil && (bytes.Contains(data, []byte("GNU C Library")) || bytes.Contains(data, []byte("GLIBC_"))) {
+	if found, err := fileContains(exe, maxScan, []byte("GNU C Library"), []byte("GLIBC_")); err == nil && found {
 		return resolver.Glibc, fmt.Sprintf("%s (pid %d) is a static binary with glibc inside", target, pid)
 	}
 	return resolver.Musl, fmt.Sprintf("%s (pid %d) is a static non-Go binary without glibc: musl", target, pid)
@@ -79,4 +78,45 @@ func appPID(proc string) (int, error) {
 		return pid, nil
 	}
 	return 0, fmt.Errorf("only this agent is visible under %s", proc)
+}
+
+// maxScan bounds how much of an application's binary the agent reads looking for glibc.
+const maxScan = 256 << 20
+
+// fileContains says whether the regular file at path holds any of the needles within its first
+// limit bytes. It streams the file through a fixed 64 KiB window: the agent runs inside the
+// application's pod, under the pod's memory limit, and must not hold the binary in memory.
+func fileContains(path string, limit int64, needles ...[]byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false, fmt.Errorf("%s is not a regular file", path)
+	}
+	keep := 0
+	for _, n := range needles {
+		keep = max(keep, len(n)-1)
+	}
+	buf := make([]byte, 64<<10)
+	r, have := io.LimitReader(f, limit), 0
+	for {
+		n, err := r.Read(buf[have:])
+		have += n
+		for _, nd := range needles {
+			if bytes.Contains(buf[:have], nd) {
+				return true, nil
+			}
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if have > keep {
+			have = copy(buf, buf[have-keep:have])
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
@@ -57,5 +58,33 @@ func TestDetectResolver(t *testing.T) {
 	}
 	if got, how := DetectResolver(t.TempDir()); got != resolver.Glibc || !strings.Contains(how, "assumed glibc") || !strings.Contains(how, "--resolver") {
 		t.Errorf("no process: %s (%s), want an assumption that names --resolver", got, how)
+	}
+}
+
+// The binary is streamed through a fixed window: a needle split across two reads is found, one
+// past the limit is not, and a FIFO is refused rather than read.
+func TestFileContainsStreams(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 3<<20)
+	at := 64<<10 - 5 // straddles the first window's end
+	copy(big[at:], "GLIBC_2.34")
+	path := filepath.Join(dir, "bin")
+	if err := os.WriteFile(path, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		limit int64
+		want  bool
+	}{{1 << 30, true}, {int64(at + 3), false}} {
+		got, err := fileContains(path, tc.limit, []byte("GNU C Library"), []byte("GLIBC_"))
+		if err != nil || got != tc.want {
+			t.Errorf("limit %d: %v %v, want %v", tc.limit, got, err, tc.want)
+		}
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		if _, err := fileContains(fifo, 1<<20, []byte("x")); err == nil {
+			t.Error("a FIFO was read")
+		}
 	}
 }

@@ -158,6 +158,35 @@ func TestTCPReassemblyBounded(t *testing.T) {
 	}
 }
 
+// Unfinished messages of the largest size on every stream the table holds (what segments
+// nobody asked for can send): the bytes buffered stay within maxTCPTotal, and a message that
+// then arrives whole on a stream of its own still comes back.
+func TestTCPReassemblyBytesBounded(t *testing.T) {
+	r := newTCPReassembler()
+	dst := netip.MustParseAddrPort("10.96.0.10:53")
+	junk := append([]byte{0xff, 0xff}, make([]byte, 60000)...)
+	for i := range maxTCPStreams {
+		src := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.2"), uint16(i))
+		r.Segment(tcpSegment{flow: tcpFlow{src, dst}, seq: 1, payload: junk})
+		if r.buffered > maxTCPTotal {
+			t.Fatalf("%d bytes buffered after %d streams, bound %d", r.buffered, i+1, maxTCPTotal)
+		}
+	}
+	held := 0
+	for _, st := range r.streams {
+		held += len(st.buf)
+	}
+	if held != r.buffered || held > maxTCPTotal {
+		t.Errorf("streams hold %d bytes, counted %d, bound %d", held, r.buffered, maxTCPTotal)
+	}
+	flow := tcpFlow{netip.MustParseAddrPort("10.0.0.1:40000"), dst}
+	msgs := r.Segment(tcpSegment{flow: flow, seq: 1, payload: framed(t, "a.test.", 7)})
+	if len(msgs) != 1 {
+		t.Errorf("a whole message after the flood: %d messages back", len(msgs))
+	}
+	t.Logf("%d streams, %d bytes buffered, %d given up", len(r.streams), r.buffered, r.Lost)
+}
+
 // A glibc lookup whose A answer came truncated: the TC answer, then both queries again over
 // TCP, fold into one lookup of 6 queries (1 truncated, 2 over TCP).
 func TestFoldTruncatedThenTCP(t *testing.T) {
