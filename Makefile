@@ -81,7 +81,8 @@ lab-check-clean:
 demo: lab-up
 	hack/demo.sh
 
-## release-check: GoReleaser snapshot of every archive, and the krew manifest validated and
+## release-check: GoReleaser snapshot of every archive (RELEASE_PLATFORMS=host: this platform's
+## only, as CI does), and the krew manifest validated and
 ## installed from this platform's archive (no publishing).
 release-check:
 	hack/release-check.sh

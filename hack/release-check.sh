@@ -6,8 +6,12 @@
 # digest pinned in the plugin; the krew manifest
 # is rendered from those archives, validated by krew's own validator, installed with krew from
 # this platform's archive, run through kubectl's plugin discovery, and uninstalled.
+#
+# RELEASE_PLATFORMS=host (CI) builds only this machine's archive with the release's config (its
+# builds narrowed to this GOOS/GOARCH); the default builds all six, as a release does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RELEASE_PLATFORMS=${RELEASE_PLATFORMS:-all}
 GORELEASER_VERSION=v2.15.1
 KREW_VERSION=v0.4.3
 CRANE_VERSION=v0.22.1 # the go-containerregistry our image builder uses
@@ -66,11 +70,23 @@ trap - EXIT
 
 step "goreleaser check"
 "$GR" check
-step "goreleaser release --snapshot --clean --skip=publish"
-"$GR" release --snapshot --clean --skip=publish --parallelism 2
+config=.goreleaser.yaml want=6
+case "$RELEASE_PLATFORMS" in
+  all) ;;
+  host)
+    config=$(mktemp --suffix=.yaml) want=1
+    sed -e "s/^    goos: \[.*\]$/    goos: [$(go env GOOS)]/" -e "s/^    goarch: \[.*\]$/    goarch: [$(go env GOARCH)]/" .goreleaser.yaml >"$config"
+    grep -q "goos: \[$(go env GOOS)\]" "$config" || { echo "could not narrow .goreleaser.yaml's builds to this platform" >&2; exit 1; }
+    ;;
+  *) echo "RELEASE_PLATFORMS=$RELEASE_PLATFORMS: want all or host" >&2; exit 1 ;;
+esac
+step "goreleaser release --snapshot --clean --skip=publish ($RELEASE_PLATFORMS platforms)"
+"$GR" release --config "$config" --snapshot --clean --skip=publish --parallelism 2
 
+shopt -s nullglob
 archives=(dist/kubectl-netbench_*_*.tar.gz dist/kubectl-netbench_*_*.zip)
-[ ${#archives[@]} = 6 ] || { echo "want 6 archives, got ${#archives[@]}: ${archives[*]}" >&2; exit 1; }
+shopt -u nullglob
+[ ${#archives[@]} = "$want" ] || { echo "want $want archives, got ${#archives[@]}: ${archives[*]}" >&2; exit 1; }
 for a in "${archives[@]}"; do
   case "$a" in
     *.zip) list=$(unzip -Z1 "$a") ;;
@@ -83,10 +99,12 @@ for a in "${archives[@]}"; do
 done
 [ -s dist/checksums.txt ] || { echo "no dist/checksums.txt" >&2; exit 1; }
 (cd dist && grep -E '\.(tar\.gz|zip)$' checksums.txt | sha256sum --check --quiet)
-echo "6 archives, each with LICENSE; checksums.txt verified"
+echo "$want archives, each with LICENSE; checksums.txt verified"
 
 step "rendering and validating the krew manifest"
-go run ./hack/krew/render -dist dist -out dist/netbench.yaml -agent-digest dist-image/agent.digest
+present=()
+[ "$RELEASE_PLATFORMS" = host ] && present=(-present-only)
+go run ./hack/krew/render -dist dist -out dist/netbench.yaml -agent-digest dist-image/agent.digest "${present[@]}"
 grep -q "ghcr.io/kubectl-netbench/agent:$VERSION@$AGENT_IMAGE_DIGEST" dist/netbench.yaml ||
   { echo "the manifest does not pin the agent image" >&2; exit 1; }
 # krew's validator: structure, platform selectors, and every platform's install — except that

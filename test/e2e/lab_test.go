@@ -33,6 +33,16 @@ const (
 
 var labNodes = []struct{ name, zone string }{{"lab-a1", "zone-a"}, {"lab-a2", "zone-a"}, {"lab-b1", "zone-b"}, {"lab-b2", "zone-b"}}
 
+// noLab skips the test, or fails it naming the lab when NETBENCH_E2E_REQUIRE_LAB=1 (CI's switch:
+// a lab that is down, or died mid-suite, must fail the run rather than skip the rest of it).
+func noLab(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("NETBENCH_E2E_REQUIRE_LAB") == "1" {
+		t.Fatalf("the lab is required (NETBENCH_E2E_REQUIRE_LAB=1): "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // lab connects to the lab and makes a namespace for the test, deleted when it ends.
 func lab(t *testing.T) (kubernetes.Interface, string) {
 	t.Helper()
@@ -41,7 +51,7 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 		path = defaultKubeconfig
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no lab cluster (%s not found): run `make lab-up` first", path)
+		noLab(t, "no lab cluster (%s not found): run `make lab-up` first", path)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -54,7 +64,7 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := cs.Discovery().ServerVersion(); err != nil || ctx.Err() != nil {
-		t.Skipf("lab cluster not reachable through %s: %v", path, err)
+		noLab(t, "lab cluster not reachable through %s: %v", path, err)
 	}
 	ns := "e2e-" + rand.String(6)
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

@@ -3,6 +3,9 @@
 // and sha256.
 //
 //	go run ./hack/krew/render -dist dist -out dist/netbench.yaml
+//
+// With -present-only, platforms whose archive is not in dist are left out of the manifest (a
+// snapshot built for this platform only, as CI's release check does).
 package main
 
 import (
@@ -10,14 +13,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"text/template"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
 )
@@ -28,12 +35,18 @@ func main() {
 	tag := flag.String("tag", "", "release tag, e.g. v0.1.0 (default: v + the version in dist/metadata.json)")
 	out := flag.String("out", "", "where to write the manifest (default: stdout)")
 	digest := flag.String("agent-digest", "", "file holding the agent image's digest (hack/agent-image.sh's OUT.digest)")
+	flag.BoolVar(&presentOnly, "present-only", false, "leave out the platforms whose archive is not in -dist")
 	flag.Parse()
 	if err := run(*tmpl, *dist, *tag, *out, *digest); err != nil {
 		fmt.Fprintln(os.Stderr, "render:", err)
 		os.Exit(1)
 	}
 }
+
+var presentOnly bool
+
+// absent stands for the URI of an archive not in dist (with -present-only).
+const absent = "absent"
 
 func run(tmplPath, dist, tag, out, digestFile string) error {
 	if tag == "" {
@@ -78,6 +91,9 @@ func run(tmplPath, dist, tag, out, digestFile string) error {
 				return "", err
 			}
 			f, err := os.Open(filepath.Join(dist, path.Base(u.String())))
+			if presentOnly && errors.Is(err, fs.ErrNotExist) {
+				return "uri: " + absent + "\n    sha256: " + absent, nil
+			}
 			if err != nil {
 				return "", fmt.Errorf("archive for %s: %w", u.String(), err)
 			}
@@ -103,9 +119,37 @@ func run(tmplPath, dist, tag, out, digestFile string) error {
 		lines = lines[1:]
 	}
 	res := strings.Join(lines, "\n")
+	if presentOnly {
+		var err error
+		if res, err = dropAbsent(res); err != nil {
+			return err
+		}
+	}
 	if out == "" {
 		_, err := os.Stdout.WriteString(res)
 		return err
 	}
 	return os.WriteFile(out, []byte(res), 0o644)
+}
+
+// dropAbsent removes the platforms whose archive was absent from a rendered manifest.
+func dropAbsent(manifest string) (string, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(manifest), &m); err != nil {
+		return "", fmt.Errorf("reading the rendered manifest: %w", err)
+	}
+	spec, _ := m["spec"].(map[string]any)
+	platforms, _ := spec["platforms"].([]any)
+	var kept []any
+	for _, p := range platforms {
+		if pm, ok := p.(map[string]any); ok && pm["uri"] != absent {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return "", errors.New("no platform's archive is in the dist directory")
+	}
+	spec["platforms"] = kept
+	b, err := yaml.Marshal(m)
+	return string(b), err
 }
