@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// MaxAgentRSS is the resident memory an agent stays under whatever peers without the token
+// send (docs/security.md; the siege tests hold the agent to it).
+const MaxAgentRSS = 64 << 20
+
 // gate admits the connections of one listener. A connection is a stranger until it presents
 // the run's token; strangers are bounded per source address and in total, and each is closed
 // if it has not authenticated within its window, whatever it sends or holds. When a stranger

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// Peers outside the run — two pods on two nodes — read the agents' ports as anyone who may get
+// pods and their logs can, and from the moment each port appears hold every connection slot
+// they can at it (40 connections each, of five kinds: silent, trickled HTTP/1 headers, endless
+// HTTP/2 header blocks, CONTINUATION floods, gRPC streams without the token), re-opening what is
+// closed, for a whole `path` run (the runner's hand-over port and the server's port). The run
+// completes (hand-over and lease renewals unharmed); its TCP-connect RTT and HTTP p50 stay
+// within the spread of two runs without the siege; the server agent, inside the app's pod, stays
+// under agent.MaxAgentRSS; no container of the app's pods restarts.
+func TestAgentSiegeInCluster(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	createPod(t, cs, ns, pod("stranger", "lab-b2", "netbench.lab/sample-app:1", nil, map[string]string{"app": "stranger"}))
+	strangers := map[string]string{} // pod IP → its network namespace
+	for _, name := range []string{"peer", "stranger"} {
+		p := waitPod(t, cs, ns, name, 2*time.Minute, "running", running)
+		strangers[p.Status.PodIP] = podNetns(t, p.Spec.NodeName, p.Status.PodIP)
+	}
+	args := []string{"-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,http,udp", "--duration", "3s"}
+	var base []*report.PathReport
+	for range 2 {
+		base = append(base, pathJSON(t, args...))
+	}
+
+	stop := make(chan struct{})
+	var opened sync.Map // port → *atomic.Int64
+	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened)
+	out, errb, err := netbench(t, append([]string{"path", "-o", "json"}, args...)...)
+	close(stop)
+	watchDone()
+	if err != nil {
+		t.Fatalf("path under siege: %v\n%s", err, errb)
+	}
+	var r report.PathReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report under siege: %v", err)
+	}
+	ports := 0
+	opened.Range(func(k, v any) bool {
+		ports++
+		t.Logf("port %v: peers without the token opened %d connections", k, v.(*atomic.Int64).Load())
+		return true
+	})
+	if ports < 2 {
+		t.Errorf("the siege reached %d agent ports, want the runner's and the server's", ports)
+	}
+	for _, name := range []string{"tcp-rtt", "http"} {
+		compareUnderSiege(t, name, base, &r)
+	}
+	if u := probe(t, &r, "udp"); u.RTT == nil || u.RTT.LossPercent > 2 {
+		t.Errorf("udp under siege: %+v", u.RTT)
+	}
+	if fp, ok := r.AgentFootprint["server"]; !ok || fp.PeakRSSBytes <= 0 || fp.PeakRSSBytes > agent.MaxAgentRSS {
+		t.Errorf("server agent footprint under siege %+v, want a peak RSS under %d bytes", fp, agent.MaxAgentRSS)
+	} else {
+		t.Logf("server agent peak RSS under siege: %.1f MiB (bound %d MiB)", float64(fp.PeakRSSBytes)/(1<<20), agent.MaxAgentRSS>>20)
+	}
+	noRestarts(t, cs, ns, "app in (client,web)")
+}
+
+// compareUnderSiege holds a probe's p50 under siege to the runs without it: within their own
+// spread three times over, plus 100 µs (the lab's timer and scheduling floor).
+func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, siege *report.PathReport) {
+	t.Helper()
+	p50 := func(r *report.PathReport) float64 {
+		res := probe(t, r, name)
+		switch {
+		case res.RTT != nil:
+			return res.RTT.RTT.P50Micros
+		case res.HTTP != nil:
+			return res.HTTP.Latency.P50Micros
+		}
+		t.Fatalf("%s: no latency in %+v", name, res)
+		return 0
+	}
+	b0, b1, s := p50(base[0]), p50(base[1]), p50(siege)
+	bound := math.Max(b0, b1) + 3*math.Abs(b0-b1) + 100
+	t.Logf("%s p50: %.0f and %.0f µs without the siege, %.0f µs under it (bound %.0f µs)", name, b0, b1, s, bound)
+	if s > bound {
+		t.Errorf("%s p50 %.0f µs under siege, above %.0f µs (the runs without it: %.0f, %.0f µs)", name, s, bound, b0, b1)
+	}
+}
+
+// siegeAgentPorts watches the namespace's pods for the run's agents and, for each agent port
+// it learns (from the container's --listen argument, or its ready event in the log), starts a
+// siege from every stranger's network namespace, until stop.
+func siegeAgentPorts(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string, stop chan struct{}, opened *sync.Map) (wait func()) {
+	t.Helper()
+	dialers := map[string]hostile.Dialer{}
+	var sources []string
+	for ip, netns := range strangers {
+		d, err := hostile.NewNetnsDialer(netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dialers[ip] = d
+		sources = append(sources, ip)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		seen := map[string]bool{}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for _, addr := range agentAddrs(cs, ns, seen) {
+				n, waitSiege := hostile.SiegeWith(func(src string) hostile.Dialer { return dialers[src] }, addr, sources, 40, stop)
+				opened.Store(addr, n)
+				wg.Add(1)
+				go func() { defer wg.Done(); waitSiege() }()
+			}
+		}
+	}()
+	return func() {
+		wg.Wait()
+		for _, d := range dialers {
+			d.(*hostile.NetnsDialer).Close()
+		}
+	}
+}
+
+// agentAddrs are the listening addresses of netbench agents in ns not yet in seen.
+func agentAddrs(cs kubernetes.Interface, ns string, seen map[string]bool) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.EphemeralContainers {
+			key := p.Name + "/" + c.Name
+			if !strings.HasPrefix(c.Name, "netbench-") || seen[key] {
+				continue
+			}
+			addr := listenArg(c.Args, p.Status.PodIP)
+			if addr == "" {
+				addr = readyAddr(cs, ns, p.Name, c.Name, p.Status.PodIP)
+			}
+			if addr != "" {
+				seen[key] = true
+				out = append(out, addr)
+			}
+		}
+	}
+	return out
+}
+
+// listenArg is the address in an agent's --listen argument, if it names a port.
+func listenArg(args []string, podIP string) string {
+	for i, a := range args {
+		if a != "--listen" || i+1 == len(args) {
+			continue
+		}
+		host, port, err := net.SplitHostPort(args[i+1])
+		if err != nil || port == "0" {
+			return ""
+		}
+		if host == "" || strings.HasPrefix(host, "$(") {
+			host = podIP
+		}
+		return net.JoinHostPort(host, port)
+	}
+	return ""
+}
+
+// readyAddr reads an agent's ready event from its log (a port picked at start).
+func readyAddr(cs kubernetes.Interface, ns, pod, container, podIP string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rc, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	sc := bufio.NewScanner(rc)
+	for sc.Scan() {
+		var ev agent.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == agent.EventReady && ev.Port > 0 {
+			return net.JoinHostPort(podIP, strconv.Itoa(ev.Port))
+		}
+	}
+	return ""
+}
+
+// noRestarts fails if a container of the selected pods restarted.
+func noRestarts(t *testing.T, cs kubernetes.Interface, ns, selector string) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount > 0 {
+				t.Errorf("%s/%s restarted %d times", p.Name, s.Name, s.RestartCount)
+			}
+		}
+	}
+}
