@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -40,6 +41,8 @@ type Limits struct {
 // DefaultLimits fit the largest job the plugin accepts (1024 connections, 128 streams).
 var DefaultLimits = Limits{MaxConns: 1280, Strangers: 64, StrangersPerSource: 8,
 	Handshake: 2 * time.Second, AuthWindow: 3 * time.Second, Idle: 30 * time.Second}
+
+var errWrongToken = errors.New("wrong token")
 
 // Header limits: a token header fits many times over; nothing larger is read before the token.
 const (
@@ -79,7 +82,15 @@ func (r *router) handle(ctx context.Context, c *gatedConn) {
 		_, _ = br.Discard(len(probes.ThroughputMagic))
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
-		_ = probes.ServeThroughput(c, br, func(tok string) bool { return r.accept(tok) && c.authenticate() })
+		_ = probes.ServeThroughput(c, br, func(tok string) error {
+			switch {
+			case !r.accept(tok):
+				return errWrongToken
+			case !c.authenticate():
+				return probes.ErrSinkFull
+			}
+			return nil
+		})
 	case string(head) == "PRI ": // the HTTP/2 preface gRPC opens with
 		// The gate closes the connection unless a call presents the token within its window.
 		_ = c.SetReadDeadline(time.Time{})

@@ -108,7 +108,12 @@ func sink(t *testing.T, token string) string {
 					c.Close()
 					return
 				}
-				_ = ServeThroughput(c, br, func(tok string) bool { return tok == token })
+				_ = ServeThroughput(c, br, func(tok string) error {
+					if tok != token {
+						return errors.New("wrong token")
+					}
+					return nil
+				})
 			}()
 		}
 	}()

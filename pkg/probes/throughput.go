@@ -111,9 +111,20 @@ func dialThroughput(ctx context.Context, addr, token string) (*net.TCPConn, erro
 		return nil, err
 	}
 	var ack [1]byte
-	if _, err := io.ReadFull(tc, ack[:]); err != nil || ack[0] != 'K' {
+	_, err = io.ReadFull(tc, ack[:])
+	switch {
+	case err != nil:
 		tc.Close()
-		return nil, fmt.Errorf("throughput sink at %s refused the stream (wrong token?)", addr)
+		return nil, fmt.Errorf("throughput sink at %s closed the stream before accepting it: %w", addr, err)
+	case ack[0] == sinkWrongToken:
+		tc.Close()
+		return nil, fmt.Errorf("throughput sink at %s refused the stream: wrong token", addr)
+	case ack[0] == sinkFull:
+		tc.Close()
+		return nil, fmt.Errorf("throughput sink at %s refused the stream: its connections for token holders are all in use", addr)
+	case ack[0] != sinkAccepted:
+		tc.Close()
+		return nil, fmt.Errorf("throughput sink at %s answered %q, not a netbench sink", addr, ack[0])
 	}
 	_ = tc.SetDeadline(time.Time{})
 	return tc, nil
@@ -264,10 +275,21 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 	return r, nil
 }
 
+// The sink's answer to a stream's hello.
+const (
+	sinkAccepted   = 'K'
+	sinkWrongToken = 'T'
+	sinkFull       = 'F'
+)
+
+// ErrSinkFull is what admit returns for a right token when no slot is left for it.
+var ErrSinkFull = errors.New("no connection slot left for token holders")
+
 // ServeThroughput is the sink side of one stream whose ThroughputMagic has already been read
-// from r (r wraps c). accept decides whether the token is valid. It reads until the client
-// half-closes, then answers with the byte count it received.
-func ServeThroughput(c net.Conn, r *bufio.Reader, accept func(token string) bool) error {
+// from r (r wraps c). admit decides whether the stream is let in; a refusal is answered with
+// its reason (a wrong token, or ErrSinkFull), so the client says which. It reads until the
+// client half-closes, then answers with the byte count it received.
+func ServeThroughput(c net.Conn, r *bufio.Reader, admit func(token string) error) error {
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	n, err := r.ReadByte()
@@ -278,11 +300,16 @@ func ServeThroughput(c net.Conn, r *bufio.Reader, accept func(token string) bool
 	if _, err := io.ReadFull(r, tok); err != nil {
 		return err
 	}
-	if !accept(string(tok)) {
-		return errors.New("throughput stream with a wrong token refused")
+	if err := admit(string(tok)); err != nil {
+		answer := byte(sinkWrongToken)
+		if errors.Is(err, ErrSinkFull) {
+			answer = sinkFull
+		}
+		_, _ = c.Write([]byte{answer})
+		return fmt.Errorf("throughput stream refused: %w", err)
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	if _, err := c.Write([]byte{'K'}); err != nil {
+	if _, err := c.Write([]byte{sinkAccepted}); err != nil {
 		return err
 	}
 	buf := make([]byte, throughputBufSize)
