@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"net"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -29,7 +31,8 @@ import (
 // closed, for a whole `path` run (the runner's hand-over port and the server's port). The run
 // completes (hand-over and lease renewals unharmed); its TCP-connect RTT and HTTP p50 stay
 // within the spread of two runs without the siege; the server agent, inside the app's pod, stays
-// under agent.MaxAgentRSS; no container of the app's pods restarts.
+// under agent.MaxAgentRSS; no container of the app's pods restarts; and datagrams sealed with what
+// the agents' specs show (the token's digest) get no answer.
 func TestAgentSiegeInCluster(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
@@ -47,7 +50,8 @@ func TestAgentSiegeInCluster(t *testing.T) {
 
 	stop := make(chan struct{})
 	var opened sync.Map // port → *atomic.Int64
-	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened)
+	var forged atomic.Int64
+	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
 	out, errb, err := netbench(t, append([]string{"path", "-o", "json"}, args...)...)
 	close(stop)
 	watchDone()
@@ -67,6 +71,9 @@ func TestAgentSiegeInCluster(t *testing.T) {
 	if ports < 2 {
 		t.Errorf("the siege reached %d agent ports, want the runner's and the server's", ports)
 	}
+	if n := forged.Load(); n != 0 {
+		t.Errorf("%d datagrams sealed with what the spec shows were answered", n)
+	}
 	for _, name := range []string{"tcp-rtt", "http"} {
 		compareUnderSiege(t, name, base, &r)
 	}
@@ -79,6 +86,44 @@ func TestAgentSiegeInCluster(t *testing.T) {
 		t.Logf("server agent peak RSS under siege: %.1f MiB (bound %d MiB)", float64(fp.PeakRSSBytes)/(1<<20), agent.MaxAgentRSS>>20)
 	}
 	noRestarts(t, cs, ns, "app in (client,web)")
+}
+
+// forgedAnswers sends, from inside a stranger's network namespace, echo datagrams sealed with
+// what the agent's spec shows (the token's digest, as the key and as the token) to the agent's
+// UDP port, and counts the answers.
+func forgedAnswers(t *testing.T, d hostile.Dialer, addr, digest string) int {
+	raw, err := hex.DecodeString(digest)
+	if err != nil {
+		t.Errorf("digest %q in the spec: %v", digest, err)
+		return 0
+	}
+	answered := 0
+	for i, key := range [][]byte{raw, probes.UDPKey(digest), probes.UDPKey("")} {
+		c, err := d.Dial("udp", addr)
+		if err != nil {
+			t.Errorf("udp from the stranger: %v", err)
+			return answered
+		}
+		b := make([]byte, probes.UDPHeaderLen+32)
+		probes.SealDatagram(key, b, probes.UDPEcho, uint64(i+1))
+		_, _ = c.Write(b)
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if n, err := c.Read(make([]byte, 2048)); err == nil && n > 0 {
+			answered++
+		}
+		c.Close()
+	}
+	return answered
+}
+
+// specDigest is the --token-sha256 argument of an agent container.
+func specDigest(args []string) string {
+	for i, a := range args {
+		if a == "--token-sha256" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // compareUnderSiege holds a probe's p50 under siege to the runs without it: within their own
@@ -107,7 +152,7 @@ func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, sie
 // siegeAgentPorts watches the namespace's pods for the run's agents and, for each agent port
 // it learns (from the container's --listen argument, or its ready event in the log), starts a
 // siege from every stranger's network namespace, until stop.
-func siegeAgentPorts(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string, stop chan struct{}, opened *sync.Map) (wait func()) {
+func siegeAgentPorts(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string, stop chan struct{}, opened *sync.Map, forged *atomic.Int64) (wait func()) {
 	t.Helper()
 	dialers := map[string]hostile.Dialer{}
 	var sources []string
@@ -130,11 +175,16 @@ func siegeAgentPorts(t *testing.T, cs kubernetes.Interface, ns string, strangers
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			for _, addr := range agentAddrs(cs, ns, seen) {
+			for addr, digest := range agentAddrs(cs, ns, seen) {
 				n, waitSiege := hostile.SiegeWith(func(src string) hostile.Dialer { return dialers[src] }, addr, sources, 40, stop)
 				opened.Store(addr, n)
-				wg.Add(1)
+				wg.Add(2)
 				go func() { defer wg.Done(); waitSiege() }()
+				go func() {
+					defer wg.Done()
+					time.Sleep(time.Second) // past the first lease renewal: the agent knows its key
+					forged.Add(int64(forgedAnswers(t, dialers[sources[0]], addr, digest)))
+				}()
 			}
 		}
 	}()
@@ -146,15 +196,16 @@ func siegeAgentPorts(t *testing.T, cs kubernetes.Interface, ns string, strangers
 	}
 }
 
-// agentAddrs are the listening addresses of netbench agents in ns not yet in seen.
-func agentAddrs(cs kubernetes.Interface, ns string, seen map[string]bool) []string {
+// agentAddrs are the listening addresses of netbench agents in ns not yet in seen, with the
+// token digest their spec carries.
+func agentAddrs(cs kubernetes.Interface, ns string, seen map[string]bool) map[string]string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
-	var out []string
+	out := map[string]string{}
 	for _, p := range pods.Items {
 		for _, c := range p.Spec.EphemeralContainers {
 			key := p.Name + "/" + c.Name
@@ -167,7 +218,7 @@ func agentAddrs(cs kubernetes.Interface, ns string, seen map[string]bool) []stri
 			}
 			if addr != "" {
 				seen[key] = true
-				out = append(out, addr)
+				out[addr] = specDigest(c.Args)
 			}
 		}
 	}
