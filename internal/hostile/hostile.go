@@ -53,11 +53,7 @@ func h2Open(c net.Conn) *http2.Framer {
 // frames without END_HEADERS until the peer gives up.
 func endlessHeaders(c net.Conn, gone <-chan struct{}) {
 	fr := h2Open(c)
-	var block bytes.Buffer
-	enc := hpack.NewEncoder(&block)
-	_ = enc.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
-	_ = enc.WriteField(hpack.HeaderField{Name: "x-big", Value: strings.Repeat("v", 15<<20)})
-	b := block.Bytes()
+	b := bigBlock()
 	if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:16000]}) != nil {
 		return
 	}
@@ -73,6 +69,15 @@ func endlessHeaders(c net.Conn, gone <-chan struct{}) {
 	}
 	<-gone
 }
+
+// bigBlock is an HPACK header block with one 15 MB value, encoded once.
+var bigBlock = sync.OnceValue(func() []byte {
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	_ = enc.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
+	_ = enc.WriteField(hpack.HeaderField{Name: "x-big", Value: strings.Repeat("v", 15<<20)})
+	return block.Bytes()
+})
 
 // continuationFlood sends empty CONTINUATION frames as fast as the peer takes them.
 func continuationFlood(c net.Conn, gone <-chan struct{}) {
@@ -117,7 +122,8 @@ func manyStreams(c net.Conn, gone <-chan struct{}) {
 }
 
 // Siege holds up to perSource connections from each source address at addr, of every kind,
-// re-opening each as soon as it is closed, until stop. It counts the connections opened.
+// re-opening each as soon as the agent closes it (after a second, if the agent refused it on
+// sight), until stop. It counts the connections opened.
 func Siege(addr string, sources []string, perSource int, stop <-chan struct{}) (opened *atomic.Int64, wait func()) {
 	return SiegeWith(func(src string) Dialer {
 		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: time.Second}
@@ -152,6 +158,7 @@ func SiegeWith(dialer func(src string) Dialer, addr string, sources []string, pe
 						continue
 					}
 					opened.Add(1)
+					began := time.Now()
 					gone, done := make(chan struct{}), make(chan struct{})
 					go func() { kind.Hold(c, gone); close(done) }()
 					go func() {
@@ -165,6 +172,11 @@ func SiegeWith(dialer func(src string) Dialer, addr string, sources []string, pe
 					close(gone)
 					c.Close()
 					<-done
+					// Re-open at once what the agent closed after holding it; back off a second
+					// from one it refused on sight (a holder, not a connection-rate flood).
+					if time.Since(began) < 100*time.Millisecond {
+						time.Sleep(time.Second)
+					}
 				}
 			}()
 		}

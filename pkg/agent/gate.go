@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,10 +33,16 @@ type gate struct {
 	admitted  uint64
 	trusted   map[netip.Addr]bool
 	byRemote  map[string]*gatedConn // every open connection by its remote address
+
+	// Strangers admitted per untrusted source in the current second: past StrangerRate the
+	// rest are closed on accept, before a goroutine or a byte is spent on them.
+	rateStart time.Time
+	rate      map[netip.Addr]int
 }
 
 func newGate(l Limits) *gate {
-	return &gate{limits: l, strangers: map[netip.Addr][]*gatedConn{}, trusted: map[netip.Addr]bool{}, byRemote: map[string]*gatedConn{}}
+	return &gate{limits: l, strangers: map[netip.Addr][]*gatedConn{}, trusted: map[netip.Addr]bool{},
+		byRemote: map[string]*gatedConn{}, rate: map[netip.Addr]int{}}
 }
 
 // gatedConn is one admitted connection.
@@ -46,6 +54,24 @@ type gatedConn struct {
 	authed bool   // under g.mu
 	closed bool   // under g.mu
 	timer  *time.Timer
+
+	trusted  atomic.Bool  // authed, read without the lock on every Read
+	unauthed atomic.Int64 // bytes read while a stranger
+}
+
+// ErrStrangerBytes is the error of a Read past StrangerBytes without the token.
+var ErrStrangerBytes = errors.New("too many bytes without the token")
+
+// Read counts what a stranger sends: past StrangerBytes it is closed. A token holder's request,
+// preface and headers fit many times over, so only a peer without the token gets here; and it
+// costs the agent at most that much parsing per connection, whatever it sends.
+func (c *gatedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.trusted.Load() && c.unauthed.Add(int64(n)) > int64(c.g.limits.StrangerBytes) {
+		c.Close()
+		return 0, ErrStrangerBytes
+	}
+	return n, err
 }
 
 // sourceOf is a connection's remote IP address (v4-mapped addresses unmapped).
@@ -57,11 +83,16 @@ func sourceOf(c net.Conn) netip.Addr {
 }
 
 // admit registers a new connection as a stranger, closing whichever stranger the bounds say
-// must make room, and arms its authentication window.
+// must make room, and arms its authentication window. It returns nil for a connection from an
+// untrusted source past its rate: the caller closes it at once.
 func (g *gate) admit(c net.Conn) *gatedConn {
 	gc := &gatedConn{Conn: c, g: g, src: sourceOf(c)}
 	var evict []*gatedConn
 	g.mu.Lock()
+	if !g.withinRate(gc.src) {
+		g.mu.Unlock()
+		return nil
+	}
 	if q := g.strangers[gc.src]; len(q) >= g.perSource(gc.src) {
 		evict = append(evict, q[0])
 		g.dropStranger(q[0])
@@ -83,6 +114,20 @@ func (g *gate) admit(c net.Conn) *gatedConn {
 	}
 	gc.timer = time.AfterFunc(g.limits.AuthWindow, gc.expire)
 	return gc
+}
+
+// withinRate counts a new connection of src against StrangerRate per second (g.mu held);
+// trusted sources are not counted.
+func (g *gate) withinRate(src netip.Addr) bool {
+	if g.trusted[src] {
+		return true
+	}
+	if now := time.Now(); now.Sub(g.rateStart) >= time.Second {
+		g.rateStart = now
+		clear(g.rate)
+	}
+	g.rate[src]++
+	return g.rate[src] <= g.limits.StrangerRate
 }
 
 // perSource is how many strangers one source may hold: a trusted source (the API server's
@@ -141,6 +186,7 @@ func (c *gatedConn) authenticate() bool {
 	}
 	g.dropStranger(c)
 	c.authed = true
+	c.trusted.Store(true)
 	g.nAuthed++
 	g.trusted[c.src] = true
 	c.timer.Stop()
@@ -205,11 +251,16 @@ type gatedListener struct {
 }
 
 func (l *gatedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if gc := l.g.admit(c); gc != nil {
+			return gc, nil
+		}
+		c.Close()
 	}
-	return l.g.admit(c), nil
 }
 
 type gatedKey struct{}

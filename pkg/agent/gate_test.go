@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,7 @@ func from(ip string, port int) *fakeConn {
 	return &fakeConn{remote: &net.TCPAddr{IP: net.ParseIP(ip), Port: port}}
 }
 
-var testLimits = Limits{MaxConns: 4, Strangers: 6, StrangersPerSource: 2, Handshake: time.Second, AuthWindow: time.Hour, Idle: time.Minute}
+var testLimits = Limits{MaxConns: 4, Strangers: 6, StrangersPerSource: 2, Handshake: time.Second, AuthWindow: time.Hour, StrangerBytes: 1000, StrangerRate: 1000, Idle: time.Minute}
 
 // A source that keeps opening connections only ever closes its own: the others' stay.
 func TestGateSourceOnlyPushesOutItsOwn(t *testing.T) {
@@ -123,5 +124,54 @@ func TestGateClosesStrangersAfterTheWindow(t *testing.T) {
 	got := [2]bool{idle.closed.Load(), authed.closed.Load()}
 	if diff := cmp.Diff([2]bool{true, false}, got); diff != "" {
 		t.Errorf("closed: stranger, authenticated (-want +got):\n%s", diff)
+	}
+}
+
+// endless is a connection that always has more to read.
+type endless struct{ fakeConn }
+
+func (e *endless) Read(b []byte) (int, error) { return len(b), nil }
+
+// A stranger is closed once it has sent StrangerBytes without the token; a token holder reads on.
+func TestGateBoundsWhatStrangersSend(t *testing.T) {
+	g := newGate(testLimits)
+	for _, authed := range []bool{false, true} {
+		e := &endless{fakeConn{remote: &net.TCPAddr{IP: net.ParseIP("10.0.0.7"), Port: 9}}}
+		c := g.admit(e)
+		if authed {
+			c.authenticate()
+		}
+		total, err := 0, error(nil)
+		for total < 100*testLimits.StrangerBytes && err == nil {
+			var n int
+			n, err = c.Read(make([]byte, 300))
+			total += n
+		}
+		switch {
+		case !authed && (!errors.Is(err, ErrStrangerBytes) || total > testLimits.StrangerBytes || !e.closed.Load()):
+			t.Errorf("stranger: read %d bytes, err %v, closed %v; want closed with ErrStrangerBytes within %d bytes", total, err, e.closed.Load(), testLimits.StrangerBytes)
+		case authed && err != nil:
+			t.Errorf("token holder: %v after %d bytes", err, total)
+		}
+	}
+}
+
+// A source that never presented the token opens at most StrangerRate connections a second; a
+// trusted source is not counted.
+func TestGateRateOfStrangers(t *testing.T) {
+	l := testLimits
+	l.StrangerRate = 5
+	g := newGate(l)
+	g.admit(from("10.0.0.1", 1)).authenticate()
+	admitted := map[string]int{}
+	for i := range 50 {
+		for _, ip := range []string{"10.0.0.1", "10.0.0.2"} {
+			if g.admit(from(ip, 100+i)) != nil {
+				admitted[ip]++
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"10.0.0.1": 50, "10.0.0.2": 5}, admitted); diff != "" {
+		t.Errorf("admitted within a second (-want +got):\n%s", diff)
 	}
 }

@@ -34,13 +34,18 @@ type Limits struct {
 	// AuthWindow is how long a connection may stay without presenting the token before it is
 	// closed, whatever it sends.
 	AuthWindow time.Duration
+	// StrangerBytes is how much a connection may send before it presents the token.
+	StrangerBytes int
+	// StrangerRate is how many connections a source that never presented the token may open
+	// per second; the rest are closed on accept.
+	StrangerRate int
 	// Idle closes keep-alive HTTP and gRPC connections that carry nothing for this long.
 	Idle time.Duration
 }
 
 // DefaultLimits fit the largest job the plugin accepts (1024 connections, 128 streams).
 var DefaultLimits = Limits{MaxConns: 1280, Strangers: 64, StrangersPerSource: 8,
-	Handshake: 2 * time.Second, AuthWindow: 3 * time.Second, Idle: 30 * time.Second}
+	Handshake: 2 * time.Second, AuthWindow: 3 * time.Second, StrangerBytes: 32 << 10, StrangerRate: 16, Idle: 30 * time.Second}
 
 var errWrongToken = errors.New("wrong token")
 

@@ -42,8 +42,8 @@ func TestAgentServesTokenHoldersUnderSiege(t *testing.T) {
 	}
 	checkFullJob(t, events, os.Geteuid() == 0 || unprivilegedICMP())
 	t.Logf("peers without the token opened %d connections; agent peak RSS %.1f MiB", opened.Load(), float64(peak.Load())/(1<<20))
-	if opened.Load() < int64(len(sources)*40) {
-		t.Errorf("the siege opened only %d connections: not every peer got in once", opened.Load())
+	if min := int64(len(sources) * DefaultLimits.StrangersPerSource); opened.Load() < min {
+		t.Errorf("the siege opened only %d connections: fewer than its sources' slots (%d)", opened.Load(), min)
 	}
 	if p := peak.Load(); p > MaxAgentRSS {
 		t.Errorf("agent peak RSS %d bytes under siege, want under %d", p, MaxAgentRSS)
