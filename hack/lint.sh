@@ -34,7 +34,7 @@ go test -count=1 -race ./pkg/report/ ./pkg/plugin/ ./pkg/gate/
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./pkg/resolver FuzzReadJob:./pkg/agent FuzzDecodeEvent:./pkg/agent \
   FuzzCheckDNSName:./pkg/plugin FuzzDNSPayload:./pkg/probes FuzzFoldLookups:./pkg/probes \
-  FuzzParse:./pkg/gate FuzzLoadRun:./pkg/report FuzzOpenDatagram:./pkg/probes; do
+  FuzzParseEvaluate:./pkg/gate FuzzLoadRun:./pkg/report FuzzOpenDatagram:./pkg/probes; do
   name=${target%%:*} pkg=${target#*:}
   # A failing input is written under testdata/fuzz and fails the step. A run that ends without
   # one ("context deadline exceeded" from a worker starved on a busy 2-core machine) is retried once.

@@ -58,6 +58,23 @@ var ErrUnknownFigure = errors.New("unknown figure")
 // ErrUnits is wrapped when a condition mixes quantities that cannot be compared.
 var ErrUnits = errors.New("units do not match")
 
+// ErrUndefined is wrapped when a figure, or a step of a condition's arithmetic, has no finite
+// value: a figure that is NaN or infinite, 0/0, a division by zero, an overflow.
+var ErrUndefined = errors.New("undefined")
+
+// UndefinedError names the part of a condition without a finite value, and why.
+type UndefinedError struct {
+	// Expr is the part as it reads in the condition, e.g. "udp.loss / udp.loss".
+	Expr string
+	// Why is "0/0", "division by zero", "overflow", "not a number" or "infinite".
+	Why string
+}
+
+func (e *UndefinedError) Error() string { return e.Expr + " is undefined (" + e.Why + ")" }
+
+// Unwrap lets errors.Is(err, ErrUndefined) hold.
+func (e *UndefinedError) Unwrap() error { return ErrUndefined }
+
 // Check verifies, before anything is measured, that every figure the condition names will exist
 // (planned maps each planned figure to its unit) and that its units agree.
 func (c *Condition) Check(planned map[string]string) error {
@@ -70,7 +87,10 @@ func (c *Condition) Check(planned map[string]string) error {
 			return fmt.Errorf("%q: %w %q (this run measures: %s)", c.Text, ErrUnknownFigure, n, suggest(n, planned))
 		}
 	}
-	_, _, err := c.sides(values)
+	_, _, err := c.sides(values, false)
+	if errors.Is(err, ErrUndefined) {
+		return fmt.Errorf("%q: %w", c.Text, err)
+	}
 	return err
 }
 
@@ -116,17 +136,23 @@ func (c *Condition) Figures() []string {
 // ratio is the unit of a figure divided by a figure of the same unit.
 const ratio = "ratio"
 
-// quantity is a value with its dimension's unit ("" for a plain number).
+// quantity is a value with its dimension's unit ("" for a plain number); measured when it
+// depends on a figure.
 type quantity struct {
-	v    float64
-	unit string
+	v        float64
+	unit     string
+	measured bool
 }
 
-func (c *Condition) sides(f Figures) (l, r quantity, err error) {
-	if l, err = eval(&c.Left, f); err != nil {
+// sides evaluates both sides. measured says whether f holds the run's figures: then any figure
+// or step without a finite value is an UndefinedError; otherwise (checking units before a run)
+// only a step of literal numbers alone is.
+func (c *Condition) sides(f Figures, measured bool) (l, r quantity, err error) {
+	ev := evaluator{f: f, measured: measured}
+	if l, err = ev.eval(&c.Left); err != nil {
 		return
 	}
-	if r, err = eval(&c.Right, f); err != nil {
+	if r, err = ev.eval(&c.Right); err != nil {
 		return
 	}
 	if l.unit != "" && r.unit != "" && l.unit != r.unit {
@@ -135,36 +161,77 @@ func (c *Condition) sides(f Figures) (l, r quantity, err error) {
 	return
 }
 
-func eval(e *Expr, f Figures) (quantity, error) {
+// evaluator computes expressions over figures.
+type evaluator struct {
+	f        Figures
+	measured bool
+}
+
+func (ev evaluator) eval(e *Expr) (quantity, error) {
 	switch {
 	case e.Figure != "":
-		v, ok := f[e.Figure]
-		if !ok {
-			return quantity{}, fmt.Errorf("%w %q", ErrUnknownFigure, e.Figure)
-		}
-		return quantity{v.Value, v.Unit}, nil
+		return ev.figure(e.Figure)
 	case e.Op == 0:
-		u := literalUnits[e.Unit]
-		if e.Unit == "" {
-			return quantity{e.Number, ""}, nil
+		q := quantity{v: e.Number}
+		if e.Unit != "" {
+			u := literalUnits[e.Unit]
+			q = quantity{v: e.Number * u.factor, unit: u.unit}
 		}
-		return quantity{e.Number * u.factor, u.unit}, nil
+		if !finite(q.v) {
+			return q, &UndefinedError{e.String(), "overflow"}
+		}
+		return q, nil
 	case e.Op == 'n':
-		q, err := eval(e.Left, f)
-		return quantity{-q.v, q.unit}, err
+		q, err := ev.eval(e.Left)
+		return quantity{-q.v, q.unit, q.measured}, err
 	}
-	a, err := eval(e.Left, f)
+	a, err := ev.eval(e.Left)
 	if err != nil {
 		return a, err
 	}
-	b, err := eval(e.Right, f)
+	b, err := ev.eval(e.Right)
 	if err != nil {
 		return b, err
 	}
-	return combine(e.Op, a, b)
+	q, err := combine(e.Op, a, b)
+	if err == nil && !finite(q.v) && (ev.measured || !q.measured) {
+		err = &UndefinedError{e.String(), undefinedWhy(e.Op, a.v, b.v)}
+	}
+	return q, err
+}
+
+// figure is a figure's value; with measured figures, one that is NaN or infinite is undefined.
+func (ev evaluator) figure(name string) (quantity, error) {
+	v, ok := ev.f[name]
+	if !ok {
+		return quantity{}, fmt.Errorf("%w %q", ErrUnknownFigure, name)
+	}
+	q := quantity{v.Value, v.Unit, true}
+	if ev.measured && !finite(v.Value) {
+		why := "infinite"
+		if math.IsNaN(v.Value) {
+			why = "not a number"
+		}
+		return q, &UndefinedError{name, why}
+	}
+	return q, nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// undefinedWhy says why a step of finite operands has no finite result.
+func undefinedWhy(op byte, a, b float64) string {
+	switch {
+	case op == '/' && a == 0 && b == 0:
+		return "0/0"
+	case op == '/' && b == 0:
+		return "division by zero"
+	}
+	return "overflow"
 }
 
 func combine(op byte, a, b quantity) (quantity, error) {
+	m := a.measured || b.measured
 	switch op {
 	case '+', '-':
 		if a.unit != "" && b.unit != "" && a.unit != b.unit {
@@ -173,21 +240,21 @@ func combine(op byte, a, b quantity) (quantity, error) {
 		if op == '-' {
 			b.v = -b.v
 		}
-		return quantity{a.v + b.v, either(a.unit, b.unit)}, nil
+		return quantity{a.v + b.v, either(a.unit, b.unit), m}, nil
 	case '*':
 		if a.unit == ratio || a.unit == "" {
-			return quantity{a.v * b.v, either(b.unit, a.unit)}, nil
+			return quantity{a.v * b.v, either(b.unit, a.unit), m}, nil
 		}
 		if b.unit == ratio || b.unit == "" {
-			return quantity{a.v * b.v, a.unit}, nil
+			return quantity{a.v * b.v, a.unit, m}, nil
 		}
 		return quantity{}, fmt.Errorf("cannot multiply a %s by a %s: %w (scale by a plain number)", dimensions[a.unit], dimensions[b.unit], ErrUnits)
 	default: // '/'
 		switch {
 		case b.unit == "" || b.unit == ratio:
-			return quantity{a.v / b.v, either(a.unit, b.unit)}, nil
+			return quantity{a.v / b.v, either(a.unit, b.unit), m}, nil
 		case a.unit == b.unit:
-			return quantity{a.v / b.v, ratio}, nil
+			return quantity{a.v / b.v, ratio, m}, nil
 		}
 		return quantity{}, fmt.Errorf("cannot divide a %s by a %s: %w", dimensionOf(a.unit), dimensions[b.unit], ErrUnits)
 	}
@@ -211,26 +278,36 @@ func dimensionOf(unit string) string {
 // Result is a condition checked against a run's figures.
 type Result struct {
 	Condition string `json:"condition"`
-	// Violated is true when the condition held (the run fails), or could not be evaluated
-	// because a figure it reads was not measured (Missing).
+	// Violated is true when the condition held (the run fails), or could not be evaluated:
+	// a figure it reads was not measured (Missing), or a figure or a step of its arithmetic has
+	// no finite value (Undefined).
 	Violated bool `json:"violated"`
-	// Left and Right are the two sides' values in Unit ("" for plain numbers).
-	Left    float64           `json:"left"`
-	Right   float64           `json:"right"`
-	Unit    string            `json:"unit,omitempty"`
-	Values  map[string]Figure `json:"values,omitempty"`
-	Missing []string          `json:"missing,omitempty"`
-	Message string            `json:"message"`
+	// Left and Right are the two sides' values in Unit ("" for plain numbers); both 0 when the
+	// condition could not be evaluated.
+	Left   float64           `json:"left"`
+	Right  float64           `json:"right"`
+	Unit   string            `json:"unit,omitempty"`
+	Values map[string]Figure `json:"values,omitempty"`
+	// Missing names the figures the run did not measure.
+	Missing []string `json:"missing,omitempty"`
+	// Undefined is the part of the condition without a finite value (a figure that is NaN or
+	// infinite, "udp.loss / udp.loss" when the loss is 0); Message says why.
+	Undefined string `json:"undefined,omitempty"`
+	Message   string `json:"message"`
 }
 
-// Evaluate checks the condition on measured figures.
+// Evaluate checks the condition on measured figures. A condition that cannot be evaluated
+// fails: a figure it reads was not measured, or a figure or a step of its arithmetic is NaN or
+// infinite (Undefined names it: a gate never passes on a number that is not one).
 func (c *Condition) Evaluate(f Figures) Result {
 	r := Result{Condition: c.Text, Values: map[string]Figure{}}
 	for _, n := range c.Figures() {
-		if v, ok := f[n]; ok {
-			r.Values[n] = v
-		} else {
+		v, ok := f[n]
+		switch {
+		case !ok:
 			r.Missing = append(r.Missing, n)
+		case finite(v.Value):
+			r.Values[n] = v
 		}
 	}
 	if len(r.Missing) > 0 {
@@ -238,7 +315,13 @@ func (c *Condition) Evaluate(f Figures) Result {
 		r.Message = fmt.Sprintf("%s: not measured in this run, so the condition cannot pass", strings.Join(r.Missing, ", "))
 		return r
 	}
-	l, rt, err := c.sides(f)
+	l, rt, err := c.sides(f, true)
+	var ue *UndefinedError
+	if errors.As(err, &ue) {
+		r.Violated, r.Undefined = true, ue.Expr
+		r.Message = strings.Join(append(c.valueParts(r), ue.Error()+", so the condition cannot pass"), "; ")
+		return r
+	}
 	if err != nil {
 		r.Violated, r.Message = true, err.Error()
 		return r
@@ -267,14 +350,22 @@ func compare(op string, a, b float64) bool {
 
 // describe says what was measured: each figure's value, and both sides when either is computed.
 func (c *Condition) describe(r Result) string {
-	var parts []string
-	for _, n := range c.Figures() {
-		parts = append(parts, n+" = "+Format(r.Values[n].Value, r.Values[n].Unit))
-	}
+	parts := c.valueParts(r)
 	if c.Left.Figure == "" || (c.Right.Op != 0 || c.Right.Figure != "") {
 		parts = append(parts, fmt.Sprintf("%s %s %s", Format(r.Left, r.Unit), c.Op, Format(r.Right, r.Unit)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// valueParts are "name = value" for each figure read that has a finite value.
+func (c *Condition) valueParts(r Result) []string {
+	var parts []string
+	for _, n := range c.Figures() {
+		if v, ok := r.Values[n]; ok {
+			parts = append(parts, n+" = "+Format(v.Value, v.Unit))
+		}
+	}
+	return parts
 }
 
 // Format writes a value with its unit, times scaled to a readable unit.

@@ -158,24 +158,3 @@ func TestMessageNamesTheValues(t *testing.T) {
 		t.Errorf("got %q", r.Message)
 	}
 }
-
-func FuzzParse(f *testing.F) {
-	for _, s := range []string{"rtt.p99 > 2ms", "(a + b) * 2 / c - -d >= 1e-3s", "a.b-c:d_e != .5%", "((((1)))) < 2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		c, err := Parse(s)
-		if err != nil {
-			var se *SyntaxError
-			if !errors.As(err, &se) || se.Column < 1 {
-				t.Fatalf("%q: %v is not a syntax error with a column", s, err)
-			}
-			return
-		}
-		figs := Figures{}
-		for _, n := range c.Figures() {
-			figs[n] = Figure{1, Micros}
-		}
-		_ = c.Evaluate(figs)
-	})
-}

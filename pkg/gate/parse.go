@@ -51,6 +51,40 @@ type Expr struct {
 	Left, Right *Expr
 }
 
+// String writes the expression as a condition would, with the parentheses its order needs:
+// how a message names a part of a condition.
+func (e *Expr) String() string {
+	switch {
+	case e.Figure != "":
+		return e.Figure
+	case e.Op == 0:
+		return strconv.FormatFloat(e.Number, 'g', -1, 64) + e.Unit
+	case e.Op == 'n':
+		return "-" + e.Left.operand(precedence('n'))
+	}
+	p := precedence(e.Op)
+	// Operators bind to the left: a right operand of the same precedence keeps its parentheses.
+	return e.Left.operand(p) + " " + string(e.Op) + " " + e.Right.operand(p+1)
+}
+
+// operand writes e in parentheses when it binds less tightly than least.
+func (e *Expr) operand(least int) string {
+	if e.Op != 0 && e.Figure == "" && precedence(e.Op) < least {
+		return "(" + e.String() + ")"
+	}
+	return e.String()
+}
+
+func precedence(op byte) int {
+	switch op {
+	case '+', '-':
+		return 1
+	case '*', '/':
+		return 2
+	}
+	return 3 // a negation, a number or a figure
+}
+
 // MaxLength bounds a condition (a flag is not a program).
 const MaxLength = 512
 

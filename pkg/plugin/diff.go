@@ -13,9 +13,6 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
-// maxReportBytes bounds a report file diff reads.
-const maxReportBytes = 64 << 20
-
 // DiffOptions holds `kubectl netbench diff`.
 type DiffOptions struct {
 	genericiooptions.IOStreams
@@ -73,19 +70,21 @@ func (o *DiffOptions) Validate() error {
 	return nil
 }
 
-// load reads a report file (a regular file or a pipe, as `<(kubectl netbench … -o json)` gives).
+// load reads a report file (a regular file or a pipe, as `<(kubectl netbench … -o json)` gives),
+// at most report.MaxReportBytes of it; what it cannot use it refuses with one line naming the
+// file.
 func (o *DiffOptions) load(file string) (*report.LoadedRun, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > report.MaxReportBytes {
+		return nil, fmt.Errorf("%s: %w (more than %d MiB)", file, report.ErrTooLarge, report.MaxReportBytes>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, report.MaxReportBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", file, err)
-	}
-	if len(data) > maxReportBytes {
-		return nil, fmt.Errorf("%s: more than %d MiB, larger than any report", file, maxReportBytes>>20)
 	}
 	return report.LoadRun(file, data)
 }

@@ -1,15 +1,12 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"text/tabwriter"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
 )
@@ -73,54 +70,13 @@ type LoadedRun struct {
 	Figures []FigureValue
 }
 
-// ErrNotAReport is wrapped when a file is not a netbench report diff can read.
-var ErrNotAReport = errors.New("not a kubectl-netbench report")
-
-// LoadRun reads a report written with -o json (or yaml).
-func LoadRun(file string, data []byte) (*LoadedRun, error) {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", file, ErrNotAReport, err)
-	}
-	var head struct{ APIVersion, Kind string }
-	if err := json.Unmarshal(js, &head); err != nil || head.APIVersion != APIVersion {
-		return nil, fmt.Errorf("%s: %w (want apiVersion %s, written by -o json)", file, ErrNotAReport, APIVersion)
-	}
-	out := &LoadedRun{Info: RunInfo{File: file, Kind: head.Kind}}
-	switch head.Kind {
-	case "PathReport":
-		var r PathReport
-		err = json.Unmarshal(js, &r)
-		out.Figures, out.Info.StartTime, out.Info.Profile = r.FigureValues(), r.StartTime, r.Profile
-		out.Info.Subject = endpoint(r.Source) + " → " + endpoint(r.Destination)
-	case "LadderReport":
-		var r LadderReport
-		err = json.Unmarshal(js, &r)
-		out.Figures, out.Info.StartTime, out.Info.Profile = r.FigureValues(), r.StartTime, r.Profile
-		out.Info.Subject = "ladder to " + endpoint(r.Destination)
-	case "DNSReport":
-		var r DNSReport
-		err = json.Unmarshal(js, &r)
-		out.Figures, out.Info.StartTime = r.FigureValues(), r.StartTime
-		out.Info.Subject = "dns in " + r.Target.Namespace + "/" + r.Target.Pod
-	case "MatrixReport":
-		var r MatrixReport
-		err = json.Unmarshal(js, &r)
-		out.Figures, out.Info.StartTime = r.FigureValues(), r.StartTime
-		out.Info.Subject = "matrix of " + r.Namespace + " (" + r.Scope + ")"
-	default:
-		return nil, fmt.Errorf("%s: kind %q: %w (want PathReport, LadderReport, DNSReport or MatrixReport)", file, head.Kind, ErrNotAReport)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", file, ErrNotAReport, err)
-	}
-	return out, nil
-}
+// ErrDifferentKinds is wrapped when diff is given the reports of two different commands.
+var ErrDifferentKinds = errors.New("the runs are of different commands")
 
 // Diff compares two runs of the same kind.
 func Diff(old, cur *LoadedRun, tolerancePercent float64) (*DiffReport, error) {
 	if old.Info.Kind != cur.Info.Kind {
-		return nil, fmt.Errorf("%s is a %s and %s a %s: compare two runs of the same command", old.Info.File, old.Info.Kind, cur.Info.File, cur.Info.Kind)
+		return nil, fmt.Errorf("%w: %s is a %s and %s a %s (compare two runs of the same command)", ErrDifferentKinds, displayName(old.Info.File), old.Info.Kind, displayName(cur.Info.File), cur.Info.Kind)
 	}
 	d := &DiffReport{APIVersion: APIVersion, Kind: "DiffReport", Old: old.Info, New: cur.Info, TolerancePercent: tolerancePercent}
 	if old.Info.Subject != cur.Info.Subject {
@@ -168,11 +124,11 @@ func Diff(old, cur *LoadedRun, tolerancePercent float64) (*DiffReport, error) {
 func compareFigure(o, n FigureValue, tol float64) FigureChange {
 	c := FigureChange{Name: n.Name, Unit: n.Unit, Old: o.Value, New: n.Value, Change: round3(n.Value - o.Value),
 		OldRange: o.Spread, NewRange: n.Spread, Verdict: WithinSpread}
-	pct := math.Inf(1)
-	if o.Value != 0 {
-		p := round1(100 * (n.Value - o.Value) / math.Abs(o.Value))
+	pct := math.Inf(1) // from 0, or from a value too close to 0 for a percentage, to another
+	switch p := round1(100 * (n.Value - o.Value) / math.Abs(o.Value)); {
+	case !math.IsInf(p, 0) && !math.IsNaN(p):
 		c.ChangePercent, pct = &p, math.Abs(p)
-	} else if n.Value == 0 {
+	case n.Value == o.Value:
 		pct = 0
 	}
 	overlap := c.OldRange != nil && c.NewRange != nil && c.OldRange.Overlaps(c.NewRange)
@@ -199,7 +155,7 @@ func compareFigure(o, n FigureValue, tol float64) FigureChange {
 // WriteDiff renders a diff as JSON, YAML or a table.
 func WriteDiff(w io.Writer, format string, d *DiffReport) error {
 	if format != "" {
-		return writeMachine(w, format, d)
+		return writeMachineOrText(w, format, d, func(w io.Writer) error { return WriteDiff(w, "", d) })
 	}
 	fmt.Fprintf(w, "kubectl netbench diff: %s\n  old: %s (%s)\n  new: %s (%s)\n\n", d.New.Subject, d.Old.File, d.Old.StartTime.Format(time.RFC3339), d.New.File, d.New.StartTime.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

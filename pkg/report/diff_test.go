@@ -3,10 +3,11 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func loadTestRun(t *testing.T, file string, edit func(*PathReport)) *LoadedRun {
@@ -103,34 +104,6 @@ func TestDiffRefusesOtherFiles(t *testing.T) {
 	}
 }
 
-// Whatever a file holds, reading it back and comparing it with itself never panics, and a file
-// that loads compares with itself without a change.
-func FuzzLoadRun(f *testing.F) {
-	for _, in := range []string{"testdata/path-pod-mode-rtt-tcp.json", "testdata/dns-glibc.json", "testdata/ladder-service-any.json"} {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte(`{"apiVersion":"netbench.kubectl.dev/v1alpha1","kind":"LadderReport","rungs":[{"name":"a b","figures":{"x.p50":{"unit":"µs","median":1}}}],"figures":["x.p50"]}`))
-	f.Add([]byte(`{"apiVersion":"netbench.kubectl.dev/v1alpha1","kind":"MatrixReport","probe":"icmp","zoneCells":[{"from":"a","to":"b","pairs":2,"p50Micros":1,"p99Micros":2,"minP50Micros":0.5,"maxP50Micros":1.5}],"outliers":[{"kind":"node"}]}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		run, err := LoadRun("f", b)
-		if err != nil {
-			return
-		}
-		d, err := Diff(run, run, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Regressions != 0 {
-			t.Errorf("a run regressed against itself: %+v", d.Figures)
-		}
-		_ = WriteDiff(io.Discard, "", d)
-	})
-}
-
 // The ranks of a percentile's 95 % interval, against the binomial distribution's published
 // values (e.g. the median of 20 samples lies between the 6th and the 15th with 95.9 %).
 func TestOrderRanks(t *testing.T) {
@@ -166,5 +139,29 @@ func TestDiffSmallSampleP99IsNotARegression(t *testing.T) {
 func BenchmarkOrderRanksHTTP(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		orderRanks(40000, 0.999)
+	}
+}
+
+// A change from 0, or from a value too close to 0 for a percentage, has no percentage (and is
+// beyond any tolerance); one between equal values is none.
+func TestCompareFigureFromZero(t *testing.T) {
+	pct := func(p float64) *float64 { return &p }
+	for _, c := range []struct {
+		name     string
+		old, new float64
+		want     FigureChange
+	}{
+		{"zero to zero", 0, 0, FigureChange{Verdict: WithinSpread, Reason: "within the 10 % tolerance"}},
+		{"zero to more", 0, 5, FigureChange{Change: 5, Verdict: Regressed, Reason: "beyond the tolerance"}},
+		{"tiny to more", 1e-310, 1e5, FigureChange{Change: 1e5, Verdict: Regressed, Reason: "beyond the tolerance"}},
+		{"small to more", 1, 2, FigureChange{Change: 1, ChangePercent: pct(100), Verdict: Regressed, Reason: "beyond the tolerance"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := compareFigure(FigureValue{Name: "x", Unit: UnitMicros, Value: c.old}, FigureValue{Name: "x", Unit: UnitMicros, Value: c.new}, 10)
+			c.want.Name, c.want.Unit, c.want.Old, c.want.New = "x", UnitMicros, c.old, c.new
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

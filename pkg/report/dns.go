@@ -160,7 +160,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 	case FormatJUnit:
 		return WriteJUnit(w, "dns "+r.Target.Namespace+"/"+r.Target.Pod, "netbench.dns", r.StartTime, r.Timing, r.Checks)
 	default:
-		return writeMachine(w, format, r)
+		return writeMachineOrText(w, format, r, func(w io.Writer) error { return WriteDNS(w, "", r) })
 	}
 	res := r.Result
 	fmt.Fprintf(w, "kubectl netbench dns: %s/%s container %s (node %s)\n", r.Target.Namespace, r.Target.Pod, r.Target.Container, r.Target.Node)

@@ -78,7 +78,7 @@ func value(unit, name string, f func(r *agent.ProbeResult) (float64, bool)) stat
 
 // kindStats lists the statistics of each probe kind, in display order.
 func kindStats(kind string) []stat {
-	rtt := func(r *agent.ProbeResult) *probes.Latency {
+	rttLatency := func(r *agent.ProbeResult) *probes.Latency {
 		if r.RTT == nil || r.RTT.Received == 0 {
 			return nil
 		}
@@ -86,17 +86,15 @@ func kindStats(kind string) []stat {
 	}
 	switch kind {
 	case agent.ProbeICMP, agent.ProbeTCPRTT:
-		return latencyStats(rtt, "p50", "p99")
+		return latencyStats(rttLatency, "p50", "p99")
 	case agent.ProbeUDP:
-		return append(latencyStats(rtt, "p50", "p99"),
-			value(UnitPercent, "loss", func(r *agent.ProbeResult) (float64, bool) { return r.RTT.LossPercent, r.RTT != nil }),
-			value(UnitMicros, "jitter", func(r *agent.ProbeResult) (float64, bool) {
-				return r.RTT.JitterMicros, r.RTT != nil && r.RTT.Received > 1
-			}))
+		return append(latencyStats(rttLatency, "p50", "p99"),
+			value(UnitPercent, "loss", from(rttBlock, func(b *probes.RTTResult) (float64, bool) { return b.LossPercent, true })),
+			value(UnitMicros, "jitter", from(rttBlock, func(b *probes.RTTResult) (float64, bool) { return b.JitterMicros, b.Received > 1 })))
 	case agent.ProbeHTTPMax:
 		return []stat{
-			value(UnitReqPerS, "qps", func(r *agent.ProbeResult) (float64, bool) { return r.HTTP.AchievedQPS, r.HTTP != nil }),
-			value(UnitReqPerS, "littles-law-qps", func(r *agent.ProbeResult) (float64, bool) { return r.HTTP.LittleLawQPS, r.HTTP != nil }),
+			value(UnitReqPerS, "qps", from(httpBlock, func(b *probes.HTTPResult) (float64, bool) { return b.AchievedQPS, true })),
+			value(UnitReqPerS, "littles-law-qps", from(httpBlock, func(b *probes.HTTPResult) (float64, bool) { return b.LittleLawQPS, true })),
 		}
 	case agent.ProbeHTTP, agent.ProbeHTTPNewConn:
 		return latencyStats(func(r *agent.ProbeResult) *probes.Latency {
@@ -114,21 +112,30 @@ func kindStats(kind string) []stat {
 		}, "p50", "p99")
 	case agent.ProbeTCP:
 		return []stat{
-			value(UnitGbps, "gbps", func(r *agent.ProbeResult) (float64, bool) {
-				return r.Throughput.BitsPerSecondReceived / 1e9, r.Throughput != nil
-			}),
-			value(UnitCount, "retransmits", func(r *agent.ProbeResult) (float64, bool) {
-				return float64(r.Throughput.Retransmits), r.Throughput != nil
-			}),
+			value(UnitGbps, "gbps", from(throughputBlock, func(b *probes.ThroughputResult) (float64, bool) { return b.BitsPerSecondReceived / 1e9, true })),
+			value(UnitCount, "retransmits", from(throughputBlock, func(b *probes.ThroughputResult) (float64, bool) { return float64(b.Retransmits), true })),
 			value(UnitBytes, "mss", minMSS),
 		}
 	case agent.ProbePMTU:
-		return []stat{value(UnitBytes, "bytes", func(r *agent.ProbeResult) (float64, bool) {
-			return float64(r.PMTU.PathMTU), r.PMTU != nil && r.PMTU.PathMTU > 0
-		})}
+		return []stat{value(UnitBytes, "bytes", from(pmtuBlock, func(b *probes.PMTUResult) (float64, bool) { return float64(b.PathMTU), b.PathMTU > 0 }))}
 	}
 	return nil
 }
+
+// from reads a statistic from a result's block of type B; none when the result lacks the block.
+func from[B any](block func(*agent.ProbeResult) *B, get func(*B) (float64, bool)) func(*agent.ProbeResult) (float64, bool) {
+	return func(r *agent.ProbeResult) (float64, bool) {
+		if b := block(r); b != nil {
+			return get(b)
+		}
+		return 0, false
+	}
+}
+
+func rttBlock(r *agent.ProbeResult) *probes.RTTResult               { return r.RTT }
+func httpBlock(r *agent.ProbeResult) *probes.HTTPResult             { return r.HTTP }
+func throughputBlock(r *agent.ProbeResult) *probes.ThroughputResult { return r.Throughput }
+func pmtuBlock(r *agent.ProbeResult) *probes.PMTUResult             { return r.PMTU }
 
 // minMSS is the smallest MSS any stream of a throughput probe negotiated.
 func minMSS(r *agent.ProbeResult) (float64, bool) {
@@ -252,8 +259,8 @@ func percentileOf(l probes.Latency, q float64) float64 {
 }
 
 // percentileInterval is the distribution-free 95 % confidence interval of the q-quantile of the
-// samples: the values at the order statistics whose ranks hold it with 95 % confidence (exact,
-// from the binomial distribution), read from the histogram; nil without a histogram.
+// samples: the values at the order statistics whose ranks hold it with 95 % confidence (from the
+// binomial distribution, see orderRanks), read from the histogram; nil without a histogram.
 func percentileInterval(l probes.Latency, q float64) *Range {
 	if len(l.Histogram) == 0 || l.Count == 0 {
 		return nil
@@ -280,13 +287,43 @@ func percentileInterval(l probes.Latency, q float64) *Range {
 // orderRanks are the 1-based ranks l ≤ u of n samples between which the q-quantile lies with at
 // least 95 % confidence (2.5 % each side): l the largest with P(Binomial(n, q) ≥ l) ≥ 0.975, u
 // the smallest with P(Binomial(n, q) ≤ u − 1) ≥ 0.975. 0 when no rank qualifies on that side.
+// Exact while the binomial's standard deviation is at most exactSigma (every run's percentiles:
+// 40,000 requests give 6.3 for a p99.9), from the normal approximation beyond; either way the
+// work is bounded whatever n is.
 func orderRanks(n int64, q float64) (l, u int64) {
+	if n <= 0 || !(q > 0 && q < 1) {
+		return 0, 0
+	}
+	mu := float64(n) * q
+	sigma := math.Sqrt(mu * (1 - q))
+	if sigma > exactSigma {
+		return normalRanks(n, mu, sigma)
+	}
+	return binomialRanks(n, q, mu, sigma)
+}
+
+// exactSigma is the largest standard deviation of Binomial(n, q) for which orderRanks sums the
+// distribution term by term (at most 12·exactSigma + 80 terms); the normal approximation's
+// error in a rank there is far below one.
+const exactSigma = 1000
+
+// z975 is the standard normal distribution's 97.5th percentile.
+const z975 = 1.959963984540054
+
+// binomialRanks sums the binomial distribution's terms from 12 standard deviations (and 40
+// terms) below the mean, where the mass left out is below 1e-30, until the cumulative reaches
+// 0.975.
+func binomialRanks(n int64, q, mu, sigma float64) (l, u int64) {
+	k0 := clampRank(math.Floor(mu-12*sigma-40), n)
+	end := clampRank(math.Ceil(mu+12*sigma+40), n)
 	lgN, _ := math.Lgamma(float64(n) + 1)
+	logQ, logP := math.Log(q), math.Log1p(-q)
+	l = k0 // P(X ≤ k0 − 1) is negligible: rank k0 bounds the quantile from below
 	var cdf float64
-	for k := int64(0); k <= n; k++ {
+	for k := k0; k <= end; k++ {
 		a, _ := math.Lgamma(float64(k) + 1)
 		b, _ := math.Lgamma(float64(n-k) + 1)
-		cdf += math.Exp(lgN - a - b + float64(k)*math.Log(q) + float64(n-k)*math.Log1p(-q))
+		cdf += math.Exp(lgN - a - b + float64(k)*logQ + float64(n-k)*logP)
 		if cdf <= 0.025 {
 			l = k + 1 // P(X ≥ k+1) = 1 − cdf ≥ 0.975
 		}
@@ -298,6 +335,29 @@ func orderRanks(n int64, q float64) (l, u int64) {
 		}
 	}
 	return l, 0
+}
+
+// normalRanks are orderRanks from the normal approximation with continuity correction:
+// P(X ≤ k) ≈ Φ((k + ½ − μ) / σ).
+func normalRanks(n int64, mu, sigma float64) (l, u int64) {
+	if lo := math.Floor(mu + 0.5 - z975*sigma); lo >= 1 {
+		l = clampRank(lo, n)
+	}
+	if hi := math.Ceil(mu + 0.5 + z975*sigma); hi <= float64(n) {
+		u = clampRank(hi, n)
+	}
+	return l, u
+}
+
+// clampRank converts x to a rank within [0, n].
+func clampRank(x float64, n int64) int64 {
+	switch {
+	case !(x > 0):
+		return 0
+	case x >= float64(n):
+		return n
+	}
+	return int64(x)
 }
 
 // rankValue is the value of the k-th smallest sample (1-based), interpolated within its bucket.

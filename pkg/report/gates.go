@@ -1,6 +1,7 @@
 package report
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
@@ -111,18 +112,14 @@ func LadderPlannedFigures(rungs []LadderRung, specs []agent.ProbeSpec) map[strin
 func (r *LadderReport) FigureValues() []FigureValue {
 	var out []FigureValue
 	worst := newWorstFigures()
-	for _, rung := range r.Rungs {
-		var fs []FigureValue
-		for _, name := range r.Figures {
-			if f, ok := rung.Figures[name]; ok {
-				fv := FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: name, Stat: "median"}
-				if f.Samples > 1 {
-					hi := f.Max
-					fv.Spread = &Range{Low: f.Min, High: &hi}
-				}
-				fs = append(fs, fv)
-			}
+	order := map[string]int{}
+	for i, name := range r.Figures {
+		if _, ok := order[name]; !ok {
+			order[name] = i
 		}
+	}
+	for _, rung := range r.Rungs {
+		fs := rungFigureValues(rung, order)
 		for _, fv := range append(fs, rttAliases(byName(fs))...) {
 			name := fv.Name
 			fv.Name = RungKey(rung.Name) + "." + name
@@ -133,6 +130,29 @@ func (r *LadderReport) FigureValues() []FigureValue {
 		}
 	}
 	return append(out, worst.list()...)
+}
+
+// rungFigureValues lists a rung's figures in the report's order (order maps each name to its
+// place), each with the rounds' range.
+func rungFigureValues(rung LadderRung, order map[string]int) []FigureValue {
+	names := make([]string, 0, len(rung.Figures))
+	for name := range rung.Figures {
+		if _, ok := order[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
+	fs := make([]FigureValue, 0, len(names))
+	for _, name := range names {
+		f := rung.Figures[name]
+		fv := FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: name, Stat: "median"}
+		if f.Samples > 1 {
+			hi := f.Max
+			fv.Spread = &Range{Low: f.Min, High: &hi}
+		}
+		fs = append(fs, fv)
+	}
+	return fs
 }
 
 // worstFigures keeps, per alias name, the worst figure offered (highest latency, count or loss;

@@ -20,7 +20,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 	case FormatJUnit:
 		return WriteJUnit(w, "ladder to "+r.Destination.Namespace+"/"+r.Destination.Pod, "netbench.ladder", r.StartTime, r.Timing, r.Checks)
 	default:
-		return writeMachine(w, format, r)
+		return writeMachineOrText(w, format, r, func(w io.Writer) error { return WriteLadder(w, "", r) })
 	}
 	fmt.Fprintf(w, "kubectl netbench ladder: to %s\n", endpoint(r.Destination))
 	fmt.Fprintf(w, "server agent: %s   clients: temporary pods, one rung at a time   profile: %s   rounds: %d\n", r.Mode, r.Profile, r.Rounds)

@@ -20,7 +20,7 @@ func WriteMatrix(w io.Writer, format string, r *MatrixReport, colour bool) error
 	case FormatJUnit:
 		return WriteJUnit(w, "matrix of "+r.Namespace, "netbench.matrix", r.StartTime, r.Timing, r.Checks)
 	default:
-		return writeMachine(w, format, r)
+		return writeMachineOrText(w, format, r, func(w io.Writer) error { return WriteMatrix(w, "", r, colour) })
 	}
 	writeMatrixHeader(w, r)
 	grid, axis := r.Zones, "zone"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,7 @@ var (
 	raceSlowFamily   = family{"netbench_dns_race_slow_lookups", "", "Lookups of the race check (--race) that waited out the resolver's timeout.", 1}
 	raceLostFamily   = family{"netbench_dns_race_lost_queries", "", "Queries of the race check (--race) left without an answer within the timeout.", 1}
 	checkFamily      = family{"netbench_check_violated", "", "1 when a --fail-if condition held (or could not be evaluated), else 0.", 1}
+	undefinedFamily  = family{"netbench_figure_undefined", "", "1 for a figure the run could not compute (NaN or infinite; value label): its own sample is left out.", 1}
 )
 
 // metricOf maps a figure to its family and the labels that tell it apart.
@@ -122,14 +124,20 @@ func (m *metricsWriter) add(fam family, value float64, labels [][2]string) {
 	mf.Metric = append(mf.Metric, metric)
 }
 
-// addFigures adds every figure that maps to a family, with the run's labels.
+// addFigures adds every figure that maps to a family, with the run's labels. A figure that is
+// NaN or infinite is left out of its family and named in netbench_figure_undefined instead.
 func (m *metricsWriter) addFigures(fs []FigureValue, common [][2]string) {
 	for _, f := range fs {
 		fam, labels := metricOf(f)
 		if fam.name == "" || f.Alias {
 			continue // rtt.* repeats icmp.* or tcp-rtt.*
 		}
-		m.add(fam, tidy(f.Value*fam.scale), append(append([][2]string{}, common...), labels...))
+		v := f.Value * fam.scale
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			m.add(undefinedFamily, 1, append(append([][2]string{}, common...), [2]string{"figure", f.Name}, [2]string{"value", fmt.Sprint(v)}))
+			continue
+		}
+		m.add(fam, tidy(v), append(append([][2]string{}, common...), labels...))
 	}
 }
 

@@ -1,13 +1,10 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
@@ -24,7 +21,7 @@ func Write(w io.Writer, format string, v *PathReport) error {
 	case FormatJUnit:
 		return WriteJUnit(w, "path "+v.Source.Namespace+"/"+v.Source.Pod+" → "+v.Destination.Namespace+"/"+v.Destination.Pod, "netbench.path", v.StartTime, v.Timing, v.Checks)
 	}
-	return writeMachine(w, format, v)
+	return writeMachineOrText(w, format, v, func(w io.Writer) error { return Human(w, v) })
 }
 
 // Output formats beyond json and yaml.
@@ -32,25 +29,6 @@ const (
 	FormatOpenMetrics = "openmetrics"
 	FormatJUnit       = "junit"
 )
-
-// writeMachine writes any report as indented JSON or as YAML.
-func writeMachine(w io.Writer, format string, v any) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	default:
-		return fmt.Errorf("unknown output format %q (want json or yaml)", format)
-	}
-}
 
 // Micros formats a duration given in microseconds with its unit.
 func Micros(us float64) string {
