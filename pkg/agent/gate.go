@@ -130,11 +130,12 @@ func (g *gate) withinRate(src netip.Addr) bool {
 	return g.rate[src] <= g.limits.StrangerRate
 }
 
-// perSource is how many strangers one source may hold: a trusted source (the API server's
-// pod proxy, the client agent) as many as all strangers together (g.mu held).
+// perSource is how many strangers one source may hold (g.mu held): a trusted source (the API
+// server's pod proxy, the client agent) as many as token holders have slots, since a burst of
+// its new connections (a closed-loop probe's) are token holders' that have not spoken yet.
 func (g *gate) perSource(src netip.Addr) int {
 	if g.trusted[src] {
-		return g.limits.Strangers
+		return g.limits.MaxConns
 	}
 	return g.limits.StrangersPerSource
 }

@@ -42,6 +42,9 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 			}
 		}()
 	}
+	if usesServer(job) {
+		introduce(ctx, job)
+	}
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
 		cpu := probes.ProcessCPU()
@@ -81,6 +84,25 @@ func reason(err error) string {
 // ErrServerGone means the agent server this job measures against stopped answering: its run
 // ended or the plugin that started it is gone.
 var ErrServerGone = errors.New("the server agent stopped answering: its run is over")
+
+// introduce presents the token to the server once before any probe: from then on the server
+// trusts this source address, and a probe's burst of new connections is not bounded as
+// strangers' would be. A server that does not answer is the probes' to report.
+func introduce(ctx context.Context, job Job) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = controlCall(ctx, job, http.MethodGet, PathLease, nil)
+}
+
+// usesServer says whether a probe of the job talks to the server agent at job.Host.
+func usesServer(job Job) bool {
+	for _, p := range job.Probes {
+		if job.Host != "" && p.Address == "" && p.URL == "" && p.Kind != ProbeDNS && p.Kind != ProbeICMP {
+			return true
+		}
+	}
+	return false
+}
 
 // watchServer checks every second that the server still answers its lease; after two misses in
 // a row (once it answered at least once) it cancels the job.

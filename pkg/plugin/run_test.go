@@ -171,7 +171,7 @@ func TestPathRunFailures(t *testing.T) {
 		{name: "job cannot be handed over", setup: func(f *fakeCluster, o *PathOptions) {
 			f.jobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
 			o.StartTimeout = 700 * time.Millisecond
-		}, want: "handing the client agent (shop/client-1, container netbench-run1-client) its job through the pod proxy: dial tcp 10.0.0.4:41000: connect: connection refused"},
+		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client) through the pod proxy: dial tcp 10.0.0.4:41000: connect: connection refused"},
 		{name: "agent port refused", setup: func(f *fakeCluster, o *PathOptions) {
 			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
 		}, want: "probe tcp-rtt from shop/client-1 to the server agent at 10.0.0.5:7000 failed: connect: connection refused (a NetworkPolicy may block the agent's port)"},
