@@ -86,7 +86,7 @@ func TestGateAuthenticatedDoNotCompete(t *testing.T) {
 		}
 	}
 	var mine []*gatedConn
-	for i := range 5 {
+	for i := range 4 {
 		c := from("10.0.0.1", 1001+i)
 		mine = append(mine, g.admit(c))
 		if c.closed.Load() {

@@ -45,7 +45,7 @@ type Limits struct {
 
 // DefaultLimits fit the largest job the plugin accepts (1024 connections, 128 streams).
 var DefaultLimits = Limits{MaxConns: 1280, Strangers: 64, StrangersPerSource: 8,
-	Handshake: 2 * time.Second, AuthWindow: 3 * time.Second, StrangerBytes: 32 << 10, StrangerRate: 16, Idle: 30 * time.Second}
+	Handshake: 2 * time.Second, AuthWindow: 3 * time.Second, StrangerBytes: 8 << 10, StrangerRate: 16, Idle: 30 * time.Second}
 
 var errWrongToken = errors.New("wrong token")
 
