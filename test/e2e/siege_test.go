@@ -30,7 +30,7 @@ import (
 // HTTP/2 header blocks, CONTINUATION floods, gRPC streams without the token), re-opening what is
 // closed, for a whole `path` run (the runner's hand-over port and the server's port). The run
 // completes (hand-over and lease renewals unharmed), every probe without an error; its TCP
-// handshake RTT stays within the spread of two runs without the siege; the server agent, inside the app's pod, stays
+// handshake RTT and HTTP p50 stay within the spread of two runs without the siege; the server agent, inside the app's pod, stays
 // under agent.MaxAgentRSS; no container of the app's pods restarts; and datagrams sealed with what
 // the agents' specs show (the token's digest) get no answer.
 func TestAgentSiegeInCluster(t *testing.T) {
@@ -74,13 +74,11 @@ func TestAgentSiegeInCluster(t *testing.T) {
 	if n := forged.Load(); n != 0 {
 		t.Errorf("%d datagrams sealed with what the spec shows were answered", n)
 	}
-	// The kernel's handshake RTT is held to the runs without the siege. HTTP's p50 is logged, not
-	// held: on the lab's two cores the attackers, the node's NetworkPolicy enforcer (each new
-	// connection goes through its user-space queue) and the agents share the CPU, and under this
-	// siege it rose from 0.70–0.86 to 1.1–1.6 ms while the server agent spent 0.35 CPU s more —
-	// what part of that is the agent's is not yet separated (docs/security.md).
-	compareUnderSiege(t, "tcp-rtt", base, &r, true)
-	compareUnderSiege(t, "http", base, &r, false)
+	// Both held to the runs without the siege. With 32 KiB allowed before the token, HTTP's p50
+	// rose from 0.70–0.86 to 1.1–1.6 ms here (a CONTINUATION flood cost the agent 3.7 ms of CPU per
+	// connection); at 8 KiB it stays within the noise.
+	compareUnderSiege(t, "tcp-rtt", base, &r)
+	compareUnderSiege(t, "http", base, &r)
 	if u := resultNamed(&r, "udp"); u == nil || u.RTT == nil || u.RTT.LossPercent > 2 {
 		t.Errorf("udp under siege: %+v", u)
 	}
@@ -136,7 +134,7 @@ func specDigest(args []string) string {
 
 // compareUnderSiege holds a probe's p50 under siege to the runs without it: within their own
 // spread three times over, plus 100 µs (the lab's timer and scheduling floor).
-func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, siege *report.PathReport, hold bool) {
+func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, siege *report.PathReport) {
 	t.Helper()
 	p50 := func(r *report.PathReport) float64 {
 		res := resultNamed(r, name)
@@ -153,7 +151,7 @@ func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, sie
 	b0, b1, s := p50(base[0]), p50(base[1]), p50(siege)
 	bound := math.Max(b0, b1) + 3*math.Abs(b0-b1) + 100
 	t.Logf("%s p50: %.0f and %.0f µs without the siege, %.0f µs under it (bound %.0f µs)", name, b0, b1, s, bound)
-	if hold && s > bound {
+	if s > bound {
 		t.Errorf("%s p50 %.0f µs under siege, above %.0f µs (the runs without it: %.0f, %.0f µs)", name, s, bound, b0, b1)
 	}
 }
