@@ -1,7 +1,9 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -46,10 +48,33 @@ var servicePermissions = []permission{
 	{"list", "endpointslices", "", "discovery.k8s.io"},
 }
 
+// policyPermissions are what --allow-policy adds in every namespace it may create a temporary
+// NetworkPolicy in: list (the policies are read again just before creating), create, and
+// delete — without it a policy created could not be removed at the end.
+var policyPermissions = []permission{
+	{"list", "networkpolicies", "", "networking.k8s.io"},
+	{"create", "networkpolicies", "", "networking.k8s.io"},
+	{"delete", "networkpolicies", "", "networking.k8s.io"},
+}
+
+// checkPolicyPermissions checks, before anything is created, that --allow-policy may create and
+// delete NetworkPolicies in each namespace it may create them in.
+func checkPolicyPermissions(ctx context.Context, client kubernetes.Interface, namespaces ...string) error {
+	err := checkPermissions(ctx, client, namespaces, policyPermissions)
+	var pe *PermissionError
+	if errors.As(err, &pe) {
+		pe.Flag = "--allow-policy"
+		pe.Hint = "grant them with the Role netbench-networkpolicies in the README, section RBAC, or run without --allow-policy"
+	}
+	return err
+}
+
 // PermissionError names the verbs a user lacks, before anything was created.
 type PermissionError struct {
 	Namespace string
 	Missing   []permission
+	// Flag is the option that needs them, Hint how to get them ("": the README's Roles).
+	Flag, Hint string
 }
 
 func (e *PermissionError) Error() string {
@@ -57,8 +82,12 @@ func (e *PermissionError) Error() string {
 	for _, p := range e.Missing {
 		names = append(names, p.String())
 	}
-	return fmt.Sprintf("you may not %s in namespace %q: nothing was started (grant them with the Role in the README, section RBAC)",
-		strings.Join(names, ", "), e.Namespace)
+	hint := cmp.Or(e.Hint, "grant them with the Role in the README, section RBAC")
+	msg := fmt.Sprintf("you may not %s in namespace %q: nothing was started (%s)", strings.Join(names, ", "), e.Namespace, hint)
+	if e.Flag != "" {
+		return e.Flag + ": " + msg
+	}
+	return msg
 }
 
 // checkPermissions asks the API server (SelfSubjectAccessReview) whether the user may do each

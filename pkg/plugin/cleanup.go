@@ -3,11 +3,13 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -85,8 +87,43 @@ func (o *commonOptions) cleanStaleDaemonSets(ctx context.Context, ns string, now
 
 // expired says whether a temporary Service's run is over for sure.
 func expired(svc *corev1.Service, now time.Time) bool {
-	t, err := time.Parse(time.RFC3339, svc.Annotations[NotAfterAnnotation])
+	return pastNotAfter(svc.Annotations, now)
+}
+
+// pastNotAfter says whether an object's not-after time has passed (false when it has none).
+func pastNotAfter(annotations map[string]string, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339, annotations[NotAfterAnnotation])
 	return err == nil && now.After(t)
+}
+
+// sweepPolicies deletes, from the policies of namespace ns just listed, the temporary ones of
+// earlier runs whose not-after time has passed (a plugin killed before its cleanup leaves
+// them), saying so, and returns the others. Those it may not delete it names in one line and
+// keeps (they are still in force).
+func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []networkingv1.NetworkPolicy) []networkingv1.NetworkPolicy {
+	now := o.serverNow()
+	var kept []networkingv1.NetworkPolicy
+	var left []string
+	var leftErr error
+	for _, np := range list {
+		if np.Labels[ManagedByLabel] != ManagedByValue || !pastNotAfter(np.Annotations, now) {
+			kept = append(kept, np)
+			continue
+		}
+		err := o.client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			kept, left, leftErr = append(kept, np), append(left, np.Name), err
+			continue
+		}
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: deleted %s/%s left by an earlier run (%s old, not after %s)\n",
+			ns, np.Name, age(np.CreationTimestamp.Time), np.Annotations[NotAfterAnnotation])
+	}
+	if len(left) > 0 {
+		slices.Sort(left)
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s in namespace %s, left by earlier runs, are past their not-after time but were not deleted (%v): delete them with kubectl netbench cleanup -n %s\n",
+			strings.Join(left, ", "), ns, statusMessage(leftErr), ns)
+	}
+	return kept
 }
 
 // ended says whether a pod is done: a terminal phase, or every container terminated (the

@@ -29,6 +29,9 @@ func (r *ladderRun) planPolicy(ctx context.Context) error {
 	if r.sr != nil {
 		namespaces = append(namespaces, r.sr.svc.Namespace)
 	}
+	if err := r.checkServiceNamespace(ctx); err != nil {
+		return err
+	}
 	sc := o.readPolicies(ctx, namespaces...)
 	cli := ladderClient(r.sess, r.dst)
 	pp, err := o.planPolicy(ctx, r.sess, sc, cli, r.dst, probes, appPort, r.lifetime)
@@ -37,6 +40,26 @@ func (r *ladderRun) planPolicy(ctx context.Context) error {
 		return err
 	}
 	return r.servicePolicy(ctx, sc, cli.Pod)
+}
+
+// checkServiceNamespace checks, before anything is created, what the run does in the Service's
+// namespace when it is not DST's (DST's is checked when the session opens): the endpoint
+// agents are ephemeral containers in the Service's pods, and --allow-policy may create a
+// temporary policy there.
+func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
+	if r.sr == nil || r.sr.svc.Namespace == r.dst.Namespace {
+		return nil
+	}
+	ns := r.sr.svc.Namespace
+	if r.sess.Mode == ModeEphemeral && len(r.sr.svc.Spec.Selector) > 0 {
+		if err := checkPermissions(ctx, r.o.client, []string{ns}, neededPermissions(ModeEphemeral)); err != nil {
+			return err
+		}
+	}
+	if r.o.AllowPolicy {
+		return checkPolicyPermissions(ctx, r.o.client, ns)
+	}
+	return nil
 }
 
 // servicePolicy checks the Service's flows from the rungs' clients: through its ClusterIP to
@@ -77,7 +100,11 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyScope, cli netpo
 	sr := r.sr
 	blockers := spreadBlockers(sc, cli, sr.pods, sr.agentPort)
 	if len(blockers) > 0 && r.o.AllowPolicy {
-		names, err := createPolicies(ctx, r.sess, sc, r.spreadAllowance(sc, cli.Pod), r.lifetime)
+		ops, err := r.spreadAllowance(sc, cli.Pod)
+		if err != nil {
+			return err
+		}
+		names, err := r.o.createPolicies(ctx, r.sess, sc, ops, r.lifetime)
 		r.pp.check.Temporary = append(r.pp.check.Temporary, names...)
 		r.o.tellPolicy(nil, names)
 		if err != nil {
@@ -106,26 +133,24 @@ func spreadBlockers(sc *policyScope, cli netpolicy.Endpoint, pods []*corev1.Pod,
 	return unique(out)
 }
 
-// spreadAllowance opens the endpoint agents' port for this run: ingress to the Service's pods
-// (by its selector) from the run's clients and the API server, and the clients' egress to
-// them, each only where a policy isolates.
-func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) []*networkingv1.NetworkPolicy {
+// spreadAllowance opens the endpoint agents' port for this run: ingress to the measured
+// endpoint pods from the run's clients and the API server, and the clients' egress to those
+// pods' addresses, each only for pods a policy already isolates in that direction. Endpoint
+// pods are grouped by the policy that isolates them (one temporary policy each); a pod no
+// policy isolates is not selected at all.
+func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) ([]*opening, error) {
 	sr, port := r.sr, r.sr.agentPort
-	name := "netbench-" + r.sess.RunID
-	var out []*networkingv1.NetworkPolicy
-	if isolated(sc, sr.pods, networkingv1.PolicyTypeIngress) {
-		rules := append([]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{peerOf(cliPod.Namespace, cliPod.Labels)}, Ports: portsOf(port, corev1.ProtocolTCP)}},
-			sc.apiServerRules(port)...)
-		out = append(out, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: sr.svc.Namespace, Name: name + "-endpoints"},
-			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: sr.svc.Spec.Selector},
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, Ingress: rules}})
+	base := "netbench-" + r.sess.RunID
+	endpoints, err := r.sess.peers(sr.pods...)
+	if err != nil {
+		return nil, err
 	}
-	if isolated(sc, []*corev1.Pod{cliPod}, networkingv1.PolicyTypeEgress) {
-		out = append(out, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: cliPod.Namespace, Name: name + "-client-endpoints"},
-			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: cliPod.Labels},
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-				Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{peerOf(sr.svc.Namespace, sr.svc.Spec.Selector)},
-					Ports: portsOf(port, corev1.ProtocolTCP)}}}})
+	clients, err := r.sess.peers(cliPod)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	in := sc.ingressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: portsOf(port, corev1.ProtocolTCP)}},
+		sc.apiServerRules(port)...))
+	out := sc.egressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: portsOf(port, corev1.ProtocolTCP)}})
+	return append(finalize(base+"-endpoints", in), finalize(base+"-client-endpoints", out)...), nil
 }

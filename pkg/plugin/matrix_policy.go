@@ -27,6 +27,11 @@ func (r *matrixRun) meshPod() *corev1.Pod {
 // the policies; when nothing could be measured it fails before anything is created.
 func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
 	o := r.o
+	if o.AllowPolicy {
+		if err := checkPolicyPermissions(ctx, o.client, o.namespace); err != nil {
+			return err
+		}
+	}
 	sc := o.readPolicies(ctx, o.namespace)
 	check := &report.PolicyCheck{Skipped: sc.skipped, Policies: sc.names()}
 	r.rep.Policy, r.skip = check, map[string]bool{}
@@ -42,7 +47,7 @@ func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
 	}
 	blocked := r.meshBlocks(sc, mesh, o.Port)
 	if len(blocked) > 0 && o.AllowPolicy {
-		names, err := createPolicies(ctx, r.sess, sc, []*networkingv1.NetworkPolicy{r.meshAllowance(sc, mesh)}, r.lifetime())
+		names, err := o.createPolicies(ctx, r.sess, sc, r.meshAllowance(sc, mesh), r.lifetime())
 		check.Temporary = names
 		if err != nil {
 			return err
@@ -86,20 +91,13 @@ func (r *matrixRun) meshBlocks(sc *policyScope, mesh *corev1.Pod, port int) []re
 
 // meshAllowance is the temporary policy of --allow-policy: the run's agents (pods nothing else
 // carries the labels of) may reach each other on every port and ICMP, and the API server may
-// reach their port; only in the directions a policy isolates them.
-func (r *matrixRun) meshAllowance(sc *policyScope, mesh *corev1.Pod) *networkingv1.NetworkPolicy {
+// reach their port; only in the directions a policy already isolates them.
+func (r *matrixRun) meshAllowance(sc *policyScope, mesh *corev1.Pod) []*opening {
 	self := []networkingv1.NetworkPolicyPeer{peerOf(mesh.Namespace, mesh.Labels)}
-	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: mesh.Namespace, Name: mesh.Name},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: mesh.Labels}}}
-	if isolated(sc, []*corev1.Pod{mesh}, networkingv1.PolicyTypeIngress) {
-		np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
-		np.Spec.Ingress = append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.apiServerRules(r.o.Port)...)
-	}
-	if isolated(sc, []*corev1.Pod{mesh}, networkingv1.PolicyTypeEgress) {
-		np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
-		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: self}}
-	}
-	return np
+	mine := []*corev1.Pod{mesh}
+	ops := append(sc.ingressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.apiServerRules(r.o.Port)...)),
+		sc.egressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)
+	return finalize(mesh.Name, ops)
 }
 
 // job is what the agent on a pair's From runs against the agent at ip: the matrix's probes

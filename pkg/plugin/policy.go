@@ -29,7 +29,9 @@ type policyScope struct {
 }
 
 // readPolicies reads the scope; without permission to list NetworkPolicies the check is skipped
-// and says so. A namespace that cannot be read keeps the label every namespace carries.
+// and says so. A namespace that cannot be read keeps the label every namespace carries. Every
+// command reads its namespaces' policies before it starts anything, so this is also where the
+// temporary policies a killed run left are deleted once their not-after time has passed.
 func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) *policyScope {
 	sc := &policyScope{nsLabels: map[string]map[string]string{}}
 	for _, ns := range unique(namespaces) {
@@ -38,7 +40,7 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 			sc.skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, forbiddenOr(err))
 			return sc
 		}
-		sc.policies = append(sc.policies, list.Items...)
+		sc.policies = append(sc.policies, o.sweepPolicies(ctx, ns, list.Items)...)
 		sc.nsLabels[ns] = map[string]string{}
 		if n, err := o.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
 			maps.Copy(sc.nsLabels[ns], n.Labels)
@@ -255,6 +257,11 @@ func declaredPorts(p *corev1.Pod) []int {
 // and, with --allow-policy, creates the temporary policies that let this run's agents through
 // (the session deletes them). Bad input fails before anything is created.
 func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScope, src, dst *Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
+	if o.AllowPolicy {
+		if err := checkPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
+			return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, err
+		}
+	}
 	if o.AllowPolicy && sc.skipped != "" {
 		return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, fmt.Errorf("--allow-policy: %s", sc.skipped)
 	}
@@ -265,7 +272,7 @@ func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScop
 		if len(before.check.Blocked) > 0 {
 			al := newAllowance(s, sc, src, dst)
 			srvPort, cliPort = al.srvPort, al.cliPort
-			names, err := al.apply(ctx, lifetime)
+			names, err := o.allow(ctx, s, sc, al, lifetime)
 			temporary = names
 			if err != nil {
 				before.check.Temporary = names
@@ -284,6 +291,15 @@ func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScop
 		return pp, fmt.Errorf("NetworkPolicies block every probe of the agents and there is no --port to measure: nothing was measured (allow them for this run with --allow-policy, or measure the app's port with --port)")
 	}
 	return pp, nil
+}
+
+// allow creates the allowance's temporary policies.
+func (o *PathOptions) allow(ctx context.Context, s *Session, sc *policyScope, al *allowance, lifetime time.Duration) ([]string, error) {
+	ops, err := al.policies()
+	if err != nil {
+		return nil, err
+	}
+	return o.createPolicies(ctx, s, sc, ops, lifetime)
 }
 
 // runnable are the probes the policies let through.

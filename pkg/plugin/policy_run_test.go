@@ -60,7 +60,8 @@ func policiesLeft(t *testing.T, cs kubernetes.Interface, ns string) []string {
 // In a default-deny namespace that allows only the app's port, the ladder's clients measure
 // the app's port from every rung and start no server agent; the agent probes are listed as
 // blocked by the policy. With --allow-policy the server starts behind temporary policies that
-// select the run's clients and DST, and they are gone at the end.
+// select the run's clients and DST, and they are gone at the end. Either way the run deletes
+// the temporary policy a killed run left, past its not-after time.
 func TestLadderUnderDefaultDeny(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		f := ladderCluster(t)
@@ -68,6 +69,7 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 		web.Labels = map[string]string{"app": "web"}
 		_ = f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), web, "shop")
 		addPolicies(t, f.cs, "shop", 8080, 0)
+		addLeftover(t, f.cs, "shop", "netbench-killed-server")
 		appOK := events(rttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"})
 		f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(appOK)
 		if allow {
@@ -90,6 +92,9 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 		if r.Policy == nil {
 			t.Fatal("no policy check in the report")
 		}
+		if left := policiesLeft(t, f.cs, "shop"); len(left) != 0 {
+			t.Errorf("allow %v: policies left: %v", allow, left)
+		}
 		if !allow {
 			if servers || len(r.Policy.Blocked) == 0 || !slices.Contains(r.Policy.Blocked[0].Policies, "shop/default-deny") {
 				t.Errorf("server started %v, blocked %+v: want no server, the agent port blocked by shop/default-deny", servers, r.Policy.Blocked)
@@ -104,9 +109,18 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 		if len(r.Policy.Temporary) != 2 || !r.Policy.Removed || len(r.Policy.Blocked) != 0 {
 			t.Errorf("policy %+v: want two temporary policies, removed, nothing blocked", r.Policy)
 		}
-		if left := policiesLeft(t, f.cs, "shop"); len(left) != 0 {
-			t.Errorf("policies left: %v", left)
-		}
+	}
+}
+
+// addLeftover stores a temporary policy of a killed run whose not-after time has passed.
+func addLeftover(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels:      map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "killed", RoleLabel: string(RolePolicy)},
+		Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(context.Background(), np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

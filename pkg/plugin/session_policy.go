@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -14,13 +15,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/netpolicy"
 )
 
-// ErrNoSelector: --allow-policy cannot select a pod that has no labels without selecting its
-// whole namespace.
-var ErrNoSelector = errors.New("the pod has no labels to select it by")
+// ErrNoPodIP: --allow-policy names an existing pod in a temporary policy by its addresses, and
+// the pod has none yet.
+var ErrNoPodIP = errors.New("the pod has no IP address to allow")
+
+// Annotations of a temporary NetworkPolicy, besides NotAfterAnnotation (its deadline, after
+// which any run of the plugin or `kubectl netbench cleanup` deletes it).
+const (
+	// IsolatedByAnnotation names, per direction, the existing policy that already isolates
+	// every pod the temporary policy selects.
+	IsolatedByAnnotation = "netbench.kubectl.dev/isolated-by"
+	// DescriptionAnnotation says in words what the policy is, for `kubectl describe`.
+	DescriptionAnnotation = "kubernetes.io/description"
+)
 
 // CreatePolicy creates a temporary NetworkPolicy for the run, labelled as the agents are and
 // annotated with the time after which anyone may delete it; Close deletes it after the agents.
@@ -31,8 +40,16 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 	if closed {
 		return errors.New("the session is closed")
 	}
+	notAfter := s.Now().Add(lifetime).UTC().Format(time.RFC3339)
 	np.Labels = s.labels(RolePolicy)
-	np.Annotations = map[string]string{NotAfterAnnotation: s.Now().Add(lifetime).UTC().Format(time.RFC3339)}
+	np.Annotations = maps.Clone(np.Annotations)
+	if np.Annotations == nil {
+		np.Annotations = map[string]string{}
+	}
+	np.Annotations[NotAfterAnnotation] = notAfter
+	np.Annotations[DescriptionAnnotation] = fmt.Sprintf("temporary policy of kubectl netbench run %s (--allow-policy): lets its agents through for the run; "+
+		"it selects only pods the policies in %s already isolate; deleted at the end of the run, or by any later run or `kubectl netbench cleanup` after %s",
+		s.RunID, IsolatedByAnnotation, notAfter)
 	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
 	if err != nil {
 		return admissionError(err, fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name))
@@ -57,44 +74,22 @@ func (s *Session) deletePolicies(ctx context.Context, policies []*networkingv1.N
 	return errs
 }
 
-// allowance is what --allow-policy opens for one run: the server agent's port from the client
-// agent (TCP and UDP; everything between the two agents when they are temporary pods of the
-// run, so ICMP too), and the agents' ports from the API server (the pod proxy), each only in a
-// direction a policy already isolates.
+// allowance is what --allow-policy opens for one path (or a ladder's server): the server
+// agent's port from the client agent (TCP and UDP; everything between the two agents when they
+// are temporary pods of the run, so ICMP too), and the agents' ports from the API server (the
+// pod proxy), each only for pods already isolated in that direction.
 type allowance struct {
-	s                  *Session
-	sc                 *policyScope
-	src, dst           *Target
-	srvPort, cliPort   int
-	srcEgress, srcIngr bool // SRC's agent is isolated in that direction
-	dstIngress         bool
+	s                *Session
+	sc               *policyScope
+	src, dst         *Target
+	srvPort, cliPort int
 }
 
-// newAllowance picks the agents' ports (random, outside the pods' declared ports) and reads
-// which directions the policies isolate.
+// newAllowance picks the agents' ports (random, outside the pods' declared ports).
 func newAllowance(s *Session, sc *policyScope, src, dst *Target) *allowance {
 	a := &allowance{s: s, sc: sc, src: src, dst: dst}
 	a.srvPort, a.cliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
-	cli, srv := policyPod(s, src, RoleClient), policyPod(s, dst, RoleServer)
-	a.srcEgress = isolated(sc, []*corev1.Pod{cli}, networkingv1.PolicyTypeEgress)
-	a.srcIngr = isolated(sc, []*corev1.Pod{cli}, networkingv1.PolicyTypeIngress)
-	a.dstIngress = isolated(sc, []*corev1.Pod{srv}, networkingv1.PolicyTypeIngress)
 	return a
-}
-
-// isolated says whether a policy selects any of the pods for direction dir.
-func isolated(sc *policyScope, pods []*corev1.Pod, dir networkingv1.PolicyType) bool {
-	for _, p := range pods {
-		f := netpolicy.Flow{From: sc.endpoint(p), Protocol: corev1.ProtocolTCP, Port: 1}
-		if dir == networkingv1.PolicyTypeIngress {
-			f.From, f.To = netpolicy.Endpoint{}, sc.endpoint(p)
-		}
-		v := netpolicy.Check(sc.policies, f)
-		if len(v.Egress.Selecting)+len(v.Ingress.Selecting) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // freePortAvoiding is a random port from 20000-29999 that the pod does not declare.
@@ -107,57 +102,65 @@ func freePortAvoiding(p *corev1.Pod) int {
 	}
 }
 
-// policies builds the temporary NetworkPolicies (none when nothing is isolated).
-func (a *allowance) policies() ([]*networkingv1.NetworkPolicy, error) {
-	var out []*networkingv1.NetworkPolicy
-	if a.dstIngress {
-		sel, err := a.selector(a.dst, RoleServer)
-		if err != nil {
-			return nil, err
-		}
-		np := a.policy(a.dst, "server", sel, networkingv1.PolicyTypeIngress)
-		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{a.peer(a.src, RoleClient)}, Ports: a.agentPorts()}}
-		np.Spec.Ingress = append(np.Spec.Ingress, a.fromAPIServer(a.srvPort)...)
-		out = append(out, np)
-	}
-	if !a.srcEgress && !a.srcIngr {
-		return out, nil
-	}
-	sel, err := a.selector(a.src, RoleClient)
+// policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
+// ingress, each only where a policy already isolates (none when nothing is isolated).
+func (a *allowance) policies() ([]*opening, error) {
+	cli, srv := policyPod(a.s, a.src, RoleClient), policyPod(a.s, a.dst, RoleServer)
+	cliPeers, err := a.s.peers(cli)
 	if err != nil {
 		return nil, err
 	}
-	np := a.policy(a.src, "client", sel)
-	if a.srcEgress {
-		np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
-		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{a.peer(a.dst, RoleServer)}, Ports: a.agentPorts()}}
+	srvPeers, err := a.s.peers(srv)
+	if err != nil {
+		return nil, err
 	}
-	if a.srcIngr {
-		np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
-		np.Spec.Ingress = a.fromAPIServer(a.cliPort)
-	}
-	return append(out, np), nil
+	base := "netbench-" + a.s.RunID
+	server := a.sc.ingressOpenings([]*corev1.Pod{srv},
+		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.apiServerRules(a.srvPort)...))
+	client := append(a.sc.egressOpenings([]*corev1.Pod{cli}, []networkingv1.NetworkPolicyEgressRule{{To: srvPeers, Ports: a.agentPorts()}}),
+		a.sc.ingressOpenings([]*corev1.Pod{cli}, a.sc.apiServerRules(a.cliPort))...)
+	return append(finalize(base+"-server", server), finalize(base+"-client", client)...), nil
 }
 
-func (a *allowance) policy(t *Target, side string, sel metav1.LabelSelector, types ...networkingv1.PolicyType) *networkingv1.NetworkPolicy {
-	return &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: fmt.Sprintf("netbench-%s-%s", a.s.RunID, side)},
-		Spec:       networkingv1.NetworkPolicySpec{PodSelector: sel, PolicyTypes: types},
-	}
+// isRunPod says whether p is a temporary pod of this run: only those carry the run's id.
+func (s *Session) isRunPod(p *corev1.Pod) bool {
+	return p.Labels[RunIDLabel] == s.RunID && p.Labels[ManagedByLabel] == ManagedByValue
 }
 
-// selector selects the agent: a temporary pod by the run's labels, an ephemeral container by
-// its pod's own labels (which may select the pod's siblings too: the report says so).
-func (a *allowance) selector(t *Target, r Role) (metav1.LabelSelector, error) {
-	l := policyPod(a.s, t, r).Labels
-	if len(l) == 0 {
-		return metav1.LabelSelector{}, fmt.Errorf("--allow-policy: %s/%s: %w (use --mode pod: its agent pods carry the run's labels)", t.Namespace, t.Pod.Name, ErrNoSelector)
+// peers is how a temporary policy names the other end of a flow, exactly: the run's own pods
+// by the run's labels (nothing else carries its id), an existing pod by its own addresses
+// (ipBlock /32 or /128): its labels may be shared with other pods, or it may have none.
+func (s *Session) peers(pods ...*corev1.Pod) ([]networkingv1.NetworkPolicyPeer, error) {
+	var out []networkingv1.NetworkPolicyPeer
+	for _, p := range pods {
+		if s.isRunPod(p) {
+			out = append(out, peerOf(p.Namespace, p.Labels))
+			continue
+		}
+		ips := podIPs(p)
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("--allow-policy: %s/%s: %w", p.Namespace, p.Name, ErrNoPodIP)
+		}
+		for _, ip := range ips {
+			out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
+		}
 	}
-	return metav1.LabelSelector{MatchLabels: l}, nil
+	return out, nil
 }
 
-func (a *allowance) peer(t *Target, r Role) networkingv1.NetworkPolicyPeer {
-	return peerOf(t.Namespace, policyPod(a.s, t, r).Labels)
+// podIPs are a pod's addresses (both families on a dual-stack cluster).
+func podIPs(p *corev1.Pod) []netip.Addr {
+	var out []netip.Addr
+	add := func(s string) {
+		if ip, err := netip.ParseAddr(s); err == nil && !slices.Contains(out, ip.Unmap()) {
+			out = append(out, ip.Unmap())
+		}
+	}
+	add(p.Status.PodIP)
+	for _, ip := range p.Status.PodIPs {
+		add(ip.IP)
+	}
+	return out
 }
 
 // peerOf is the pods of namespace ns that carry labels l.
@@ -187,11 +190,6 @@ func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 	return portsOf(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
 }
 
-// fromAPIServer allows the API server's addresses to one TCP port (none when they are unknown).
-func (a *allowance) fromAPIServer(port int) []networkingv1.NetworkPolicyIngressRule {
-	return a.sc.apiServerRules(port)
-}
-
 // apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
 func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
 	if len(sc.apiServer) == 0 {
@@ -202,27 +200,4 @@ func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngr
 		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
 	}
 	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: portsOf(port, corev1.ProtocolTCP)}}
-}
-
-// apply creates the policies and adds them to the scope, so that the plan sees them.
-func (a *allowance) apply(ctx context.Context, lifetime time.Duration) ([]string, error) {
-	nps, err := a.policies()
-	if err != nil {
-		return nil, err
-	}
-	return createPolicies(ctx, a.s, a.sc, nps, lifetime)
-}
-
-// createPolicies creates temporary policies of the session, adding each to the scope so that
-// the plan sees it, and returns their names (namespace/name), also of those made before an error.
-func createPolicies(ctx context.Context, s *Session, sc *policyScope, nps []*networkingv1.NetworkPolicy, lifetime time.Duration) ([]string, error) {
-	var names []string
-	for _, np := range nps {
-		if err := s.CreatePolicy(ctx, np, lifetime); err != nil {
-			return names, err
-		}
-		sc.policies = append(sc.policies, *np)
-		names = append(names, np.Namespace+"/"+np.Name)
-	}
-	return names, nil
 }
