@@ -58,11 +58,8 @@ func TestGateTotalBoundEvictsTheLargestSource(t *testing.T) {
 	g := newGate(testLimits)
 	plugin := from("10.0.0.1", 1000)
 	g.admit(plugin)
-	var all []*fakeConn
 	for i := range 30 {
-		c := from([]string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}[i%3], 3000+i)
-		all = append(all, c)
-		g.admit(c)
+		g.admit(from([]string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}[i%3], 3000+i))
 	}
 	if plugin.closed.Load() {
 		t.Fatal("the single connection of a source was closed while others held two each")
