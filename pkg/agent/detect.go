@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 )
@@ -87,7 +88,8 @@ const maxScan = 256 << 20
 // limit bytes. It streams the file through a fixed 64 KiB window: the agent runs inside the
 // application's pod, under the pod's memory limit, and must not hold the binary in memory.
 func fileContains(path string, limit int64, needles ...[]byte) (bool, error) {
-	f, err := os.Open(path)
+	// Non-blocking: opening a FIFO put where the binary should be must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false, err
 	}

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // readSmallFile reads a regular file of at most limit bytes: a FIFO, a device or a huge file
 // that the application put where the agent looks must not block or bloat the agent.
 func readSmallFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not wait for a writer
 	if err != nil {
 		return nil, err
 	}
