@@ -36,6 +36,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := ServeOptions{}
 	var deadline time.Duration
 	var notAfterArg string
+	var idleWhenDone bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve HTTP, gRPC and the throughput sink on one port until done or the deadline",
@@ -47,8 +48,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			}
 			var err error
 			if o.NotAfter, err = notAfter(notAfterArg, deadline, time.Now()); err == nil {
-				defer hardExit(o.NotAfter, em)()
-				err = Serve(cmd.Context(), o, em)
+				err = serve(cmd.Context(), o, idleWhenDone, em)
 			}
 			if err != nil {
 				em.Emit(Event{Type: EventError, Message: err.Error()})
@@ -65,8 +65,33 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&o.Identity.Node, "node", "", "its node, answered on "+PathWhoAmI)
 	cmd.Flags().StringVar(&o.Identity.Zone, "zone", "", "its zone, answered on "+PathWhoAmI)
 	cmd.Flags().BoolVar(&o.Jobs, "jobs", false, "also run jobs token holders post to "+PathJob+", one at a time (an agent that serves its peers and measures them)")
-	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "exit unless "+PathLease+" is posted within each such period (0: no lease)")
+	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "stop serving unless "+PathLease+" is posted within each such period (0: no lease)")
+	cmd.Flags().BoolVar(&idleWhenDone, "idle-when-done", false, "once done (lease expired, not-after passed, told done), close the port and wait for SIGTERM instead of exiting; started after --not-after, wait at once (for pods that always restart: a DaemonSet's)")
 	return cmd
+}
+
+// serve runs the server until o.NotAfter at the latest (the process exits ExitGrace after it
+// if the server has not returned). With idleWhenDone, a server whose run is over idles instead
+// of returning, and one started after its not-after time idles at once.
+func serve(ctx context.Context, o ServeOptions, idleWhenDone bool, em *Emitter) error {
+	if idleWhenDone && !time.Now().Before(o.NotAfter) {
+		idle(ctx, em, ErrTooLate.Error())
+		return nil
+	}
+	stop := hardExit(o.NotAfter, em)
+	err := Serve(ctx, o, em)
+	stop()
+	switch {
+	case !idleWhenDone || ctx.Err() != nil:
+		return err
+	case errors.Is(err, ErrTooLate):
+		idle(ctx, em, err.Error())
+		return nil
+	case err != nil:
+		return err
+	}
+	idle(ctx, em, "the server has stopped")
+	return nil
 }
 
 func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -81,4 +83,15 @@ func (l *lease) renew() {
 	if l.timer != nil {
 		l.timer.Reset(l.period)
 	}
+}
+
+// idle waits, holding no port, until the process is told to stop (SIGTERM, SIGINT) or ctx ends.
+// An agent in a pod that always restarts (a DaemonSet's) idles once its run is over instead of
+// exiting: it would be started again, and again after every exit, until its pod is deleted.
+func idle(ctx context.Context, em *Emitter, why string) {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	em.Emit(Event{Type: EventProgress, Message: why + "; no port is open: idle until stopped"})
+	debug.FreeOSMemory()
+	<-ctx.Done()
 }

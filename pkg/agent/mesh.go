@@ -3,7 +3,11 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -12,10 +16,18 @@ import (
 // plugin waits for its answer through the API server, so it must be short.
 const MaxMeshJob = 60 * time.Second
 
+// meshProbes are the probes a mesh job may run: the matrix's.
+var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP}
+
+// ErrNotAPeer means a mesh job aimed at something that cannot be an agent of the run.
+var ErrNotAPeer = errors.New("a mesh job measures only agents of its run")
+
 // meshJobs runs jobs posted to PathJob on a server started with --jobs (the matrix's agents,
 // which serve their peers and measure them): one at a time, each answered with its events as
 // JSON lines once it is over. The caller's token becomes the job's token, so a job can only
-// measure servers of the same run, and a job never tells its server to stop.
+// measure servers of the same run, and a job never tells its server to stop. A job must aim
+// at a peer's pod IP on this agent's own port with the matrix's probes only (checkMeshJob):
+// whoever holds the token cannot turn the agent against another service.
 type meshJobs struct {
 	busy atomic.Bool
 	run  func(ctx context.Context, job Job, em *Emitter) error
@@ -33,6 +45,11 @@ func (m *meshJobs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if err := checkMeshJob(job, local); err != nil {
+		http.Error(w, "job: "+err.Error(), http.StatusForbidden)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), MaxMeshJob)
 	defer cancel()
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(MaxMeshJob + 5*time.Second))
@@ -40,4 +57,26 @@ func (m *meshJobs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = m.run(ctx, job, NewEmitter(&out)) // a failed probe is an error event in the answer
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	_, _ = w.Write(out.Bytes())
+}
+
+// checkMeshJob refuses a job that could measure anything but a peer of the same run: its
+// target must be an IP address (peers are addressed by pod IP) on the port this agent was
+// reached on (every agent of a run listens on the same one), and it may only run the matrix's
+// probes against that target, never against an address or URL of their own.
+func checkMeshJob(job Job, local net.Addr) error {
+	own, ok := local.(*net.TCPAddr)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: this agent cannot tell its own port", ErrNotAPeer)
+	case net.ParseIP(job.Host) == nil:
+		return fmt.Errorf("%w: host %q is not an IP address", ErrNotAPeer, job.Host)
+	case job.Port != own.Port:
+		return fmt.Errorf("%w: port %d is not the agents' port %d", ErrNotAPeer, job.Port, own.Port)
+	}
+	for _, p := range job.Probes {
+		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" {
+			return fmt.Errorf("%w: probe %s is not one of %v against the peer", ErrNotAPeer, p.Label(), meshProbes)
+		}
+	}
+	return nil
 }

@@ -4,23 +4,26 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// serveInProcess starts a --jobs server on loopback and returns its port.
-func serveInProcess(t *testing.T, token string) int {
+// serveInProcess starts a --jobs server on listen and returns its port.
+func serveInProcess(t *testing.T, token, listen string) int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = Serve(ctx, ServeOptions{Listen: "127.0.0.1:0", Token: token, NotAfter: time.Now().Add(time.Minute), Jobs: true}, NewEmitter(pw))
+		_ = Serve(ctx, ServeOptions{Listen: listen, Token: token, NotAfter: time.Now().Add(time.Minute), Jobs: true}, NewEmitter(pw))
 		pw.Close()
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -38,7 +41,12 @@ func serveInProcess(t *testing.T, token string) int {
 
 func postMeshJob(t *testing.T, port int, token, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d%s", port, PathJob), strings.NewReader(body))
+	return postMeshJobTo(t, "127.0.0.1", port, token, body)
+}
+
+func postMeshJobTo(t *testing.T, host string, port int, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("http://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), PathJob), strings.NewReader(body))
 	req.Header.Set(TokenHeader, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -50,13 +58,15 @@ func postMeshJob(t *testing.T, port int, token, body string) (int, string) {
 }
 
 // A --jobs server measures a peer of the same run on request and answers with the events; the
-// job cannot stop the peer, a second job waits its turn (409), and strangers get 401.
+// job cannot stop the peer, a second job waits its turn (409), and strangers get 401. The two
+// agents listen on one port, as a run's agents do, on two loopback addresses.
 func TestMeshJobMeasuresAPeer(t *testing.T) {
-	a, b := serveInProcess(t, "run-token"), serveInProcess(t, "run-token")
-	job, _ := json.Marshal(Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: b, Done: true,
+	a := serveInProcess(t, "run-token", "127.0.0.1:0")
+	b := serveInProcess(t, "run-token", fmt.Sprintf("127.0.0.2:%d", a))
+	job, _ := json.Marshal(Job{APIVersion: APIVersion, Host: "127.0.0.2", Port: b, Done: true,
 		Probes: []ProbeSpec{{Kind: ProbeTCPRTT, Count: 20, IntervalMillis: 5}}})
 
-	slow, _ := json.Marshal(Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: b, Probes: []ProbeSpec{{Kind: ProbeTCPRTT, Count: 40, IntervalMillis: 25}}})
+	slow, _ := json.Marshal(Job{APIVersion: APIVersion, Host: "127.0.0.2", Port: b, Probes: []ProbeSpec{{Kind: ProbeTCPRTT, Count: 40, IntervalMillis: 25}}})
 	busy := make(chan int, 1)
 	go func() { code, _ := postMeshJob(t, a, "run-token", string(slow)); busy <- code }()
 	time.Sleep(200 * time.Millisecond)
@@ -84,7 +94,8 @@ func TestMeshJobMeasuresAPeer(t *testing.T) {
 	if res == nil || res.RTT == nil || res.RTT.Received != 20 {
 		t.Fatalf("no tcp-rtt result of 20 samples in %s", body)
 	}
-	if code, _ := postMeshJob(t, b, "run-token", string(job)); code != http.StatusOK {
+	back, _ := json.Marshal(Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: a, Probes: []ProbeSpec{{Kind: ProbeTCPRTT, Count: 5, IntervalMillis: 5}}})
+	if code, _ := postMeshJobTo(t, "127.0.0.2", b, "run-token", string(back)); code != http.StatusOK {
 		t.Errorf("the peer stopped after a job that asked it to (%d): a job must never stop its server", code)
 	}
 	if code, _ := postMeshJob(t, a, "another-token", string(job)); code != http.StatusUnauthorized {
@@ -92,5 +103,58 @@ func TestMeshJobMeasuresAPeer(t *testing.T) {
 	}
 	if code, body := postMeshJob(t, a, "run-token", `{"apiVersion":"x"}`); code != http.StatusBadRequest {
 		t.Errorf("a bad job: %d %s, want 400", code, body)
+	}
+}
+
+// A mesh job aims only at a peer: an IP address on the agents' own port, with the matrix's
+// probes against it and nothing else; every other job is refused before it runs.
+func TestMeshJobRefusesNonPeers(t *testing.T) {
+	local := &net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 24930}
+	peer := func(mod func(*Job)) Job {
+		j := Job{APIVersion: APIVersion, Host: "10.0.0.2", Port: 24930, Probes: []ProbeSpec{{Kind: ProbeICMP, Count: 5}, {Kind: ProbeTCPRTT, Count: 5}, {Kind: ProbeTCP, DurationSeconds: 1}}}
+		if mod != nil {
+			mod(&j)
+		}
+		return j
+	}
+	tests := []struct {
+		name  string
+		job   Job
+		local net.Addr
+		want  string // "" when accepted
+	}{
+		{"a peer's pod IP on the agents' port", peer(nil), local, ""},
+		{"an IPv6 peer", peer(func(j *Job) { j.Host = "fd00::2" }), local, ""},
+		{"another port", peer(func(j *Job) { j.Port = 443 }), local, "port 443 is not the agents' port 24930"},
+		{"a name, not an address", peer(func(j *Job) { j.Host = "api.example.com" }), local, `host "api.example.com" is not an IP address`},
+		{"a probe of an address of its own", peer(func(j *Job) { j.Probes[1].Address = "10.9.9.9:80" }), local, "probe tcp-rtt is not one of"},
+		{"an HTTP load", peer(func(j *Job) {
+			j.Probes = []ProbeSpec{{Kind: ProbeHTTPMax, URL: "http://10.9.9.9/", DurationSeconds: 30}}
+		}), local, "probe http-max is not one of"},
+		{"a DNS probe", peer(func(j *Job) { j.Probes = []ProbeSpec{{Kind: ProbeDNS, Names: []string{"x"}}} }), local, "probe dns is not one of"},
+		{"no local address", peer(nil), nil, "cannot tell its own port"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkMeshJob(tc.job, tc.local)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotAPeer) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v: want ErrNotAPeer saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Posted to a serving agent, a job aimed at another port is answered 403 and not run.
+func TestMeshJobElsewhereForbidden(t *testing.T) {
+	a := serveInProcess(t, "run-token", "127.0.0.1:0")
+	other, _ := json.Marshal(Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: a + 1, Probes: []ProbeSpec{{Kind: ProbeTCPRTT, Count: 5, IntervalMillis: 5}}})
+	if code, body := postMeshJob(t, a, "run-token", string(other)); code != http.StatusForbidden || !strings.Contains(body, ErrNotAPeer.Error()) {
+		t.Errorf("a job aimed at another port: %d %s, want 403", code, body)
 	}
 }

@@ -8,12 +8,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -33,8 +36,11 @@ type FleetSpec struct {
 	Tolerations []corev1.Toleration
 	// Port every agent listens on (its pod's own IP, so one port serves every node).
 	Port int
-	// Lifetime bounds every agent: each exits by now + Lifetime whatever happens.
+	// Lifetime bounds every agent: each stops serving by now + Lifetime whatever happens.
 	Lifetime time.Duration
+	// Lease, when set, stops an agent serving unless the plugin renews it within each such
+	// period; the fleet renews it every Lease/3 until the session closes.
+	Lease time.Duration
 }
 
 // Member is the fleet's agent on one node.
@@ -43,19 +49,28 @@ type Member struct {
 	Ready         bool
 	// Problem says why the agent is not ready (the pod's waiting reason, unschedulable, …).
 	Problem string
+	created time.Time // the pod's creation time
 }
 
 // Fleet is a run's agents on many nodes, placed by Kubernetes: one DaemonSet whose pods serve
 // their peers and run the jobs the plugin posts through the API server's pod proxy. One watch
 // follows every pod; the cost in API calls grows with the nodes, never with their pairs beyond
-// the one call per measured pair. The session's Close deletes it.
+// the one call per measured pair (and one per agent per lease renewal). Only the DaemonSet's
+// own agents are members (distrust): only they are sent jobs, the token or lease renewals,
+// and jobs only measure members. The session's Close deletes it.
 type Fleet struct {
 	s        *Session
 	Spec     FleetSpec
 	Name     string
 	NotAfter time.Time
+	// UID is the DaemonSet's, set once it is created: a member's pod names it as its controller.
+	UID types.UID
+	// template is the DaemonSet's pod spec: a member's pod runs its agent container unchanged.
+	template corev1.PodSpec
 	Members  map[string]*Member // by node
-	watch    watch.Interface
+	// mu guards Members while the watch updates them and lease renewals read them.
+	mu    sync.Mutex
+	watch watch.Interface
 }
 
 // ErrFleetNotReady means no agent of the fleet became ready in time.
@@ -72,13 +87,20 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	if err := f.rewatch(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, f.daemonSet(), metav1.CreateOptions{}); err != nil {
+	ds := f.daemonSet()
+	f.template = ds.Spec.Template.Spec
+	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
+	if err != nil {
 		f.watch.Stop()
 		return nil, admissionError(err, fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name))
 	}
+	f.mu.Lock()
+	f.UID = created.UID
+	f.mu.Unlock()
 	s.mu.Lock()
 	s.fleets = append(s.fleets, f)
 	s.mu.Unlock()
+	f.keepLeases()
 	return f, nil
 }
 
@@ -120,9 +142,12 @@ func (f *Fleet) daemonSet() *appsv1.DaemonSet {
 	pod.Spec.Tolerations = f.Spec.Tolerations
 	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = f.nodeTerms()
 	c := &pod.Spec.Containers[0]
-	c.Image, c.SecurityContext = s.Image, restrictedContext()
+	c.Image, c.SecurityContext = s.Image, podContext(restrictedContext())
 	c.Args = []string{"serve", "--listen", "$(POD_IP):" + strconv.Itoa(port), "--not-after", f.NotAfter.UTC().Format(time.RFC3339),
-		"--token-sha256", agent.TokenDigest(s.Token), "--jobs", "--pod", "$(POD_NAME)", "--node", "$(NODE_NAME)"}
+		"--token-sha256", agent.TokenDigest(s.Token), "--jobs", "--idle-when-done", "--pod", "$(POD_NAME)", "--node", "$(NODE_NAME)"}
+	if f.Spec.Lease > 0 {
+		c.Args = append(c.Args, "--lease", f.Spec.Lease.String())
+	}
 	c.Env = []corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}
 	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
@@ -185,10 +210,8 @@ func (f *Fleet) WaitReady(ctx context.Context, timeout time.Duration, progress f
 				}
 				continue
 			}
-			if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Deleted {
-				if f.update(p) {
-					progress(f.readyCount(), len(f.Members))
-				}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && f.apply(ev.Type, p) {
+				progress(f.readyCount(), len(f.Members))
 			}
 		}
 	}
@@ -198,16 +221,62 @@ func (f *Fleet) WaitReady(ctx context.Context, timeout time.Duration, progress f
 	return nil
 }
 
-// update records a pod's state on its node's member; it says whether readiness changed.
+// apply records a watch event of a pod; it says whether a member's readiness changed.
+func (f *Fleet) apply(t watch.EventType, p *corev1.Pod) bool {
+	if t == watch.Deleted {
+		return f.forget(p)
+	}
+	return f.update(p)
+}
+
+// update records the state of one of the fleet's agents (trusted) on its node's member; it
+// says whether the member's readiness changed. Other pods, whatever their labels, are ignored,
+// and a member whose pod stops being trusted is cleared. Of two agents on one node the older
+// stays the member, as the DaemonSet controller keeps the older and deletes the other.
 func (f *Fleet) update(p *corev1.Pod) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	m := f.Members[p.Spec.NodeName]
 	if m == nil {
 		return false
 	}
+	if why := f.distrust(p); why != "" {
+		return f.reject(m, p, why)
+	}
+	if m.Pod != "" && m.Pod != p.Name && p.CreationTimestamp.After(m.created) {
+		return false
+	}
 	was := m.Ready
-	m.Pod, m.IP = p.Name, p.Status.PodIP
+	m.Pod, m.IP, m.created = p.Name, p.Status.PodIP, p.CreationTimestamp.Time
 	m.Ready, m.Problem = podReady(p) && p.Status.PodIP != "", podProblem(p)
 	return m.Ready != was
+}
+
+// reject notes why a pod the DaemonSet controls is not trusted, on a member without an agent
+// yet (a pod of someone else's is ignored silently), and clears a member whose own pod it is.
+func (f *Fleet) reject(m *Member, p *corev1.Pod, why string) bool {
+	switch {
+	case m.Pod == p.Name:
+		was := m.Ready
+		*m = Member{Node: m.Node, Problem: fmt.Sprintf("its pod %s is no longer trusted: %s", p.Name, why)}
+		return was
+	case m.Pod == "" && f.owns(p):
+		m.Problem = fmt.Sprintf("pod %s is not trusted: %s", p.Name, why)
+	}
+	return false
+}
+
+// forget clears the member whose pod was deleted, until the DaemonSet's next pod there.
+func (f *Fleet) forget(p *corev1.Pod) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.Members[p.Spec.NodeName]
+	if m == nil || m.Pod != p.Name {
+		return false
+	}
+	was := m.Ready
+	*m = Member{Node: m.Node, Problem: "its pod was deleted"}
+	return was
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -227,21 +296,40 @@ var fatalWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": tru
 func podProblem(p *corev1.Pod) string {
 	for _, c := range p.Status.ContainerStatuses {
 		if w := c.State.Waiting; w != nil && fatalWaiting[w.Reason] {
-			return "fatal: " + w.Reason + ": " + w.Message
+			return "fatal: " + w.Reason + ": " + clusterText(w.Message)
 		}
 		if t := c.State.Terminated; t != nil {
-			return fmt.Sprintf("fatal: the agent exited (%s, code %d): %s", t.Reason, t.ExitCode, strings.TrimSpace(t.Message))
+			return fmt.Sprintf("fatal: the agent exited (%s, code %d): %s", clusterText(t.Reason), t.ExitCode, clusterText(t.Message))
 		}
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			return "not scheduled: " + c.Message
+			return "not scheduled: " + clusterText(c.Message)
 		}
 	}
 	if podReady(p) {
 		return ""
 	}
 	return "starting (" + string(p.Status.Phase) + ")"
+}
+
+// maxClusterText bounds a message from the cluster (an event's, a container's) in our output.
+const maxClusterText = 300
+
+// clusterText makes a message from the cluster safe to print on one line: whoever may create
+// events or set a container's termination message in the namespace writes it, so control and
+// bidirectional-formatting characters go and it is cut at maxClusterText characters.
+func clusterText(s string) string {
+	s = strings.TrimSpace(sanitize(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)))
+	if r := []rune(s); len(r) > maxClusterText {
+		return string(r[:maxClusterText]) + "…"
+	}
+	return s
 }
 
 func (f *Fleet) settled() bool {
@@ -308,25 +396,39 @@ func (f *Fleet) controllerSays(ctx context.Context) string {
 	if err == nil {
 		for i := len(evs.Items) - 1; i >= 0; i-- {
 			if e := evs.Items[i]; e.Type == corev1.EventTypeWarning {
-				return "the DaemonSet created no pod: " + e.Reason + ": " + e.Message
+				return "the DaemonSet created no pod: " + clusterText(e.Reason) + ": " + clusterText(e.Message)
 			}
 		}
 	}
 	return "the DaemonSet created no pod (see kubectl describe daemonset -n " + f.Spec.Namespace + " " + f.Name + ")"
 }
 
-// Run posts a job to the agent on node from and returns its results; an error event of the
-// job becomes the error.
-func (f *Fleet) Run(ctx context.Context, from string, job agent.Job) ([]*agent.ProbeResult, error) {
-	m := f.Members[from]
-	if m == nil || !m.Ready {
-		return nil, fmt.Errorf("no agent is ready on %s", from)
+// ErrNotAMember means a job would go to, or measure, something that is not a ready agent of
+// the fleet.
+var ErrNotAMember = errors.New("not a ready agent of this run")
+
+// Run posts a job to the agent on node from, aimed at the agent on node to (the job's host and
+// port are set to that agent's, and the job may name no other target), and returns its results;
+// an error event of the job becomes the error.
+func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*agent.ProbeResult, error) {
+	src, dst := f.Members[from], f.Members[to]
+	switch {
+	case src == nil || !src.Ready:
+		return nil, fmt.Errorf("the agent on %s: %w", from, ErrNotAMember)
+	case dst == nil || !dst.Ready:
+		return nil, fmt.Errorf("the agent on %s: %w", to, ErrNotAMember)
+	}
+	job.Host, job.Port = dst.IP, f.Spec.Port
+	for _, p := range job.Probes {
+		if p.Address != "" || p.URL != "" {
+			return nil, fmt.Errorf("probe %s aims at %s%s: %w", p.Label(), p.Address, p.URL, ErrNotAMember)
+		}
 	}
 	body, err := json.Marshal(job)
 	if err != nil {
 		return nil, err
 	}
-	out, err := f.s.Request(ctx, f.Spec.Namespace, m.Pod, f.Spec.Port, "POST", agent.PathJob, body)
+	out, err := f.s.Request(ctx, f.Spec.Namespace, src.Pod, f.Spec.Port, "POST", agent.PathJob, body)
 	if err != nil {
 		return nil, fmt.Errorf("the agent on %s: %w", from, err)
 	}
@@ -361,10 +463,8 @@ func (f *Fleet) delete(ctx context.Context) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting DaemonSet %s/%s (delete it with: kubectl delete daemonset -n %s %s): %w", f.Spec.Namespace, f.Name, f.Spec.Namespace, f.Name, err)
 	}
-	sel := metav1.ListOptions{LabelSelector: RunIDLabel + "=" + f.s.RunID + "," + RoleLabel + "=" + string(RoleMesh), Limit: 1}
 	for {
-		pods, err := f.s.Client.CoreV1().Pods(f.Spec.Namespace).List(ctx, sel)
-		if err == nil && len(pods.Items) == 0 {
+		if left, err := f.agentsLeft(ctx); err == nil && !left {
 			return nil
 		}
 		select {
@@ -373,5 +473,27 @@ func (f *Fleet) delete(ctx context.Context) error {
 				f.Spec.Namespace, f.Name, f.Spec.Namespace, RunIDLabel, f.s.RunID)
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+}
+
+// agentsLeft says whether one of the fleet's agents is still there; pods of others that carry
+// the run's labels do not hold the run up. The first page holds one pod: while agents
+// terminate, that is usually one of them.
+func (f *Fleet) agentsLeft(ctx context.Context) (bool, error) {
+	opts := metav1.ListOptions{LabelSelector: RunIDLabel + "=" + f.s.RunID + "," + RoleLabel + "=" + string(RoleMesh), Limit: 1}
+	for {
+		pods, err := f.s.Client.CoreV1().Pods(f.Spec.Namespace).List(ctx, opts)
+		if err != nil {
+			return true, err
+		}
+		for i := range pods.Items {
+			if f.distrust(&pods.Items[i]) == "" {
+				return true, nil
+			}
+		}
+		if pods.Continue == "" {
+			return false, nil
+		}
+		opts.Continue, opts.Limit = pods.Continue, 500
 	}
 }

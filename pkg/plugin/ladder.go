@@ -54,9 +54,10 @@ func newLadderCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 		Long: `Measure what each step away costs: a server agent next to DST (as in path), and a client agent in a
 temporary pod on DST's node, on another node of its zone, on a node of each other zone and of
 each other region, one rung at a time, with the same probes. Rungs that cannot exist (no other
-node in the zone, nodes cordoned, tainted against DST's tolerations, or left out by --nodes and
---zones) are listed with the reason. --repeat runs the whole ladder several times, round-robin,
-and reports medians with their range.
+node in the zone, nodes cordoned, tainted against DST's tolerations (clients never tolerate a
+control-plane taint, off DST's node), or left out by --nodes and --zones) are listed with the
+reason. --repeat runs the whole ladder several times, round-robin, and reports medians with
+their range.
 
 With DST svc/NAME (or --service), every rung also measures through the Service's ClusterIP next
 to the pod IP, and where its new connections land by zone (agents in its endpoint pods behind a
@@ -141,6 +142,8 @@ type ladderRun struct {
 	hostProbes []agent.ProbeSpec
 	perRung    time.Duration
 	lifetime   time.Duration
+	// clientTol are the tolerations of clients on nodes other than DST's (clientTolerations).
+	clientTol []corev1.Toleration
 }
 
 // Run plans the rungs, starts the server agent(s), measures each rung in turn with a client
@@ -197,7 +200,7 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 		return fmt.Errorf("DST: %w", err)
 	}
 	r.rep.Destination = o.endpoint(ctx, r.dst)
-	if r.rungs, err = o.plan(ctx, r.dst); err != nil {
+	if r.rungs, r.clientTol, err = o.plan(ctx, r.dst); err != nil {
 		return err
 	}
 	if o.HostBaseline {
@@ -330,11 +333,11 @@ func (r *ladderRun) summarize() {
 	r.rep.Summarize()
 }
 
-// plan reads the nodes and places the rungs around DST's node.
-func (o *LadderOptions) plan(ctx context.Context, dst *Target) ([]report.LadderRung, error) {
+// plan reads the nodes and places the rungs around DST's node, with the clients' tolerations.
+func (o *LadderOptions) plan(ctx context.Context, dst *Target) ([]report.LadderRung, []corev1.Toleration, error) {
 	list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", forbiddenOr(err))
+		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", forbiddenOr(err))
 	}
 	var nodes []placement.Node
 	var dstNode *placement.Node
@@ -346,16 +349,17 @@ func (o *LadderOptions) plan(ctx context.Context, dst *Target) ([]report.LadderR
 		}
 	}
 	if dstNode == nil {
-		return nil, fmt.Errorf("DST %s/%s runs on node %q, which is not in the node list", dst.Namespace, dst.Pod.Name, dst.Pod.Spec.NodeName)
+		return nil, nil, fmt.Errorf("DST %s/%s runs on node %q, which is not in the node list", dst.Namespace, dst.Pod.Name, dst.Pod.Spec.NodeName)
 	}
+	tol := clientTolerations(dst.Pod.Spec.Tolerations, nodes)
 	var rungs []report.LadderRung
-	for _, r := range placement.Ladder(*dstNode, nodes, dst.Pod.Spec.Tolerations, o.filter) {
+	for _, r := range placement.Ladder(*dstNode, nodes, tol, o.filter) {
 		rungs = append(rungs, report.LadderRung{Name: r.Name, Class: r.Class, Node: r.Node, Zone: r.Zone, Region: r.Region, Skipped: r.Skipped})
 	}
 	if len(measurable(rungs)) == 0 {
-		return nil, fmt.Errorf("no rung can be measured for %s/%s: %s", dst.Namespace, dst.Pod.Name, skippedList(rungs))
+		return nil, nil, fmt.Errorf("no rung can be measured for %s/%s: %s", dst.Namespace, dst.Pod.Name, skippedList(rungs))
 	}
-	return rungs, nil
+	return rungs, tol, nil
 }
 
 func measurable(rungs []report.LadderRung) []int {
@@ -380,11 +384,11 @@ func skippedList(rungs []report.LadderRung) string {
 }
 
 // clientSpec is round's client of rung i: a temporary pod on the rung's node with DST's pod's
-// tolerations (clients go where the destination may), on the port the policy plan chose.
+// tolerations but those of control-plane taints (tolerationsOn), on the port the policy plan chose.
 func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) AgentSpec {
 	job := r.job
 	return AgentSpec{Role: RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &Placement{Node: rung.Node, Tolerations: clientTolerations(r.dst.Pod)}, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}
+		Placement: &Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first

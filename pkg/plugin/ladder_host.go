@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
@@ -37,7 +40,7 @@ func (r *ladderRun) startHostServer(ctx context.Context) error {
 	}
 	r.o.Progress("starting the host-network server agent on node %s", r.dst.Pod.Spec.NodeName)
 	a, err := r.sess.Start(ctx, AgentSpec{Role: RoleServer, Suffix: "host", Target: r.dst, Serve: true, Lifetime: r.lifetime,
-		Placement: &Placement{Node: r.dst.Pod.Spec.NodeName, Tolerations: clientTolerations(r.dst.Pod), HostNetwork: true}})
+		Placement: &Placement{Node: r.dst.Pod.Spec.NodeName, Tolerations: r.tolerationsOn(r.dst.Pod.Spec.NodeName), HostNetwork: true}})
 	if errors.Is(err, ErrPodSecurity) {
 		rung.Skipped = fmt.Sprintf("namespace %s's Pod Security level forbids hostNetwork pods (%v); run the ladder in a namespace that allows them (privileged)", r.dst.Namespace, err)
 		return nil
@@ -73,10 +76,55 @@ func (r *ladderRun) hostClientSpec(rung *report.LadderRung, round, i int) AgentS
 	job := r.job
 	job.Host, job.Port, job.Probes = r.hostSrv.IP, r.hostSrv.Port, r.hostProbes
 	return AgentSpec{Role: RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &Placement{Node: rung.Node, Tolerations: clientTolerations(r.dst.Pod), HostNetwork: true}}
+		Placement: &Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node), HostNetwork: true}}
 }
 
-// clientTolerations are DST's pod's: clients go where the destination may.
-func clientTolerations(p *corev1.Pod) []corev1.Toleration {
-	return append([]corev1.Toleration(nil), p.Spec.Tolerations...)
+// controlPlaneTaints are the keys of the taints that keep workloads off control-plane nodes.
+var controlPlaneTaints = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
+
+// clientTolerations are the tolerations of clients on nodes other than DST's: DST's pod's
+// (clients go where the destination may), except that none tolerates a control-plane taint, so
+// that no client lands on a control-plane node because DST tolerates it (a DaemonSet's pod
+// often tolerates every taint). A toleration of every key becomes one toleration for each other
+// taint the nodes carry that it tolerates.
+func clientTolerations(tol []corev1.Toleration, nodes []placement.Node) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range tol {
+		switch {
+		case slices.Contains(controlPlaneTaints, t.Key):
+		case t.Key == "":
+			out = append(out, taintsTolerated(t, nodes)...)
+		default:
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// taintsTolerated turns a toleration of every key into one toleration per key and effect of
+// the nodes' taints it tolerates, control-plane taints left out.
+func taintsTolerated(t corev1.Toleration, nodes []placement.Node) []corev1.Toleration {
+	seen := map[[2]string]bool{}
+	var out []corev1.Toleration
+	for _, n := range nodes {
+		for _, taint := range n.Taints {
+			k := [2]string{taint.Key, string(taint.Effect)}
+			if seen[k] || slices.Contains(controlPlaneTaints, taint.Key) || !t.ToleratesTaint(klog.Background(), &taint, true) {
+				continue
+			}
+			seen[k] = true
+			out = append(out, corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: taint.Effect, TolerationSeconds: t.TolerationSeconds})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key+string(out[i].Effect) < out[j].Key+string(out[j].Effect) })
+	return out
+}
+
+// tolerationsOn are the tolerations of a client on node: DST's own on DST's node (DST runs
+// there), the clients' elsewhere.
+func (r *ladderRun) tolerationsOn(node string) []corev1.Toleration {
+	if node == r.dst.Pod.Spec.NodeName {
+		return slices.Clone(r.dst.Pod.Spec.Tolerations)
+	}
+	return slices.Clone(r.clientTol)
 }

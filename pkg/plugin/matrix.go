@@ -68,7 +68,7 @@ func newMatrixCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 		Use:   "matrix",
 		Short: "Measure the whole cluster at once: every zone pair (or node pair), outliers named",
 		Long: `Place one agent on each node the plan needs with a temporary DaemonSet in the namespace (Kubernetes
-schedules them; each exits by its own deadline whatever happens), then have agents measure each
+schedules them; only pods the DaemonSet controls are trusted), then have agents measure each
 other, pair by pair, through the API server (the plugin never needs the pod network). The plan
 prints its size and duration before it starts:
 
@@ -80,8 +80,9 @@ prints its size and duration before it starts:
 Pairs run in rounds in which no node sends or serves twice (--concurrency pairs at most). The
 report is a zone × zone matrix (and node × node for --scope nodes) of RTT p50/p99, each node
 compared with the same cells' other pairs, and the outliers by name. The DaemonSet is deleted
-on every exit path; after a plugin killed outright, agents exit by their deadline and
-'kubectl netbench cleanup' deletes the DaemonSet.`,
+on every exit path; after a plugin killed outright, each agent closes its port within 45 s (its
+lease is no longer renewed) and idles until 'kubectl netbench cleanup', or the next matrix
+once the run's not-after time has passed, deletes the DaemonSet.`,
 		Example: `  kubectl netbench matrix -n netbench
   kubectl netbench matrix -n netbench --scope nodes --nodes pool=general -o html > matrix.html
   kubectl netbench matrix -n netbench --sample 200 --concurrency 20 --dry-run

@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
@@ -43,6 +47,11 @@ type fleetCluster struct {
 	overlap  []string
 	// beforeJob, when set, runs before each job is answered (tests interrupt there).
 	beforeJob func()
+	// lookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
+	// seen right after the DaemonSet's pod on its node (the last word on that node in the watch).
+	lookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
+	// posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
+	posted, jobTargets []string
 }
 
 func newFleetCluster(nodes, zones int) *fleetCluster {
@@ -67,45 +76,82 @@ func newFleetCluster(nodes, zones int) *fleetCluster {
 	return f
 }
 
-// createDaemonSet places one ready pod on each node the DaemonSet's affinity selects.
+// createDaemonSet gives the DaemonSet a UID and places one ready pod of its template, which it
+// controls, on each node its affinity selects, with the look-alikes.
 func (f *fleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ds := a.(k8stesting.CreateAction).GetObject().(*appsv1.DaemonSet)
+	ds.UID = types.UID("uid-" + ds.Name)
+	created := metav1.NewTime(time.Now().Add(-time.Minute))
+	var others []*corev1.Pod
 	for _, term := range ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 		var nodes []string
 		for _, e := range append(term.MatchExpressions, term.MatchFields...) {
 			nodes = append(nodes, e.Values...)
 		}
 		for _, n := range nodes {
-			ip := fmt.Sprintf("10.%d.%d.%d", len(f.ips)/65536, len(f.ips)/256%256, len(f.ips)%256)
-			f.ips[ip] = n
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + n, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
-				Spec: corev1.PodSpec{NodeName: n},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
-					Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-			_ = f.cs.Tracker().Add(p)
-			f.watcher.Add(p)
+			p := f.readyPod(ds.Name+"-"+n, ds.Namespace, n, ds.Spec.Template.Labels)
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
+			p.CreationTimestamp = created
+			p.Spec = *ds.Spec.Template.Spec.DeepCopy()
+			p.Spec.NodeName = n
+			f.addPod(p)
+			if others == nil && f.lookAlikes != nil {
+				others = f.lookAlikes(ds)
+			}
+			for _, o := range others {
+				if o.Spec.NodeName == n {
+					f.addPod(o) // right after the agent on its node, before the run settles
+				}
+			}
 		}
 	}
 	return false, nil, nil // the tracker stores the DaemonSet
 }
 
-// deleteDaemonSet deletes its pods as the garbage collector would.
+// readyPod is a running, ready pod on node with the next pod IP.
+func (f *fleetCluster) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
+	ip := fmt.Sprintf("10.%d.%d.%d", len(f.ips)/65536, len(f.ips)/256%256, len(f.ips)%256)
+	f.ips[ip] = node
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, CreationTimestamp: metav1.Now()},
+		Spec: corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+}
+
+func (f *fleetCluster) addPod(p *corev1.Pod) {
+	_ = f.cs.Tracker().Add(p)
+	f.watcher.Add(p)
+}
+
+// deleteDaemonSet deletes the pods it controls as the garbage collector would (look-alikes stay).
 func (f *fleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
-	ns := a.GetNamespace()
+	ns, uid := a.GetNamespace(), types.UID("uid-"+a.(k8stesting.DeleteAction).GetName())
 	pods, _ := f.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
 	for _, p := range pods.(*corev1.PodList).Items {
-		_ = f.cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == uid {
+			_ = f.cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
+		}
 	}
 	return false, nil, nil
 }
 
-// request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results.
-func (f *fleetCluster) request(ctx context.Context, _, pod string, _ int, _, _ string, body []byte) ([]byte, error) {
+// request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results;
+// a lease renewal is answered empty.
+func (f *fleetCluster) request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
 	f.jobs.Add(1)
+	f.mu.Lock()
+	f.posted = append(f.posted, pod+" "+path)
+	f.mu.Unlock()
+	if path == agent.PathLease {
+		return nil, nil
+	}
 	var job agent.Job
 	if err := json.Unmarshal(body, &job); err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.jobTargets = append(f.jobTargets, net.JoinHostPort(job.Host, strconv.Itoa(job.Port)))
+	f.mu.Unlock()
 	from, to := pod[strings.LastIndex(pod, "-node-")+1:], f.ips[job.Host]
 	if err := f.enter(from, to); err != nil {
 		return nil, err

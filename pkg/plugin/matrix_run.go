@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -135,7 +136,7 @@ func (r *matrixRun) plan(ctx context.Context) error {
 		r.rep.Plan.Sample = o.Sample
 	}
 	r.nodeCount = len(all)
-	return nil
+	return r.checkLifetime()
 }
 
 // roundOverhead is what a round adds to its pairs' measuring: jobs posted and answered
@@ -234,9 +235,11 @@ func (r *matrixRun) start(ctx context.Context) error {
 		hostnames[n.Name] = n.Labels[corev1.LabelHostname]
 	}
 	lifetime := r.lifetime()
-	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each ends by itself within %s)", len(nodes), "netbench", r.sess.RunID, RoleMesh, o.namespace, lifetime.Round(time.Second))
+	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each stops serving %s after the plugin stops renewing its lease, and within %s at most)",
+		len(nodes), "netbench", r.sess.RunID, RoleMesh, o.namespace, FleetLeasePeriod, lifetime.Round(time.Second))
 	var err error
-	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations, Port: o.Port, Lifetime: lifetime})
+	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
+		Port: o.Port, Lifetime: lifetime, Lease: FleetLeasePeriod})
 	if err != nil {
 		return err
 	}
@@ -247,9 +250,29 @@ func (r *matrixRun) start(ctx context.Context) error {
 	})
 }
 
-// lifetime bounds the agents (and the temporary NetworkPolicy).
+// MaxMatrixLifetime caps the agents' lifetime whatever the plan: their not-after time is at
+// most this far ahead, and so is the time after which the next run may delete a DaemonSet a
+// killed run left. A plan that needs longer is refused before anything is created.
+const MaxMatrixLifetime = 4 * time.Hour
+
+// ErrPlanTooLong means the plan would keep the agents beyond MaxMatrixLifetime.
+var ErrPlanTooLong = errors.New("the plan would keep the agents longer than the maximum")
+
+// lifetime bounds the agents (and the temporary NetworkPolicy): the start timeout, then twice
+// the estimated measuring (rounds run slower than planned when the API server is slow), plus
+// 30 s. checkLifetime keeps it within MaxMatrixLifetime.
 func (r *matrixRun) lifetime() time.Duration {
 	return r.o.StartTimeout + time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second))*2 + 30*time.Second
+}
+
+// checkLifetime refuses a plan whose agents would need more than MaxMatrixLifetime.
+func (r *matrixRun) checkLifetime() error {
+	if l := r.lifetime(); l > MaxMatrixLifetime {
+		return fmt.Errorf("%w: %d pairs in %d rounds take ~%s, so the agents would need %s (--start-timeout %s, twice the estimate, 30 s), over %s: measure fewer pairs (--sample, --pairs-per-cell, --max-pairs), more at once (--concurrency) or each for less (--count, --interval, --throughput)",
+			ErrPlanTooLong, len(r.pairs), len(r.rounds), time.Duration(r.rep.Plan.EstimatedSeconds*float64(time.Second)).Round(time.Second),
+			l.Round(time.Second), r.o.StartTimeout, MaxMatrixLifetime)
+	}
+	return nil
 }
 
 // measure runs the rounds; each pair's job goes to its client agent, at most Concurrency at
@@ -285,7 +308,7 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.o.perPair()+30*time.Second)
 	defer cancel()
-	results, err := r.fleet.Run(ctx, p.From, r.job(r.fleet.Members[p.To].IP))
+	results, err := r.fleet.Run(ctx, p.From, p.To, r.job(""))
 	out.Results = results
 	if err != nil {
 		out.Error = err.Error()

@@ -298,7 +298,7 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 		}
 	}
 	c := &p.Spec.Containers[0]
-	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), s.securityContext(a)
+	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), podContext(s.securityContext(a))
 	setResources(c, s.Resources)
 	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	return admissionError(err, fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod))
@@ -388,14 +388,33 @@ func captureContext() *corev1.SecurityContext {
 	return sc
 }
 
+// restrictedContext fits Pod Security "restricted" and more: no privilege escalation, no
+// capability, the runtime's seccomp profile, a non-root user and a read-only root filesystem
+// (the agent writes no file).
 func restrictedContext() *corev1.SecurityContext {
 	no, yes := false, true
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: &no,
 		RunAsNonRoot:             &yes,
+		ReadOnlyRootFilesystem:   &yes,
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// AgentUser is the agent image's non-root user and group.
+const AgentUser = 65532
+
+// podContext names the user of a temporary pod's agent by number (AgentUser, unless the
+// context already names one), so that RunAsNonRoot holds whatever user the image declares.
+// Ephemeral containers leave it to the pod: run as the application's user, the agent may read
+// the application's binary (to tell its resolver).
+func podContext(sc *corev1.SecurityContext) *corev1.SecurityContext {
+	if sc.RunAsUser == nil {
+		id := int64(AgentUser)
+		sc.RunAsUser, sc.RunAsGroup = &id, &id
+	}
+	return sc
 }
 
 // Agents returns the agents started so far.
