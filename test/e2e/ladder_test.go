@@ -160,7 +160,13 @@ func TestLadderCleanup(t *testing.T) {
 // ladder's second rung's client; the returned func removes it.
 func denySecondRung(t *testing.T, ns string) func() {
 	t.Helper()
-	name := "deny-second-rung-" + ns
+	return denyPods(t, "deny-second-rung-"+ns, ns, "!object.metadata.name.endsWith('-client-2-1')", "second rung refused by policy")
+}
+
+// denyPods installs a ValidatingAdmissionPolicy named name that refuses, in ns, the pods whose
+// CREATE makes the CEL expression false, with message; the returned func removes it.
+func denyPods(t *testing.T, name, ns, expression, message string) func() {
+	t.Helper()
 	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata: {name: %[1]s}
@@ -169,8 +175,8 @@ spec:
   matchConstraints:
     resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
   validations:
-  - expression: "!object.metadata.name.endsWith('-client-2-1')"
-    message: second rung refused by policy
+  - expression: %[3]q
+    message: %[4]q
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -180,7 +186,7 @@ spec:
   validationActions: [Deny]
   matchResources:
     namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
-`, name, ns)
+`, name, ns, expression, message)
 	kubectl := func(stdin string, args ...string) {
 		cmd := exec.Command(labKubectl(), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)

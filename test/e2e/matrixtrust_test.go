@@ -59,39 +59,12 @@ func TestMatrixTrustsOnlyItsDaemonSet(t *testing.T) {
 // DaemonSet creates for node; the returned func removes it.
 func holdDaemonSetPodsOff(t *testing.T, ns, node string) func() {
 	t.Helper()
-	name := "hold-daemon-pods-" + ns
-	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: %[1]s}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  validations:
-  - expression: "!(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet') && has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, has(t.matchFields) && t.matchFields.exists(f, f.values.exists(v, v == '%[3]s'))))"
-    message: the DaemonSet's pod for %[3]s is held off
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: %[1]s}
-spec:
-  policyName: %[1]s
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[2]s}}
-`, name, ns, node)
-	kubectl := func(stdin string, args ...string) {
-		cmd := exec.Command(labKubectl(), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-	}
-	kubectl(policy, "apply", "-f", "-")
-	time.Sleep(2 * time.Second) // the API server loads policies asynchronously
-	return func() {
-		kubectl("", "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", name, "--ignore-not-found")
-	}
+	expression := "!(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'DaemonSet') && " +
+		"has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && " +
+		"has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && " +
+		"object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, " +
+		"has(t.matchFields) && t.matchFields.exists(f, f.values.exists(v, v == '" + node + "'))))"
+	return denyPods(t, "hold-daemon-pods-"+ns, ns, expression, "the DaemonSet's pod for "+node+" is held off")
 }
 
 // lookAlikeRun runs a matrix over the four nodes (with args) and a look-alike on lab-a1 (under
