@@ -108,11 +108,11 @@ func (g *gate) admit(c net.Conn) *gatedConn {
 	g.strangers[gc.src] = append(g.strangers[gc.src], gc)
 	g.nStranger++
 	g.byRemote[c.RemoteAddr().String()] = gc
+	gc.timer = time.AfterFunc(g.limits.AuthWindow, gc.expire)
 	g.mu.Unlock()
 	for _, v := range evict {
 		v.Close()
 	}
-	gc.timer = time.AfterFunc(g.limits.AuthWindow, gc.expire)
 	return gc
 }
 
@@ -135,10 +135,15 @@ func (g *gate) withinRate(src netip.Addr) bool {
 // its new connections (a closed-loop probe's) are token holders' that have not spoken yet.
 func (g *gate) perSource(src netip.Addr) int {
 	if g.trusted[src] {
-		return g.limits.MaxConns
+		return trustedWaiting
 	}
 	return g.limits.StrangersPerSource
 }
+
+// trustedWaiting bounds the connections of one trusted source waiting to speak: a closed-loop
+// probe's burst fits, and a peer that came to share a trusted address (a reused pod IP, a
+// node's address shared by host-network pods) holds at most this many.
+const trustedWaiting = 128
 
 // victim is the oldest stranger of the untrusted source that holds the most; among sources
 // holding as many, the one admitted first.
@@ -194,36 +199,45 @@ func (c *gatedConn) authenticate() bool {
 	return true
 }
 
-// expire closes a stranger whose window passed.
+// expire closes a stranger whose window passed. It decides and gives the slot back under the
+// lock, so a connection authenticating at that moment is either authenticated or closed.
 func (c *gatedConn) expire() {
 	c.g.mu.Lock()
-	authed := c.authed
+	expired := !c.authed && !c.closed
+	if expired {
+		c.release()
+	}
 	c.g.mu.Unlock()
-	if !authed {
-		c.Close()
+	if expired {
+		_ = c.Conn.Close()
 	}
 }
 
 // Close gives the connection's slot back once.
 func (c *gatedConn) Close() error {
-	g := c.g
-	g.mu.Lock()
+	c.g.mu.Lock()
 	if !c.closed {
-		c.closed = true
-		if c.authed {
-			g.nAuthed--
-		} else {
-			g.dropStranger(c)
-		}
-		if g.byRemote[c.RemoteAddr().String()] == c {
-			delete(g.byRemote, c.RemoteAddr().String())
-		}
+		c.release()
 	}
-	g.mu.Unlock()
+	c.g.mu.Unlock()
 	if c.timer != nil {
 		c.timer.Stop()
 	}
 	return c.Conn.Close()
+}
+
+// release marks the connection closed and gives its slot back (g.mu held).
+func (c *gatedConn) release() {
+	g := c.g
+	c.closed = true
+	if c.authed {
+		g.nAuthed--
+	} else {
+		g.dropStranger(c)
+	}
+	if g.byRemote[c.RemoteAddr().String()] == c {
+		delete(g.byRemote, c.RemoteAddr().String())
+	}
 }
 
 // authenticateRemote authenticates the open connection with this remote address (gRPC tells

@@ -109,9 +109,9 @@ func (r *router) handle(ctx context.Context, c *gatedConn) {
 
 // newHTTPServer serves the latency probes and the control API; a request without the token is
 // answered 401 and its connection closed.
-func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string), id Identity, jobs http.Handler) *http.Server {
+func newHTTPServer(l Limits, accept func(string) bool, ls *lease, done func(string), id Identity, jobs http.Handler, token func() string) *http.Server {
 	return &http.Server{
-		Handler:           authenticated(accept, controlMux(ls, done, id, jobs)),
+		Handler:           proven(token, id, authenticated(accept, controlMux(ls, done, id, jobs))),
 		ConnContext:       withGated,
 		ReadHeaderTimeout: l.Handshake,
 		ReadTimeout:       10 * time.Second,
@@ -136,6 +136,40 @@ func authenticated(accept func(string) bool, next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// WhoAmIAnswer is what PathWhoAmI answers a request that carries a proof of the token: the
+// server's identity and its own proof over the request's nonce and that identity.
+type WhoAmIAnswer struct {
+	Identity
+	MAC string `json:"mac"`
+}
+
+// proven answers PathWhoAmI for a request with a valid, fresh, unseen proof of the token
+// (probes.ProofHeader; the spread probe's, which reaches whichever pod a Service picks and so
+// never carries the token), authenticating its connection; everything else goes to next.
+func proven(token func() string, id Identity, next http.Handler) http.Handler {
+	seen := probes.NewNonces(4096)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proof := r.Header.Get(probes.ProofHeader)
+		if proof == "" || r.Method != http.MethodGet || r.URL.Path != PathWhoAmI {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok, now := token(), time.Now()
+		if tok == "" {
+			http.Error(w, "the token is not known here yet", http.StatusServiceUnavailable)
+			return
+		}
+		nonce, err := probes.CheckProof(tok, proof, now)
+		if err != nil || !seen.First(nonce, now) || !authenticateRequest(r.Context()) {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "missing, stale or replayed "+probes.ProofHeader, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(WhoAmIAnswer{Identity: id, MAC: probes.AnswerMAC(tok, nonce, id.Pod, id.Node, id.Zone)})
 	})
 }
 

@@ -211,10 +211,8 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		res.PMTU, err = probes.PathMTU(ctx, addr, probes.UDPKey(job.Token), pmtuTimeout)
 		res.Skipped, err = udpBlocked(ctx, err)
 	case ProbeSpread:
-		// The endpoints are this run's agents: they want the token even on another address.
-		h := http.Header{}
-		h.Set(TokenHeader, job.Token)
-		res.Spread, err = probes.Spread(ctx, probes.SpreadSpec{Address: p.Address, Path: PathWhoAmI, Connections: p.Count, Headers: h})
+		// Whichever pod the Service picks answers: it gets a proof of the token, never the token.
+		res.Spread, err = probes.Spread(ctx, probes.SpreadSpec{Address: p.Address, Path: PathWhoAmI, Connections: p.Count, Token: job.Token})
 	default:
 		err = fmt.Errorf("unknown probe kind %q", p.Kind)
 	}

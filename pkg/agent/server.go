@@ -122,7 +122,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 		jobs = &meshJobs{run: Run}
 	}
 	g := newGate(o.Limits)
-	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity, jobs)
+	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity, jobs, keys.token)
 	grpcSrv := newGRPCServer(o.Limits, accept, g)
 	httpLn := newChanListener(ln.Addr())
 	grpcLn := newChanListener(ln.Addr())
@@ -157,13 +157,25 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 // not carry (only its digest): a server started with the digest learns the token from the
 // first token holder that presents it over TCP (the plugin's first lease renewal through the
 // pod proxy, before any client is started), and answers no datagram before that.
-type udpKeys struct{ key atomic.Pointer[[]byte] }
+type udpKeys struct {
+	key atomic.Pointer[[]byte]
+	tok atomic.Pointer[string]
+}
 
 func (k *udpKeys) learn(token string) {
 	if k.key.Load() == nil {
 		key := probes.UDPKey(token)
+		k.tok.CompareAndSwap(nil, &token)
 		k.key.CompareAndSwap(nil, &key)
 	}
+}
+
+// token is the token once learnt ("" before): the spread probe's proofs are checked with it.
+func (k *udpKeys) token() string {
+	if p := k.tok.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // get is the key, or nil while the token is unknown.

@@ -126,3 +126,41 @@ func startedPort(t *testing.T, c *exec.Cmd) int {
 	}
 	return ready.Port
 }
+
+// The spread probe reaches whichever pod a Service picks, so it never sends the token: an
+// agent answers a proof of it with its identity and a proof of its own, each proof once; before
+// the agent has learnt the token (its first lease renewal) it answers none.
+func TestWhoAmIByProof(t *testing.T) {
+	const token = "tok-spread"
+	c := agentCmd(t, "", "serve", "--token-sha256", TokenDigest(token), "--deadline", "1m", "--pod", "web-1", "--zone", "zone-b")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(startedPort(t, c)))
+	spread := func() *probes.SpreadResult {
+		r, _ := probes.Spread(context.Background(), probes.SpreadSpec{Address: addr, Path: PathWhoAmI, Connections: 5, Token: token})
+		return r
+	}
+	before := spread()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+PathLease, nil)
+	req.Header.Set(TokenHeader, token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("lease renewal with the token: %v %v", resp, err)
+	}
+	after := spread()
+	if before.Answered != 0 || after.Answered != 5 || after.ByPod["web-1"] != 5 || after.ByZone["zone-b"] != 5 {
+		t.Errorf("answered before the token was learnt: %+v; after: %+v", before, after)
+	}
+	proof, _ := probes.NewProof(token, time.Now())
+	codes := []int{}
+	for range 2 {
+		r, _ := http.NewRequest(http.MethodGet, "http://"+addr+PathWhoAmI, nil)
+		r.Header.Set(probes.ProofHeader, proof)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[200 401]" {
+		t.Errorf("the same proof twice: %v, want [200 401]", codes)
+	}
+}

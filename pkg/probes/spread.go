@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +20,10 @@ type SpreadSpec struct {
 	Address     string
 	Path        string
 	Connections int
-	Headers     http.Header
-	Timeout     time.Duration // per connection (default 2 s)
+	// Token is the run's token: each request carries a proof of it (ProofHeader), never the
+	// token itself, and each answer must prove it too (AnswerMAC), or it is not counted.
+	Token   string
+	Timeout time.Duration // per connection (default 2 s)
 }
 
 // SpreadResult counts where a Service's connections landed.
@@ -39,8 +42,14 @@ type SpreadResult struct {
 
 type spreadAnswer struct {
 	Pod  string `json:"pod"`
+	Node string `json:"node"`
 	Zone string `json:"zone"`
+	MAC  string `json:"mac"`
 }
+
+// ErrNotOurAgent is an answer that does not prove the run's token: a pod that is not one of
+// the run's agents (a look-alike carrying the Service's labels, say).
+var ErrNotOurAgent = errors.New("an answer that does not prove the run's token (not one of this run's agents)")
 
 // Spread measures how a Service spreads new connections over its endpoints.
 func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
@@ -58,7 +67,7 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		a, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Headers)
+		a, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Token)
 		if err != nil {
 			res.Unanswered++
 			if res.ErrorsByKind == nil {
@@ -77,13 +86,14 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 	return res, nil
 }
 
-func askWho(ctx context.Context, c *http.Client, url string, h http.Header) (spreadAnswer, error) {
+func askWho(ctx context.Context, c *http.Client, url, token string) (spreadAnswer, error) {
 	var a spreadAnswer
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return a, err
 	}
-	req.Header = h.Clone()
+	proof, nonce := NewProof(token, time.Now())
+	req.Header.Set(ProofHeader, proof)
 	resp, err := c.Do(req)
 	if err != nil {
 		return a, err
@@ -93,10 +103,15 @@ func askWho(ctx context.Context, c *http.Client, url string, h http.Header) (spr
 		return a, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	err = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a)
-	if err == nil && a.Pod == "" {
-		err = errors.New("an answer without a pod")
+	switch {
+	case err != nil:
+		return a, err
+	case a.Pod == "":
+		return a, errors.New("an answer without a pod")
+	case !hmac.Equal([]byte(a.MAC), []byte(AnswerMAC(token, nonce, a.Pod, a.Node, a.Zone))):
+		return a, ErrNotOurAgent
 	}
-	return a, err
+	return a, nil
 }
 
 func sortedKinds(m map[string]int) []string {
@@ -114,6 +129,8 @@ func errorKind(err error) string {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "refused"
+	case errors.Is(err, ErrNotOurAgent):
+		return "not this run's agent"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -18,13 +19,18 @@ import (
 func TestSpread(t *testing.T) {
 	var n, conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Token") != "t" || r.URL.Path != "/who" {
+		nonce, err := CheckProof("t", r.Header.Get(ProofHeader), time.Now())
+		if err != nil || r.Header.Get("X-Netbench-Token") != "" || r.URL.Path != "/who" {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
 		i := n.Add(1)
-		zone := []string{"zone-a", "zone-a", "zone-b"}[i%3]
-		fmt.Fprintf(w, `{"pod":"p%d","zone":%q}`, i%3, zone)
+		pod, zone := fmt.Sprintf("p%d", i%3), []string{"zone-a", "zone-a", "zone-b"}[i%3]
+		mac := AnswerMAC("t", nonce, pod, "", zone)
+		if i%10 == 0 { // a look-alike that cannot prove the token
+			mac = AnswerMAC("guess", nonce, pod, "", zone)
+		}
+		fmt.Fprintf(w, `{"pod":%q,"zone":%q,"mac":%q}`, pod, zone, mac)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -34,13 +40,12 @@ func TestSpread(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	h := http.Header{}
-	h.Set("X-Token", "t")
-	got, err := Spread(context.Background(), SpreadSpec{Address: addr, Path: "/who", Connections: 30, Headers: h})
+	got, err := Spread(context.Background(), SpreadSpec{Address: addr, Path: "/who", Connections: 30, Token: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &SpreadResult{Address: addr, Connections: 30, Answered: 30, ByZone: map[string]int{"zone-a": 20, "zone-b": 10}, ByPod: map[string]int{"p0": 10, "p1": 10, "p2": 10}}
+	want := &SpreadResult{Address: addr, Connections: 30, Answered: 27, Unanswered: 3, ErrorsByKind: map[string]int{"not this run's agent": 3},
+		ByZone: map[string]int{"zone-a": 18, "zone-b": 9}, ByPod: map[string]int{"p0": 9, "p1": 9, "p2": 9}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -51,8 +56,32 @@ func TestSpread(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	got, err = Spread(context.Background(), SpreadSpec{Address: closed, Path: "/who", Connections: 5, Headers: h})
+	got, err = Spread(context.Background(), SpreadSpec{Address: closed, Path: "/who", Connections: 5, Token: "t"})
 	if err == nil || got.Unanswered != 5 || got.ErrorsByKind["refused"] != 5 {
 		t.Errorf("nothing listening: %+v, %v", got, err)
+	}
+}
+
+// A proof verifies once, with its own token, within its window; the answer's MAC binds the
+// nonce and the identity.
+func TestProofs(t *testing.T) {
+	now := time.Now()
+	proof, nonce := NewProof("tok", now)
+	if _, err := CheckProof("other", proof, now); err == nil {
+		t.Error("a proof verified with another token")
+	}
+	if _, err := CheckProof("tok", proof, now.Add(2*ProofWindow)); err == nil {
+		t.Error("a stale proof verified")
+	}
+	got, err := CheckProof("tok", proof, now)
+	if err != nil || string(got) != string(nonce) {
+		t.Fatalf("a fresh proof: %v", err)
+	}
+	seen := NewNonces(2)
+	if !seen.First(nonce, now) || seen.First(nonce, now) {
+		t.Error("a nonce was not accepted once and refused after")
+	}
+	if AnswerMAC("tok", nonce, "a", "n", "z") == AnswerMAC("tok", nonce, "b", "n", "z") {
+		t.Error("the answer's MAC does not bind the pod")
 	}
 }
