@@ -147,9 +147,7 @@ func (a *Agent) Ready(ctx context.Context) error {
 	if !a.Spec.Serve {
 		return a.handOver(ctx)
 	}
-	if err := a.firstLease(ctx); err != nil {
-		return err
-	}
+	a.firstLease(ctx)
 	a.s.wg.Add(2)
 	go func() { defer a.s.wg.Done(); a.s.renewLease(a) }()
 	go func() { defer a.s.wg.Done(); a.followServer() }()
@@ -158,11 +156,19 @@ func (a *Agent) Ready(ctx context.Context) error {
 
 // firstLease renews a server's lease once before anything else talks to it: the request
 // carries the token through the pod proxy, from which the server derives the key of its UDP
-// echo (the spec only carries the token's digest). Like the hand-over it is retried within the
-// start timeout while the agent sheds connections.
-func (a *Agent) firstLease(ctx context.Context) error {
-	return a.proxyRetrying(ctx, agent.PathLease, nil, "renewing the lease of")
+// echo (the spec only carries the token's digest). It is retried for a few seconds while the
+// agent sheds connections; a port the proxy cannot reach is left to the probes to report (they
+// name what blocks it), the renewals that follow keep trying.
+func (a *Agent) firstLease(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(ctx, firstLeaseWithin)
+	defer cancel()
+	if err := a.proxyRetrying(fctx, agent.PathLease, nil, "renewing the lease of"); err != nil && ctx.Err() == nil {
+		a.s.Logf("%v", err)
+	}
 }
+
+// firstLeaseWithin bounds the first lease renewal's retries.
+const firstLeaseWithin = 5 * time.Second
 
 // handOver posts the runner's job to it through the pod proxy, without the token (the
 // request carries it).
