@@ -421,21 +421,11 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 				})
 			}
 			sc := o.readPolicies(context.Background(), "shop")
-			var scoped []string
-			for _, p := range sc.policies {
-				scoped = append(scoped, p.Name)
-			}
-			slices.Sort(scoped)
-			if diff := cmp.Diff(tc.wantKept, scoped); diff != "" {
+			if diff := cmp.Diff(tc.wantKept, policyNames(sc.policies)); diff != "" {
 				t.Errorf("policies in the scope (-want +got):\n%s", diff)
 			}
 			live, _ := cs.NetworkingV1().NetworkPolicies("shop").List(context.Background(), metav1.ListOptions{})
-			var left []string
-			for _, p := range live.Items {
-				left = append(left, p.Name)
-			}
-			slices.Sort(left)
-			if diff := cmp.Diff(tc.wantKept, left); diff != "" {
+			if diff := cmp.Diff(tc.wantKept, policyNames(live.Items)); diff != "" {
 				t.Errorf("policies left in the namespace (-want +got):\n%s", diff)
 			}
 			var lines []string
@@ -520,4 +510,14 @@ func TestLadderChecksTheServiceNamespace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// policyNames are the policies' names, sorted.
+func policyNames(nps []networkingv1.NetworkPolicy) []string {
+	var out []string
+	for _, p := range nps {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
 }
