@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 )
 
 // namespace holds the benchmark's pods; it is deleted at the end.
 const namespace = "netbench-benchlab"
 
-// workloads: the server app on lab-b1 and one client pod per path, all plain lab sample apps
-// under the restricted Pod Security profile, as users' apps would be.
+// workloads: the server app on serverNode, listening on appPort, and one client pod per path, all
+// plain lab sample apps under the restricted Pod Security profile, as users' apps would be.
 const workloads = `apiVersion: v1
 kind: Namespace
 metadata: {name: netbench-benchlab}
@@ -20,7 +21,7 @@ metadata: {name: netbench-benchlab}
 apiVersion: v1
 kind: Pod
 metadata: {name: srv, namespace: netbench-benchlab}
-spec: {nodeName: lab-b1, containers: [{name: app, image: "netbench.lab/sample-app:1", ports: [{containerPort: 8080}], securityContext: SC}]}
+spec: {nodeName: SRVNODE, containers: [{name: app, image: "netbench.lab/sample-app:1", args: ["-http", ":APPPORT"], ports: [{containerPort: APPPORT}], securityContext: SC}]}
 ---
 apiVersion: v1
 kind: Pod
@@ -43,6 +44,7 @@ const restricted = `{runAsNonRoot: true, allowPrivilegeEscalation: false, capabi
 type lab struct {
 	kubectl string
 	ips     map[string]string // pod → IP
+	nodes   int               // the lab's nodes, all sharing the machine's cores
 }
 
 func (l *lab) k(args ...string) ([]byte, error) {
@@ -57,7 +59,7 @@ func (l *lab) k(args ...string) ([]byte, error) {
 
 func (l *lab) setup() error {
 	cmd := exec.Command(l.kubectl, "apply", "-f", "-")
-	cmd.Stdin = strings.NewReader(strings.ReplaceAll(workloads, "SC", restricted))
+	cmd.Stdin = strings.NewReader(strings.NewReplacer("SC", restricted, "SRVNODE", serverNode, "APPPORT", strconv.Itoa(appPort)).Replace(workloads))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("kubectl apply: %w: %s", err, out)
 	}
@@ -77,12 +79,17 @@ func (l *lab) setup() error {
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
-		return err
+		return fmt.Errorf("the pods' list: %w", err)
 	}
 	l.ips = map[string]string{}
 	for _, p := range list.Items {
 		l.ips[p.Metadata.Name] = p.Status.PodIP
 	}
+	nodes, err := l.k("get", "nodes", "-o", "name")
+	if err != nil {
+		return err
+	}
+	l.nodes = len(strings.Fields(string(nodes)))
 	return nil
 }
 

@@ -17,19 +17,34 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 )
 
 type config struct {
 	plugin, agentBin, kubectl, out string
+	agentImage                     string
 	rounds                         int
 	seconds                        float64
 	newConns                       int
 }
+
+// What every plugin run and every reference share.
+const (
+	serverNode    = "lab-b1"                                   // the server pod's node
+	appPort       = 8080                                       // the sample app's port in the server pod
+	pluginProbes  = "rtt,tcp,http-new-conn,http-max"           // the plugin's --probes
+	pluginStreams = 8                                          // the plugin's --streams, and iperf3's -P beside it
+	refProcs      = "1"                                        // GOMAXPROCS of the fortio references, as the agent's
+	fortioModule  = "fortio.org/fortio"                        // the reference runner's module (its version is printed)
+	resultsTarget = "bench-lab"                                // the make target that runs this
+	notesFile     = "benchmarks/notes/2026-12-01-lab-paths.md" // one-off profiles and traces of these paths
+)
 
 func main() {
 	reftools.MaybeRunReference()
@@ -37,6 +52,7 @@ func main() {
 	flag.StringVar(&c.plugin, "plugin", "bin/kubectl-netbench", "the plugin to measure (built with VERSION=dev: the lab's agent image)")
 	flag.StringVar(&c.agentBin, "agent", "bin/netbench-agent", "the agent binary, for the reference agent server the closed-loop and new-connection references use")
 	flag.StringVar(&c.kubectl, "kubectl", ".cache/lab/bin/kubectl", "kubectl")
+	flag.StringVar(&c.agentImage, "agent-image", ".cache/lab/images/agent.tar", "the agent image the lab's nodes imported (hack/lab/lab.sh images), whose size is reported")
 	flag.StringVar(&c.out, "out", "", "also write the markdown to this file")
 	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds per path")
 	flag.Float64Var(&c.seconds, "seconds", 5, "duration of each throughput and HTTP run")
@@ -54,12 +70,21 @@ func run(c config) error {
 			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping curl util-linux)", tool)
 		}
 	}
+	e := env{
+		command: benchinfo.Command("./hack/benchlab") + benchinfo.ViaMake(resultsTarget),
+		machine: benchinfo.ReadMachine(),
+		versions: []string{runtime.Version(), benchinfo.FirstLine("iperf3", "--version"), benchinfo.FirstLine("ping", "-V"),
+			benchinfo.FirstLine("curl", "--version"), "fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/benchlab",
+			benchinfo.Lines(c.plugin, "version")},
+		image: readImage(c.agentImage),
+	}
 	l := &lab{kubectl: c.kubectl}
 	defer l.teardown()
+	start := time.Now()
 	if err := l.setup(); err != nil {
 		return err
 	}
-	start := time.Now()
+	e.nodes = l.nodes
 	var results []pathResult
 	for _, p := range paths {
 		r, err := measurePath(c, l, p)
@@ -68,10 +93,13 @@ func run(c config) error {
 		}
 		results = append(results, r)
 	}
-	md := render(c, results, time.Since(start))
+	e.date, e.took = time.Now(), time.Since(start)
+	md := render(c, e, results)
 	fmt.Print(md)
 	if c.out != "" {
-		return os.WriteFile(c.out, []byte(md), 0o644)
+		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("writing the results: %w", err)
+		}
 	}
 	return nil
 }
@@ -80,9 +108,9 @@ func run(c config) error {
 type pathSpec struct{ name, client, node string }
 
 var paths = []pathSpec{
-	{"same node (lab-b1 → lab-b1)", "cli-same-node", "lab-b1"},
-	{"same zone (lab-b2 → lab-b1)", "cli-same-zone", "lab-b2"},
-	{"cross zone (lab-a1 → lab-b1)", "cli-cross-zone", "lab-a1"},
+	{"same node (lab-b1 → " + serverNode + ")", "cli-same-node", "lab-b1"},
+	{"same zone (lab-b2 → " + serverNode + ")", "cli-same-zone", "lab-b2"},
+	{"cross zone (lab-a1 → " + serverNode + ")", "cli-cross-zone", "lab-a1"},
 }
 
 // refServer is an agent server of ours started in the server pod's network namespace, for the

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
+
+// tcpN is the plugin's result for pluginStreams streams.
+var tcpN = fmt.Sprintf("tcp-%d", pluginStreams)
 
 // figure is one measurement taken both ways in every round.
 type figure struct{ ours, ref []float64 }
@@ -42,7 +46,7 @@ func measurePath(c config, l *lab, p pathSpec) (pathResult, error) {
 	if err != nil {
 		return res, err
 	}
-	inServer, err := nsRunner("lab-b1", srvIP)
+	inServer, err := nsRunner(serverNode, srvIP)
 	if err != nil {
 		return res, err
 	}
@@ -85,9 +89,7 @@ func measurePath(c config, l *lab, p pathSpec) (pathResult, error) {
 
 // runPlugin runs `path` from the client pod to the server pod and reads its JSON report.
 func runPlugin(c config, client string) (*report.PathReport, error) {
-	secs := fmt.Sprintf("%gs", c.seconds)
-	cmd := exec.Command(c.plugin, "path", "-n", namespace, client, "srv", "--port", "8080",
-		"--probes", "rtt,tcp,http-new-conn,http-max", "--streams", "8", "--duration", secs, "-o", "json")
+	cmd := exec.Command(c.plugin, pluginArgs(c, client)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -98,6 +100,12 @@ func runPlugin(c config, client string) (*report.PathReport, error) {
 		return nil, fmt.Errorf("the plugin's report: %w", err)
 	}
 	return &r, nil
+}
+
+// pluginArgs is the plugin's command line (render prints it with CLIENT for the client).
+func pluginArgs(c config, client string) []string {
+	return []string{"path", "-n", namespace, client, "srv", "--port", strconv.Itoa(appPort), "--probes", pluginProbes,
+		"--streams", strconv.Itoa(pluginStreams), "--duration", fmt.Sprintf("%gs", c.seconds), "-o", "json"}
 }
 
 // planned is what the references copy from the plugin's run: the same rates, counts and
@@ -142,7 +150,7 @@ func find(rs []*agent.ProbeResult, name string) *agent.ProbeResult {
 
 // references is one round of the reference tools.
 type references struct {
-	iperf1, iperf8                 reftools.Throughput
+	iperf1, iperfN                 reftools.Throughput
 	pingP50                        float64
 	appP50, appP99, maxQPS, maxP50 float64
 	newConnP50, curlP50            float64
@@ -155,21 +163,21 @@ func runReferences(c config, in reftools.Runner, srvIP string, ref *refServer, p
 	if r.iperf1, err = reftools.Iperf(in, srvIP, 1, c.seconds); err != nil {
 		return r, err
 	}
-	if r.iperf8, err = reftools.Iperf(in, srvIP, 8, c.seconds); err != nil {
+	if r.iperfN, err = reftools.Iperf(in, srvIP, pluginStreams, c.seconds); err != nil {
 		return r, err
 	}
 	if r.pingP50, _, err = reftools.Ping(in, srvIP, p.pingCount, p.pingInterval); err != nil {
 		return r, err
 	}
 	r.pingCount = p.pingCount
-	app := reftools.HTTPRun{URL: fmt.Sprintf("http://%s:8080/", srvIP), Seconds: c.seconds, QPS: p.appQPS, Connections: p.appConns}
-	lat, _, err := reftools.Fortio(in, app, "1")
+	app := reftools.HTTPRun{URL: fmt.Sprintf("http://%s/", net.JoinHostPort(srvIP, strconv.Itoa(appPort))), Seconds: c.seconds, QPS: p.appQPS, Connections: p.appConns}
+	lat, _, err := reftools.Fortio(in, app, refProcs)
 	if err != nil {
 		return r, err
 	}
 	r.appP50, r.appP99 = lat.P50Micros, lat.P99Micros
 	closed := reftools.HTTPRun{URL: ref.url, Token: ref.token, Seconds: c.seconds, QPS: 0, Connections: p.maxConns}
-	lat, r.maxQPS, err = reftools.Fortio(in, closed, "1")
+	lat, r.maxQPS, err = reftools.Fortio(in, closed, refProcs)
 	if err != nil {
 		return r, err
 	}
@@ -204,7 +212,7 @@ func curlTTFB(in reftools.Runner, ref *refServer, n int) (float64, error) {
 
 func (r *pathResult) record(ours *report.PathReport, refs references) error {
 	need := map[string]*agent.ProbeResult{}
-	for _, n := range []string{"icmp", "tcp-1", "tcp-8", "http-new-conn", "http-max"} {
+	for _, n := range []string{"icmp", "tcp-1", tcpN, "http-new-conn", "http-max"} {
 		if need[n] = find(ours.Probes, n); need[n] == nil {
 			return fmt.Errorf("the plugin's report has no %s result", n)
 		}
@@ -216,7 +224,7 @@ func (r *pathResult) record(ours *report.PathReport, refs references) error {
 	for _, t := range []struct {
 		name string
 		ref  reftools.Throughput
-	}{{"tcp-1", refs.iperf1}, {"tcp-8", refs.iperf8}} {
+	}{{"tcp-1", refs.iperf1}, {tcpN, refs.iperfN}} {
 		tp := need[t.name].Throughput
 		gbps := tp.BitsPerSecondReceived / 1e9
 		r.add(t.name+" gbps", gbps, t.ref.Gbps)

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
-	"runtime"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // goal says how a figure's netbench median must relate to the reference's.
@@ -32,19 +38,24 @@ func withinMicros(d float64) goal {
 
 var info = goal{text: "(info)"}
 
+// imageGoalBytes is the most the agent image may weigh unpacked.
+const imageGoalBytes = 15e6
+
 // rowSpec is one line of a path's table.
 type rowSpec struct {
 	key, label, ref string
 	goal            goal
 }
 
+var iperfN = fmt.Sprintf("iperf3 -P %d", pluginStreams)
+
 var rowSpecs = []rowSpec{
 	{"tcp-1 gbps", "TCP 1 stream, Gbit/s received", "iperf3 -P 1", atLeast(1)},
 	{"tcp-1 cpu/gbps", "TCP 1 stream, client CPU % per Gbit/s", "iperf3 -P 1", atMost(1)},
 	{"tcp-1 server cpu/gbps", "TCP 1 stream, server CPU % per Gbit/s", "iperf3 -P 1", info},
-	{"tcp-8 gbps", "TCP 8 streams, Gbit/s received", "iperf3 -P 8", atLeast(1)},
-	{"tcp-8 cpu/gbps", "TCP 8 streams, client CPU % per Gbit/s", "iperf3 -P 8", atMost(1)},
-	{"tcp-8 server cpu/gbps", "TCP 8 streams, server CPU % per Gbit/s", "iperf3 -P 8", info},
+	{tcpN + " gbps", fmt.Sprintf("TCP %d streams, Gbit/s received", pluginStreams), iperfN, atLeast(1)},
+	{tcpN + " cpu/gbps", fmt.Sprintf("TCP %d streams, client CPU %% per Gbit/s", pluginStreams), iperfN, atMost(1)},
+	{tcpN + " server cpu/gbps", fmt.Sprintf("TCP %d streams, server CPU %% per Gbit/s", pluginStreams), iperfN, info},
 	{"icmp p50", "ICMP RTT p50, µs", "iputils ping", withinMicros(10)},
 	{"http p50", "HTTP keep-alive to the app, p50 µs", "fortio runner", withinPct(3)},
 	{"http p99", "HTTP keep-alive to the app, p99 µs", "fortio runner", withinPct(3)},
@@ -54,66 +65,199 @@ var rowSpecs = []rowSpec{
 	{"new-conn curl", "HTTP on a new connection, p50 µs", "curl back to back: time to first byte", info},
 }
 
-func render(c config, results []pathResult, took time.Duration) string {
+// env is what the run learned about itself and the machine; render prints it as it is.
+type env struct {
+	command  string
+	date     time.Time
+	took     time.Duration // from creating the pods to the last measurement
+	machine  benchinfo.Machine
+	nodes    int
+	versions []string
+	image    image
+}
+
+// image is the agent image's size as read from its tarball.
+type image struct {
+	path                 string
+	compressed, unpacked int64 // bytes of its layers, as pulled and as unpacked
+	err                  error // why it was not measured
+}
+
+// readImage reads the layers of a `docker save`-style tarball (what hack/agent-image.sh
+// writes): their size as stored, and unpacked.
+func readImage(path string) image {
+	im := image{path: path}
+	f, err := os.Open(path)
+	if err != nil {
+		im.err = err
+		return im
+	}
+	defer f.Close()
+	var layers map[string]bool
+	blobs := map[string][2]int64{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			im.err = fmt.Errorf("%s: %w", path, err)
+			return im
+		}
+		switch {
+		case h.Name == "manifest.json":
+			var m []struct{ Layers []string }
+			if err := json.NewDecoder(tr).Decode(&m); err != nil {
+				im.err = fmt.Errorf("%s: manifest.json: %w", path, err)
+				return im
+			}
+			layers = map[string]bool{}
+			for _, e := range m {
+				for _, l := range e.Layers {
+					layers[l] = true
+				}
+			}
+		case strings.HasSuffix(h.Name, ".tar.gz"):
+			zr, err := gzip.NewReader(tr)
+			if err != nil {
+				im.err = fmt.Errorf("%s: %s: %w", path, h.Name, err)
+				return im
+			}
+			n, err := io.Copy(io.Discard, zr)
+			if err != nil {
+				im.err = fmt.Errorf("%s: %s: %w", path, h.Name, err)
+				return im
+			}
+			blobs[h.Name] = [2]int64{h.Size, n}
+		}
+	}
+	if len(layers) == 0 {
+		im.err = fmt.Errorf("%s: no manifest.json listing layers", path)
+		return im
+	}
+	for l := range layers {
+		b, ok := blobs[l]
+		if !ok {
+			im.err = fmt.Errorf("%s: layer %s is not a gzip blob in the tarball", path, l)
+			return im
+		}
+		im.compressed, im.unpacked = im.compressed+b[0], im.unpacked+b[1]
+	}
+	return im
+}
+
+func render(c config, e env, results []pathResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kubectl-netbench on the lab's pod paths, beside reference tools in the same pods\n\n")
-	fmt.Fprintf(&b, "Written by `make bench-lab` (hack/benchlab) on %s; it took %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
-	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; the whole lab (API server, 4 nodes' kubelets, containerd, kube-proxy) shares those cores\n", runtime.NumCPU(), reftools.CPUModel(), reftools.FirstLine("uname", "-r"))
-	fmt.Fprintf(&b, "- Versions: %s; %s; %s; %s; fortio v1.75.3 runner (fhttp) in hack/benchlab; kubectl-netbench from this tree (agent image `dev`)\n",
-		runtime.Version(), reftools.FirstLine("iperf3", "--version"), reftools.FirstLine("ping", "-V"), reftools.FirstLine("curl", "--version"))
-	fmt.Fprintf(&b, "- Pods: a server pod (the lab's sample app, port 8080) on lab-b1; one client pod per path; restricted Pod Security, no resource limits\n")
-	fmt.Fprintf(&b, "- netbench: `kubectl netbench path CLIENT srv --port 8080 --probes rtt,tcp,http-new-conn,http-max --streams 8 --duration %gs -o json` — agents as ephemeral containers in the two pods\n", c.seconds)
-	fmt.Fprintf(&b, "- References, run in the same two pods' network namespaces (nsenter) and cgroups (they join the pod's container's cgroups first, so they get the pod's CPU share, as the agents do): iperf3 (%gs, server in the server pod); iputils ping (as root: raw socket) with the probe's count and interval; fortio's runner (GOMAXPROCS=1 and -uniform, as the agent) at the probe's rate and connections against the app's port, and closed loop against an agent server of ours started in the server pod; against that agent server too, a new-connection client built on Go's net/http (not fortio's), paced as the http-new-conn probe (its rate over its connections), and curl, %d requests back to back, each a new process and connection\n", c.seconds, c.newConns)
-	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n\n", c.rounds)
+	fmt.Fprintf(&b, "Written by `%s` on %s. From creating the pods to the last measurement it took %s (building and importing the images before, and deleting the pods after, not counted).\n\n",
+		e.command, benchinfo.Stamp(e.date), e.took.Round(time.Second))
+	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; the whole lab (API server, its %d nodes' kubelets, containerd, kube-proxy) shares those cores\n",
+		e.machine.Cores, e.machine.CPU, e.machine.Kernel, e.nodes)
+	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(e.versions, "; "))
+	fmt.Fprintf(&b, "- Pods: a server pod (the lab's sample app, port %d) on %s; one client pod per path; restricted Pod Security, no resource limits\n", appPort, serverNode)
+	fmt.Fprintf(&b, "- netbench: `kubectl netbench %s` — agents as ephemeral containers in the two pods\n", strings.Join(pluginArgs(c, "CLIENT"), " "))
+	fmt.Fprintf(&b, "- References, run in the same two pods' network namespaces (nsenter) and cgroups (they join the pod's container's cgroups first, so they get the pod's CPU share, as the agents do): iperf3 (-P 1 and -P %d, %gs each, server in the server pod); iputils ping (as root: raw socket) with the probe's count and interval; fortio's runner (GOMAXPROCS=%s and -uniform, as the agent) at the probe's rate and connections against the app's port, and closed loop against an agent server of ours started in the server pod; against that agent server too, a new-connection client built on Go's net/http (not fortio's), paced as the http-new-conn probe (its rate over its connections), and curl, %d requests back to back, each a new process and connection\n",
+		pluginStreams, c.seconds, refProcs, c.newConns)
+	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n\n", c.rounds)
 	for _, r := range results {
 		renderPath(&b, r)
 	}
-	b.WriteString(labNotes)
+	renderNotes(&b, c, e, results)
 	return b.String()
 }
 
-// labNotes explain the tables; their figures come from profiles and traces taken on the lab's
-// cross-zone demo path (shop-client on lab-a2 → shop-api on lab-b1), 2026-12-01.
-const labNotes = `## Reading the tables
+// renderNotes explains the tables with this run's own figures and the code's parameters only;
+// what needs a profiler or a trace is in notesFile, written by hand, which is linked, not quoted.
+func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
+	b.WriteString("## Reading the tables\n\n")
+	var spreads []float64
+	ties, ratios := 0, 0
+	for _, r := range results {
+		for _, s := range rowSpecs {
+			f := r.figures[s.key]
+			if f == nil {
+				continue
+			}
+			spreads = append(spreads, spread(f.ours), spread(f.ref))
+			ratios++
+			if overlap(f.ours, f.ref) {
+				ties++
+			}
+		}
+	}
+	lo, hi := reftools.Range(spreads)
+	fmt.Fprintf(b, "- The machine drifts: in this run the rounds of one cell span %.0f–%.0f %% of its median ((max − min) ÷ median; %.0f %% for the median cell), because the whole lab shares the machine's %d cores. A ratio whose two ranges overlap is a tie — %d of the %d ratios above — and \"met\" compares medians only.\n",
+		lo, hi, reftools.Median(spreads), e.machine.Cores, ties, ratios)
+	fmt.Fprintf(b, "- Throughput: CPU %% per Gbit/s is each tool's own figure of its CPU time in %% of one core, divided by the Gbit/s received. On veth the receiver's stack can run in the sender's context and be charged to it, so the client and server CPU rows are indicative.\n")
+	var lower []string
+	for _, r := range results {
+		if f := r.figures["http p50"]; f != nil {
+			n := 0
+			for i := range f.ours {
+				if f.ours[i] < f.ref[i] {
+					n++
+				}
+			}
+			lower = append(lower, fmt.Sprintf("%d of %d rounds (%s)", n, len(f.ours), r.spec.name))
+		}
+	}
+	fmt.Fprintf(b, "- HTTP: both sides are fortio's engine with the same settings (fixed rate, connections taking turns, %d µs histogram resolution, GOMAXPROCS=%s), the agent's in an ephemeral container, the reference in the same pod's cgroups. The agent's keep-alive p50 came out below the reference's in %s.\n",
+		probes.DefaultResolution.Microseconds(), refProcs, strings.Join(lower, ", "))
+	b.WriteString("- New connections: the probe is fortio's engine, which reads a connection it asked to close until the server's FIN; the Go client and curl stop at the answer's first byte, so the probe's figure includes that wait.\n")
+	b.WriteString("- ICMP: the agent runs without privileges (its ICMP method is in the row's label); ping runs as root with a raw socket. Both take the receive time from the kernel.\n")
+	roles := map[string][2]float64{} // role → highest CPU s, highest peak RSS MiB over every path and round
+	for _, r := range results {
+		for role, v := range r.cpu {
+			_, c := reftools.Range(v)
+			_, m := reftools.Range(r.rss[role])
+			roles[role] = [2]float64{max(roles[role][0], c), max(roles[role][1], m)}
+		}
+	}
+	var fp []string
+	for _, role := range sortedKeys(roles) {
+		fp = append(fp, fmt.Sprintf("the %s's at most %s CPU s and %s MiB peak RSS", role, num(roles[role][0]), num(roles[role][1])))
+	}
+	if len(fp) > 0 {
+		fmt.Fprintf(b, "- Footprint: what the agents measured of themselves (getrusage) over a whole `path` run with --duration %gs, on every path and round: %s.\n", c.seconds, strings.Join(fp, "; "))
+	}
+	if im := e.image; im.err != nil {
+		fmt.Fprintf(b, "- Image: not measured (%v).\n", im.err)
+	} else {
+		met := "met"
+		if float64(im.unpacked) > imageGoalBytes {
+			met = "not met"
+		}
+		fmt.Fprintf(b, "- Image: `%s`, the agent image the lab ran: its layers %.1f MB as pulled (compressed), %.1f MB unpacked; goal ≤ %.0f MB unpacked: %s.\n",
+			im.path, float64(im.compressed)/1e6, float64(im.unpacked)/1e6, imageGoalBytes/1e6, met)
+	}
+	fmt.Fprintf(b, "\nProfiles and traces of these probes on the lab, and how the image's size divides, were taken once by hand and are in %s (not rewritten by this command).\n", notesFile)
+}
 
-- The machine drifts: the same tool on the same path moves by 10–50 % from one round to the next
-  (see the ranges), because the whole lab — API server, four kubelets, containerd, kube-proxy, the
-  pods — shares two virtual cores. A ratio whose ranges overlap is a tie; "met" compares medians
-  only.
-- Throughput: the agent's sender spends 98 % of its CPU in write(2) (pprof of the agent in the
-  client pod's network namespace and cgroups, 8 streams, 8 s: 6.25 of 6.37 s sampled in the
-  syscall), every write a full 128 KiB block and 42 of 35,509 writes refused with EAGAIN (strace
-  -c): user space leaves nothing to win, and the cost per Gbit/s is the kernel's TCP and veth
-  work, which on veth includes the receiver's stack run in the sender's context. iperf3 3.12's
-  own CPU figure for -P 8 varies 1.6–7.8 % per Gbit/s between rounds on one path, so the 8-stream
-  CPU ratio says little about either tool. The receiving agent reads each stream from its own
-  goroutine: 10 % of its CPU goes to Go's scheduler and netpoller (pprof), which iperf3's single
-  select loop does not pay — hence the server CPU row.
-- HTTP: both sides are fortio's engine with the same settings (fixed rate, connections taking
-  turns, 10 µs histogram resolution, GOMAXPROCS=1), the agent's in an ephemeral container, the
-  reference in the same pod's cgroups. The agent's p50 once came out 5–10 % below a separate
-  fortio process; with the reference given the pod's CPU share and both staggering their
-  connections, six alternating rounds of the two as host processes on one pod path gave medians
-  of 273 µs (agent) and 263 µs (fortio), the agent lower in 2 of 6 rounds: no direction left.
-- New connections: the http-new-conn probe used to fire its four connections together, so each
-  request queued behind the others in both single-threaded agents: 2.0–2.1× the independent
-  client's p50 on every path. With the connections taking turns (fortio's uniform mode, now the
-  agent's default) it is 0.98–1.15×. What remains is what is timed: fortio reads a connection it
-  asked to close until the server's FIN, which follows the answer by 40–70 µs on these paths
-  (tcpdump), while the reference stops at the answer's first byte.
-- ICMP: the agent runs without privileges and uses an unprivileged ICMP socket; ping runs as
-  root with a raw socket. Both take the receive time from the kernel.
-- Footprint: what the agents measured of themselves (getrusage) over a whole run of the probes
-  above with --duration 5s: the client's CPU is mostly the two TCP probes (one core while they
-  send), its peak RSS stays under 26 MiB, the server's under 24 MiB.
-- Image: the agent image is one static binary on an empty base: 7.9 MB compressed (what a node
-  pulls; the layer of bin/agent-image.tar), 18.3 MB unpacked — above the 15 MB goal. Measured floor:
-  an empty Go program that only imports fortio's HTTP engine (fhttp) is 6.1 MB built as the agent
-  is (-trimpath -s -w, no cgo); with fortio's gRPC engine (fgrpc) as well, 13.2 MB. So the gRPC
-  probe's engine alone costs 7.1 MB, and everything of ours (probes, DNS with miekg/dns, the
-  agent runtime, cobra) 5.1 MB; reaching 15 MB means a gRPC ping of our own on grpc-go instead
-  of fortio's engine.
-`
+// spread is (max − min) ÷ median in %.
+func spread(v []float64) float64 {
+	lo, hi := reftools.Range(v)
+	if m := reftools.Median(v); m != 0 {
+		return (hi - lo) / m * 100
+	}
+	return 0
+}
+
+// overlap says whether the two sets' ranges meet.
+func overlap(a, b []float64) bool {
+	alo, ahi := reftools.Range(a)
+	blo, bhi := reftools.Range(b)
+	return alo <= bhi && blo <= ahi
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 func renderPath(b *strings.Builder, r pathResult) {
 	fmt.Fprintf(b, "## %s\n\n", r.spec.name)
@@ -137,12 +281,7 @@ func renderPath(b *strings.Builder, r pathResult) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s |\n", label, cell(f.ours), cell(f.ref), s.ref, om/rm, s.goal.text, met)
 	}
-	roles := make([]string, 0, len(r.rss))
-	for role := range r.rss {
-		roles = append(roles, role)
-	}
-	sort.Strings(roles)
-	for _, role := range roles {
+	for _, role := range sortedKeys(r.rss) {
 		fmt.Fprintf(b, "\nagent footprint, %s (as it measured itself, per run): CPU %s s, peak RSS %s MiB", role, cell(r.cpu[role]), cell(r.rss[role]))
 	}
 	b.WriteString("\n\n")

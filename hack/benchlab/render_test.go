@@ -1,0 +1,182 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+)
+
+// made is a made-up run's parameters and facts; the two runs the tests render share none.
+type made struct {
+	rounds, paths, cores, nodes, newConns int
+	seconds                               float64
+	date                                  time.Time
+	took                                  time.Duration
+	kernel, iperf                         string
+	compressed, unpacked                  int64
+	scale                                 float64 // of every measurement
+	below                                 bool    // netbench's figure below the reference's in every round
+}
+
+var (
+	runA = made{rounds: 5, paths: 3, cores: 2, nodes: 4, newConns: 17, seconds: 7,
+		date: time.Date(2031, 1, 2, 4, 6, 0, 0, time.UTC), took: 613 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12",
+		compressed: 8_300_000, unpacked: 16_700_000, scale: 1, below: true}
+	runB = made{rounds: 3, paths: 2, cores: 6, nodes: 9, newConns: 23, seconds: 9,
+		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18",
+		compressed: 9_400_000, unpacked: 18_600_000, scale: 3.7, below: false}
+)
+
+// synthetic renders's inputs for a made-up run.
+func synthetic(m made) (config, env, []pathResult) {
+	c := config{rounds: m.rounds, seconds: m.seconds, newConns: m.newConns}
+	e := env{
+		command:  fmt.Sprintf("go run ./hack/benchlab -rounds %d -seconds %g", m.rounds, m.seconds),
+		date:     m.date,
+		took:     m.took,
+		machine:  benchinfo.Machine{Cores: m.cores, CPU: "Made-up CPU", Kernel: m.kernel},
+		nodes:    m.nodes,
+		versions: []string{"go-test", m.iperf, "fortio v-test runner (fhttp) in hack/benchlab"},
+		image:    image{path: "bin/agent-image.tar", compressed: m.compressed, unpacked: m.unpacked},
+	}
+	var results []pathResult
+	x := 0.0
+	next := func() float64 { x++; return m.scale * (97 + 13*x + 0.37*x*x) }
+	for _, p := range paths[:m.paths] {
+		r := pathResult{spec: p, figures: map[string]*figure{}, cpu: map[string][]float64{}, rss: map[string][]float64{}, method: "icmp-unprivileged"}
+		for i := 0; i < m.rounds; i++ {
+			for _, s := range rowSpecs {
+				ours, ref := next(), next()
+				if m.below == (ours > ref) {
+					ours, ref = ref, ours
+				}
+				r.add(s.key, ours, ref)
+			}
+			for _, role := range []string{"client", "server"} {
+				r.cpu[role] = append(r.cpu[role], next()/10)
+				r.rss[role] = append(r.rss[role], next()/20)
+			}
+		}
+		results = append(results, r)
+	}
+	return c, e, results
+}
+
+// constants are the numbers the generated prose may repeat from one run to the next: the code's
+// own parameters, printed from the same constants the code uses.
+func constants() map[string]bool {
+	ok := map[string]bool{}
+	for _, n := range []string{
+		strconv.Itoa(pluginStreams),
+		strconv.Itoa(appPort),
+		refProcs,
+		fmt.Sprint(probes.DefaultResolution.Microseconds()),
+		fmt.Sprintf("%.0f", imageGoalBytes/1e6),
+		"1", // -P 1: the single-stream iperf3 run
+	} {
+		ok[n] = true
+	}
+	for _, n := range benchinfo.Numbers(notesFile) { // the hand-written note's name
+		ok[n] = true
+	}
+	return ok
+}
+
+// TestNotesHoldOnlyThisRunsNumbers renders two made-up runs that share no figure: a number in
+// the prose of both (outside the tables) that is not one of the code's parameters was typed
+// into the generator, and would be printed, stale, over every future run.
+func TestNotesHoldOnlyThisRunsNumbers(t *testing.T) {
+	c1, e1, r1 := synthetic(runA)
+	c2, e2, r2 := synthetic(runB)
+	a, b := render(c1, e1, r1), render(c2, e2, r2)
+	inB := map[string]bool{}
+	for _, n := range benchinfo.Numbers(benchinfo.Prose(b)) {
+		inB[n] = true
+	}
+	ok := constants()
+	for _, l := range strings.Split(benchinfo.Prose(a), "\n") {
+		for _, n := range benchinfo.Numbers(l) {
+			if inB[n] && !ok[n] {
+				t.Errorf("%q is printed whatever was measured, and is not a parameter of the code:\n%s", n, l)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("the first rendering's prose:\n%s", benchinfo.Prose(a))
+	}
+}
+
+// The notes are generated from the run: the measured figures reach the prose.
+func TestNotesUseTheMeasurements(t *testing.T) {
+	c, e, r := synthetic(runA)
+	md := render(c, e, r)
+	for _, want := range []string{
+		"Written by `go run ./hack/benchlab -rounds 5 -seconds 7` on 2031-01-02 04:06 UTC",
+		"it took 10m13s",
+		"2 cores (Made-up CPU), kernel 6.13.40-test; the whole lab (API server, its 4 nodes'",
+		"--duration 7s",
+		"curl, 17 requests",
+		"- 5 rounds per path",
+		"5 of 5 rounds (same node",
+		"— 39 of the 39 ratios above —",
+		"its layers 8.3 MB as pulled (compressed), 16.7 MB unpacked; goal ≤ 15 MB unpacked: not met",
+		notesFile,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the markdown lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the markdown:\n%s", md)
+	}
+	e.image = readImage(filepath.Join(t.TempDir(), "absent.tar"))
+	if md := render(c, e, r); !strings.Contains(md, "- Image: not measured (open ") {
+		t.Errorf("an absent image is not said to be unmeasured:\n%s", md)
+	}
+}
+
+func TestReadImage(t *testing.T) {
+	layer := bytes.Repeat([]byte("netbench agent layer "), 5000)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(layer)
+	_ = zw.Close()
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{"sha256:cfg", []byte("{}")},
+		{"abc.tar.gz", gz.Bytes()},
+		{"manifest.json", []byte(`[{"Config":"sha256:cfg","RepoTags":["x:dev"],"Layers":["abc.tar.gz"]}]`)},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "agent.tar")
+	if err := os.WriteFile(path, tb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	im := readImage(path)
+	if im.err != nil || im.compressed != int64(gz.Len()) || im.unpacked != int64(len(layer)) {
+		t.Errorf("readImage = %+v, want %d bytes compressed, %d unpacked", im, gz.Len(), len(layer))
+	}
+}
