@@ -35,29 +35,31 @@ lint:
 agent-image:
 	VERSION=$(VERSION) ARCHS=$(ARCH) hack/agent-image.sh bin/agent-image.tar
 
-## bench: our engines side by side with iperf3, fortio and ping on one veth path (root).
+## bench: our engines side by side with iperf3, fortio and ping on one veth path; writes
+## benchmarks/RESULTS.md (root).
 bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
 
 ## bench-lab: the plugin beside iperf3, ping, fortio's runner and curl run in the same lab pods'
 ## network namespaces, on a same-node, a same-zone and a cross-zone path; writes
-## benchmarks/LAB-RESULTS.md (root, lab up; about 20 minutes).
+## benchmarks/LAB-RESULTS.md, whose header says how long its measuring took (root, lab up).
 bench-lab:
 	$(MAKE) -s bin/kubectl-netbench bin/netbench-agent VERSION=dev
 	hack/lab/lab.sh images
 	KUBECONFIG=$$(hack/lab/lab.sh kubeconfig) $(GO) run ./hack/benchlab -rounds 5 -out benchmarks/LAB-RESULTS.md
 
-## bench-ladder: the ladder's own overhead (wall minus measuring) on the lab, five runs (root, lab up).
+## bench-ladder: the ladder's own overhead (wall minus measuring) on the lab, five runs; writes
+## benchmarks/LADDER.md (root, lab up).
 bench-ladder:
 	hack/bench-ladder.sh 5
 
 ## bench-udp: the udp probe beside ICMP and iputils ping at the same rate, on the lab's cross-zone
-## pod path, five rounds (root, lab up).
+## pod path, five rounds; writes benchmarks/UDP.md (root, lab up).
 bench-udp:
 	hack/bench-udp.sh 5
 
-## bench-matrix: the matrix's own cost (API calls, plugin memory, time) at 10 … 5000 nodes,
-## against a fake cluster; writes benchmarks/MATRIX.md.
+## bench-matrix: the matrix's own cost (API calls, plugin memory, time) by cluster size, against
+## a fake cluster; writes benchmarks/MATRIX.md.
 bench-matrix:
 	hack/bench-matrix.sh 3
 

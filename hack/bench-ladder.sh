@@ -1,19 +1,43 @@
 #!/usr/bin/env bash
-# The ladder's own overhead on the lab: wall time minus time measuring, for a three-rung ladder
-# (same node, same zone, cross zone) run N times (default 5). Prints each run and the median.
-#   hack/bench-ladder.sh [N]     (root, lab up: make lab-up)
+# The ladder's own overhead on the lab: wall time minus time measuring, for a ladder to the demo's
+# shop-api with --probes rtt, run N times (default 5), one after the other. Writes OUT (default
+# benchmarks/LADDER.md) — each run, the median against the goal, the machine, the versions, the
+# date and this command line — and prints it. Every number in it is measured or set below.
+#   hack/bench-ladder.sh [N [OUT]]     (root, lab up: make lab-up)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
+out=${2:-benchmarks/LADDER.md}
+goal=5 # s: the most the median overhead may be
+cmdline="hack/bench-ladder.sh $*"
+[ -n "${MAKELEVEL:-}" ] && cmdline+=" (by \`make bench-ladder\`)"
 # shellcheck source=hack/lab-demo.sh
 source hack/lab-demo.sh
-overheads=()
+ladder=(bin/kubectl-netbench ladder -n demo deploy/shop-api --probes rtt -o json)
+lines=() overheads=()
 for i in $(seq "$n"); do
-  t=$(bin/kubectl-netbench ladder -n demo deploy/shop-api --probes rtt -o json |
+  t=$("${ladder[@]}" |
     jq -r '[.timing.wallSeconds, .timing.measuringSeconds, .timing.overheadSeconds, ([.rungs[] | select(.skipped == null)] | length)] | @tsv')
   read -r wall measuring overhead rungs <<<"$t"
-  echo "run $i: $rungs rungs, wall $wall s = measuring $measuring s + overhead $overhead s"
+  echo "run $i: $rungs rungs, wall $wall s = measuring $measuring s + overhead $overhead s" >&2
+  lines+=("| $i | $rungs | $wall | $measuring | $overhead |")
   overheads+=("$overhead")
 done
-median=$(printf '%s\n' "${overheads[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
-echo "overhead median $median s over $n runs ($(nproc) cores; goal: at most 5 s for three rungs)"
+median=$(printf '%s\n' "${overheads[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+met=$(awk -v m="$median" -v g="$goal" 'BEGIN {print (m <= g) ? "met" : "not met"}')
+{
+  echo "# The ladder's own overhead on the lab"
+  echo
+  echo "Written by \`$cmdline\` on $(date -u '+%Y-%m-%d %H:%M UTC')."
+  echo
+  echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r); the whole lab shares those cores"
+  echo "- Versions: $(bin/kubectl-netbench version | paste -sd';' | sed 's/;/; /g')"
+  echo "- Each run: \`kubectl netbench ${ladder[*]:1}\`, the $n runs one after the other on the lab as it was (its zone delay, if any, left as set); overhead is the report's own wall time minus its time measuring"
+  echo
+  echo "| run | rungs | wall, s | measuring, s | overhead, s |"
+  echo "|---:|---:|---:|---:|---:|"
+  printf '%s\n' "${lines[@]}"
+  echo
+  echo "Overhead median over the $n runs: $median s; goal: at most $goal s: $met."
+} >"$out"
+cat "$out"
