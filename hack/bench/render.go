@@ -50,7 +50,7 @@ func render(c config, e env, rows []row) string {
 	ms := rttInterval.Milliseconds()
 	fmt.Fprintf(&b, "# kubectl-netbench engines vs reference tools\n\n")
 	fmt.Fprintf(&b, "Written by `%s` on %s; it took %s.\n\n", e.command, benchinfo.Stamp(e.date), e.took.Round(time.Second))
-	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s\n", e.machine.Cores, e.machine.CPU, e.machine.Kernel)
+	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; load average %s when the run started\n", e.machine.Cores, e.machine.CPU, e.machine.Kernel, e.machine.Load)
 	fmt.Fprintf(&b, "- Path: two network namespaces joined by a veth pair on this machine; client in one, servers in the other\n")
 	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(e.versions, "; "))
 	fmt.Fprintf(&b, "- Throughput (%s streams): %gs per run, %d rounds; who goes first alternates, %s in the first round; each cell is the median of the rounds with the range (min–max)\n",

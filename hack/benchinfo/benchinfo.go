@@ -18,11 +18,20 @@ type Machine struct {
 	Cores  int
 	CPU    string // model name
 	Kernel string // uname -r
+	Load   string // the 1-minute load average when the run started: other work shares the cores
 }
 
-// ReadMachine reads this machine's cores, CPU model and kernel release.
+// ReadMachine reads this machine's cores, CPU model, kernel release and load average.
 func ReadMachine() Machine {
-	return Machine{Cores: runtime.NumCPU(), CPU: cpuModel(), Kernel: FirstLine("uname", "-r")}
+	return Machine{Cores: runtime.NumCPU(), CPU: cpuModel(), Kernel: FirstLine("uname", "-r"), Load: loadAverage()}
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 func cpuModel() string {
