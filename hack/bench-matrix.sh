@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 count=${1:-3}
 out=benchmarks/MATRIX.md
 src=pkg/plugin/matrix_bench_test.go
-cmdline="hack/bench-matrix.sh $*"
-[ -n "${MAKELEVEL:-}" ] && cmdline+=" (by \`make bench-matrix\`)"
+cmdline="hack/bench-matrix.sh${*:+ $*}" via=""
+[ -n "${MAKELEVEL:-}" ] && via=" (by \`make bench-matrix\`)"
+load0=$(cut -d' ' -f1 /proc/loadavg) # other work shares the cores: said in the file
 # The fake cluster's zones and the run's --concurrency, as the benchmark sets them.
 zones=$(sed -n 's/.*newFleetCluster(n, \([0-9][0-9]*\)).*/\1/p' "$src" | head -1)
 conc=$(sed -n 's/.*o\.Concurrency, o\.MaxPairs = sc\.scope, \([0-9][0-9]*\),.*/\1/p' "$src" | head -1)
@@ -27,12 +28,13 @@ rows=$(echo "$raw" | awk '/^BenchmarkMatrixOrchestration\// {
   print scope, n, v["pairs/run"] + 0, v["agents/run"] + 0, v["api-calls/run"] + 0, v["plan-ms/run"], v["ns/op"] / 1e6, v["peak-heap-MiB/run"]
 }')
 [ -n "$rows" ] || { echo "bench-matrix: no benchmark results in:"; echo "$raw"; exit 1; } >&2
+load1=$(cut -d' ' -f1 /proc/loadavg)
 {
   echo "# The matrix's cost in API calls, memory and time, by cluster size"
   echo
-  echo "Written by \`$cmdline\` on $(date -u '+%Y-%m-%d %H:%M UTC'), which ran \`${gotest[*]}\`."
+  echo "Written by \`$cmdline\`$via on $(date -u '+%Y-%m-%d %H:%M UTC'), which ran \`${gotest[*]}\`."
   echo
-  echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r)"
+  echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r); load average $load0 when the run started, $load1 when it ended"
   echo "- Versions: $(go version | cut -d' ' -f3); kubectl-netbench from this tree ($(git describe --tags --always --dirty 2>/dev/null || echo 'no git'))"
   echo "- What runs: a whole \`matrix\` run — list the nodes, plan, create the DaemonSet, watch its pods, post one job"
   echo "  per pair, build the report, delete the DaemonSet — against a fake clientset of N nodes in $zones zones"

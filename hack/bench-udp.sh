@@ -11,8 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
 out=${2:-benchmarks/UDP.md}
-cmdline="hack/bench-udp.sh $*"
-[ -n "${MAKELEVEL:-}" ] && cmdline+=" (by \`make bench-udp\`)"
+cmdline="hack/bench-udp.sh${*:+ $*}" via=""
+[ -n "${MAKELEVEL:-}" ] && via=" (by \`make bench-udp\`)"
+load0=$(cut -d' ' -f1 /proc/loadavg) # other work shares the cores: said in the file
 # shellcheck source=hack/lab-demo.sh
 source hack/lab-demo.sh
 pod() { $K -n demo get pod -l "app=$1" -o jsonpath="{.items[0].$2}"; }
@@ -51,12 +52,13 @@ stat() {
 u="$ucount × $uint ms" c="$icount × $iint ms"
 names=("netbench udp ($u; the agent's dwell taken off)" "iputils ping ($u, kernel echo)" "netbench icmp ($c, kernel echo)" "iputils ping ($c, kernel echo)"
   "the server agent's dwell per datagram (kernel receive → answer sent)" "netbench udp with the dwell left in (what an application's UDP server sees)")
+load1=$(cut -d' ' -f1 /proc/loadavg)
 {
   echo "# The udp probe beside ICMP, on the lab's pod path"
   echo
-  echo "Written by \`$cmdline\` on $(date -u '+%Y-%m-%d %H:%M UTC')."
+  echo "Written by \`$cmdline\`$via on $(date -u '+%Y-%m-%d %H:%M UTC')."
   echo
-  echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r); the whole lab shares those cores"
+  echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r); the whole lab shares those cores; load average $load0 when the run started, $load1 when it ended"
   echo "- Versions: $(bin/kubectl-netbench version | paste -sd';' | sed 's/;/; /g'); $(ping -V | head -1)"
   echo "- Path: demo \`shop-client\` ($cli_node, $(zone "$cli_node")) → \`shop-api\` ($api_node, $(zone "$api_node")); the lab's zone delay, loss and MTU settings as they were (this script does not read or change them)"
   echo "- Each round: \`kubectl netbench path -n demo deploy/shop-client deploy/shop-api --probes rtt,udp -o json\`, then iputils ping from the client pod's network namespace (nsenter, as root) at the udp probe's count and interval, then at the icmp probe's; always in that order. Each cell is the median of the rounds' p50s, with the range."

@@ -96,7 +96,8 @@ func run(c config) error {
 		}
 	}
 	e := env{
-		command: benchinfo.Command("./hack/bench") + benchinfo.ViaMake(resultsTarget),
+		command: benchinfo.Command("./hack/bench"),
+		via:     benchinfo.ViaMake(resultsTarget),
 		machine: benchinfo.ReadMachine(),
 		versions: []string{runtime.Version(), benchinfo.FirstLine("iperf3", "--version"), benchinfo.FirstLine("ping", "-V"),
 			"fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/bench", "kubectl-netbench agent from this tree (" + c.agentBin + ")"},
@@ -228,7 +229,7 @@ func run(c config) error {
 	}
 	rows = append(rows, rttRows(res[0].RTT.Method, res[0].RTT.RTT, res[1].RTT.RTT, pingP50, pingAvg)...)
 
-	e.date, e.took = time.Now(), time.Since(start)
+	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
 	md := render(c, e, rows)
 	fmt.Print(md)
 	if c.out != "" {

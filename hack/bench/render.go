@@ -35,6 +35,8 @@ var info = goal{text: "(info)"}
 // env is what the run learned about itself and the machine; render prints it as it is.
 type env struct {
 	command  string
+	via      string // how it was started, if by make
+	loadEnd  string // the load average when the run ended
 	date     time.Time
 	took     time.Duration
 	machine  benchinfo.Machine
@@ -49,8 +51,9 @@ func render(c config, e env, rows []row) string {
 	}
 	ms := rttInterval.Milliseconds()
 	fmt.Fprintf(&b, "# kubectl-netbench engines vs reference tools\n\n")
-	fmt.Fprintf(&b, "Written by `%s` on %s; it took %s.\n\n", e.command, benchinfo.Stamp(e.date), e.took.Round(time.Second))
-	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; load average %s when the run started\n", e.machine.Cores, e.machine.CPU, e.machine.Kernel, e.machine.Load)
+	fmt.Fprintf(&b, "Written by `%s`%s on %s; it took %s.\n\n", e.command, e.via, benchinfo.Stamp(e.date), e.took.Round(time.Second))
+	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; load average %s when the run started, %s when it ended\n",
+		e.machine.Cores, e.machine.CPU, e.machine.Kernel, e.machine.Load, e.loadEnd)
 	fmt.Fprintf(&b, "- Path: two network namespaces joined by a veth pair on this machine; client in one, servers in the other\n")
 	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(e.versions, "; "))
 	fmt.Fprintf(&b, "- Throughput (%s streams): %gs per run, %d rounds; who goes first alternates, %s in the first round; each cell is the median of the rounds with the range (min–max)\n",

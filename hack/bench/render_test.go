@@ -16,17 +16,17 @@ type made struct {
 	tputSecs, httpSecs                  float64
 	date                                time.Time
 	took                                time.Duration
-	kernel, iperf, load                 string
+	kernel, iperf, load, loadEnd        string
 	scale                               float64 // of every measurement
 	below                               bool    // netbench's HTTP p50 below fortio's in every round
 }
 
 var (
 	runA = made{rounds: 3, httpRounds: 6, rttCount: 200, cores: 2, tputSecs: 5, httpSecs: 7,
-		date: time.Date(2031, 1, 2, 4, 9, 0, 0, time.UTC), took: 251 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12", load: "0.61",
+		date: time.Date(2031, 1, 2, 4, 9, 0, 0, time.UTC), took: 251 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12", load: "0.61", loadEnd: "1.37",
 		scale: 1, below: true}
 	runB = made{rounds: 4, httpRounds: 11, rttCount: 300, cores: 16, tputSecs: 13, httpSecs: 17,
-		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18", load: "5.83",
+		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18", load: "5.83", loadEnd: "4.29",
 		scale: 3.7, below: false}
 )
 
@@ -38,6 +38,8 @@ func synthetic(m made) (config, env, []row) {
 		date:     m.date,
 		took:     m.took,
 		machine:  benchinfo.Machine{Cores: m.cores, CPU: "Made-up CPU", Kernel: m.kernel, Load: m.load},
+		loadEnd:  m.loadEnd,
+		via:      " (by `make test-target`)",
 		versions: []string{"go-test", m.iperf, "fortio v-test runner (fhttp) in hack/bench"},
 	}
 	x := 0.0
@@ -134,8 +136,8 @@ func TestRenderSaysWhatRan(t *testing.T) {
 	c, e, r := synthetic(runA)
 	md := render(c, e, r)
 	for _, want := range []string{
-		"Written by `go run ./hack/bench -rounds 3 -http-rounds 6` on 2031-01-02 04:09 UTC; it took 4m11s.",
-		"- Machine: 2 cores (Made-up CPU), kernel 6.13.40-test; load average 0.61 when the run started",
+		"Written by `go run ./hack/bench -rounds 3 -http-rounds 6` (by `make test-target`) on 2031-01-02 04:09 UTC; it took 4m11s.",
+		"- Machine: 2 cores (Made-up CPU), kernel 6.13.40-test; load average 0.61 when the run started, 1.37 when it ended",
 		"- Throughput (1 and 8 streams): 5s per run, 3 rounds; who goes first alternates, netbench in the first round",
 		"- HTTP keep-alive (100 qps over 4 connections, against the same agent server): 7s per run, 6 rounds",
 		"- RTT: one run of each, no rounds — iputils ping first (200 echoes, 10 ms apart)",

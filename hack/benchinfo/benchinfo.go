@@ -21,17 +21,18 @@ type Machine struct {
 	Load   string // the 1-minute load average when the run started: other work shares the cores
 }
 
-// ReadMachine reads this machine's cores, CPU model, kernel release and load average.
-func ReadMachine() Machine {
-	return Machine{Cores: runtime.NumCPU(), CPU: cpuModel(), Kernel: FirstLine("uname", "-r"), Load: loadAverage()}
-}
-
-func loadAverage() string {
+// LoadAverage is the machine's 1-minute load average now, as /proc/loadavg gives it.
+func LoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
 		return f[0]
 	}
 	return "unknown"
+}
+
+// ReadMachine reads this machine's cores, CPU model, kernel release and load average.
+func ReadMachine() Machine {
+	return Machine{Cores: runtime.NumCPU(), CPU: cpuModel(), Kernel: FirstLine("uname", "-r"), Load: LoadAverage()}
 }
 
 func cpuModel() string {
@@ -104,7 +105,8 @@ func Lines(name string, args ...string) string {
 	return strings.Join(lines, "; ")
 }
 
-// ViaMake is " (by `make TARGET`)" when make started this process, else "".
+// ViaMake is " (by `make TARGET`)" when make started this process, else "": to be printed after
+// the command's code span, not inside it.
 func ViaMake(target string) string {
 	if os.Getenv("MAKELEVEL") == "" {
 		return ""

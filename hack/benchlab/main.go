@@ -71,7 +71,8 @@ func run(c config) error {
 		}
 	}
 	e := env{
-		command: benchinfo.Command("./hack/benchlab") + benchinfo.ViaMake(resultsTarget),
+		command: benchinfo.Command("./hack/benchlab"),
+		via:     benchinfo.ViaMake(resultsTarget),
 		machine: benchinfo.ReadMachine(),
 		versions: []string{runtime.Version(), benchinfo.FirstLine("iperf3", "--version"), benchinfo.FirstLine("ping", "-V"),
 			benchinfo.FirstLine("curl", "--version"), "fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/benchlab",
@@ -93,7 +94,7 @@ func run(c config) error {
 		}
 		results = append(results, r)
 	}
-	e.date, e.took = time.Now(), time.Since(start)
+	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
 	md := render(c, e, results)
 	fmt.Print(md)
 	if c.out != "" {

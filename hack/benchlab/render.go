@@ -68,6 +68,8 @@ var rowSpecs = []rowSpec{
 // env is what the run learned about itself and the machine; render prints it as it is.
 type env struct {
 	command  string
+	via      string // how it was started, if by make
+	loadEnd  string // the load average when the run ended
 	date     time.Time
 	took     time.Duration // from creating the pods to the last measurement
 	machine  benchinfo.Machine
@@ -150,10 +152,10 @@ func readImage(path string) image {
 func render(c config, e env, results []pathResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kubectl-netbench on the lab's pod paths, beside reference tools in the same pods\n\n")
-	fmt.Fprintf(&b, "Written by `%s` on %s. From creating the pods to the last measurement it took %s (building and importing the images before, and deleting the pods after, not counted).\n\n",
-		e.command, benchinfo.Stamp(e.date), e.took.Round(time.Second))
-	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; the whole lab (API server, its %d nodes' kubelets, containerd, kube-proxy) shares those cores; load average %s when the run started\n",
-		e.machine.Cores, e.machine.CPU, e.machine.Kernel, e.nodes, e.machine.Load)
+	fmt.Fprintf(&b, "Written by `%s`%s on %s. From creating the pods to the last measurement it took %s (building and importing the images before, and deleting the pods after, not counted).\n\n",
+		e.command, e.via, benchinfo.Stamp(e.date), e.took.Round(time.Second))
+	fmt.Fprintf(&b, "- Machine: %d cores (%s), kernel %s; the whole lab (API server, its %d nodes' kubelets, containerd, kube-proxy) shares those cores; load average %s when the run started, %s when it ended\n",
+		e.machine.Cores, e.machine.CPU, e.machine.Kernel, e.nodes, e.machine.Load, e.loadEnd)
 	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(e.versions, "; "))
 	fmt.Fprintf(&b, "- Pods: a server pod (the lab's sample app, port %d) on %s; one client pod per path; restricted Pod Security, no resource limits\n", appPort, serverNode)
 	fmt.Fprintf(&b, "- netbench: `kubectl netbench %s` — agents as ephemeral containers in the two pods\n", strings.Join(pluginArgs(c, "CLIENT"), " "))

@@ -22,7 +22,7 @@ type made struct {
 	seconds                               float64
 	date                                  time.Time
 	took                                  time.Duration
-	kernel, iperf, load                   string
+	kernel, iperf, load, loadEnd          string
 	compressed, unpacked                  int64
 	scale                                 float64 // of every measurement
 	below                                 bool    // netbench's figure below the reference's in every round
@@ -30,10 +30,10 @@ type made struct {
 
 var (
 	runA = made{rounds: 5, paths: 3, cores: 2, nodes: 4, newConns: 17, seconds: 7,
-		date: time.Date(2031, 1, 2, 4, 6, 0, 0, time.UTC), took: 613 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12", load: "0.61",
+		date: time.Date(2031, 1, 2, 4, 6, 0, 0, time.UTC), took: 613 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12", load: "0.61", loadEnd: "1.37",
 		compressed: 8_300_000, unpacked: 16_700_000, scale: 1, below: true}
 	runB = made{rounds: 3, paths: 2, cores: 6, nodes: 9, newConns: 23, seconds: 9,
-		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18", load: "5.83",
+		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18", load: "5.83", loadEnd: "4.29",
 		compressed: 9_400_000, unpacked: 18_600_000, scale: 3.7, below: false}
 )
 
@@ -45,6 +45,8 @@ func synthetic(m made) (config, env, []pathResult) {
 		date:     m.date,
 		took:     m.took,
 		machine:  benchinfo.Machine{Cores: m.cores, CPU: "Made-up CPU", Kernel: m.kernel, Load: m.load},
+		loadEnd:  m.loadEnd,
+		via:      " (by `make test-target`)",
 		nodes:    m.nodes,
 		versions: []string{"go-test", m.iperf, "fortio v-test runner (fhttp) in hack/benchlab"},
 		image:    image{path: "bin/agent-image.tar", compressed: m.compressed, unpacked: m.unpacked},
@@ -121,10 +123,10 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 	c, e, r := synthetic(runA)
 	md := render(c, e, r)
 	for _, want := range []string{
-		"Written by `go run ./hack/benchlab -rounds 5 -seconds 7` on 2031-01-02 04:06 UTC",
+		"Written by `go run ./hack/benchlab -rounds 5 -seconds 7` (by `make test-target`) on 2031-01-02 04:06 UTC",
 		"it took 10m13s",
 		"2 cores (Made-up CPU), kernel 6.13.40-test; the whole lab (API server, its 4 nodes'",
-		"load average 0.61 when the run started",
+		"load average 0.61 when the run started, 1.37 when it ended",
 		"--duration 7s",
 		"curl, 17 requests",
 		"- 5 rounds per path",
