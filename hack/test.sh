@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Go test and ends with one summary line: "N passed, N failed, N skipped".
 # Tests that need root (network namespaces) skip with their reason when not run as root, and the
-# end-to-end tests skip when no lab cluster is up. PKGS selects packages (default ./...).
+# end-to-end tests skip when no lab cluster is up. PKGS selects packages (default ./...); on the
+# default set the mutation runs (hack/mutations.sh) follow, unless NETBENCH_NO_MUTATIONS is set.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 log=$(mktemp)
@@ -27,9 +28,29 @@ fi
 passed=$(grep -cE '^\s*--- PASS' "$log")
 failed=$(grep -cE '^\s*--- FAIL' "$log")
 skipped=$(grep -cE '^\s*--- SKIP' "$log")
+# The mutation runs (hack/mutations.sh): each fidelity test must fail with its defect injected.
+# Run after everything else, and only on the default package set.
+mutations=""
+if [ -z "${PKGS:-}" ] && [ -z "${NETBENCH_NO_MUTATIONS:-}" ]; then
+  mrc=0
+  hack/mutations.sh | tee "$log.m" || mrc=${PIPESTATUS[0]}
+  case $mrc in
+    0) ;;
+    3) if [ "${NETBENCH_E2E_REQUIRE_LAB:-}" = 1 ]; then
+         echo "the mutation runs need the lab (NETBENCH_E2E_REQUIRE_LAB=1)"; rc=1; failed=$((failed + 1))
+       else
+         skipped=$((skipped + 1))
+       fi ;;
+    *) rc=1
+       missed=$(sed -n 's/^mutations: [0-9]* caught, \([0-9]*\) missed$/\1/p' "$log.m" | tail -1)
+       failed=$((failed + ${missed:-1})) ;;
+  esac
+  mutations=$(grep -E '^mutations: ' "$log.m" | tail -1)
+  rm -f "$log.m"
+fi
 if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
   failed=1 # a build failure or a panic outside any test
   grep -E 'FAIL|cannot|undefined|panic' "$log" | head -20
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
+echo "$passed passed, $failed failed, $skipped skipped${mutations:+; $mutations}"
 exit "$rc"

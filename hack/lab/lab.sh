@@ -72,6 +72,7 @@ case "${1:-}" in
   check-clean) cmd_check_clean ;;
   delay) shift; cmd_delay "$@" ;;
   images) cmd_images ;;
+  import) shift; cmd_import "$@" ;;
   search4) shift; cmd_search4 "$@" ;;
   udp-loss) shift; cmd_udp_loss "$@" ;;
   mtu) shift; cmd_mtu "$@" ;;
@@ -81,5 +82,5 @@ case "${1:-}" in
   dns-race) shift; cmd_dns_race "$@" ;;
   dns-pin) shift; cmd_dns_pin "$@" ;;
   proxy-mode) shift; cmd_proxy_mode "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|import TAR...|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -98,6 +99,7 @@ func crossZoneShare(s *report.DNSService, reps []probes.DNSReplica) (float64, st
 		}
 	}
 	zoneLocal := s.TrafficDistribution == "PreferClose" || s.TrafficDistribution == "PreferSameZone" || s.TrafficDistribution == "PreferSameNode"
+	zoneLocal = zoneLocal && !fault.On(fault.ZoneHintsIgnored)
 	switch {
 	case other == 0:
 		return 0, fmt.Sprintf("every ready replica is in %s", s.PodZone)

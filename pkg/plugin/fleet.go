@@ -148,7 +148,7 @@ func (f *Fleet) daemonSet() *appsv1.DaemonSet {
 	if f.Spec.Lease > 0 {
 		c.Args = append(c.Args, "--lease", f.Spec.Lease.String())
 	}
-	c.Env = []corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}
+	c.Env = append([]corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}, faultEnv()...)
 	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
 		PeriodSeconds: 1, FailureThreshold: 1}

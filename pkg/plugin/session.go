@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 )
 
@@ -246,9 +247,18 @@ func (a *Agent) inPod() bool { return a.s.Mode == ModePod || a.Spec.Placement !=
 
 func (a *Agent) env() []corev1.EnvVar {
 	if !a.inPod() {
-		return nil
+		return faultEnv()
 	}
-	return []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	return append([]corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, faultEnv()...)
+}
+
+// faultEnv passes the plugin's injected faults on to its agents; only a build with the tag
+// netbench_faults has any (internal/fault).
+func faultEnv() []corev1.EnvVar {
+	if v := fault.Value(); v != "" {
+		return []corev1.EnvVar{{Name: fault.Env, Value: v}}
+	}
+	return nil
 }
 
 func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {

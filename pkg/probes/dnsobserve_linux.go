@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
 )
 
@@ -60,7 +61,7 @@ func (o *observer) packet(p []byte, proto uint16, at time.Time) {
 		o.message(udp, false, at)
 		return
 	}
-	if seg != nil {
+	if seg != nil && !fault.On(fault.ObserveNoTCP) {
 		for _, m := range o.tcp.Segment(*seg) {
 			o.message(m, true, at)
 		}

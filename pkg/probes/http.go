@@ -12,6 +12,8 @@ import (
 	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/periodic"
 	"fortio.org/log"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 )
 
 // HTTP load modes, as reported in HTTPResult.Mode.
@@ -111,7 +113,7 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	// At a fixed rate, the connections take turns (fortio's -uniform): unstaggered, they fire
 	// together and each request waits for the others in both agents, which doubled the new-
 	// connection p50 at 100 qps over 4 connections on the lab's pod paths.
-	o.Uniform = true
+	o.Uniform = !fault.On(fault.HTTPUnstaggered)
 	if spec.Mode == HTTPClosedLoop {
 		o.QPS = -1 // fortio: no rate limit
 	}

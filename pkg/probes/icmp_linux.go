@@ -14,6 +14,8 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 )
 
 const icmpPayloadLen = 56 // iputils ping's default
@@ -168,6 +170,11 @@ func ICMPRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 		return nil, fmt.Errorf("icmp echo to %s: %w", spec.Target, err)
 	}
 	rtts := answered(bySeq)
+	if fault.On(fault.RTTHalved) {
+		for i := range rtts {
+			rtts[i] /= 2
+		}
+	}
 	r := rttResult(method, spec, n, rtts, time.Since(start))
 	r.Target = ips[0].String()
 	r.Timestamps = source

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 )
 
 // RTT methods, as reported in RTTResult.Method.
@@ -196,6 +199,9 @@ func rttResult(method string, spec RTTSpec, sent int, rtts []time.Duration, elap
 	}
 	if sent > 0 {
 		r.LossPercent = round3(100 * float64(sent-len(rtts)) / float64(sent))
+		if fault.On(fault.LossOneWay) {
+			r.LossPercent = round3(100 * (1 - math.Sqrt(float64(len(rtts))/float64(sent))))
+		}
 	}
 	// mdev as ping prints it: the standard deviation of the RTTs.
 	r.MdevMicros = r.RTT.StdDevMicros

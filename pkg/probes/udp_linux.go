@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 )
 
 // Methods of the UDP probes.
@@ -107,7 +109,9 @@ func (s *udpSocket) recv(buf, oob []byte) (int, time.Time, string, bool, error) 
 	if ok {
 		d, late, hasLate := DwellOf(payload)
 		s.dwell[seq] = d
-		at = at.Add(-d)
+		if !fault.On(fault.UDPDwellKept) {
+			at = at.Add(-d)
+		}
 		if hasLate && late.Extra < time.Second && late.Seq < math.MaxInt32 {
 			s.late[int(late.Seq)] = late.Extra
 		}

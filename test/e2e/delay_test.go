@@ -12,6 +12,12 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 )
 
+// labStatus is what hack/lab/lab.sh status says, for a failure's message.
+func labStatus() string {
+	out, _ := exec.Command("../../hack/lab/lab.sh", "status").CombinedOutput()
+	return string(out)
+}
+
 // labScript runs hack/lab/lab.sh with args (the tests run in test/e2e).
 func labScript(t *testing.T, args ...string) {
 	t.Helper()
@@ -68,11 +74,11 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 
 // New-connection HTTP latency costs what an independent client's time to first byte costs on the
 // same path: with the zone delay on (one cross-zone round trip ≈ 4.3 ms, curl's time to first
-// byte ≈ 10.4 ms), the fastest http-new-conn request is within 25 % of curl's fastest over new
+// byte ≈ 9.1 ms), the http-new-conn p50 is within 10 % of the median of curl's over new
 // connections to an agent server in the same destination pod, curl run before and after the
-// probe — a handshake and a request, two round trips, not three (a third would be about +41 %).
-// The p50s are logged: −3.6 … −0.4 % apart on a lab up for a while, but +7.3 %, +15.6 % and
-// +51.2 % in three CI runs right after a fresh lab-up (see the README).
+// probe (alone on the lab: −0.6, +2.1 and +1.5 % in three runs). A handshake and a request are
+// two round trips; a third would be about +45 %, and connections firing together instead of
+// taking turns (fault http-unstaggered, hack/mutations.sh) made it +24 %.
 func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "delay", "300us", "2ms")
@@ -113,7 +119,7 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	}
 	t.Logf("http-new-conn p50 %.0f µs, curl time to first byte median %.0f µs (%+.1f %%)", p50, curl, 100*(p50-curl)/curl)
 	t.Logf("fastest: http-new-conn %.0f µs, curl %.0f µs (%+.1f %%)", fastestProbe, fastest, 100*(fastestProbe-fastest)/fastest)
-	if math.Abs(fastestProbe-fastest) > 0.25*fastest {
-		t.Errorf("fastest http-new-conn request %.0f µs, curl's fastest time to first byte %.0f µs on the same path: more than 25 %% apart", fastestProbe, fastest)
+	if math.Abs(p50-curl) > 0.10*curl {
+		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart", p50, curl)
 	}
 }

@@ -35,7 +35,7 @@ func corednsNode(t *testing.T, cs kubernetes.Interface) string {
 // node's own cache at addr (the NOTRACK rule for UDP queries to it), read in the node's namespace.
 func cacheHits(t *testing.T, node, addr string) int {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", "nblab-"+strings.TrimPrefix(node, "lab-"), "iptables", "-t", "raw", "-L", "NBLAB-NODELOCAL", "-v", "-x", "-n").CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", nodeNetns(node), "iptables", "-t", "raw", "-L", "NBLAB-NODELOCAL", "-v", "-x", "-n").CombinedOutput()
 	if err != nil {
 		t.Fatalf("reading the cache rules: %v %s", err, out)
 	}

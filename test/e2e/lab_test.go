@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
 )
 
@@ -88,6 +89,10 @@ func restricted() *corev1.SecurityContext {
 
 func pod(name, node, image string, args []string, labels map[string]string) *corev1.Pod {
 	var grace int64 = 1
+	var env []corev1.EnvVar
+	if v := fault.Value(); v != "" && image == agentImage {
+		env = []corev1.EnvVar{{Name: fault.Env, Value: v}} // a mutation run (hack/mutations.sh)
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -95,7 +100,7 @@ func pod(name, node, image string, args []string, labels map[string]string) *cor
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{
-				Name: "main", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args,
+				Name: "main", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Args: args, Env: env,
 				SecurityContext: restricted(),
 			}},
 		},
@@ -350,12 +355,15 @@ func restrict(t *testing.T, cs kubernetes.Interface, ns string) {
 	}
 }
 
+// nodeNetns names the network namespace of a lab node (lab-a1: nblab-a1).
+func nodeNetns(node string) string { return "nblab-" + strings.TrimPrefix(node, "lab-") }
+
 // waitServiceRouted waits until kube-proxy on node has programmed a route with endpoints for
 // the ClusterIP (an iptables KUBE-SVC jump, or an element of the nftables service-ips map): a
 // Service whose pod is ready can still be refused on a node whose kube-proxy has not synced yet.
 func waitServiceRouted(t *testing.T, node, clusterIP string) {
 	t.Helper()
-	netns := "nblab-" + strings.TrimPrefix(node, "lab-")
+	netns := nodeNetns(node)
 	routed := func() bool {
 		out, _ := exec.Command("ip", "netns", "exec", netns, "iptables-save", "-t", "nat").Output()
 		for _, l := range strings.Split(string(out), "\n") {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -43,7 +44,11 @@ func plugin(t *testing.T) string {
 			return
 		}
 		pluginPath = filepath.Join(dir, "kubectl-netbench")
-		b, err := exec.Command("go", "build", "-o", pluginPath, "../../cmd/kubectl-netbench").CombinedOutput()
+		args := []string{"build", "-o", pluginPath}
+		if fault.Compiled {
+			args = append(args, "-tags", "netbench_faults") // a mutation run: the plugin passes its faults on
+		}
+		b, err := exec.Command("go", append(args, "../../cmd/kubectl-netbench")...).CombinedOutput()
 		if err != nil {
 			pluginErr = fmt.Errorf("building the plugin: %v: %s", err, b)
 		}

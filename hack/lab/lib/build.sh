@@ -89,11 +89,27 @@ build_images() {
   (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$BIN/delay" ./hack/lab/delay)
 }
 
-import_images() { # import_images NODE: every image tarball into the node's containerd
+import_images() { # import_images NODE [TAR...]: the tarballs (default: every lab image) into the node's containerd
   local r=$RUN/$1
-  for img in "$CACHE"/images/*.tar; do
+  shift
+  [ $# -gt 0 ] || set -- "$CACHE"/images/*.tar
+  for img in "$@"; do
     ctr --address "$r/containerd.sock" -n k8s.io images import "$img" >/dev/null
   done
+}
+
+# import TAR...: import image tarballs into every running node; a tag they carry replaces the
+# node's image of that name (the mutation runs' agent, then the lab's own again).
+cmd_import() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  [ $# -gt 0 ] || die "usage: lab.sh import TAR..."
+  local f
+  for f in "$@"; do [ -f "$f" ] || die "import: no image tarball $f"; done
+  for n in "${NODES[@]}"; do
+    read -r name _ <<<"$n"
+    import_images "$name" "$@"
+  done
+  log "imported on every node: $*"
 }
 
 # images: rebuild the images from this tree and import them into the running nodes.

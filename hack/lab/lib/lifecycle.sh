@@ -71,6 +71,16 @@ cmd_status() {
       if running "$c"; then echo "$c: running"; else echo "$c: stopped"; bad=1; fi
     done
   done
+  # The zone delay's lines, while it is on: a line that died lets its node's traffic through
+  # undelayed (--queue-bypass), which no test should mistake for a measurement.
+  local delay
+  delay=$(cat "$RUN/delay.state" 2>/dev/null || echo off)
+  if [ "$delay" != off ]; then
+    for n in "${NODES[@]}"; do
+      read -r name _ <<<"$n"
+      if running "delay-$name"; then echo "delay-$name: running ($delay)"; else echo "delay-$name: stopped, zone delay $delay set"; bad=1; fi
+    done
+  fi
   if [ $bad = 0 ]; then
     kubectl get nodes -L topology.kubernetes.io/zone 2>/dev/null || bad=1
   fi
