@@ -7,7 +7,7 @@ PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
 
-.PHONY: all build test lint agent-image bench bench-lab bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
+.PHONY: all build test test-mutations lint agent-image bench bench-lab bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 
 all: build
 
@@ -91,6 +91,11 @@ release-check:
 
 krew-manifest:
 	$(GO) run ./hack/krew/render -dist dist -out dist/netbench.yaml
+
+## test-mutations: each fidelity test run with the defect it catches injected; each must fail
+## (root, lab up; also the last step of make test).
+test-mutations:
+	hack/mutations.sh
 
 ## e2e: the end-to-end tests against the running lab.
 e2e:
