@@ -18,6 +18,11 @@ mutations=(
   "rtt-halved|TestZoneDelayOrdersRTT|below twice the one-way delay"
   "zone-hints-ignored|TestDNSReplicasByZone|with PreferSameZone"
   "observe-no-tcp|TestDNSTruncatedAnswerOverTCP|want per lookup 10 queries"
+  "observe-udp-twice|TestDNSObserveMatchesPacketCapture|over the same window"
+  "pmtu-off-by-one|TestPathMTUThroughANarrowNode|into lab-b1: path MTU"
+  "race-separate|TestDNSRaceCheck|about half waiting out"
+  "rtt-halved|TestLadderZoneDelay|cross-zone ≥ same-zone + 3 ms"
+  "rtt-halved|TestMatrixZoneDelay|the configured delay"
 )
 
 lab=hack/lab/lab.sh

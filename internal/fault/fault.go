@@ -35,6 +35,15 @@ const (
 	// ObserveNoTCP makes --observe miss the DNS queries sent over TCP
 	// (TestDNSObserveMatchesPacketCapture).
 	ObserveNoTCP Name = "observe-no-tcp"
+	// ObserveUDPTwice makes --observe count every UDP message twice, as a capture that sees a
+	// packet on two interfaces would (TestDNSObserveMatchesPacketCapture).
+	ObserveUDPTwice Name = "observe-udp-twice"
+	// PMTUOffByOne ends the path-MTU search one byte high: the first size that did not cross
+	// (TestPathMTUThroughANarrowNode).
+	PMTUOffByOne Name = "pmtu-off-by-one"
+	// RaceSeparate makes the race check send A and AAAA from two sockets where the resolver
+	// uses one, so it never meets the conntrack race it exists to find (TestDNSRaceCheck).
+	RaceSeparate Name = "race-separate"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.
