@@ -3,9 +3,11 @@ package e2e
 import (
 	"math"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +122,8 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	t.Logf("http-new-conn p50 %.0f µs, curl time to first byte median %.0f µs (%+.1f %%)", p50, curl, 100*(p50-curl)/curl)
 	t.Logf("fastest: http-new-conn %.0f µs, curl %.0f µs (%+.1f %%)", fastestProbe, fastest, 100*(fastestProbe-fastest)/fastest)
 	if math.Abs(p50-curl) > 0.10*curl {
-		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart", p50, curl)
+		load, _ := os.ReadFile("/proc/loadavg")
+		t.Errorf("http-new-conn p50 %.0f µs, curl's median time to first byte %.0f µs on the same path: more than 10 %% apart (load average %s, agents' CPU %+v)",
+			p50, curl, strings.TrimSpace(string(load)), r.AgentFootprint)
 	}
 }
