@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 # fault | package | test | what the failing comparison says
 mutations=(
-  "http-unstaggered|./test/e2e|TestHTTPNewConnMatchesCurl|on the same path: more than 10 % apart"
+  "http-extra-rtt|./test/e2e|TestHTTPNewConnMatchesCurl|on the same path: more than 10 % apart"
   "udp-dwell-kept|./test/e2e|TestUDPProbeLossAndRTT|from ping's at the same rate (median"
   "loss-one-way|./test/e2e|TestUDPProbeLossAndRTT|datagrams lost, want"
   "rtt-halved|./test/e2e|TestZoneDelayOrdersRTT|is below twice the one-way delay"

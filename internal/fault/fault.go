@@ -12,9 +12,9 @@ type Name string
 
 // The faults, each next to the test that must catch it (hack/mutations.sh holds the table).
 const (
-	// HTTPUnstaggered lets a fixed-rate HTTP probe's connections fire together, so each request
-	// queues behind the others in both agents (TestHTTPNewConnMatchesCurl).
-	HTTPUnstaggered Name = "http-unstaggered"
+	// HTTPExtraRoundTrip costs every new-connection HTTP request one round trip more: each
+	// connection is opened twice (TestHTTPNewConnMatchesCurl).
+	HTTPExtraRoundTrip Name = "http-extra-rtt"
 	// UDPDwellKept leaves the server's dwell in each UDP round trip (TestUDPProbeLossAndRTT).
 	UDPDwellKept Name = "udp-dwell-kept"
 	// LossOneWay reports loss as the one-way share a symmetric path would have:
