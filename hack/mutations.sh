@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
 # Mutation runs: each fidelity test is run with the defect it exists to catch injected
-# (internal/fault, build tag netbench_faults) and must fail on it, with the failure it names.
-# Run by `make test` after the other tests (root, lab up); `make test-mutations` alone.
+# (internal/fault, build tag netbench_faults) and must fail on its comparison with the reference,
+# with the failure that comparison prints. Run by `make test` after the other tests (root, lab
+# up); `make test-mutations` alone.
+#
+# A row counts only if its test passed without the fault: in the log of the run before
+# (NETBENCH_MUTATION_BASELINE, which hack/test.sh passes), or else in a run made here first.
 #
 # The lab's agent image (ghcr.io/kubectl-netbench/agent:dev) is replaced by one built with the
 # faults compiled in for the runs, and the lab's own is imported again afterwards, whatever
 # happens. A faulted agent behaves as the released one unless NETBENCH_FAULTS is set in its
-# container, which only a plugin built with the tag does.
+# container, which only a plugin built with the tag, or the e2e tests' own pods in such a
+# build, do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# fault | test (in ./test/e2e) | what its failure must say
+# fault | package | test | what the failing comparison says
 mutations=(
-  "http-unstaggered|TestHTTPNewConnMatchesCurl|http-new-conn p50"
-  "udp-dwell-kept|TestUDPProbeLossAndRTT|from ping's at the same rate"
-  "loss-one-way|TestUDPProbeLossAndRTT|datagrams lost, want"
-  "rtt-halved|TestZoneDelayOrdersRTT|below twice the one-way delay"
-  "zone-hints-ignored|TestDNSReplicasByZone|with PreferSameZone"
-  "observe-no-tcp|TestDNSTruncatedAnswerOverTCP|want per lookup 10 queries"
+  "http-extra-rtt|./test/e2e|TestHTTPNewConnMatchesCurl|on the same path: more than 10 % apart"
+  "udp-dwell-kept|./test/e2e|TestUDPProbeLossAndRTT|from ping's at the same rate (median"
+  "loss-one-way|./test/e2e|TestUDPProbeLossAndRTT|datagrams lost, want"
+  "rtt-halved|./test/e2e|TestZoneDelayOrdersRTT|is below twice the one-way delay"
+  "rtt-halved|./test/e2e|TestLadderZoneDelay|cross-zone ≥ same-zone + 3 ms"
+  "rtt-halved|./test/e2e|TestMatrixZoneDelay|the configured delay"
+  "zone-hints-ignored|./test/e2e|TestDNSReplicasByZone|with PreferSameZone: the report's cross-zone share is 0.5"
+  "observe-no-tcp|./test/e2e|TestDNSTruncatedAnswerOverTCP|TCP connections over the same window, 2 queries each"
+  "observe-udp-twice|./test/e2e|TestDNSObserveMatchesPacketCapture|NXDOMAIN, the capture"
+  "pmtu-off-by-one|./test/e2e|TestPathMTUThroughANarrowNode|path MTU 1401, want 1400"
+  "race-separate|./test/e2e|TestDNSRaceCheck|about half waiting out"
+  "ndots-off-by-one|./pkg/resolver|TestModelMatchesRealResolvers|(-model +wire)"
 )
 
 lab=hack/lab/lab.sh
@@ -32,22 +43,48 @@ if ! "$lab" status >/dev/null 2>&1 || [ ! -f "$images/agent.tar" ]; then
   echo "mutation runs skipped: the lab is not up (hack/lab/lab.sh up)"
   exit 3
 fi
+
 faulted=$(mktemp -d)
 restore() {
-  "$lab" import "$images/agent.tar" >/dev/null 2>&1 || echo "mutations: could not import the lab's agent image again: run hack/lab/lab.sh images" >&2
+  local rc=$?
+  if ! "$lab" import "$images/agent.tar" >/dev/null 2>&1; then
+    echo "mutations: the lab's own agent image could not be imported again: run hack/lab/lab.sh images" >&2
+    rc=1
+  fi
   rm -rf "$faulted"
+  exit "$rc"
 }
 trap restore EXIT
+
+echo "== mutation runs: the fault switch itself, with and without the tag"
+go test -count=1 ./internal/fault
+go test -count=1 -tags netbench_faults ./internal/fault
 
 echo "== mutation runs: the agent image with faults compiled in"
 VERSION=dev GOFLAGS=-tags=netbench_faults EXTRA_TAGS=ghcr.io/kubectl-netbench/agent:dev \
   hack/agent-image.sh "$faulted/agent.tar" >/dev/null
 "$lab" import "$faulted/agent.tar"
 
+# passed TEST PKG: the test passed without any fault, in the baseline log or in a run now.
+passed() {
+  if [ -n "${NETBENCH_MUTATION_BASELINE:-}" ]; then
+    grep -q -- "^--- PASS: $1 " "$NETBENCH_MUTATION_BASELINE"
+  else
+    local out
+    out=$(go test -count=1 -v -run "^$1\$" "$2" 2>&1 || true)
+    grep -q -- "^--- PASS: $1 " <<<"$out"
+  fi
+}
+
 caught=0 missed=0
 for m in "${mutations[@]}"; do
-  IFS='|' read -r name test want <<<"$m"
-  out=$(NETBENCH_FAULTS=$name go test -tags netbench_faults -count=1 -v -run "^$test\$" ./test/e2e 2>&1) && rc=0 || rc=$?
+  IFS='|' read -r name pkg test want <<<"$m"
+  if ! passed "$test" "$pkg"; then
+    missed=$((missed + 1))
+    echo "MISSED: $name: $test did not pass without the fault, so its failure with it proves nothing"
+    continue
+  fi
+  out=$(NETBENCH_FAULTS=$name go test -tags netbench_faults -count=1 -v -run "^$test\$" "$pkg" 2>&1) && rc=0 || rc=$?
   line=$(grep -F -m1 -- "$want" <<<"$out" || true)
   if [ "$rc" != 0 ] && grep -q -- "--- FAIL: $test " <<<"$out" && [ -n "$line" ]; then
     caught=$((caught + 1))

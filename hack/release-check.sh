@@ -98,6 +98,11 @@ for a in "${archives[@]}"; do
   echo "$a: $(tr '\n' ' ' <<<"$list")"
 done
 [ -s dist/checksums.txt ] || { echo "no dist/checksums.txt" >&2; exit 1; }
+# No test fault ships (internal/fault, build tag netbench_faults): a faulted build names its
+# switch, NETBENCH_FAULTS, and a released one cannot.
+while IFS= read -r b; do
+  if grep -a -q NETBENCH_FAULTS "$b"; then echo "$b carries the test faults (build tag netbench_faults)" >&2; exit 1; fi
+done < <(find dist -type f \( -name kubectl-netbench -o -name kubectl-netbench.exe \); ls bin/agent-image/linux_*/netbench-agent)
 (cd dist && grep -E '\.(tar\.gz|zip)$' checksums.txt | sha256sum --check --quiet)
 echo "$want archives, each with LICENSE; checksums.txt verified"
 

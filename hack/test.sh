@@ -31,9 +31,11 @@ skipped=$(grep -cE '^\s*--- SKIP' "$log")
 # The mutation runs (hack/mutations.sh): each fidelity test must fail with its defect injected.
 # Run after everything else, and only on the default package set.
 mutations=""
-if [ -z "${PKGS:-}" ] && [ -z "${NETBENCH_NO_MUTATIONS:-}" ]; then
+if [ -z "${PKGS:-}" ] && [ -z "${NETBENCH_NO_MUTATIONS:-}" ] && [ "$rc" != 0 ]; then
+  echo "mutation runs not made: tests failed without any fault"
+elif [ -z "${PKGS:-}" ] && [ -z "${NETBENCH_NO_MUTATIONS:-}" ]; then
   mrc=0
-  hack/mutations.sh | tee "$log.m" || mrc=${PIPESTATUS[0]}
+  NETBENCH_MUTATION_BASELINE=$log hack/mutations.sh | tee "$log.m" || mrc=${PIPESTATUS[0]}
   case $mrc in
     0) ;;
     3) if [ "${NETBENCH_E2E_REQUIRE_LAB:-}" = 1 ]; then

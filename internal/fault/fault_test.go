@@ -9,7 +9,7 @@ func TestOnOnlyWithTheTagAndTheName(t *testing.T) {
 	if On(RTTHalved) != Compiled || On(LossOneWay) != Compiled {
 		t.Errorf("named faults: On = %v, %v with Compiled %v", On(RTTHalved), On(LossOneWay), Compiled)
 	}
-	if On(HTTPUnstaggered) {
+	if On(HTTPExtraRoundTrip) {
 		t.Error("a fault not named is on")
 	}
 	if got, want := Value() != "", Compiled; got != want {

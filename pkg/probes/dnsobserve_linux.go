@@ -59,6 +59,9 @@ func (o *observer) packet(p []byte, proto uint16, at time.Time) {
 	udp, seg := dnsPacket(p, proto)
 	if udp != nil {
 		o.message(udp, false, at)
+		if fault.On(fault.ObserveUDPTwice) {
+			o.message(udp, false, at)
+		}
 		return
 	}
 	if seg != nil && !fault.On(fault.ObserveNoTCP) {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+
 	"github.com/miekg/dns"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
@@ -175,6 +177,9 @@ func raceOnce(ctx context.Context, server, name string, m RaceMode, timeout time
 		mode := m
 		if attempt > 0 && m == RaceTogether {
 			mode = RaceSequential // glibc retries one at a time after a stall; musl's resends are as good
+		}
+		if fault.On(fault.RaceSeparate) && mode == RaceTogether {
+			mode = RaceSeparate
 		}
 		got, err := raceAttempt(ctx, server, name, want, mode, timeout)
 		if err != nil && !errors.Is(err, errRaceTimeout) {

@@ -102,10 +102,19 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 		return nil, err
 	}
 	quietFortio()
+	target := spec.URL
+	if fault.On(fault.HTTPExtraRoundTrip) && spec.Mode == HTTPNewConn {
+		via, stop, err := extraRoundTrip(ctx, spec.URL)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		target = via
+	}
 	o := fhttp.HTTPRunnerOptions{}
 	o.HTTPReqTimeOut = spec.Timeout
 	o.HTTPOptions.Resolution = spec.Resolution.Seconds()
-	o.Init(spec.URL)
+	o.Init(target)
 	o.InitHeaders()
 	o.NumThreads = spec.Connections
 	o.Duration = spec.Duration
@@ -113,7 +122,7 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	// At a fixed rate, the connections take turns (fortio's -uniform): unstaggered, they fire
 	// together and each request waits for the others in both agents, which doubled the new-
 	// connection p50 at 100 qps over 4 connections on the lab's pod paths.
-	o.Uniform = !fault.On(fault.HTTPUnstaggered)
+	o.Uniform = true
 	if spec.Mode == HTTPClosedLoop {
 		o.QPS = -1 // fortio: no rate limit
 	}

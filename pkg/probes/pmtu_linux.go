@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -59,6 +61,9 @@ func PathMTU(ctx context.Context, target string, key []byte, timeout time.Durati
 		}
 	}
 	r.PathMTU = lo
+	if fault.On(fault.PMTUOffByOne) {
+		r.PathMTU = hi
+	}
 	return p.done(nil)
 }
 

@@ -3,6 +3,8 @@ package resolver
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 )
 
 // Kind names a stub resolver implementation.
@@ -110,6 +112,9 @@ func Candidates(k Kind, c Config, name string) []string {
 	trailing := strings.HasSuffix(name, ".")
 	base := strings.TrimSuffix(name, ".")
 	dots := strings.Count(base, ".")
+	if fault.On(fault.NdotsOffByOne) {
+		dots-- // a name is tried as is first with more than ndots dots, not with at least ndots
+	}
 	var out []string
 	suffixed := func(list []string) {
 		for _, s := range list {

@@ -14,12 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // With a CoreDNS replica in each zone and the zone delay on, a zone-a pod's report lists both
 // replicas with their zones, the zone-b one slower by what ping from the same pod says the extra
 // round trip is, and half of the pod's queries crossing a zone; with the kube-dns Service set to
-// trafficDistribution PreferSameZone, none.
+// trafficDistribution PreferSameZone, none. The connection tracking of the pod's node, where
+// kube-proxy picks the replica for each flow, agrees with the share the report claims.
 func TestDNSReplicasByZone(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "delay", "300us", "2ms")
@@ -58,38 +61,53 @@ func TestDNSReplicasByZone(t *testing.T) {
 		t.Fatalf("replicas %+v: want one in zone-a and one in zone-b", r.Result.ReplicaView.Replicas)
 	}
 	// The extra round trip to zone-b as iputils ping sees it from the same pod: 3.4 ms with the
-	// zone-a replica on another node (2 × (2 ms − 300 µs)), 4 ms with it on the pod's node; 8
-	// medians of 20 pings each, idle and beside three busy loops, stayed within ±60 µs of 3.4 ms.
-	// Under 1.7 ms, the zone delay is not in effect and there is nothing to compare.
+	// zone-a replica on another node (2 × (2 ms − 300 µs)), 4 ms with it on the pod's node. 16
+	// medians of 20 pings each, idle and beside three busy loops, gave 3376 … 3501 µs
+	// (benchmarks/notes/2026-12-02-fidelity-tests.md): under 3 ms the lab is not what the test
+	// assumes, and lab.sh status says whether the delay lines run.
 	pingGap := pingMedian(t, netns, farIP, 20, "0.05") - pingMedian(t, netns, nearIP, 20, "0.05")
 	t.Logf("replica p50: zone-a %.0f µs, zone-b %.0f µs; ping gap %.0f µs", near, far, pingGap)
-	if pingGap < 1700 {
-		t.Fatalf("ping from the pod: zone-b's replica only %.0f µs farther than zone-a's; is the zone delay on? (lab.sh status)\n%s", pingGap, labStatus())
+	if pingGap < 3000 {
+		t.Errorf("ping from the pod: zone-b's replica only %.0f µs farther than zone-a's, want ≥ 3000 µs; lab.sh status:\n%s", pingGap, labStatus())
 	}
 	if math.Abs((far-near)-pingGap) > 0.25*pingGap {
 		t.Errorf("zone-b replica %.0f µs slower than zone-a's; ping says %.0f µs", far-near, pingGap)
 	}
-	// Through the Service, kube-proxy sent some of the queries to zone-b: its connection tracking
-	// on the pod's node says which replica answered each.
-	byReplica := dnsFlows(t, "lab-a1", p.Status.PodIP, s.ClusterIP)
-	t.Logf("without a traffic distribution, the Service's replicas answered: %v", byReplica)
-	if byReplica[farIP] == 0 || byReplica[nearIP] == 0 {
-		t.Errorf("through the Service: answers by replica %v, want some from zone-a's %s and some from zone-b's %s", byReplica, nearIP, farIP)
-	}
+	// Through the Service, kube-proxy sent the share of the flows to zone-b that the report
+	// claims: its connection tracking on the pod's node says which replica answered each.
+	checkCrossZoneShare(t, "without a traffic distribution", s, dnsFlows(t, "lab-a1", p.Status.PodIP, s.ClusterIP), nearIP, farIP)
 
 	patchTrafficDistribution(t, cs, `"PreferSameZone"`)
 	t.Cleanup(func() { patchTrafficDistribution(t, cs, "null") })
-	waitHints(t, cs)
+	waitHints(t, cs, "lab-a1", s.ClusterIP)
 	forgetDNSFlows(t, "lab-a1", p.Status.PodIP)
 	r = dnsJSON(t, "-n", ns, "app", "kubernetes.default")
-	if s := r.NameserverService; s == nil || s.CrossZoneShare != 0 || !strings.Contains(s.ShareBasis, "PreferSameZone") {
-		t.Errorf("with PreferSameZone: %+v", s)
+	if s = r.NameserverService; s == nil {
+		t.Fatal("with PreferSameZone: no view of the nameserver's Service")
 	}
-	// And kube-proxy agrees: no query through the Service reached the zone-b replica.
-	byReplica = dnsFlows(t, "lab-a1", p.Status.PodIP, s.ClusterIP)
-	t.Logf("with PreferSameZone, the Service's replicas answered: %v", byReplica)
-	if byReplica[farIP] != 0 || byReplica[nearIP] == 0 {
-		t.Errorf("with PreferSameZone: answers by replica %v, want all from zone-a's %s", byReplica, nearIP)
+	// And kube-proxy agrees with the report: no flow through the Service reached zone-b.
+	checkCrossZoneShare(t, "with PreferSameZone", s, dnsFlows(t, "lab-a1", p.Status.PodIP, s.ClusterIP), nearIP, farIP)
+	if !strings.Contains(s.ShareBasis, "PreferSameZone") {
+		t.Errorf("with PreferSameZone, the share's basis: %q", s.ShareBasis)
+	}
+}
+
+// checkCrossZoneShare compares the report's cross-zone share with the flows the node's
+// connection tracking saw go to the zone-b replica: within 4 binomial standard deviations of
+// the share over that many flows (none at all for a share of 0).
+func checkCrossZoneShare(t *testing.T, when string, s *report.DNSService, flows map[string]int, nearIP, farIP string) {
+	t.Helper()
+	n, all := flows[nearIP]+flows[farIP], 0
+	for _, c := range flows {
+		all += c
+	}
+	t.Logf("%s: the report's cross-zone share %g; flows by replica %v", when, s.CrossZoneShare, flows)
+	if n < 20 || n != all {
+		t.Fatalf("%s: %d flows through the Service to its two replicas (%v): too few to compare", when, n, flows)
+	}
+	got := float64(flows[farIP]) / float64(n)
+	if bound := 4 * math.Sqrt(s.CrossZoneShare*(1-s.CrossZoneShare)/float64(n)); math.Abs(got-s.CrossZoneShare) > bound {
+		t.Errorf("%s: the report's cross-zone share is %g, the node's connection tracking saw %d of %d flows go to zone-b (%.3f; ±%.3f allowed)", when, s.CrossZoneShare, flows[farIP], n, got, bound)
 	}
 }
 
@@ -123,8 +141,8 @@ func dnsFlows(t *testing.T, node, podIP, clusterIP string) map[string]int {
 var conntrackSources = regexp.MustCompile(`\bsrc=(\S+)`)
 
 // waitHints waits until the EndpointSlice controller has given every kube-dns endpoint its zone
-// hint, then lets kube-proxy program it.
-func waitHints(t *testing.T, cs kubernetes.Interface) {
+// hint, then until kube-proxy on node routes the ClusterIP to its own zone's replica alone.
+func waitHints(t *testing.T, cs kubernetes.Interface, node, clusterIP string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		sl, err := cs.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kube-dns"})
@@ -143,7 +161,7 @@ func waitHints(t *testing.T, cs kubernetes.Interface) {
 	if err != nil {
 		t.Fatal("the kube-dns EndpointSlice got no zone hints within 30 s")
 	}
-	time.Sleep(3 * time.Second)
+	waitServiceEndpoints(t, node, clusterIP, "udp", 53, 1)
 }
 
 func patchTrafficDistribution(t *testing.T, cs kubernetes.Interface, value string) {

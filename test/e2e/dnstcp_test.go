@@ -18,8 +18,13 @@ import (
 func TestDNSTruncatedAnswerOverTCP(t *testing.T) {
 	cs, ns := lab(t)
 	ip := looper(t, cs, ns, "--count", "0", "--every", "200", "big.example.com")
-	capture, stdout := tcpdumpA1(t, "src host "+ip+" and udp dst port 53")
-	sent := make(chan time.Time, 100000)
+	// The wire: the pod's UDP queries, and the TCP connections it opens to port 53 (their SYNs).
+	capture, stdout := tcpdumpA1(t, "src host "+ip+" and (udp dst port 53 or (tcp dst port 53 and tcp[tcpflags] & tcp-syn != 0))")
+	type pkt struct {
+		at  time.Time
+		syn bool
+	}
+	sent := make(chan pkt, 100000)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -28,7 +33,7 @@ func TestDNSTruncatedAnswerOverTCP(t *testing.T) {
 				continue
 			}
 			if sec, err := strconv.ParseFloat(f[0], 64); err == nil {
-				sent <- time.Unix(0, int64(sec*1e9))
+				sent <- pkt{at: time.Unix(0, int64(sec*1e9)), syn: strings.Contains(sc.Text(), "Flags [S]")}
 			}
 		}
 		close(sent)
@@ -62,15 +67,26 @@ func TestDNSTruncatedAnswerOverTCP(t *testing.T) {
 	if o == nil {
 		t.Fatalf("no observation: %s", r.Result.ObserveSkipped)
 	}
-	var udp int
-	for at := range sent {
-		if !at.Before(o.Start) && !at.After(o.End) {
+	var udp, syns int
+	for p := range sent {
+		switch {
+		case p.at.Before(o.Start) || p.at.After(o.End):
+		case p.syn:
+			syns++
+		default:
 			udp++
 		}
 	}
-	t.Logf("observed: %d queries (%d over TCP), %d responses (%d over TCP), %d truncated; capture: %d UDP queries", o.Queries, o.TCPQueries, o.Responses, o.TCPResponses, o.Truncated, udp)
-	if udp < 150 || abs(o.Queries-o.TCPQueries-udp) > 8 {
+	t.Logf("observed: %d queries (%d over TCP), %d responses (%d over TCP), %d truncated; capture: %d UDP queries, %d TCP connections", o.Queries, o.TCPQueries, o.Responses, o.TCPResponses, o.Truncated, udp, syns)
+	if udp < 150 || syns < 25 {
+		t.Fatalf("the capture on the node saw only %d UDP queries and %d TCP connections over the window: the looper or tcpdump did not run", udp, syns)
+	}
+	if abs(o.Queries-o.TCPQueries-udp) > 8 {
 		t.Errorf("the agent counted %d UDP queries, the capture on the node %d over the same window", o.Queries-o.TCPQueries, udp)
+	}
+	// glibc asks A and AAAA again in one TCP connection after a truncated answer.
+	if abs(o.TCPQueries-2*syns) > 8 {
+		t.Errorf("the agent counted %d TCP queries; the capture saw %d TCP connections over the same window, 2 queries each", o.TCPQueries, syns)
 	}
 	if len(o.Names) != 1 || o.Names[0].Name != "big.example.com" {
 		t.Fatalf("observed names %+v: want big.example.com alone", o.Names)

@@ -199,7 +199,10 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 	lossy := probe(t, r, "udp")
 	// 20 % each way loses 1 − 0.8² = 36 % of round trips; over n datagrams the share drawn has a
 	// binomial standard deviation of √(0.36 × 0.64 / n) (1.5 points for 1000): 4 of them allowed.
-	// Loss counted in one direction only (20 %) or twice (≈49 %) falls outside.
+	// Loss counted in one direction only (20 %) falls outside.
+	if lossy.RTT.Sent != 1000 {
+		t.Fatalf("udp with loss: %d datagrams sent, want 1000", lossy.RTT.Sent)
+	}
 	const want = 1 - 0.8*0.8
 	sd := 100 * math.Sqrt(want*(1-want)/float64(lossy.RTT.Sent))
 	t.Logf("with 20 %% dropped each way at lab-b1: %.1f %% of %d datagrams lost (%.0f ± %.1f %% expected)", lossy.RTT.LossPercent, lossy.RTT.Sent, 100*want, 4*sd)

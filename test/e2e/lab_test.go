@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -371,13 +373,60 @@ func waitServiceRouted(t *testing.T, node, clusterIP string) {
 				return true
 			}
 		}
-		out, _ = exec.Command("ip", "netns", "exec", netns, "nft", "list", "map", "ip", "kube-proxy", "service-ips").Output()
-		return strings.Contains(string(out), clusterIP+" . tcp . ")
+		return nftRoutes(node, clusterIP)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !routed() {
 		if time.Now().After(deadline) {
 			t.Fatalf("kube-proxy on %s did not route %s within 30 s", node, clusterIP)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// nftRoutes says whether kube-proxy in nftables mode on node has the ClusterIP in its map.
+func nftRoutes(node, clusterIP string) bool {
+	out, _ := exec.Command("ip", "netns", "exec", nodeNetns(node), "nft", "list", "map", "ip", "kube-proxy", "service-ips").Output()
+	return strings.Contains(string(out), clusterIP+" . ")
+}
+
+// waitServiceEndpoints waits until kube-proxy on node sends the ClusterIP's proto/port to want
+// endpoints (the KUBE-SEP jumps of its iptables KUBE-SVC chain), as it does once it has applied
+// a change of the Service's endpoints or topology. In nftables mode it waits 3 s instead.
+func waitServiceEndpoints(t *testing.T, node, clusterIP, proto string, port, want int) {
+	t.Helper()
+	svc := regexp.MustCompile(`^-A KUBE-SERVICES -d ` + regexp.QuoteMeta(clusterIP) + `/32 -p ` + proto + ` .*--dport ` + strconv.Itoa(port) + ` -j (KUBE-SVC-\S+)`)
+	endpoints := func() (int, bool) {
+		out, _ := exec.Command("ip", "netns", "exec", nodeNetns(node), "iptables-save", "-t", "nat").Output()
+		lines := strings.Split(string(out), "\n")
+		chain := ""
+		for _, l := range lines {
+			if m := svc.FindStringSubmatch(l); m != nil {
+				chain = m[1]
+			}
+		}
+		if chain == "" {
+			return 0, false
+		}
+		n := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, "-A "+chain+" ") && strings.Contains(l, "-j KUBE-SEP-") {
+				n++
+			}
+		}
+		return n, true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, iptables := endpoints()
+		switch {
+		case !iptables && nftRoutes(node, clusterIP):
+			time.Sleep(3 * time.Second)
+			return
+		case n == want:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("kube-proxy on %s sends %s %s/%d to %d endpoints after 30 s, want %d", node, clusterIP, proto, port, n, want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
