@@ -9,8 +9,9 @@ STATICCHECK_VERSION=v0.8.2
 FUZZTIME=${FUZZTIME:-10s}
 step() { echo "== lint: $*"; }
 
-step "go vet"
+step "go vet (and with the test faults compiled in: build tag netbench_faults)"
 go vet ./...
+go vet -tags netbench_faults ./...
 
 step "gofmt -l"
 mapfile -t gofiles < <(git ls-files --cached --others --exclude-standard '*.go')
@@ -23,6 +24,7 @@ step "staticcheck $STATICCHECK_VERSION"
 sc=.cache/tools/staticcheck-$STATICCHECK_VERSION
 [ -x "$sc/staticcheck" ] || GOBIN=$PWD/$sc go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 "$sc/staticcheck" ./...
+"$sc/staticcheck" -tags netbench_faults ./...
 
 step "shellcheck"
 mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' .ci/run)
