@@ -80,7 +80,7 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 // connections to an agent server in the same destination pod, curl run before and after the
 // probe (alone on the lab: −0.6, +2.1 and +1.5 % in three runs; benchmarks/notes/
 // 2026-12-02-fidelity-tests.md). A handshake and a request are two round trips; a third (fault
-// http-extra-rtt, hack/mutations.sh) adds about 45 %.
+// http-extra-rtt, hack/mutations.sh: each connection opened twice) made it +82 %.
 func TestHTTPNewConnMatchesCurl(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "delay", "300us", "2ms")
