@@ -59,10 +59,10 @@ var streamCounts = []int{1, 8}
 
 // Goals: how netbench's median must relate to the reference's.
 var (
-	tputGoal = atLeast(0.95)
-	cpuGoal  = atMost(1)
-	httpGoal = withinPct(5)
-	rttGoal  = withinMicros(10)
+	tputGoal = benchinfo.AtLeast(0.95)
+	cpuGoal  = benchinfo.AtMost(1)
+	httpGoal = benchinfo.WithinPct(5)
+	rttGoal  = benchinfo.WithinMicros(10)
 )
 
 // oursFirst says whether netbench goes first in a round; who goes first alternates because the
@@ -245,7 +245,7 @@ type row struct {
 	what, metric string
 	ours, ref    []float64
 	refTool      string
-	goal         goal
+	goal         benchinfo.Goal
 }
 
 // tputRows are one stream count's rows; each argument holds netbench's rounds, then iperf3's.
@@ -254,7 +254,7 @@ func tputRows(streams int, gbps, cpu, srvCPU [2][]float64) []row {
 	return []row{
 		{what, "Gbps received", gbps[0], gbps[1], "iperf3", tputGoal},
 		{what, "sender CPU % per Gbps", cpu[0], cpu[1], "iperf3", cpuGoal},
-		{what, "receiver CPU % per Gbps", srvCPU[0], srvCPU[1], "iperf3", info},
+		{what, "receiver CPU % per Gbps", srvCPU[0], srvCPU[1], "iperf3", benchinfo.Info},
 	}
 }
 
@@ -263,9 +263,9 @@ func httpRows(ours, oneThreadRef, allCoresRef [2][]float64) []row {
 	what := fmt.Sprintf("HTTP keep-alive %d qps × %d conns", httpQPS, httpConns)
 	return []row{
 		{what, "p50 µs", ours[0], oneThreadRef[0], oneThreadTool, httpGoal},
-		{what, "p99 µs", ours[1], oneThreadRef[1], oneThreadTool, info},
-		{what, "p50 µs", ours[0], allCoresRef[0], "fortio runner, all cores", info},
-		{what, "p99 µs", ours[1], allCoresRef[1], "fortio runner, all cores", info},
+		{what, "p99 µs", ours[1], oneThreadRef[1], oneThreadTool, benchinfo.Info},
+		{what, "p50 µs", ours[0], allCoresRef[0], "fortio runner, all cores", benchinfo.Info},
+		{what, "p99 µs", ours[1], allCoresRef[1], "fortio runner, all cores", benchinfo.Info},
 	}
 }
 
@@ -274,7 +274,7 @@ func rttRows(method string, icmp, tcp probes.Latency, pingP50, pingAvg float64) 
 	one := func(x float64) []float64 { return []float64{x} }
 	return []row{
 		{"ICMP RTT (" + method + ")", "p50 µs", one(icmp.P50Micros), one(pingP50), "ping", rttGoal},
-		{"ICMP RTT (" + method + ")", "avg µs", one(icmp.AvgMicros), one(pingAvg), "ping", info},
+		{"ICMP RTT (" + method + ")", "avg µs", one(icmp.AvgMicros), one(pingAvg), "ping", benchinfo.Info},
 		{"TCP-connect RTT", "p50 µs", one(tcp.P50Micros), one(pingP50), "ping", rttGoal},
 	}
 }

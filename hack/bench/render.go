@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -10,27 +9,6 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
-
-// goal says how netbench's median must relate to the reference's.
-type goal struct {
-	text string
-	met  func(ours, ref float64) bool // nil: information only
-}
-
-func atLeast(x float64) goal {
-	return goal{fmt.Sprintf("≥ %.2f×", x), func(o, r float64) bool { return o >= x*r }}
-}
-func atMost(x float64) goal {
-	return goal{fmt.Sprintf("≤ %.2f×", x), func(o, r float64) bool { return o <= x*r }}
-}
-func withinPct(p float64) goal {
-	return goal{fmt.Sprintf("±%g %%", p), func(o, r float64) bool { return math.Abs(o-r) <= r*p/100 }}
-}
-func withinMicros(d float64) goal {
-	return goal{fmt.Sprintf("±%g µs", d), func(o, r float64) bool { return math.Abs(o-r) <= d }}
-}
-
-var info = goal{text: "(info)"}
 
 // env is what the run learned about itself and the machine; render prints it as it is.
 type env struct {
@@ -71,13 +49,13 @@ func render(c config, e env, rows []row) string {
 			ratio = fmt.Sprintf("%.3f", om/rm)
 		}
 		met := "—"
-		if r.goal.met != nil {
+		if r.goal.Met != nil {
 			met = "yes"
-			if !r.goal.met(om, rm) {
+			if !r.goal.Met(om, rm) {
 				met = "**no**"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.what, r.metric, cell(r.ours), cell(r.ref), r.refTool, ratio, r.goal.text, met)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.what, r.metric, cell(r.ours), cell(r.ref), r.refTool, ratio, r.goal.Text, met)
 	}
 	renderNotes(&b, rows)
 	return b.String()
@@ -93,9 +71,9 @@ func renderNotes(b *strings.Builder, rows []row) {
 		if len(r.ours) < 2 {
 			continue
 		}
-		spreads = append(spreads, spread(r.ours), spread(r.ref))
+		spreads = append(spreads, reftools.Spread(r.ours), reftools.Spread(r.ref))
 		ratios++
-		if overlap(r.ours, r.ref) {
+		if reftools.Overlap(r.ours, r.ref) {
 			ties++
 		}
 	}
@@ -106,7 +84,7 @@ func renderNotes(b *strings.Builder, rows []row) {
 	}
 	b.WriteString("- Throughput: the agent's sender writes every stream from one OS thread without blocking, and the agent runs on one OS thread at a time unless GOMAXPROCS says otherwise (agent.LimitProcs). \"CPU % per Gbps\" is each tool's own figure of its user+system time in % of one core, divided by the Gbps received; on veth the receiver's softirq work is charged to whichever process happens to run it, so this column is indicative.\n")
 	for _, r := range rows {
-		if r.refTool != oneThreadTool || r.goal.met == nil {
+		if r.refTool != oneThreadTool || r.goal.Met == nil {
 			continue
 		}
 		below := 0
@@ -121,22 +99,6 @@ func renderNotes(b *strings.Builder, rows []row) {
 	b.WriteString("- ICMP: the agent stamps the send time just before sendto(2) and takes the receive time from the kernel (SO_TIMESTAMPNS); ping also takes the receive time from the kernel, but stamps its send time before building and checksumming the packet, so its figure includes that work.\n")
 	b.WriteString("- TCP-connect RTT is the kernel's own handshake RTT sample (TCP_INFO right after connect); the time connect(2) took as the process saw it is reported beside it (connectLatency).\n")
 	fmt.Fprintf(b, "\nCPU profiles of both tools and an earlier ICMP library's figures on this path were taken once by hand and are in %s (not rewritten by this command).\n", notesFile)
-}
-
-// spread is (max − min) ÷ median in %.
-func spread(v []float64) float64 {
-	lo, hi := reftools.Range(v)
-	if m := reftools.Median(v); m != 0 {
-		return (hi - lo) / m * 100
-	}
-	return 0
-}
-
-// overlap says whether the two sets' ranges meet.
-func overlap(a, b []float64) bool {
-	alo, ahi := reftools.Range(a)
-	blo, bhi := reftools.Range(b)
-	return alo <= bhi && blo <= ahi
 }
 
 // cell is "median (min–max)", or the one figure of a single run.

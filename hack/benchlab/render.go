@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
 	"strings"
@@ -17,52 +16,31 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
-// goal says how a figure's netbench median must relate to the reference's.
-type goal struct {
-	text string
-	met  func(ours, ref float64) bool // nil: information only
-}
-
-func atLeast(x float64) goal {
-	return goal{fmt.Sprintf("≥ %.2f×", x), func(o, r float64) bool { return o >= x*r }}
-}
-func atMost(x float64) goal {
-	return goal{fmt.Sprintf("≤ %.2f×", x), func(o, r float64) bool { return o <= x*r }}
-}
-func withinPct(p float64) goal {
-	return goal{fmt.Sprintf("±%g %%", p), func(o, r float64) bool { return math.Abs(o-r) <= r*p/100 }}
-}
-func withinMicros(d float64) goal {
-	return goal{fmt.Sprintf("±%g µs", d), func(o, r float64) bool { return math.Abs(o-r) <= d }}
-}
-
-var info = goal{text: "(info)"}
-
 // imageGoalBytes is the most the agent image may weigh unpacked.
 const imageGoalBytes = 15e6
 
 // rowSpec is one line of a path's table.
 type rowSpec struct {
 	key, label, ref string
-	goal            goal
+	goal            benchinfo.Goal
 }
 
 var iperfN = fmt.Sprintf("iperf3 -P %d", pluginStreams)
 
 var rowSpecs = []rowSpec{
-	{"tcp-1 gbps", "TCP 1 stream, Gbit/s received", "iperf3 -P 1", atLeast(1)},
-	{"tcp-1 cpu/gbps", "TCP 1 stream, client CPU % per Gbit/s", "iperf3 -P 1", atMost(1)},
-	{"tcp-1 server cpu/gbps", "TCP 1 stream, server CPU % per Gbit/s", "iperf3 -P 1", info},
-	{tcpN + " gbps", fmt.Sprintf("TCP %d streams, Gbit/s received", pluginStreams), iperfN, atLeast(1)},
-	{tcpN + " cpu/gbps", fmt.Sprintf("TCP %d streams, client CPU %% per Gbit/s", pluginStreams), iperfN, atMost(1)},
-	{tcpN + " server cpu/gbps", fmt.Sprintf("TCP %d streams, server CPU %% per Gbit/s", pluginStreams), iperfN, info},
-	{"icmp p50", "ICMP RTT p50, µs", "iputils ping", withinMicros(10)},
-	{"http p50", "HTTP keep-alive to the app, p50 µs", "fortio runner", withinPct(3)},
-	{"http p99", "HTTP keep-alive to the app, p99 µs", "fortio runner", withinPct(3)},
-	{"max qps", "HTTP closed loop, requests/s", "fortio runner", withinPct(3)},
-	{"max p50", "HTTP closed loop, p50 µs", "fortio runner", info},
-	{"new-conn p50", "HTTP on a new connection, p50 µs", "Go net/http client, same pace: dial to first byte", withinPct(5)},
-	{"new-conn curl", "HTTP on a new connection, p50 µs", "curl back to back: time to first byte", info},
+	{"tcp-1 gbps", "TCP 1 stream, Gbit/s received", "iperf3 -P 1", benchinfo.AtLeast(1)},
+	{"tcp-1 cpu/gbps", "TCP 1 stream, client CPU % per Gbit/s", "iperf3 -P 1", benchinfo.AtMost(1)},
+	{"tcp-1 server cpu/gbps", "TCP 1 stream, server CPU % per Gbit/s", "iperf3 -P 1", benchinfo.Info},
+	{tcpN + " gbps", fmt.Sprintf("TCP %d streams, Gbit/s received", pluginStreams), iperfN, benchinfo.AtLeast(1)},
+	{tcpN + " cpu/gbps", fmt.Sprintf("TCP %d streams, client CPU %% per Gbit/s", pluginStreams), iperfN, benchinfo.AtMost(1)},
+	{tcpN + " server cpu/gbps", fmt.Sprintf("TCP %d streams, server CPU %% per Gbit/s", pluginStreams), iperfN, benchinfo.Info},
+	{"icmp p50", "ICMP RTT p50, µs", "iputils ping", benchinfo.WithinMicros(10)},
+	{"http p50", "HTTP keep-alive to the app, p50 µs", "fortio runner", benchinfo.WithinPct(3)},
+	{"http p99", "HTTP keep-alive to the app, p99 µs", "fortio runner", benchinfo.WithinPct(3)},
+	{"max qps", "HTTP closed loop, requests/s", "fortio runner", benchinfo.WithinPct(3)},
+	{"max p50", "HTTP closed loop, p50 µs", "fortio runner", benchinfo.Info},
+	{"new-conn p50", "HTTP on a new connection, p50 µs", "Go net/http client, same pace: dial to first byte", benchinfo.WithinPct(5)},
+	{"new-conn curl", "HTTP on a new connection, p50 µs", "curl back to back: time to first byte", benchinfo.Info},
 }
 
 // env is what the run learned about itself and the machine; render prints it as it is.
@@ -181,9 +159,9 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
 			if f == nil {
 				continue
 			}
-			spreads = append(spreads, spread(f.ours), spread(f.ref))
+			spreads = append(spreads, reftools.Spread(f.ours), reftools.Spread(f.ref))
 			ratios++
-			if overlap(f.ours, f.ref) {
+			if reftools.Overlap(f.ours, f.ref) {
 				ties++
 			}
 		}
@@ -236,22 +214,6 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
 	fmt.Fprintf(b, "\nProfiles and traces of these probes on the lab, and how the image's size divides, were taken once by hand and are in %s (not rewritten by this command).\n", notesFile)
 }
 
-// spread is (max − min) ÷ median in %.
-func spread(v []float64) float64 {
-	lo, hi := reftools.Range(v)
-	if m := reftools.Median(v); m != 0 {
-		return (hi - lo) / m * 100
-	}
-	return 0
-}
-
-// overlap says whether the two sets' ranges meet.
-func overlap(a, b []float64) bool {
-	alo, ahi := reftools.Range(a)
-	blo, bhi := reftools.Range(b)
-	return alo <= bhi && blo <= ahi
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -271,9 +233,9 @@ func renderPath(b *strings.Builder, r pathResult) {
 		}
 		om, rm := reftools.Median(f.ours), reftools.Median(f.ref)
 		met := "—"
-		if s.goal.met != nil {
+		if s.goal.Met != nil {
 			met = "yes"
-			if !s.goal.met(om, rm) {
+			if !s.goal.Met(om, rm) {
 				met = "**no**"
 			}
 		}
@@ -281,7 +243,7 @@ func renderPath(b *strings.Builder, r pathResult) {
 		if s.key == "icmp p50" {
 			label += fmt.Sprintf(" (agent: %s)", r.method)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s |\n", label, cell(f.ours), cell(f.ref), s.ref, om/rm, s.goal.text, met)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s |\n", label, cell(f.ours), cell(f.ref), s.ref, om/rm, s.goal.Text, met)
 	}
 	for _, role := range sortedKeys(r.rss) {
 		fmt.Fprintf(b, "\nagent footprint, %s (as it measured itself, per run): CPU %s s, peak RSS %s MiB", role, cell(r.cpu[role]), cell(r.rss[role]))

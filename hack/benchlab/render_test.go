@@ -101,21 +101,7 @@ func TestNotesHoldOnlyThisRunsNumbers(t *testing.T) {
 	c1, e1, r1 := synthetic(runA)
 	c2, e2, r2 := synthetic(runB)
 	a, b := render(c1, e1, r1), render(c2, e2, r2)
-	inB := map[string]bool{}
-	for _, n := range benchinfo.Numbers(benchinfo.Prose(b)) {
-		inB[n] = true
-	}
-	ok := constants()
-	for _, l := range strings.Split(benchinfo.Prose(a), "\n") {
-		for _, n := range benchinfo.Numbers(l) {
-			if inB[n] && !ok[n] {
-				t.Errorf("%q is printed whatever was measured, and is not a parameter of the code:\n%s", n, l)
-			}
-		}
-	}
-	if t.Failed() {
-		t.Logf("the first rendering's prose:\n%s", benchinfo.Prose(a))
-	}
+	benchinfo.CheckNoFixedNumbers(t, a, b, constants())
 }
 
 // The notes are generated from the run: the measured figures reach the prose.

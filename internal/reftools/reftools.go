@@ -276,3 +276,19 @@ func CPUModel() string {
 	}
 	return "?"
 }
+
+// Spread is (max − min) ÷ median of v, in %.
+func Spread(v []float64) float64 {
+	lo, hi := Range(v)
+	if m := Median(v); m != 0 {
+		return (hi - lo) / m * 100
+	}
+	return 0
+}
+
+// Overlap says whether the ranges of a and b meet.
+func Overlap(a, b []float64) bool {
+	alo, ahi := Range(a)
+	blo, bhi := Range(b)
+	return alo <= bhi && blo <= ahi
+}
