@@ -96,7 +96,7 @@ func renderNotes(b *strings.Builder, rows []row) {
 		fmt.Fprintf(b, "- HTTP: both columns are fortio's engine (fhttp, %d µs histogram resolution) against the same agent server; the agent wraps it. In this run netbench's p50 was below that of fortio's runner with GOMAXPROCS=%s in %d of %d rounds.\n",
 			probes.DefaultResolution.Microseconds(), oneThread, below, len(r.ours))
 	}
-	b.WriteString("- ICMP: the agent stamps the send time just before sendto(2) and takes the receive time from the kernel (SO_TIMESTAMPNS); ping also takes the receive time from the kernel, but stamps its send time before building and checksumming the packet, so its figure includes that work.\n")
+	b.WriteString("- ICMP: the agent stamps the send time just before sendto(2) and takes the receive time from the kernel (SO_TIMESTAMPNS); ping also takes the receive time from the kernel, and stamps its send time before building and checksumming the packet.\n")
 	b.WriteString("- TCP-connect RTT is the kernel's own handshake RTT sample (TCP_INFO right after connect); the time connect(2) took as the process saw it is reported beside it (connectLatency).\n")
 	fmt.Fprintf(b, "\nCPU profiles of both tools and an earlier ICMP library's figures on this path were taken once by hand and are in %s (not rewritten by this command).\n", notesFile)
 }

@@ -137,7 +137,7 @@ func render(c config, e env, results []pathResult) string {
 	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(e.versions, "; "))
 	fmt.Fprintf(&b, "- Pods: a server pod (the lab's sample app, port %d) on %s; one client pod per path; restricted Pod Security, no resource limits\n", appPort, serverNode)
 	fmt.Fprintf(&b, "- netbench: `kubectl netbench %s` — agents as ephemeral containers in the two pods\n", strings.Join(pluginArgs(c, "CLIENT"), " "))
-	fmt.Fprintf(&b, "- References, run in the same two pods' network namespaces (nsenter) and cgroups (they join the pod's container's cgroups first, so they get the pod's CPU share, as the agents do): iperf3 (-P 1 and -P %d, %gs each, server in the server pod); iputils ping (as root: raw socket) with the probe's count and interval; fortio's runner (GOMAXPROCS=%s and -uniform, as the agent) at the probe's rate and connections against the app's port, and closed loop against an agent server of ours started in the server pod; against that agent server too, a new-connection client built on Go's net/http (not fortio's), paced as the http-new-conn probe (its rate over its connections), and curl, %d requests back to back, each a new process and connection\n",
+	fmt.Fprintf(&b, "- References, run in the same two pods' network namespaces (nsenter) and cgroups (they join the pod's container's cgroups first, so they get the pod's CPU share, as the agents do): iperf3 (-P 1 and -P %d, %gs each, server in the server pod); iputils ping with the probe's count and interval; fortio's runner (GOMAXPROCS=%s and -uniform, as the agent) at the probe's rate and connections against the app's port, and closed loop against an agent server of ours started in the server pod; against that agent server too, a new-connection client built on Go's net/http (not fortio's), paced as the http-new-conn probe (its rate over its connections), and curl, %d requests back to back, each a new process and connection\n",
 		pluginStreams, c.seconds, refProcs, c.newConns)
 	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n\n", c.rounds)
 	for _, r := range results {
@@ -185,7 +185,7 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
 	fmt.Fprintf(b, "- HTTP: both sides are fortio's engine with the same settings (fixed rate, connections taking turns, %d µs histogram resolution, GOMAXPROCS=%s), the agent's in an ephemeral container, the reference in the same pod's cgroups. The agent's keep-alive p50 came out below the reference's in %s.\n",
 		probes.DefaultResolution.Microseconds(), refProcs, strings.Join(lower, ", "))
 	b.WriteString("- New connections: the probe is fortio's engine, which reads a connection it asked to close until the server's FIN; the Go client and curl stop at the answer's first byte, so the probe's figure includes that wait.\n")
-	b.WriteString("- ICMP: the agent runs without privileges (its ICMP method is in the row's label); ping runs as root with a raw socket. Both take the receive time from the kernel.\n")
+	b.WriteString("- ICMP: the agent runs without privileges (its ICMP method is in the row's label); ping runs as root and chooses its socket itself. Both take the receive time from the kernel.\n")
 	roles := map[string][2]float64{} // role → highest CPU s, highest peak RSS MiB over every path and round
 	for _, r := range results {
 		for role, v := range r.cpu {
