@@ -16,7 +16,7 @@ import (
 )
 
 // ProfileEnv names a file to write a CPU profile of the whole run to (pprof format), for
-// profiling the agent where it runs (see benchmarks/LAB-RESULTS.md).
+// profiling the agent where it runs (see benchmarks/notes/2026-12-01-lab-results.md).
 const ProfileEnv = "NETBENCH_CPUPROFILE"
 
 func main() {

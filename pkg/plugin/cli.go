@@ -227,7 +227,7 @@ func (o *commonOptions) validate() error {
 }
 
 // MinAgentMemory is the smallest memory --agent-resources may give an agent: its measured peak
-// RSS in the quick profile stays under 30 MiB (benchmarks/LAB-RESULTS.md).
+// RSS in the quick profile stays under 30 MiB (benchmarks/notes/2026-12-01-lab-results.md).
 var MinAgentMemory = resource.MustParse("40Mi")
 
 // DefaultAgentResources is what a temporary agent pod asks for unless --agent-resources says
