@@ -14,7 +14,7 @@ import (
 // serveUDP answers the UDP echo and MTU probes of token holders on port (the TCP listener's
 // number), until ctx ends. It reads on a thread of its own blocked in recvmsg. What a user-space
 // echo adds over the kernel's own ICMP echo is that thread's wake-up (on the lab's 2-vCPU machine
-// ~60 µs: benchmarks/UDP.md); each answer says how long its datagram dwelt here, from the
+// ~60 µs: benchmarks/notes/2026-11-30-udp-results.md); each answer says how long its datagram dwelt here, from the
 // kernel's receive time stamp to the answer's send, and the next answer to the same client how
 // long that answer then took to its transmit time stamp; the client takes both off the round
 // trip (as a TWAMP reflector's time stamps allow). It does not spin instead: an agent in the

@@ -169,7 +169,7 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 // (1000 echoes 1 ms apart), five rounds alternating with the probe's, compared pairwise. The
 // agent's echo runs in user space; its dwell (kernel receive → the answer's transmit stamp) is
 // taken off, which brings it from +60 µs to +12…+18 µs over ping on this 2-vCPU lab (the median
-// of the rounds' differences; benchmarks/UDP.md). The goal is 20 µs; the test allows 25 so that
+// of the rounds' differences; benchmarks/notes/2026-11-30-udp-results.md). The goal is 20 µs; the test allows 25 so that
 // one noisy run of a 2-vCPU machine does not fail CI.
 func TestUDPProbeLossAndRTT(t *testing.T) {
 	cs, ns := lab(t)
