@@ -29,6 +29,7 @@ mutations=(
   "pmtu-off-by-one|./test/e2e|TestPathMTUThroughANarrowNode|path MTU 1401, want 1400"
   "race-separate|./test/e2e|TestDNSRaceCheck|about half waiting out"
   "ndots-off-by-one|./pkg/resolver|TestModelMatchesRealResolvers|(-model +wire)"
+  "latency-from-buckets|./pkg/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
 )
 
 lab=hack/lab/lab.sh

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // env is what the run learned about itself and the machine; render prints it as it is.
@@ -93,8 +92,8 @@ func renderNotes(b *strings.Builder, rows []row) {
 				below++
 			}
 		}
-		fmt.Fprintf(b, "- HTTP: both columns are fortio's engine (fhttp, %d µs histogram resolution) against the same agent server; the agent wraps it. In this run netbench's p50 was below that of fortio's runner with GOMAXPROCS=%s in %d of %d rounds.\n",
-			probes.DefaultResolution.Microseconds(), oneThread, below, len(r.ours))
+		fmt.Fprintf(b, "- HTTP: both columns are fortio's engine (fhttp, every request's latency kept) against the same agent server; the agent wraps it. In this run netbench's p50 was below that of fortio's runner with GOMAXPROCS=%s in %d of %d rounds.\n",
+			oneThread, below, len(r.ours))
 	}
 	b.WriteString("- ICMP: the agent stamps the send time just before sendto(2) and takes the receive time from the kernel (SO_TIMESTAMPNS); ping also takes the receive time from the kernel, and stamps its send time before building and checksumming the packet.\n")
 	b.WriteString("- TCP-connect RTT is the kernel's own handshake RTT sample (TCP_INFO right after connect); the time connect(2) took as the process saw it is reported beside it (connectLatency).\n")

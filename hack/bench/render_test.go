@@ -93,7 +93,6 @@ func constants(rows []row) map[string]bool {
 		fmt.Sprint(httpConns),
 		fmt.Sprint(rttInterval.Milliseconds()),
 		oneThread,
-		fmt.Sprint(probes.DefaultResolution.Microseconds()),
 	} {
 		ok[n] = true
 	}

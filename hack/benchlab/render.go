@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // imageGoalBytes is the most the agent image may weigh unpacked.
@@ -182,8 +181,8 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
 			lower = append(lower, fmt.Sprintf("%d of %d rounds (%s)", n, len(f.ours), r.spec.name))
 		}
 	}
-	fmt.Fprintf(b, "- HTTP: both sides are fortio's engine with the same settings (fixed rate, connections taking turns, %d µs histogram resolution, GOMAXPROCS=%s), the agent's in an ephemeral container, the reference in the same pod's cgroups. The agent's keep-alive p50 came out below the reference's in %s.\n",
-		probes.DefaultResolution.Microseconds(), refProcs, strings.Join(lower, ", "))
+	fmt.Fprintf(b, "- HTTP: both sides are fortio's engine with the same settings (fixed rate, connections taking turns, every request's latency kept, GOMAXPROCS=%s), the agent's in an ephemeral container, the reference in the same pod's cgroups. The agent's keep-alive p50 came out below the reference's in %s.\n",
+		refProcs, strings.Join(lower, ", "))
 	b.WriteString("- New connections: the probe is fortio's engine, which reads a connection it asked to close until the server's FIN; the Go client and curl stop at the answer's first byte, so the probe's figure includes that wait.\n")
 	b.WriteString("- ICMP: the agent runs without privileges (its ICMP method is in the row's label); ping runs as root and chooses its socket itself. Both take the receive time from the kernel.\n")
 	roles := map[string][2]float64{} // role → highest CPU s, highest peak RSS MiB over every path and round

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
 )
 
 // made is a made-up run's parameters and facts; the two runs the tests render share none.
@@ -82,7 +81,6 @@ func constants() map[string]bool {
 		strconv.Itoa(pluginStreams),
 		strconv.Itoa(appPort),
 		refProcs,
-		fmt.Sprint(probes.DefaultResolution.Microseconds()),
 		fmt.Sprintf("%.0f", imageGoalBytes/1e6),
 		"1", // -P 1: the single-stream iperf3 run
 	} {

@@ -15,6 +15,9 @@ const (
 	// HTTPExtraRoundTrip costs every new-connection HTTP request one round trip more: each
 	// connection is opened twice (TestHTTPNewConnMatchesCurl).
 	HTTPExtraRoundTrip Name = "http-extra-rtt"
+	// LatencyFromBuckets takes request latency percentiles from fortio's histogram, interpolated
+	// in buckets that are 10 ms wide between 10 and 20 ms (TestRequestPercentilesAreObserved).
+	LatencyFromBuckets Name = "latency-from-buckets"
 	// UDPDwellKept leaves the server's dwell in each UDP round trip (TestUDPProbeLossAndRTT).
 	UDPDwellKept Name = "udp-dwell-kept"
 	// LossOneWay reports loss as the one-way share a symmetric path would have:

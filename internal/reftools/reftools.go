@@ -198,12 +198,13 @@ func parseHTTPRun(args []string) (HTTPRun, error) {
 }
 
 // runFortio runs fortio's HTTP runner configured as fortio's CLI would be with
-// -qps Q -c C -t S -r 0.00001 -uniform -H "X-Netbench-Token: T".
+// -qps Q -c C -t S -uniform -H "X-Netbench-Token: T", and takes every request's latency as the
+// probe does (probes.RecordLatencies): fortio's own percentiles are interpolated in buckets that
+// are 10 ms wide between 10 and 20 ms, which would compare the histograms, not the engines.
 func runFortio(h HTTPRun) (refResult, error) {
 	log.SetLogLevelQuiet(log.Error)
 	log.SetOutput(io.Discard)
 	o := fhttp.HTTPRunnerOptions{}
-	o.HTTPOptions.Resolution = probes.DefaultResolution.Seconds()
 	o.Init(h.URL)
 	o.InitHeaders()
 	if h.Token != "" {
@@ -218,8 +219,7 @@ func runFortio(h HTTPRun) (refResult, error) {
 	o.NumThreads = h.Connections
 	o.Uniform = true
 	o.Duration = time.Duration(h.Seconds * float64(time.Second))
-	o.RunnerOptions.Resolution = probes.DefaultResolution.Seconds()
-	o.Percentiles = []float64{50, 90, 99, 99.9}
+	latency := probes.RecordLatencies(&o.RunnerOptions)
 	o.Out = io.Discard
 	o.Stop = periodic.NewAborter()
 	res, err := fhttp.RunHTTPTest(&o)
@@ -229,7 +229,7 @@ func runFortio(h HTTPRun) (refResult, error) {
 	if res.RetCodes[200] != res.DurationHistogram.Count {
 		return refResult{}, fmt.Errorf("fortio: non-200 answers: %v", res.RetCodes)
 	}
-	return refResult{Latency: probes.LatencyFromHistogram(res.DurationHistogram, probes.DefaultResolution), QPS: res.ActualQPS}, nil
+	return refResult{Latency: latency(), QPS: res.ActualQPS}, nil
 }
 
 // Median is the middle value (the mean of the two middle ones for an even count).

@@ -162,7 +162,6 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 	if p.URL != "" {
 		url, headers = p.URL, nil
 	}
-	resolution := time.Duration(p.ResolutionMicros * float64(time.Microsecond))
 	switch p.Kind {
 	case ProbeICMP:
 		host, _, splitErr := net.SplitHostPort(addr)
@@ -181,7 +180,7 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		mode := map[string]string{ProbeHTTP: probes.HTTPKeepAlive, ProbeHTTPNewConn: probes.HTTPNewConn, ProbeHTTPMax: probes.HTTPClosedLoop}[p.Kind]
 		res.HTTP, err = probes.HTTPLatency(ctx, probes.HTTPSpec{
 			URL: url, Mode: mode, QPS: p.QPS, Connections: p.Connections,
-			Duration: seconds(p.DurationSeconds), Headers: headers, Resolution: resolution,
+			Duration: seconds(p.DurationSeconds), Headers: headers,
 		})
 	case ProbeGRPC:
 		md := map[string]string{}
@@ -190,7 +189,7 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		}
 		res.GRPC, err = probes.GRPCLatency(ctx, probes.GRPCSpec{
 			Address: addr, QPS: p.QPS, Connections: p.Connections,
-			Duration: seconds(p.DurationSeconds), Metadata: md, Resolution: resolution,
+			Duration: seconds(p.DurationSeconds), Metadata: md,
 		})
 	case ProbeTCP:
 		spec := probes.ThroughputSpec{

@@ -78,7 +78,6 @@ type ProbeSpec struct {
 	DurationSeconds float64 `json:"durationSeconds,omitempty"`
 	// ReportIntervalSeconds adds interval reports to a throughput run.
 	ReportIntervalSeconds float64 `json:"reportIntervalSeconds,omitempty"`
-	ResolutionMicros      float64 `json:"resolutionMicros,omitempty"`
 	// Address (host:port) or URL overrides the agent server as the target, for measuring an
 	// application's own port. No token is sent to such a target.
 	Address string `json:"address,omitempty"`

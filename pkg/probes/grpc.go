@@ -19,8 +19,7 @@ type GRPCSpec struct {
 	Connections int
 	Duration    time.Duration
 	// Metadata is sent with every call (the agent's token goes here).
-	Metadata   map[string]string
-	Resolution time.Duration
+	Metadata map[string]string
 }
 
 // GRPCResult is the outcome of a gRPC ping run.
@@ -50,9 +49,6 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 	if spec.Duration <= 0 {
 		spec.Duration = 5 * time.Second
 	}
-	if spec.Resolution <= 0 {
-		spec.Resolution = DefaultResolution
-	}
 	quietFortio()
 	o := fgrpc.GRPCRunnerOptions{}
 	o.Destination = spec.Address
@@ -62,8 +58,7 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 	o.QPS = spec.QPS
 	o.Uniform = true // the connections take turns, as in the http probe
 	o.Duration = spec.Duration
-	o.Resolution = spec.Resolution.Seconds()
-	o.Percentiles = latencyPercentiles
+	latency := RecordLatencies(&o.RunnerOptions)
 	o.Out = io.Discard
 	o.AllowInitialErrors = true
 	o.Stop = periodic.NewAborter()
@@ -92,7 +87,7 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 		RequestedQPS:    spec.QPS,
 		AchievedQPS:     round3(res.ActualQPS),
 		DurationSeconds: round3(res.ActualDuration.Seconds()),
-		Latency:         LatencyFromHistogram(res.DurationHistogram, spec.Resolution),
+		Latency:         latency(),
 	}
 	r.Requests = r.Latency.Count
 	for kind, n := range res.RetCodes {

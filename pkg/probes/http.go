@@ -31,9 +31,8 @@ type HTTPSpec struct {
 	Connections int
 	Duration    time.Duration
 	// Headers are added to every request (the agent's token goes here).
-	Headers    http.Header
-	Resolution time.Duration
-	Timeout    time.Duration
+	Headers http.Header
+	Timeout time.Duration
 }
 
 func (s *HTTPSpec) defaults() error {
@@ -56,9 +55,6 @@ func (s *HTTPSpec) defaults() error {
 	if s.QPS <= 0 && s.Mode != HTTPClosedLoop {
 		s.QPS = 100
 	}
-	if s.Resolution <= 0 {
-		s.Resolution = DefaultResolution
-	}
 	if s.Timeout <= 0 {
 		s.Timeout = 3 * time.Second
 	}
@@ -73,7 +69,7 @@ type HTTPResult struct {
 	RequestedQPS    float64 `json:"requestedQPS"` // 0 = unlimited (closed loop)
 	AchievedQPS     float64 `json:"achievedQPS"`
 	DurationSeconds float64 `json:"durationSeconds"`
-	// Latency of every request, errors included (as fortio reports it).
+	// Latency of every request, errors included (as fortio's runner times it).
 	Latency Latency `json:"latency"`
 	// Requests is the number of requests done, Errors those that failed.
 	Requests int64 `json:"requests"`
@@ -95,8 +91,8 @@ func quietFortio() {
 	})
 }
 
-// HTTPLatency runs fortio's HTTP engine against spec.URL and reports latency percentiles
-// computed from a histogram of spec.Resolution.
+// HTTPLatency runs fortio's HTTP engine against spec.URL and reports the latency of every
+// request (exact percentiles; see RecordLatencies).
 func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	if err := spec.defaults(); err != nil {
 		return nil, err
@@ -113,7 +109,6 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	}
 	o := fhttp.HTTPRunnerOptions{}
 	o.HTTPReqTimeOut = spec.Timeout
-	o.HTTPOptions.Resolution = spec.Resolution.Seconds()
 	o.Init(target)
 	o.InitHeaders()
 	o.NumThreads = spec.Connections
@@ -126,8 +121,7 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	if spec.Mode == HTTPClosedLoop {
 		o.QPS = -1 // fortio: no rate limit
 	}
-	o.RunnerOptions.Resolution = spec.Resolution.Seconds()
-	o.Percentiles = latencyPercentiles
+	latency := RecordLatencies(&o.RunnerOptions)
 	o.Out = io.Discard
 	o.DisableKeepAlive = spec.Mode == HTTPNewConn
 	o.AllowInitialErrors = true
@@ -164,7 +158,7 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 		Connections:     spec.Connections,
 		AchievedQPS:     round3(res.ActualQPS),
 		DurationSeconds: round3(res.ActualDuration.Seconds()),
-		Latency:         LatencyFromHistogram(res.DurationHistogram, spec.Resolution),
+		Latency:         latency(),
 		SocketsOpened:   res.SocketCount,
 	}
 	if spec.Mode != HTTPClosedLoop {

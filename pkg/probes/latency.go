@@ -10,11 +10,10 @@ import (
 	"fortio.org/fortio/stats"
 )
 
-// DefaultResolution is the finest histogram bucket used for request latencies. Paths inside a
-// cluster are routinely below one millisecond, so a 1 ms bucket would make every percentile an
-// interpolation; 10 µs keeps p50..p99.9 meaningful and still covers up to 1 s before the last
-// (overflow) bucket.
-const DefaultResolution = 10 * time.Microsecond
+// drawResolution is the finest bucket of Latency.Histogram, which is for drawing only: its
+// buckets are fortio's, which widen with the value (10 ms wide from 10 to 20 ms). Percentiles
+// never come from it.
+const drawResolution = 10 * time.Microsecond
 
 // Latency summarises a set of durations. All values are microseconds.
 type Latency struct {
@@ -30,6 +29,9 @@ type Latency struct {
 	// ResolutionMicros is the width of the finest histogram bucket the percentiles were computed
 	// from; 0 means the percentiles are exact (computed from every sample, nanosecond clock).
 	ResolutionMicros float64 `json:"resolutionMicros"`
+	// PercentilesFrom, when set, is how many of the Count samples the percentiles were computed
+	// from: a uniform random sample, kept when a run had more than MaxExactSamples requests.
+	PercentilesFrom int64 `json:"percentilesFrom,omitempty"`
 	// Histogram holds the non-empty buckets, for drawing.
 	Histogram []Bucket `json:"histogram,omitempty"`
 }
@@ -41,45 +43,7 @@ type Bucket struct {
 	Count       int64   `json:"count"`
 }
 
-// Percentiles requested from every histogram.
-var latencyPercentiles = []float64{50, 90, 99, 99.9}
-
 func micros(seconds float64) float64 { return math.Round(seconds*1e9) / 1e3 }
-
-// LatencyFromHistogram converts fortio histogram data (values in seconds) to a Latency.
-// The data must have been exported with latencyPercentiles.
-func LatencyFromHistogram(h *stats.HistogramData, resolution time.Duration) Latency {
-	if h == nil || h.Count == 0 {
-		return Latency{ResolutionMicros: float64(resolution) / 1e3}
-	}
-	l := Latency{
-		Count:            h.Count,
-		MinMicros:        micros(h.Min),
-		AvgMicros:        micros(h.Avg),
-		MaxMicros:        micros(h.Max),
-		StdDevMicros:     micros(h.StdDev),
-		ResolutionMicros: float64(resolution) / 1e3,
-	}
-	for _, p := range h.Percentiles {
-		v := micros(p.Value)
-		switch p.Percentile {
-		case 50:
-			l.P50Micros = v
-		case 90:
-			l.P90Micros = v
-		case 99:
-			l.P99Micros = v
-		case 99.9:
-			l.P999Micros = v
-		}
-	}
-	for _, b := range h.Data {
-		if b.Count > 0 {
-			l.Histogram = append(l.Histogram, Bucket{StartMicros: micros(b.Start), EndMicros: micros(b.End), Count: b.Count})
-		}
-	}
-	return l
-}
 
 // LatencyFromSamples computes exact statistics from every sample. Percentiles use the
 // nearest-rank method, so every reported percentile is a value that was really observed.
@@ -90,7 +54,7 @@ func LatencyFromSamples(samples []time.Duration) Latency {
 	s := append([]time.Duration(nil), samples...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	var sum, sumSq float64
-	h := stats.NewHistogram(0, DefaultResolution.Seconds())
+	h := stats.NewHistogram(0, drawResolution.Seconds())
 	for _, d := range s {
 		us := float64(d) / 1e3
 		sum += us

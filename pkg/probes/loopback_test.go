@@ -38,8 +38,8 @@ func TestHTTPLatencyKnownDelay(t *testing.T) {
 			if r.Errors != 0 {
 				t.Fatalf("errors: %v", r.ErrorsByKind)
 			}
-			if r.Latency.ResolutionMicros != 10 {
-				t.Errorf("resolution %v µs, want 10", r.Latency.ResolutionMicros)
+			if r.Latency.ResolutionMicros != 0 || r.Latency.PercentilesFrom != 0 || r.Latency.Count != r.Requests {
+				t.Errorf("want exact percentiles over all %d requests: %+v", r.Requests, r.Latency)
 			}
 			if r.Latency.MinMicros < 2000 {
 				t.Errorf("min %v µs is below the server's 2000 µs delay", r.Latency.MinMicros)

@@ -213,19 +213,19 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, conns, a, done, n, errs,
 				Micros(l.MinMicros), Micros(l.P50Micros), Micros(l.P90Micros), Micros(l.P99Micros), Micros(l.P999Micros), Micros(l.MaxMicros))
 		}
-		var res float64
+		var lats []namedLatency
 		for _, r := range http {
 			h := r.HTTP
 			row(r.Name+" ("+h.Mode+")", h.Connections, h.RequestedQPS, h.AchievedQPS, h.Requests, h.Errors, h.Latency)
-			res = h.Latency.ResolutionMicros
+			lats = append(lats, namedLatency{r.Name, h.Latency})
 		}
 		for _, r := range grpc {
 			g := r.GRPC
 			row(r.Name+" (unary ping)", g.Connections, g.RequestedQPS, g.AchievedQPS, g.Requests, g.Errors, g.Latency)
-			res = g.Latency.ResolutionMicros
+			lats = append(lats, namedLatency{r.Name, g.Latency})
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "  histogram resolution %s (finest bucket)\n", Micros(res))
+		percentileBasis(w, lats)
 		for _, r := range http {
 			if r.HTTP.Mode == probes.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
 				fmt.Fprintf(w, "  %s: achieved %.0f qps; Little's law (%d connections ÷ mean %s) expects %.0f qps\n",
@@ -302,5 +302,34 @@ func Histogram(w io.Writer, l probes.Latency, width int) {
 			n = 1
 		}
 		fmt.Fprintf(w, "  %10s – %-10s %s %d\n", Micros(b.StartMicros), Micros(b.EndMicros), strings.Repeat("█", n), b.Count)
+	}
+}
+
+type namedLatency struct {
+	name string
+	l    probes.Latency
+}
+
+// percentileBasis says what the request percentiles were computed from: every request's latency
+// (nearest rank), a uniform sample of them in long runs, or, in reports of earlier versions, a
+// histogram whose buckets widen with the value.
+func percentileBasis(w io.Writer, lats []namedLatency) {
+	var sampled, bucketed []string
+	for _, n := range lats {
+		switch {
+		case n.l.ResolutionMicros > 0:
+			bucketed = append(bucketed, fmt.Sprintf("%s (finest bucket %s)", n.name, Micros(n.l.ResolutionMicros)))
+		case n.l.PercentilesFrom > 0:
+			sampled = append(sampled, fmt.Sprintf("%s: a uniform sample of %d of its %d requests", n.name, n.l.PercentilesFrom, n.l.Count))
+		}
+	}
+	if len(bucketed) < len(lats) {
+		fmt.Fprintln(w, "  percentiles: the latency some request had (nearest rank over every request, nanosecond clock)")
+	}
+	if len(sampled) > 0 {
+		fmt.Fprintf(w, "  percentiles from a sample: %s\n", strings.Join(sampled, "; "))
+	}
+	if len(bucketed) > 0 {
+		fmt.Fprintf(w, "  percentiles interpolated in a histogram whose buckets widen with the value: %s\n", strings.Join(bucketed, ", "))
 	}
 }
