@@ -4,7 +4,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
 PKG := github.com/kubectl-netbench/kubectl-netbench
-LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
+LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION) -X $(PKG)/internal/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
 
 .PHONY: all build test test-mutations lint agent-image bench bench-lab bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e

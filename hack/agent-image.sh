@@ -19,7 +19,7 @@ REPO=ghcr.io/kubectl-netbench/agent
 bin=bin/agent-image
 mkdir -p "$bin"
 for arch in ${ARCHS//,/ }; do
-  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w -X $PKG/pkg/version.Version=$VERSION" \
+  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w -X $PKG/internal/version.Version=$VERSION" \
     -o "$bin/linux_$arch/netbench-agent" ./cmd/netbench-agent
 done
 go build -o "$bin/imagebuild" ./hack/imagebuild

@@ -28,8 +28,8 @@ mutations=(
   "observe-udp-twice|./test/e2e|TestDNSObserveMatchesPacketCapture|NXDOMAIN, the capture"
   "pmtu-off-by-one|./test/e2e|TestPathMTUThroughANarrowNode|path MTU 1401, want 1400"
   "race-separate|./test/e2e|TestDNSRaceCheck|about half waiting out"
-  "ndots-off-by-one|./pkg/resolver|TestModelMatchesRealResolvers|(-model +wire)"
-  "latency-from-buckets|./pkg/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
+  "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
+  "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
 )
 
 lab=hack/lab/lab.sh

@@ -12,7 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/plugin"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/plugin"
 )
 
 func main() {

@@ -27,8 +27,8 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/vethpair"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 type config struct {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // made is a made-up run's parameters and facts; the two runs the tests render share none.

@@ -23,7 +23,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 )
 
 type config struct {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 

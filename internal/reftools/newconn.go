@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // runNewConn is an HTTP client independent of fortio's: Go's net/http with keep-alive off, each

@@ -20,8 +20,8 @@ import (
 	"fortio.org/fortio/periodic"
 	"fortio.org/log"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // Runner builds a command that runs inside the namespace under test (ip netns exec, nsenter).

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 )
 
 // DiffReport compares two runs figure by figure (`kubectl netbench diff OLD NEW`).

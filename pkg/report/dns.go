@@ -11,10 +11,10 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
 // DNSReport is the result of `kubectl netbench dns`.

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
 // DNSOption is one of a pod template's dnsConfig options, as the API has it.

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
 // A patch of one dnsConfig option keeps the template's others (the list is replaced whole).

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
 func v(label string, ndots, queries int, answered string) probes.DNSVariant {

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
 // A lookup that went over TCP gets its own timeline with a transport column and the truncated

@@ -3,9 +3,9 @@ package report
 import (
 	"math"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // Units of figures.

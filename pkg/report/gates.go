@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 )
 
 // HigherIsWorse says which way a figure of this unit gets worse: latencies, counts and loss up,

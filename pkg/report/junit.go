@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 )
 
 // JUnit XML, as CI systems read it: one test case per --fail-if condition, failed when the

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 )
 
 // LadderReport is `kubectl netbench ladder`: the same probes from a client on each rung (same

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 //go:embed ladder.html.tmpl

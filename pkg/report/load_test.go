@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 )
 
 const head = `{"apiVersion":"netbench.kubectl.dev/v1alpha1",`

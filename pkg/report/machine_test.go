@@ -13,8 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 )
 
 // render writes a testdata report in format, with a passing and a failing check added.

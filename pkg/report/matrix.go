@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 )
 
 // MatrixReport is `kubectl netbench matrix`: one agent per selected node, pairs of them

@@ -5,8 +5,8 @@ package report
 import (
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 )
 
 // APIVersion versions every report; the schema is documented in docs/output.md.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // Write renders v as "json", "yaml", or, for "", the human report.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // The line under the request table says what the percentiles are: observed latencies, a sample

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 )
 
 // A Service over web-v1, which no policy selects, and web-v2, isolated by a deny-all-ingress

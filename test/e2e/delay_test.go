@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 )
 
 // labStatus is what hack/lab/lab.sh status says, for a failure's message.

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	nbplugin "github.com/kubectl-netbench/kubectl-netbench/pkg/plugin"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	nbplugin "github.com/kubectl-netbench/kubectl-netbench/internal/plugin"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 )
 
 const (

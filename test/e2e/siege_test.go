@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 

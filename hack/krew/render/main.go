@@ -26,7 +26,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/version"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 )
 
 func main() {

@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+)
+
+// ServeOptions configures the agent server.
+type ServeOptions struct {
+	// Listen is the address to listen on; port 0 picks a free port.
+	Listen string
+	Token  string
+	// TokenSHA256 accepts clients whose token has this hex digest (instead of Token).
+	TokenSHA256 string
+	// NotAfter bounds the server's life: it exits then whether or not a client came.
+	NotAfter time.Time
+	// Lease, when set, ends the server unless the plugin renews it (PathLease) within each
+	// period: a plugin that died does not leave its agents measuring.
+	Lease time.Duration
+	// Limits against peers without the token (defaults: DefaultLimits).
+	Limits Limits
+	// Identity is what PathWhoAmI answers.
+	Identity Identity
+	// Jobs lets token holders post jobs to PathJob, run one at a time, each answered with its
+	// events: an agent that serves its peers and measures them (the matrix's).
+	Jobs bool
+}
+
+// Identity names the pod an agent server runs in.
+type Identity struct {
+	Pod  string `json:"pod"`
+	Node string `json:"node,omitempty"`
+	Zone string `json:"zone,omitempty"`
+}
+
+// Paths of the control API; every other path answers the latency probes.
+const (
+	PathDone = "/netbench/v1/done"
+	PathCPU  = "/netbench/v1/cpu"
+	// PathWhoAmI answers with the server's Identity: which endpoint a connection reached.
+	PathWhoAmI = "/netbench/v1/whoami"
+	PathLease  = "/netbench/v1/lease" // POST renews the server's lease; GET says it is alive
+)
+
+// CPUReply is the answer of PathCPU: the server's CPU time so far and its peak resident memory.
+type CPUReply struct {
+	CPUNanos     int64 `json:"cpuNanos"`
+	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
+}
+
+// Footprint is what an agent process has cost so far: its CPU time (user and system) and the
+// high-water mark of its resident memory.
+type Footprint struct {
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
+}
+
+// OwnFootprint is this process's footprint.
+func OwnFootprint() Footprint {
+	return Footprint{CPUSeconds: probes.ProcessCPU().Seconds(), PeakRSSBytes: probes.ProcessPeakRSS()}
+}
+
+// Serve runs the agent server: HTTP, gRPC, the throughput sink and control, all on one port
+// (each connection is routed on its first bytes). It emits ready, then exit, and returns when
+// a client posts PathDone, the deadline passes, or ctx ends.
+func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
+	if o.Token == "" && o.TokenSHA256 == "" {
+		return errors.New("agent serve needs a token (--token, --token-sha256 or " + TokenEnv + ")")
+	}
+	if o.NotAfter.IsZero() {
+		return errors.New("agent serve needs a not-after time")
+	}
+	if !time.Now().Before(o.NotAfter) {
+		return ErrTooLate
+	}
+	if o.Listen == "" {
+		o.Listen = ":0"
+	}
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
+	}
+	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
+	defer cancel()
+
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.Listen, err)
+	}
+	keys := &udpKeys{}
+	accept := keys.learning(tokenAccepter(o.Token, o.TokenSHA256))
+	if o.Token != "" {
+		keys.learn(o.Token)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	udpNote := ""
+	waitUDP, err := serveUDP(ctx, port, keys.get)
+	if err != nil {
+		waitUDP, udpNote = func() {}, fmt.Sprintf("; no UDP echo: %v", err)
+	}
+
+	var doneOnce sync.Once
+	doneBy := "deadline reached"
+	done := func(reason string) {
+		doneOnce.Do(func() {
+			doneBy = reason
+			cancel()
+		})
+	}
+	ls := newLease(ctx, o.Lease, func() { done("lease expired: the plugin stopped renewing it") })
+
+	var jobs http.Handler
+	if o.Jobs {
+		jobs = &meshJobs{run: Run}
+	}
+	g := newGate(o.Limits)
+	httpSrv := newHTTPServer(o.Limits, accept, ls, done, o.Identity, jobs, keys.token)
+	grpcSrv := newGRPCServer(o.Limits, accept, g)
+	httpLn := newChanListener(ln.Addr())
+	grpcLn := newChanListener(ln.Addr())
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); _ = httpSrv.Serve(httpLn) }()
+	go func() { defer wg.Done(); _ = grpcSrv.Serve(grpcLn) }()
+	go func() {
+		defer wg.Done()
+		r := &router{ln: &gatedListener{Listener: ln, g: g}, http: httpLn, grpc: grpcLn, accept: accept, limits: o.Limits}
+		r.run(ctx)
+	}()
+
+	em.Emit(Event{Type: EventReady, Port: port, Message: fmt.Sprintf("listening on %s (TCP and UDP) until %s%s", ln.Addr(), o.NotAfter.UTC().Format(time.RFC3339), udpNote)})
+
+	<-ctx.Done()
+	ln.Close()
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), time.Second)
+	defer shutCancel()
+	_ = httpSrv.Shutdown(shutCtx)
+	_ = httpSrv.Close()
+	grpcSrv.Stop()
+	httpLn.Close()
+	grpcLn.Close()
+	waitOrTimeout(&wg, time.Second)
+	waitUDP()
+	em.Emit(Event{Type: EventExit, Message: doneBy})
+	return nil
+}
+
+// udpKeys holds the UDP datagrams' key. It derives from the token itself, which the spec does
+// not carry (only its digest): a server started with the digest learns the token from the
+// first token holder that presents it over TCP (the plugin's first lease renewal through the
+// pod proxy, before any client is started), and answers no datagram before that.
+type udpKeys struct {
+	key atomic.Pointer[[]byte]
+	tok atomic.Pointer[string]
+}
+
+func (k *udpKeys) learn(token string) {
+	if k.key.Load() == nil {
+		key := probes.UDPKey(token)
+		k.tok.CompareAndSwap(nil, &token)
+		k.key.CompareAndSwap(nil, &key)
+	}
+}
+
+// token is the token once learnt ("" before): the spread probe's proofs are checked with it.
+func (k *udpKeys) token() string {
+	if p := k.tok.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// get is the key, or nil while the token is unknown.
+func (k *udpKeys) get() []byte {
+	if p := k.key.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// learning wraps accept: an accepted token teaches the key.
+func (k *udpKeys) learning(accept func(string) bool) func(string) bool {
+	return func(tok string) bool {
+		if !accept(tok) {
+			return false
+		}
+		k.learn(tok)
+		return true
+	}
+}
+
+// waitOrTimeout waits for wg, but not longer than d: a peer stuck mid-handshake must not keep
+// the agent alive.
+func waitOrTimeout(wg *sync.WaitGroup, d time.Duration) {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(d):
+	}
+}
+
+// peekedConn is a connection whose first bytes were read into r.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// chanListener is a net.Listener fed by route.
+type chanListener struct {
+	addr   net.Addr
+	ch     chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *chanListener) deliver(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.closed:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }

@@ -1,0 +1,314 @@
+// Package agent is the in-pod runtime of kubectl-netbench: a server that the probes measure
+// against, and a runner that executes a job of probes and reports JSON-lines events. Its job
+// and event types are the wire contract with the plugin.
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+)
+
+// APIVersion versions Job and Event. A change that is not backwards compatible bumps it.
+const APIVersion = "netbench.kubectl.dev/v1alpha1"
+
+// TokenHeader carries the run token on HTTP requests; TokenMetadata on gRPC calls.
+const (
+	TokenHeader   = "X-Netbench-Token"
+	TokenMetadata = "x-netbench-token"
+	// TokenEnv is the environment variable the token may be passed in instead of a flag.
+	TokenEnv = "NETBENCH_TOKEN"
+)
+
+// Probe kinds.
+const (
+	ProbeICMP        = "icmp"
+	ProbeTCPRTT      = "tcp-rtt"
+	ProbeHTTP        = "http"          // keep-alive at fixed qps
+	ProbeHTTPNewConn = "http-new-conn" // a new connection per request at fixed qps
+	ProbeHTTPMax     = "http-max"      // closed loop
+	ProbeGRPC        = "grpc"
+	ProbeTCP         = "tcp" // throughput
+	ProbeDNS         = "dns" // the resolver's real queries for names, with what-ifs
+	// ProbeSpread opens Count new connections to Address (a Service) and asks each agent
+	// endpoint who it is: where the Service sends connections from here.
+	ProbeSpread = "spread"
+	// ProbeUDP sends Count datagrams at IntervalMillis to the server's UDP echo: RTT, loss
+	// and jitter.
+	ProbeUDP = "udp"
+	// ProbePMTU finds the largest packet that crosses the path with "don't fragment" set.
+	ProbePMTU = "path-mtu"
+)
+
+// ProbeKinds lists every probe kind in the order a full run takes them.
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
+
+// Job is what `agent run` executes: probes against one agent server (or, per probe, another
+// address such as the destination app's own port).
+type Job struct {
+	APIVersion string `json:"apiVersion"`
+	// Host and Port of the agent server.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Token is presented to the server on every connection.
+	Token  string      `json:"token"`
+	Probes []ProbeSpec `json:"probes"`
+	// Done tells the server to exit once the job has finished (or failed).
+	Done bool `json:"done,omitempty"`
+}
+
+// ProbeSpec is one probe of a job. Zero values take each probe's defaults.
+type ProbeSpec struct {
+	Kind string `json:"kind"`
+	// Name labels the result (defaults to Kind); useful when a kind runs twice.
+	Name            string  `json:"name,omitempty"`
+	Count           int     `json:"count,omitempty"`
+	IntervalMillis  float64 `json:"intervalMillis,omitempty"`
+	QPS             float64 `json:"qps,omitempty"`
+	Connections     int     `json:"connections,omitempty"`
+	Streams         int     `json:"streams,omitempty"`
+	DurationSeconds float64 `json:"durationSeconds,omitempty"`
+	// ReportIntervalSeconds adds interval reports to a throughput run.
+	ReportIntervalSeconds float64 `json:"reportIntervalSeconds,omitempty"`
+	// Address (host:port) or URL overrides the agent server as the target, for measuring an
+	// application's own port. No token is sent to such a target.
+	Address string `json:"address,omitempty"`
+	URL     string `json:"url,omitempty"`
+
+	// DNS probe: the names, the resolver to model ("" = detect it from the application's
+	// binary), warm repeats, extra ndots what-ifs, and the resolv.conf to read
+	// (default /etc/resolv.conf, the pod's).
+	Names       []string `json:"names,omitempty"`
+	Resolver    string   `json:"resolver,omitempty"`
+	Repeats     int      `json:"repeats,omitempty"`
+	WhatIfNdots []int    `json:"whatIfNdots,omitempty"`
+	ResolvConf  string   `json:"resolvConf,omitempty"`
+	// DNSReplicas are the servers behind the pod's nameserver Service, asked directly too.
+	DNSReplicas []probes.DNSReplica `json:"dnsReplicas,omitempty"`
+	// DNSRace is how many lookups the race check does (0: none).
+	DNSRace int `json:"dnsRace,omitempty"`
+	// Size is the UDP probe's datagram size in bytes (payload, header included).
+	Size int `json:"size,omitempty"`
+	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
+	// of the active measurement; Resolver must then be set.
+	ObserveSeconds float64 `json:"observeSeconds,omitempty"`
+}
+
+// Label is the probe's name in results.
+func (p ProbeSpec) Label() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.Kind
+}
+
+// Bounds of a probe spec; the plugin validates its flags against the same numbers.
+const (
+	MaxStreams         = 128
+	MaxConnections     = 1024
+	MaxDurationSeconds = 3600
+	MaxCount           = 100000
+	MaxQPS             = 1e6
+)
+
+func (p ProbeSpec) checkBounds() error {
+	switch {
+	case p.Streams < 0 || p.Streams > MaxStreams:
+		return fmt.Errorf("streams %d: want 1-%d", p.Streams, MaxStreams)
+	case p.Connections < 0 || p.Connections > MaxConnections:
+		return fmt.Errorf("connections %d: want 1-%d", p.Connections, MaxConnections)
+	case p.DurationSeconds < 0 || p.DurationSeconds > MaxDurationSeconds:
+		return fmt.Errorf("duration %gs: want up to %ds", p.DurationSeconds, MaxDurationSeconds)
+	case p.Count < 0 || p.Count > MaxCount:
+		return fmt.Errorf("count %d: want up to %d", p.Count, MaxCount)
+	case p.QPS < 0 || p.QPS > MaxQPS:
+		return fmt.Errorf("qps %g: want up to %g", p.QPS, MaxQPS)
+	}
+	return nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Validate checks a job before it runs.
+func (j *Job) Validate() error {
+	if j.APIVersion != APIVersion {
+		return fmt.Errorf("job apiVersion %q: this agent speaks %q", j.APIVersion, APIVersion)
+	}
+	if len(j.Probes) == 0 {
+		return fmt.Errorf("job has no probes")
+	}
+	for _, p := range j.Probes {
+		known := false
+		for _, k := range ProbeKinds {
+			known = known || p.Kind == k
+		}
+		if !known {
+			return fmt.Errorf("unknown probe kind %q (known: %v)", p.Kind, ProbeKinds)
+		}
+		if err := p.checkBounds(); err != nil {
+			return fmt.Errorf("probe %s: %w", p.Label(), err)
+		}
+		if (p.Kind == ProbeUDP || p.Kind == ProbePMTU) && (p.Address != "" || p.URL != "") {
+			return fmt.Errorf("probe %s: UDP probes measure against the agent server only", p.Label())
+		}
+		if p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram) {
+			return fmt.Errorf("probe %s: size %d: want %d-%d bytes", p.Label(), p.Size, probes.UDPHeaderLen, probes.UDPMaxDatagram)
+		}
+		if p.Kind == ProbeSpread && (p.Address == "" || p.Count == 0) {
+			return fmt.Errorf("probe %s: a spread probe needs an address and a count", p.Label())
+		}
+		if p.Kind == ProbeDNS {
+			if len(p.Names) == 0 {
+				return fmt.Errorf("probe %s: no names", p.Label())
+			}
+			if err := checkReplicas(p.DNSReplicas); err != nil {
+				return fmt.Errorf("probe %s: %w", p.Label(), err)
+			}
+			if p.DNSRace < 0 || p.DNSRace > probes.MaxRaceLookups {
+				return fmt.Errorf("probe %s: race check of %d lookups: want 0-%d", p.Label(), p.DNSRace, probes.MaxRaceLookups)
+			}
+			continue
+		}
+		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
+			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
+		}
+	}
+	return nil
+}
+
+// checkReplicas accepts at most MaxDNSReplicas replicas, each an IP address.
+func checkReplicas(rs []probes.DNSReplica) error {
+	if len(rs) > probes.MaxDNSReplicas {
+		return fmt.Errorf("%d DNS replicas: at most %d", len(rs), probes.MaxDNSReplicas)
+	}
+	for _, r := range rs {
+		if net.ParseIP(r.Address) == nil {
+			return fmt.Errorf("DNS replica %q: not an IP address", r.Address)
+		}
+	}
+	return nil
+}
+
+// Event types.
+const (
+	EventReady    = "ready"
+	EventProgress = "progress"
+	EventResult   = "result"
+	EventError    = "error"
+	EventExit     = "exit"
+	// EventFootprint (a runner's, before it tells its server to stop) carries what the client
+	// and the server agent processes cost over the job, by role.
+	EventFootprint = "footprint"
+)
+
+// Reasons of error events.
+const (
+	ReasonRefused = "refused" // the target actively refused the connection
+	ReasonTimeout = "timeout" // no answer in time
+)
+
+// Event is one line of an agent's stdout.
+type Event struct {
+	APIVersion string    `json:"apiVersion"`
+	Type       string    `json:"type"`
+	Time       time.Time `json:"time"`
+	// Port the server listens on (ready).
+	Port    int    `json:"port,omitempty"`
+	Probe   string `json:"probe,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Reason classifies an error event: ReasonRefused, ReasonTimeout, or empty.
+	Reason string       `json:"reason,omitempty"`
+	Result *ProbeResult `json:"result,omitempty"`
+	// Footprints (footprint events) by role: client, server.
+	Footprints map[string]Footprint `json:"footprints,omitempty"`
+}
+
+// ProbeResult holds exactly one of the typed results, or Skipped with the reason.
+type ProbeResult struct {
+	Name       string                   `json:"name"`
+	Kind       string                   `json:"kind"`
+	Skipped    string                   `json:"skipped,omitempty"`
+	RTT        *probes.RTTResult        `json:"rtt,omitempty"`
+	HTTP       *probes.HTTPResult       `json:"http,omitempty"`
+	GRPC       *probes.GRPCResult       `json:"grpc,omitempty"`
+	Throughput *probes.ThroughputResult `json:"throughput,omitempty"`
+	DNS        *DNSReport               `json:"dns,omitempty"`
+	Spread     *probes.SpreadResult     `json:"spread,omitempty"`
+	PMTU       *probes.PMTUResult       `json:"pathMTU,omitempty"`
+	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
+	// spent while it ran: the probe's cost to the pod it ran in.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+}
+
+// DNSReport is the DNS probe's result with what the agent found in the pod.
+type DNSReport struct {
+	*probes.DNSResult
+	// ResolvConf is the resolv.conf as read from ResolvConfPath (the application container's
+	// own view where readable); Detection says how the resolver was chosen.
+	ResolvConf     string `json:"resolvConf"`
+	ResolvConfPath string `json:"resolvConfPath"`
+	Detection      string `json:"detection"`
+	// Observed is the passive capture (--observe); ObserveSkipped why there is none.
+	Observed       *probes.DNSObservation `json:"observed,omitempty"`
+	ObserveSkipped string                 `json:"observeSkipped,omitempty"`
+}
+
+// Emitter writes events as JSON lines; safe for concurrent use.
+type Emitter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	now func() time.Time
+}
+
+// NewEmitter writes to w.
+func NewEmitter(w io.Writer) *Emitter { return &Emitter{enc: json.NewEncoder(w), now: time.Now} }
+
+// Emit writes one event, filling in the version and the time.
+func (e *Emitter) Emit(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev.APIVersion = APIVersion
+	if ev.Time.IsZero() {
+		ev.Time = e.now().UTC()
+	}
+	_ = e.enc.Encode(ev)
+}
+
+// LimitProcs runs the agent on one OS thread at a time unless GOMAXPROCS says otherwise. The
+// agent shares its pod (and often its node) with the application it measures and should cost
+// at most one core; one thread also moves bytes more cheaply than several competing for the
+// same cores — the way iperf3 works — which the benchmarks show.
+func LimitProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}
+
+// ErrNotEvent means a line of an agent's output is not an event of this API version: a
+// runtime's own message, or an agent of another version.
+var ErrNotEvent = errors.New("not an agent event")
+
+// DecodeEvent decodes one line of an agent's output, checking its apiVersion.
+func DecodeEvent(line []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrNotEvent, err)
+	}
+	if ev.APIVersion != APIVersion {
+		return Event{}, fmt.Errorf("%w: apiVersion %q, want %q", ErrNotEvent, ev.APIVersion, APIVersion)
+	}
+	switch ev.Type {
+	case EventReady, EventProgress, EventResult, EventError, EventExit, EventFootprint:
+	default:
+		return Event{}, fmt.Errorf("%w: unknown type %q", ErrNotEvent, ev.Type)
+	}
+	return ev, nil
+}

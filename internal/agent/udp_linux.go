@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+)
+
+// serveUDP answers the UDP echo and MTU probes of token holders on port (the TCP listener's
+// number), until ctx ends. It reads on a thread of its own blocked in recvmsg. What a user-space
+// echo adds over the kernel's own ICMP echo is that thread's wake-up (on the lab's 2-vCPU machine
+// ~60 µs: benchmarks/notes/2026-11-30-udp-results.md); each answer says how long its datagram dwelt here, from the
+// kernel's receive time stamp to the answer's send, and the next answer to the same client how
+// long that answer then took to its transmit time stamp; the client takes both off the round
+// trip (as a TWAMP reflector's time stamps allow). It does not spin instead: an agent in the
+// application's pod must not burn the pod's CPU quota. Datagrams that fail authentication get no
+// answer, nor does any datagram while the key is unknown (keyOf returns nil).
+func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error) {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	family6 := err == nil
+	if err != nil {
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return nil, err
+		}
+	}
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: port}
+	if family6 {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+		sa = &unix.SockaddrInet6{Port: port}
+	}
+	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
+	if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1), unix.Bind(fd, sa)); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	// Software transmit time stamps: when an answer reached the interface (best effort).
+	txStamps := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING,
+		unix.SOF_TIMESTAMPING_TX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
+	mtu := probes.InterfaceMTU(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer unix.Close(fd)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		buf, oob, eoob := make([]byte, probes.UDPMaxDatagram), make([]byte, 128), make([]byte, 128)
+		var strangers strangerBudget
+		var pending followUp
+		for ctx.Err() == nil {
+			n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
+			if err != nil {
+				continue
+			}
+			arrived, _ := probes.ReceivedAt(oob[:oobn], time.Now())
+			key := keyOf()
+			typ, seq, err := probes.OpenDatagram(key, buf[:n])
+			if key == nil || err != nil {
+				strangers.spend(arrived)
+				continue
+			}
+			late := pending.take(from)
+			now := time.Now()
+			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
+				if unix.Sendto(fd, buf[:m], 0, from) == nil && txStamps && typ == probes.UDPEcho {
+					pending.stamp(fd, eoob, from, seq, now)
+				}
+			}
+		}
+	}()
+	return func() { <-done }, nil
+}
+
+// followUp is the last answer's transmit delay, owed to its peer in the next answer: the kernel
+// stamps an answer as it reaches the interface, after it was sent (veth stamps it within the
+// sendto). ~6 µs on the lab, mostly the send path of a just-woken CPU.
+type followUp struct {
+	peer unix.Sockaddr
+	late probes.Late
+	ok   bool
+}
+
+func (f *followUp) take(peer unix.Sockaddr) probes.Late {
+	if !f.ok || !sameAddr(f.peer, peer) {
+		return probes.Late{}
+	}
+	f.ok = false
+	return f.late
+}
+
+// stamp reads the transmit stamp of the answer just sent (without waiting) and keeps it for
+// the peer's next answer; older stamps left in the error queue are read and dropped.
+func (f *followUp) stamp(fd int, oob []byte, peer unix.Sockaddr, seq uint64, sent time.Time) {
+	f.ok = false
+	for range 4 {
+		_, oobn, _, _, err := unix.Recvmsg(fd, nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if err != nil {
+			return
+		}
+		if tx, ok := probes.TransmitStamp(oob[:oobn]); ok && tx.After(sent) {
+			f.peer, f.late, f.ok = peer, probes.Late{Seq: seq, Extra: tx.Sub(sent)}, true
+		}
+	}
+}
+
+func sameAddr(a, b unix.Sockaddr) bool {
+	switch x := a.(type) {
+	case *unix.SockaddrInet4:
+		y, ok := b.(*unix.SockaddrInet4)
+		return ok && x.Addr == y.Addr && x.Port == y.Port
+	case *unix.SockaddrInet6:
+		y, ok := b.(*unix.SockaddrInet6)
+		return ok && x.Addr == y.Addr && x.Port == y.Port
+	}
+	return false
+}
+
+// strangerBudget bounds what datagrams without the token cost: at most strangersPerWindow are
+// checked in each window; past that the echo sleeps out the window, and the kernel drops what
+// overflows the socket's buffer. A flood then costs the pod a small share of one CPU, not a core.
+type strangerBudget struct {
+	windowStart time.Time
+	spent       int
+}
+
+const (
+	strangerWindow     = 100 * time.Millisecond
+	strangersPerWindow = 1000
+)
+
+func (b *strangerBudget) spend(now time.Time) {
+	if now.Sub(b.windowStart) >= strangerWindow {
+		b.windowStart, b.spent = now, 0
+	}
+	b.spent++
+	if b.spent >= strangersPerWindow {
+		time.Sleep(strangerWindow - time.Since(b.windowStart))
+	}
+}

@@ -1,0 +1,272 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+)
+
+// fakeCluster is a fake clientset that behaves like a cluster where agents start at once, with
+// scripted agent output and a recorded pod proxy.
+type fakeCluster struct {
+	t  *testing.T
+	cs *fake.Clientset
+
+	mu    sync.Mutex
+	token string // the session's run token
+	// script returns the output of an agent by role (the last part of its name).
+	script map[Role]func(ctx context.Context) io.ReadCloser
+	// denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
+	// wait with that reason instead of running.
+	denied    map[string]bool
+	waiting   string
+	patchErr  error
+	proxiedBy []string // "role: METHOD path" of each proxied call
+	proxyErr  error    // control calls (lease, done) fail with it
+	// goneBeforeDone: the server exits before it is told to stop (its client told it first).
+	goneBeforeDone bool
+	jobErr         error // the job hand-over fails with it
+	// onCreate sees each pod about to be created; createErr, when set, refuses it.
+	onCreate  func(*corev1.Pod)
+	createErr error
+	proxied   []string
+	nextIP    int
+}
+
+func newFakeCluster(t *testing.T, pods ...*corev1.Pod) *fakeCluster {
+	var objs []runtime.Object
+	for _, p := range pods {
+		objs = append(objs, p)
+	}
+	f := &fakeCluster{t: t, cs: fake.NewClientset(objs...), script: map[Role]func(context.Context) io.ReadCloser{}, denied: map[string]bool{}}
+	f.cs.PrependReactor("create", "selfsubjectaccessreviews", f.review)
+	f.cs.PrependReactor("patch", "pods", f.patchEphemeral)
+	f.cs.PrependReactor("create", "pods", f.createPod)
+	return f
+}
+
+func (f *fakeCluster) review(a k8stesting.Action) (bool, runtime.Object, error) {
+	r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+	ra := r.Spec.ResourceAttributes
+	name := ra.Verb + " " + ra.Resource
+	if ra.Subresource != "" {
+		name = ra.Verb + " pods/" + ra.Subresource
+	}
+	f.mu.Lock()
+	r.Status.Allowed = !f.denied[name]
+	f.mu.Unlock()
+	return true, r, nil
+}
+
+func (f *fakeCluster) containerStatus(name string) corev1.ContainerStatus {
+	st := corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	if f.waiting != "" {
+		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: f.waiting, Message: "pull failed"}}
+	}
+	return st
+}
+
+// patchEphemeral adds the patched ephemeral container to the pod, running.
+func (f *fakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, error) {
+	pa := a.(k8stesting.PatchAction)
+	if pa.GetSubresource() != "ephemeralcontainers" {
+		return false, nil, nil
+	}
+	if f.patchErr != nil {
+		return true, nil, f.patchErr
+	}
+	var patch struct {
+		Spec struct {
+			EphemeralContainers []corev1.EphemeralContainer `json:"ephemeralContainers"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil {
+		return true, nil, err
+	}
+	obj, err := f.cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pa.GetNamespace(), pa.GetName())
+	if err != nil {
+		return true, nil, err
+	}
+	p := obj.(*corev1.Pod).DeepCopy()
+	for _, ec := range patch.Spec.EphemeralContainers {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, ec)
+		p.Status.EphemeralContainerStatuses = append(p.Status.EphemeralContainerStatuses, f.containerStatus(ec.Name))
+	}
+	return true, p, f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
+}
+
+// createPod makes a temporary agent pod run at once with an IP of its own.
+func (f *fakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, error) {
+	p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	if f.onCreate != nil {
+		f.onCreate(p)
+	}
+	if f.createErr != nil {
+		return true, nil, f.createErr
+	}
+	f.mu.Lock()
+	f.nextIP++
+	p.Status.Phase, p.Status.PodIP = corev1.PodRunning, fmt.Sprintf("10.0.9.%d", f.nextIP)
+	f.mu.Unlock()
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{f.containerStatus("agent")}
+	return false, nil, nil
+}
+
+// configure points a session's logs and proxy at the scripts and the record.
+func (f *fakeCluster) configure(s *Session) {
+	f.token = s.Token
+	s.Logs = func(ctx context.Context, a *Agent, _ *corev1.PodLogOptions) (io.ReadCloser, error) {
+		f.mu.Lock()
+		fn := f.script[a.Spec.Role]
+		f.mu.Unlock()
+		if fn == nil {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		if !a.Spec.Serve {
+			// A runner says it awaits its job before anything else, as the agent does.
+			ready := events(agent.Event{Type: agent.EventReady, Port: 41000})
+			return io.NopCloser(io.MultiReader(strings.NewReader(ready), fn(ctx))), nil
+		}
+		return fn(ctx), nil
+	}
+	s.Proxy = func(ctx context.Context, a *Agent, method, path string, _ []byte) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.proxied = append(f.proxied, method+" "+path)
+		f.proxiedBy = append(f.proxiedBy, string(a.Spec.Role)+": "+method+" "+path)
+		if path == agent.PathJob {
+			return f.jobErr
+		}
+		if path == agent.PathDone && f.goneBeforeDone {
+			// The server already exited: its port refuses, and the kubelet reports it a moment later.
+			go f.terminate(a.Pod, a.Container, 500*time.Millisecond)
+			return errors.New("dial tcp: connect: connection refused")
+		}
+		return f.proxyErr
+	}
+}
+
+func (f *fakeCluster) proxiedCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.proxied...)
+}
+
+// events renders agent events as the agent prints them.
+func events(evs ...agent.Event) string {
+	var b strings.Builder
+	for i, ev := range evs {
+		ev.APIVersion = agent.APIVersion
+		ev.Time = time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)
+		line, _ := json.Marshal(ev)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// then prints out and ends the stream.
+func then(out string) func(context.Context) io.ReadCloser {
+	return func(context.Context) io.ReadCloser { return io.NopCloser(strings.NewReader(out)) }
+}
+
+// thenHold prints out and keeps the stream open until ctx ends, as a running server's does.
+func thenHold(out string) func(context.Context) io.ReadCloser {
+	return func(ctx context.Context) io.ReadCloser {
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = io.WriteString(pw, out)
+			<-ctx.Done()
+			pw.Close()
+		}()
+		return pr
+	}
+}
+
+// options wires command options to the fake cluster.
+func (f *fakeCluster) options(c *commonOptions) {
+	c.client, c.namespace = f.cs, "shop"
+	c.NewRunID = func() string { return "run1" }
+	c.Progress = func(string, ...any) {}
+	c.configureSession = f.configure
+	c.Resolve = func(ctx context.Context, arg, container string, allowHost bool) (*Target, error) {
+		name := arg[strings.LastIndex(arg, "/")+1:]
+		p, err := f.cs.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		t := &Target{Arg: arg, Namespace: p.Namespace, Pod: p}
+		return t, t.check(container, allowHost)
+	}
+}
+
+func newTestPathOptions(f *fakeCluster) (*PathOptions, *strings.Builder) {
+	out := &strings.Builder{}
+	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
+	f.options(&o.commonOptions)
+	o.SrcArg, o.DstArg = "client-1", "web-1"
+	o.Probes = []string{"rtt"}
+	o.Output = "json"
+	return o, out
+}
+
+func twoPods() []*corev1.Pod {
+	return []*corev1.Pod{
+		testPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
+		testPod(func(p *corev1.Pod) { p.Spec.NodeName = "n2" }),
+	}
+}
+
+func rttResult(name, kind string) agent.Event {
+	return agent.Event{Type: agent.EventResult, Probe: name, Result: &agent.ProbeResult{Name: name, Kind: kind}}
+}
+
+func genericStreams() genericiooptions.IOStreams { return genericiooptions.NewTestIOStreamsDiscard() }
+
+func genericStreamsTo(out io.Writer) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard}
+}
+
+func testDNSResult() *probes.DNSResult {
+	return &probes.DNSResult{Resolver: resolver.Glibc, Nameserver: "10.96.0.10:53", Config: resolver.Config{Ndots: 5}, Repeats: 1,
+		Names: []probes.DNSName{{Name: "example.com", Variants: []probes.DNSVariant{
+			{Label: "as configured", Ndots: 5, Queries: 8, AnsweredBy: "example.com."},
+			{Label: "trailing dot", Ndots: 5, Queries: 2, AnsweredBy: "example.com."},
+		}}}}
+}
+
+// terminate marks a pod's container terminated after d, as the kubelet would report it.
+func (f *fakeCluster) terminate(pod, container string, d time.Duration) {
+	time.Sleep(d)
+	p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	for i := range p.Status.EphemeralContainerStatuses {
+		if p.Status.EphemeralContainerStatuses[i].Name == container {
+			p.Status.EphemeralContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+		}
+	}
+	_ = f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "shop")
+}

@@ -1,0 +1,499 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+)
+
+// RoleMesh is an agent of a fleet: it serves its peers and runs the jobs the plugin posts.
+const RoleMesh Role = "mesh"
+
+// FleetSpec says where a fleet's agents go: one per listed node, in Namespace.
+type FleetSpec struct {
+	Namespace string
+	Nodes     []string
+	// Hostnames holds each node's kubernetes.io/hostname label, which selects the nodes in one
+	// term (a node field selector takes one name only); nodes without it get a term each.
+	Hostnames   map[string]string
+	Tolerations []corev1.Toleration
+	// Port every agent listens on (its pod's own IP, so one port serves every node).
+	Port int
+	// Lifetime bounds every agent: each stops serving by now + Lifetime whatever happens.
+	Lifetime time.Duration
+	// Lease, when set, stops an agent serving unless the plugin renews it within each such
+	// period; the fleet renews it every Lease/3 until the session closes.
+	Lease time.Duration
+}
+
+// Member is the fleet's agent on one node.
+type Member struct {
+	Node, Pod, IP string
+	Ready         bool
+	// Problem says why the agent is not ready (the pod's waiting reason, unschedulable, …).
+	Problem string
+	created time.Time // the pod's creation time
+}
+
+// Fleet is a run's agents on many nodes, placed by Kubernetes: one DaemonSet whose pods serve
+// their peers and run the jobs the plugin posts through the API server's pod proxy. One watch
+// follows every pod; the cost in API calls grows with the nodes, never with their pairs beyond
+// the one call per measured pair (and one per agent per lease renewal). Only the DaemonSet's
+// own agents are members (distrust): only they are sent jobs, the token or lease renewals,
+// and jobs only measure members. The session's Close deletes it.
+type Fleet struct {
+	s        *Session
+	Spec     FleetSpec
+	Name     string
+	NotAfter time.Time
+	// UID is the DaemonSet's, set once it is created: a member's pod names it as its controller.
+	UID types.UID
+	// template is the DaemonSet's pod spec: a member's pod runs its agent container unchanged.
+	template corev1.PodSpec
+	Members  map[string]*Member // by node
+	// mu guards Members while the watch updates them and lease renewals read them.
+	mu    sync.Mutex
+	watch watch.Interface
+}
+
+// ErrFleetNotReady means no agent of the fleet became ready in time.
+var ErrFleetNotReady = errors.New("the agents did not start")
+
+// StartFleet creates the fleet's DaemonSet (after opening the watch on its pods, so that no
+// pod goes unseen). Nothing is left behind when it fails; once it succeeds, Close owns it.
+func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error) {
+	f := &Fleet{s: s, Spec: spec, Name: fmt.Sprintf("netbench-%s-%s", s.RunID, RoleMesh),
+		NotAfter: s.Now().Add(spec.Lifetime).Truncate(time.Second).Add(time.Second), Members: map[string]*Member{}}
+	for _, n := range spec.Nodes {
+		f.Members[n] = &Member{Node: n, Problem: "no pod yet"}
+	}
+	if err := f.rewatch(ctx); err != nil {
+		return nil, err
+	}
+	ds := f.daemonSet()
+	f.template = ds.Spec.Template.Spec
+	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
+	if err != nil {
+		f.watch.Stop()
+		return nil, admissionError(err, fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name))
+	}
+	f.mu.Lock()
+	f.UID = created.UID
+	f.mu.Unlock()
+	s.mu.Lock()
+	s.fleets = append(s.fleets, f)
+	s.mu.Unlock()
+	f.keepLeases()
+	return f, nil
+}
+
+// rewatch lists the fleet's pods (recording their state) and watches them from that list's
+// version: the first time before the DaemonSet exists, again when a watch ends early.
+func (f *Fleet) rewatch(ctx context.Context) error {
+	pods := f.s.Client.CoreV1().Pods(f.Spec.Namespace)
+	opts := metav1.ListOptions{LabelSelector: RunIDLabel + "=" + f.s.RunID + "," + RoleLabel + "=" + string(RoleMesh)}
+	for {
+		list, err := pods.List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing the agents' pods: %w", forbiddenOr(err))
+		}
+		for i := range list.Items {
+			f.update(&list.Items[i])
+		}
+		if list.Continue == "" {
+			opts.ResourceVersion, opts.Continue = list.ResourceVersion, ""
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	if f.watch != nil {
+		f.watch.Stop()
+	}
+	w, err := pods.Watch(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("watching the agents' pods: %w", forbiddenOr(err))
+	}
+	f.watch = w
+	return nil
+}
+
+func (f *Fleet) daemonSet() *appsv1.DaemonSet {
+	s, port := f.s, f.Spec.Port
+	labels := s.labels(RoleMesh)
+	pod := agentPod("", f.Spec.Namespace, "", labels, f.Spec.Lifetime)
+	pod.Spec.RestartPolicy, pod.Spec.ActiveDeadlineSeconds = corev1.RestartPolicyAlways, nil // what a DaemonSet allows
+	pod.Spec.Tolerations = f.Spec.Tolerations
+	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = f.nodeTerms()
+	c := &pod.Spec.Containers[0]
+	c.Image, c.SecurityContext = s.Image, podContext(restrictedContext())
+	c.Args = []string{"serve", "--listen", "$(POD_IP):" + strconv.Itoa(port), "--not-after", f.NotAfter.UTC().Format(time.RFC3339),
+		"--token-sha256", agent.TokenDigest(s.Token), "--jobs", "--idle-when-done", "--pod", "$(POD_NAME)", "--node", "$(NODE_NAME)"}
+	if f.Spec.Lease > 0 {
+		c.Args = append(c.Args, "--lease", f.Spec.Lease.String())
+	}
+	c.Env = append([]corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}, faultEnv()...)
+	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
+		PeriodSeconds: 1, FailureThreshold: 1}
+	setResources(c, s.Resources)
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Namespace: f.Spec.Namespace, Labels: labels,
+			Annotations: map[string]string{NotAfterAnnotation: f.NotAfter.UTC().Format(time.RFC3339)}},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{RunIDLabel: s.RunID, RoleLabel: string(RoleMesh)}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
+		},
+	}
+}
+
+// nodeTerms select exactly the fleet's nodes: one term on the hostname label for all that carry
+// it, one node-name term for each that does not.
+func (f *Fleet) nodeTerms() []corev1.NodeSelectorTerm {
+	var hosts []string
+	var terms []corev1.NodeSelectorTerm
+	for _, n := range f.Spec.Nodes {
+		if h := f.Spec.Hostnames[n]; h != "" {
+			hosts = append(hosts, h)
+			continue
+		}
+		terms = append(terms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}}})
+	}
+	if len(hosts) > 0 {
+		terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: hosts}}})
+	}
+	return terms
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+// WaitReady follows the pods until every member is ready, every member not ready has a
+// problem it will not recover from, or timeout passes; progress is told the count as it grows.
+// It fails only when no member is ready at all.
+func (f *Fleet) WaitReady(ctx context.Context, timeout time.Duration, progress func(ready, total int)) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	rewatches := 0
+	for !f.settled() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return f.notReady(ctx, fmt.Sprintf("after %s", timeout))
+		case ev, ok := <-f.watch.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				if rewatches++; rewatches > 5 {
+					return f.notReady(ctx, "(the watch on their pods kept ending)")
+				}
+				if err := f.rewatch(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && f.apply(ev.Type, p) {
+				progress(f.readyCount(), len(f.Members))
+			}
+		}
+	}
+	if f.readyCount() == 0 {
+		return f.notReady(ctx, "")
+	}
+	return nil
+}
+
+// apply records a watch event of a pod; it says whether a member's readiness changed.
+func (f *Fleet) apply(t watch.EventType, p *corev1.Pod) bool {
+	if t == watch.Deleted {
+		return f.forget(p)
+	}
+	return f.update(p)
+}
+
+// update records the state of one of the fleet's agents (trusted) on its node's member; it
+// says whether the member's readiness changed. Other pods, whatever their labels, are ignored,
+// and a member whose pod stops being trusted is cleared. Of two agents on one node the older
+// stays the member, as the DaemonSet controller keeps the older and deletes the other.
+func (f *Fleet) update(p *corev1.Pod) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.Members[p.Spec.NodeName]
+	if m == nil {
+		return false
+	}
+	if why := f.distrust(p); why != "" {
+		return f.reject(m, p, why)
+	}
+	if m.Pod != "" && m.Pod != p.Name && p.CreationTimestamp.After(m.created) {
+		return false
+	}
+	was := m.Ready
+	m.Pod, m.IP, m.created = p.Name, p.Status.PodIP, p.CreationTimestamp.Time
+	m.Ready, m.Problem = podReady(p) && p.Status.PodIP != "", podProblem(p)
+	return m.Ready != was
+}
+
+// reject notes why a pod the DaemonSet controls is not trusted, on a member without an agent
+// yet (a pod of someone else's is ignored silently), and clears a member whose own pod it is.
+func (f *Fleet) reject(m *Member, p *corev1.Pod, why string) bool {
+	switch {
+	case m.Pod == p.Name:
+		was := m.Ready
+		*m = Member{Node: m.Node, Problem: fmt.Sprintf("its pod %s is no longer trusted: %s", p.Name, why)}
+		return was
+	case m.Pod == "" && f.owns(p):
+		m.Problem = fmt.Sprintf("pod %s is not trusted: %s", p.Name, why)
+	}
+	return false
+}
+
+// forget clears the member whose pod was deleted, until the DaemonSet's next pod there.
+func (f *Fleet) forget(p *corev1.Pod) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.Members[p.Spec.NodeName]
+	if m == nil || m.Pod != p.Name {
+		return false
+	}
+	was := m.Ready
+	*m = Member{Node: m.Node, Problem: "its pod was deleted"}
+	return was
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// fatalWaiting are the waiting reasons an agent does not recover from within a run.
+var fatalWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "CrashLoopBackOff": true}
+
+// podProblem is why a pod's agent is not ready, "fatal: …" when it will not be.
+func podProblem(p *corev1.Pod) string {
+	for _, c := range p.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil && fatalWaiting[w.Reason] {
+			return "fatal: " + w.Reason + ": " + clusterText(w.Message)
+		}
+		if t := c.State.Terminated; t != nil {
+			return fmt.Sprintf("fatal: the agent exited (%s, code %d): %s", clusterText(t.Reason), t.ExitCode, clusterText(t.Message))
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return "not scheduled: " + clusterText(c.Message)
+		}
+	}
+	if podReady(p) {
+		return ""
+	}
+	return "starting (" + string(p.Status.Phase) + ")"
+}
+
+// maxClusterText bounds a message from the cluster (an event's, a container's) in our output.
+const maxClusterText = 300
+
+// clusterText makes a message from the cluster safe to print on one line: whoever may create
+// events or set a container's termination message in the namespace writes it, so control and
+// bidirectional-formatting characters go and it is cut at maxClusterText characters.
+func clusterText(s string) string {
+	s = strings.TrimSpace(sanitize(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)))
+	if r := []rune(s); len(r) > maxClusterText {
+		return string(r[:maxClusterText]) + "…"
+	}
+	return s
+}
+
+func (f *Fleet) settled() bool {
+	for _, m := range f.Members {
+		if !m.Ready && !strings.HasPrefix(m.Problem, "fatal: ") {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *Fleet) readyCount() int {
+	n := 0
+	for _, m := range f.Members {
+		if m.Ready {
+			n++
+		}
+	}
+	return n
+}
+
+// notReady is the error when no agent is ready, or nil when some are (the others' pairs are
+// reported as not measured). With no pod at all it names what the DaemonSet controller said.
+func (f *Fleet) notReady(ctx context.Context, when string) error {
+	if f.readyCount() > 0 {
+		return nil
+	}
+	byProblem := map[string][]string{} // nodes by what keeps their agent back
+	for _, n := range f.Spec.Nodes {
+		if m := f.Members[n]; m.Pod != "" {
+			p := strings.TrimPrefix(m.Problem, "fatal: ")
+			byProblem[p] = append(byProblem[p], n)
+		}
+	}
+	var problems []string
+	for p, nodes := range byProblem {
+		problems = append(problems, p+" (on "+nodeList(nodes)+")")
+	}
+	if len(problems) == 0 {
+		problems = append(problems, f.controllerSays(ctx))
+	}
+	sort.Strings(problems)
+	if len(problems) > 3 {
+		problems = append(problems[:3], fmt.Sprintf("and %d other reasons", len(problems)-3))
+	}
+	if when != "" {
+		when = " " + when
+	}
+	return fmt.Errorf("%w%s: %s", ErrFleetNotReady, when, strings.Join(problems, "; "))
+}
+
+// nodeList names up to three nodes, then how many more.
+func nodeList(nodes []string) string {
+	if len(nodes) <= 3 {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:3], ", "), len(nodes)-3)
+}
+
+// controllerSays is the DaemonSet controller's last word on creating the pods (FailedCreate:
+// a Pod Security level, a quota), from the DaemonSet's events.
+func (f *Fleet) controllerSays(ctx context.Context) string {
+	evs, err := f.s.Client.CoreV1().Events(f.Spec.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + f.Name})
+	if err == nil {
+		for i := len(evs.Items) - 1; i >= 0; i-- {
+			if e := evs.Items[i]; e.Type == corev1.EventTypeWarning {
+				return "the DaemonSet created no pod: " + clusterText(e.Reason) + ": " + clusterText(e.Message)
+			}
+		}
+	}
+	return "the DaemonSet created no pod (see kubectl describe daemonset -n " + f.Spec.Namespace + " " + f.Name + ")"
+}
+
+// ErrNotAMember means a job would go to, or measure, something that is not a ready agent of
+// the fleet.
+var ErrNotAMember = errors.New("not a ready agent of this run")
+
+// Run posts a job to the agent on node from, aimed at the agent on node to (the job's host and
+// port are set to that agent's, and the job may name no other target), and returns its results;
+// an error event of the job becomes the error.
+func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*agent.ProbeResult, error) {
+	src, dst := f.Members[from], f.Members[to]
+	switch {
+	case src == nil || !src.Ready:
+		return nil, fmt.Errorf("the agent on %s: %w", from, ErrNotAMember)
+	case dst == nil || !dst.Ready:
+		return nil, fmt.Errorf("the agent on %s: %w", to, ErrNotAMember)
+	}
+	job.Host, job.Port = dst.IP, f.Spec.Port
+	for _, p := range job.Probes {
+		if p.Address != "" || p.URL != "" {
+			return nil, fmt.Errorf("probe %s aims at %s%s: %w", p.Label(), p.Address, p.URL, ErrNotAMember)
+		}
+	}
+	body, err := json.Marshal(job)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.s.Request(ctx, f.Spec.Namespace, src.Pod, f.Spec.Port, "POST", agent.PathJob, body)
+	if err != nil {
+		return nil, fmt.Errorf("the agent on %s: %w", from, err)
+	}
+	return jobResults(out)
+}
+
+// jobResults reads a job's answer: its result events, and the first error event as the error.
+func jobResults(out []byte) ([]*agent.ProbeResult, error) {
+	var results []*agent.ProbeResult
+	var firstErr error
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ev, err := agent.DecodeEvent([]byte(line))
+		switch {
+		case err != nil:
+			return results, fmt.Errorf("the agent's answer: %w", err)
+		case ev.Type == agent.EventResult && ev.Result != nil:
+			results = append(results, ev.Result)
+		case ev.Type == agent.EventError && firstErr == nil:
+			firstErr = fmt.Errorf("%s: %s", ev.Probe, ev.Message)
+		}
+	}
+	return results, firstErr
+}
+
+// delete removes the DaemonSet and waits, within ctx, until its pods are gone.
+func (f *Fleet) delete(ctx context.Context) error {
+	if f.watch != nil {
+		f.watch.Stop()
+	}
+	bg := metav1.DeletePropagationBackground
+	err := f.s.Client.AppsV1().DaemonSets(f.Spec.Namespace).Delete(ctx, f.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting DaemonSet %s/%s (delete it with: kubectl delete daemonset -n %s %s): %w", f.Spec.Namespace, f.Name, f.Spec.Namespace, f.Name, err)
+	}
+	for {
+		if left, err := f.agentsLeft(ctx); err == nil && !left {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the agent pods of DaemonSet %s/%s are still terminating (they go with it; check with: kubectl get pods -n %s -l %s=%s)",
+				f.Spec.Namespace, f.Name, f.Spec.Namespace, RunIDLabel, f.s.RunID)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// agentsLeft says whether one of the fleet's agents is still there; pods of others that carry
+// the run's labels do not hold the run up. The first page holds one pod: while agents
+// terminate, that is usually one of them.
+func (f *Fleet) agentsLeft(ctx context.Context) (bool, error) {
+	opts := metav1.ListOptions{LabelSelector: RunIDLabel + "=" + f.s.RunID + "," + RoleLabel + "=" + string(RoleMesh), Limit: 1}
+	for {
+		pods, err := f.s.Client.CoreV1().Pods(f.Spec.Namespace).List(ctx, opts)
+		if err != nil {
+			return true, err
+		}
+		for i := range pods.Items {
+			if f.distrust(&pods.Items[i]) == "" {
+				return true, nil
+			}
+		}
+		if pods.Continue == "" {
+			return false, nil
+		}
+		opts.Continue, opts.Limit = pods.Continue, 500
+	}
+}

@@ -1,0 +1,156 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+)
+
+// ladderClient is what the policies see of every rung's client: a temporary pod of the run in
+// DST's namespace, carrying the run's client labels (every rung's client carries the same).
+func ladderClient(s *Session, dst *Target) *Target {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dst.Namespace, Name: s.name(AgentSpec{Role: RoleClient}), Labels: s.labels(RoleClient)}}
+	return &Target{Namespace: dst.Namespace, Pod: pod}
+}
+
+// planPolicy reads the NetworkPolicies of DST's (and the Service's) namespace and works out,
+// as path does for its pair, what they let through from the rungs' clients to the server agent
+// and the app's port, then the Service's flows. --allow-policy opens what they block.
+func (r *ladderRun) planPolicy(ctx context.Context) error {
+	o := r.o
+	probes, appPort := o.probeSpecs(r.dst.Pod.Status.PodIP)
+	namespaces := []string{r.dst.Namespace}
+	if r.sr != nil {
+		namespaces = append(namespaces, r.sr.svc.Namespace)
+	}
+	if err := r.checkServiceNamespace(ctx); err != nil {
+		return err
+	}
+	sc := o.readPolicies(ctx, namespaces...)
+	cli := ladderClient(r.sess, r.dst)
+	pp, err := o.planPolicy(ctx, r.sess, sc, cli, r.dst, probes, appPort, r.lifetime)
+	r.pp, r.rep.Policy = pp, pp.check
+	if err != nil || r.sr == nil || sc.skipped != "" {
+		return err
+	}
+	return r.servicePolicy(ctx, sc, cli.Pod)
+}
+
+// checkServiceNamespace checks, before anything is created, what the run does in the Service's
+// namespace when it is not DST's (DST's is checked when the session opens): the endpoint
+// agents are ephemeral containers in the Service's pods, and --allow-policy may create a
+// temporary policy there.
+func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
+	if r.sr == nil || r.sr.svc.Namespace == r.dst.Namespace {
+		return nil
+	}
+	ns := r.sr.svc.Namespace
+	if r.sess.Mode == ModeEphemeral && len(r.sr.svc.Spec.Selector) > 0 {
+		if err := checkPermissions(ctx, r.o.client, []string{ns}, neededPermissions(ModeEphemeral)); err != nil {
+			return err
+		}
+	}
+	if r.o.AllowPolicy {
+		return checkPolicyPermissions(ctx, r.o.client, ns)
+	}
+	return nil
+}
+
+// servicePolicy checks the Service's flows from the rungs' clients: through its ClusterIP to
+// its endpoints' target port (the svc- probes), and to the endpoint agents that count where
+// connections land.
+func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyScope, cliPod *corev1.Pod) error {
+	sr, pp := r.sr, r.pp
+	if err := r.o.endpointPods(ctx, sr); err != nil {
+		return err
+	}
+	cli := sc.endpoint(cliPod)
+	var b blocks
+	for _, p := range sr.pods {
+		port := targetPort(sr.port, p)
+		if v := sc.check(cli, sc.endpoint(p), corev1.ProtocolTCP, port); !v.Allowed() {
+			flow := fmt.Sprintf("TCP through Service %s/%s to its endpoint %s port %d", sr.svc.Namespace, sr.svc.Name, p.Name, port)
+			for _, probe := range r.o.serviceProbes(sr) {
+				b.add(flow, v.Blockers(), probe.Label())
+				pp.skip[probe.Label()] = true
+			}
+			break
+		}
+	}
+	if r.sess.Mode == ModeEphemeral && len(sr.pods) > 0 && len(sr.svc.Spec.Selector) > 0 {
+		sr.agentPort = agentPort()
+		if err := r.spreadPolicy(ctx, sc, cli, &b); err != nil {
+			return err
+		}
+	}
+	pp.check.Blocked = append(pp.check.Blocked, b...)
+	r.o.tellPolicy(b, nil)
+	return nil
+}
+
+// spreadPolicy checks the endpoint agents' port from the clients and from the API server (which
+// renews their leases); --allow-policy opens it for the run, else the spread is skipped.
+func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyScope, cli netpolicy.Endpoint, b *blocks) error {
+	sr := r.sr
+	blockers := spreadBlockers(sc, cli, sr.pods, sr.agentPort)
+	if len(blockers) > 0 && r.o.AllowPolicy {
+		ops, err := r.spreadAllowance(sc, cli.Pod)
+		if err != nil {
+			return err
+		}
+		names, err := r.o.createPolicies(ctx, r.sess, sc, ops, r.lifetime)
+		r.pp.check.Temporary = append(r.pp.check.Temporary, names...)
+		r.o.tellPolicy(nil, names)
+		if err != nil {
+			return err
+		}
+		blockers = spreadBlockers(sc, cli, sr.pods, sr.agentPort)
+	}
+	switch {
+	case len(blockers) > 0:
+		b.add(fmt.Sprintf("TCP to the Service's endpoint agents on port %d (from the clients and the API server)", sr.agentPort), blockers, "svc-spread")
+		sr.info.SpreadSkipped = fmt.Sprintf("NetworkPolicy %s blocks the endpoint agents' port (allow it for this run with --allow-policy)", strings.Join(blockers, ", "))
+	case r.pp.inlineJob:
+		sr.info.SpreadSkipped = "a NetworkPolicy stops the API server handing the clients a job, and counting where connections land needs the run's token in it"
+	}
+	return nil
+}
+
+// spreadBlockers are the policies that stop the clients or the API server reaching an endpoint
+// agent on port.
+func spreadBlockers(sc *policyScope, cli netpolicy.Endpoint, pods []*corev1.Pod, port int) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, sc.check(cli, sc.endpoint(p), corev1.ProtocolTCP, port).Blockers()...)
+		out = append(out, sc.fromAPIServer(p, port)...)
+	}
+	return unique(out)
+}
+
+// spreadAllowance opens the endpoint agents' port for this run: ingress to the measured
+// endpoint pods from the run's clients and the API server, and the clients' egress to those
+// pods' addresses, each only for pods a policy already isolates in that direction. Endpoint
+// pods are grouped by the policy that isolates them (one temporary policy each); a pod no
+// policy isolates is not selected at all.
+func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) ([]*opening, error) {
+	sr, port := r.sr, r.sr.agentPort
+	base := "netbench-" + r.sess.RunID
+	endpoints, err := r.sess.peers(sr.pods...)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := r.sess.peers(cliPod)
+	if err != nil {
+		return nil, err
+	}
+	in := sc.ingressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: portsOf(port, corev1.ProtocolTCP)}},
+		sc.apiServerRules(port)...))
+	out := sc.egressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: portsOf(port, corev1.ProtocolTCP)}})
+	return append(finalize(base+"-endpoints", in), finalize(base+"-client-endpoints", out)...), nil
+}

@@ -1,0 +1,228 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+)
+
+// fleetCluster is a fake clientset that behaves as a cluster does for a matrix: a DaemonSet's
+// pods appear at once, ready, on the nodes its affinity names (delivered on the pods' watch);
+// deleting the DaemonSet deletes them; each agent answers a job with an RTT that depends on
+// the zones of its pair, plus slowBy on pairs that involve the slow node.
+type fleetCluster struct {
+	cs      *fake.Clientset
+	watcher *watch.FakeWatcher
+	zones   map[string]string // node → zone
+	ips     map[string]string // pod IP → node
+	denied  map[string]bool   // "create daemonsets"
+	slow    string
+	slowBy  float64
+	jobs    atomic.Int64
+	// inFlight tracks the nodes in a job at this moment, to catch a node used twice at once.
+	mu       sync.Mutex
+	inFlight map[string]bool
+	overlap  []string
+	// beforeJob, when set, runs before each job is answered (tests interrupt there).
+	beforeJob func()
+	// lookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
+	// seen right after the DaemonSet's pod on its node (the last word on that node in the watch).
+	lookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
+	// posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
+	posted, jobTargets []string
+}
+
+func newFleetCluster(nodes, zones int) *fleetCluster {
+	f := &fleetCluster{cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
+		zones: map[string]string{}, ips: map[string]string{}, denied: map[string]bool{}, inFlight: map[string]bool{}}
+	_ = f.cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
+	for i := range nodes {
+		name, zone := fmt.Sprintf("node-%05d", i), fmt.Sprintf("zone-%c", 'a'+i%zones)
+		n := labNode(name, zone)
+		n.Labels[corev1.LabelHostname] = name
+		_ = f.cs.Tracker().Add(n)
+		f.zones[name] = zone
+	}
+	f.cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		r.Status.Allowed = !f.denied[r.Spec.ResourceAttributes.Verb+" "+r.Spec.ResourceAttributes.Resource]
+		return true, r, nil
+	})
+	f.cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
+	f.cs.PrependReactor("create", "daemonsets", f.createDaemonSet)
+	f.cs.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
+	return f
+}
+
+// createDaemonSet gives the DaemonSet a UID and places one ready pod of its template, which it
+// controls, on each node its affinity selects, with the look-alikes.
+func (f *fleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+	ds := a.(k8stesting.CreateAction).GetObject().(*appsv1.DaemonSet)
+	ds.UID = types.UID("uid-" + ds.Name)
+	created := metav1.NewTime(time.Now().Add(-time.Minute))
+	var others []*corev1.Pod
+	for _, term := range ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		var nodes []string
+		for _, e := range append(term.MatchExpressions, term.MatchFields...) {
+			nodes = append(nodes, e.Values...)
+		}
+		for _, n := range nodes {
+			p := f.readyPod(ds.Name+"-"+n, ds.Namespace, n, ds.Spec.Template.Labels)
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
+			p.CreationTimestamp = created
+			p.Spec = *ds.Spec.Template.Spec.DeepCopy()
+			p.Spec.NodeName = n
+			f.addPod(p)
+			if others == nil && f.lookAlikes != nil {
+				others = f.lookAlikes(ds)
+			}
+			for _, o := range others {
+				if o.Spec.NodeName == n {
+					f.addPod(o) // right after the agent on its node, before the run settles
+				}
+			}
+		}
+	}
+	return false, nil, nil // the tracker stores the DaemonSet
+}
+
+// readyPod is a running, ready pod on node with the next pod IP.
+func (f *fleetCluster) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
+	ip := fmt.Sprintf("10.%d.%d.%d", len(f.ips)/65536, len(f.ips)/256%256, len(f.ips)%256)
+	f.ips[ip] = node
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, CreationTimestamp: metav1.Now()},
+		Spec: corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+}
+
+func (f *fleetCluster) addPod(p *corev1.Pod) {
+	_ = f.cs.Tracker().Add(p)
+	f.watcher.Add(p)
+}
+
+// deleteDaemonSet deletes the pods it controls as the garbage collector would (look-alikes stay).
+func (f *fleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+	ns, uid := a.GetNamespace(), types.UID("uid-"+a.(k8stesting.DeleteAction).GetName())
+	pods, _ := f.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
+	for _, p := range pods.(*corev1.PodList).Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == uid {
+			_ = f.cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
+		}
+	}
+	return false, nil, nil
+}
+
+// request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results;
+// a lease renewal is answered empty.
+func (f *fleetCluster) request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
+	f.jobs.Add(1)
+	f.mu.Lock()
+	f.posted = append(f.posted, pod+" "+path)
+	f.mu.Unlock()
+	if path == agent.PathLease {
+		return nil, nil
+	}
+	var job agent.Job
+	if err := json.Unmarshal(body, &job); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.jobTargets = append(f.jobTargets, net.JoinHostPort(job.Host, strconv.Itoa(job.Port)))
+	f.mu.Unlock()
+	from, to := pod[strings.LastIndex(pod, "-node-")+1:], f.ips[job.Host]
+	if err := f.enter(from, to); err != nil {
+		return nil, err
+	}
+	defer f.leave(from, to)
+	if f.beforeJob != nil {
+		f.beforeJob()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	rtt := 200.0
+	if f.zones[from] != f.zones[to] {
+		rtt = 2000
+	}
+	if from == f.slow || to == f.slow {
+		rtt += f.slowBy
+	}
+	var out bytes.Buffer
+	em := agent.NewEmitter(&out)
+	for _, p := range job.Probes {
+		l := probes.Latency{Count: int64(p.Count), P50Micros: rtt, P99Micros: 1.5 * rtt}
+		em.Emit(agent.Event{Type: agent.EventResult, Probe: p.Kind, Result: &agent.ProbeResult{Name: p.Kind, Kind: p.Kind,
+			RTT: &probes.RTTResult{Method: p.Kind, Sent: p.Count, Received: p.Count, RTT: l}}})
+	}
+	return out.Bytes(), nil
+}
+
+func (f *fleetCluster) enter(nodes ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range nodes {
+		if f.inFlight[n] {
+			f.overlap = append(f.overlap, n)
+		}
+		f.inFlight[n] = true
+	}
+	return nil
+}
+
+func (f *fleetCluster) leave(nodes ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range nodes {
+		delete(f.inFlight, n)
+	}
+}
+
+// options are matrix options on this cluster, writing JSON to out.
+func (f *fleetCluster) options(out io.Writer) *MatrixOptions {
+	o := NewMatrixOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
+	o.client, o.namespace, o.Output = f.cs, "netbench", "json"
+	o.NewRunID = func() string { return "run1" }
+	o.Progress = func(string, ...any) {}
+	o.configureSession = func(s *Session) { s.Request = f.request }
+	return o
+}
+
+// apiCalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
+func (f *fleetCluster) apiCalls() int { return len(f.cs.Actions()) + int(f.jobs.Load()) }
+
+// remaining lists what the run left in its namespace.
+func (f *fleetCluster) remaining() []string {
+	var left []string
+	dss, _ := f.cs.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
+	for _, d := range dss.Items {
+		left = append(left, "daemonset/"+d.Name)
+	}
+	pods, _ := f.cs.CoreV1().Pods("netbench").List(context.Background(), metav1.ListOptions{})
+	for _, p := range pods.Items {
+		left = append(left, "pod/"+p.Name)
+	}
+	return left
+}

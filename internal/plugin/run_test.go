@@ -1,0 +1,364 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+var (
+	serverReady = events(agent.Event{Type: agent.EventReady, Port: 7000})
+	clientOK    = events(
+		agent.Event{Type: agent.EventProgress, Probe: "icmp"},
+		rttResult("icmp", agent.ProbeICMP), rttResult("tcp-rtt", agent.ProbeTCPRTT),
+		agent.Event{Type: agent.EventExit, Message: "job finished"})
+)
+
+// agentPods lists the temporary agent pods left in the fake cluster.
+func agentPods(t *testing.T, f *fakeCluster) []string {
+	t.Helper()
+	pods, err := f.cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func TestPathRunSucceeds(t *testing.T) {
+	for _, mode := range []string{ModeEphemeral, ModePod} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFakeCluster(t, twoPods()...)
+			f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+			o, out := newTestPathOptions(f)
+			o.Mode = mode
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var r report.PathReport
+			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range r.Probes {
+				got = append(got, p.Name)
+			}
+			if diff := cmp.Diff([]string{"icmp", "tcp-rtt"}, got); diff != "" {
+				t.Errorf("probes (-want +got):\n%s", diff)
+			}
+			if r.Mode != mode || r.Path.Class != report.Unknown {
+				t.Errorf("mode %s class %s", r.Mode, r.Path.Class)
+			}
+			if left := agentPods(t, f); len(left) != 0 {
+				t.Errorf("agent pods left: %v", left)
+			}
+			calls := f.proxiedCalls()
+			if !slices.Contains(calls, "POST "+agent.PathLease) {
+				t.Errorf("the server's lease was never renewed: %v", calls)
+			}
+			if mode == ModeEphemeral && !slices.Contains(calls, "POST "+agent.PathDone) {
+				t.Errorf("the ephemeral server was not told to stop: %v", calls)
+			}
+		})
+	}
+}
+
+func TestPathRunServerArgs(t *testing.T) {
+	f := newFakeCluster(t, twoPods()...)
+	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	o, _ := newTestPathOptions(f)
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := p.Spec.EphemeralContainers[0]
+	if ec.Name != "netbench-run1-server" || ec.TargetContainerName != "app" {
+		t.Errorf("container %s targets %s", ec.Name, ec.TargetContainerName)
+	}
+	args := strings.Join(ec.Args, " ")
+	digest := agent.TokenDigest(f.token)
+	if !strings.HasPrefix(args, "serve --listen 10.0.0.5:0 --not-after ") || !strings.HasSuffix(args, "--lease 5s --token-sha256 "+digest) {
+		t.Errorf("server args %q: want the pod IP, an absolute not-after time, a lease and the token's digest", args)
+	}
+	// The client's spec carries neither the job nor the token: it is handed them by the proxy.
+	cp, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), "client-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(cp.Spec.EphemeralContainers, ec) {
+		spec, _ := json.Marshal(c)
+		if strings.Contains(string(spec), f.token) || strings.Contains(string(spec), "probes") || len(c.Env) != 0 {
+			t.Errorf("%s's spec holds the token, the job or env: %s", c.Name, spec)
+		}
+		if len(spec) > 900 {
+			t.Errorf("%s's spec is %d bytes: every run adds it to the pod object for good", c.Name, len(spec))
+		}
+		t.Logf("%s: %d bytes", c.Name, len(spec))
+	}
+	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job "+HandoverWindow.String()+" --token-sha256 "+digest) {
+		t.Errorf("client args %q", ca)
+	}
+	if !slices.Contains(f.proxiedCalls(), "POST "+agent.PathJob) {
+		t.Errorf("the job was not handed over: %v", f.proxiedCalls())
+	}
+	na, err := time.Parse(time.RFC3339, ec.Args[4])
+	if err != nil || time.Until(na) < time.Minute || time.Until(na) > 10*time.Minute {
+		t.Errorf("not-after %s (%v): want minutes from now", ec.Args[4], err)
+	}
+	sc := ec.SecurityContext
+	if !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || sc.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("security context does not fit Pod Security restricted: %+v", sc)
+	}
+}
+
+func TestPathRunFailures(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1", errors.New(`User "dev" cannot patch resource "pods/ephemeralcontainers"`))
+	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New(`exceeded quota: q, must specify limits.memory`))
+	tests := []struct {
+		name    string
+		setup   func(f *fakeCluster, o *PathOptions)
+		want    string
+		wantIs  error
+		noPatch bool // nothing may be added to any pod
+	}{
+		{name: "permission missing", setup: func(f *fakeCluster, o *PathOptions) { f.denied["patch pods/ephemeralcontainers"] = true },
+			want: `you may not patch pods/ephemeralcontainers in namespace "shop": nothing was started (grant them with the Role in the README, section RBAC)`, noPatch: true},
+		{name: "proxy permission missing", setup: func(f *fakeCluster, o *PathOptions) { f.denied["create pods/proxy"] = true },
+			want: `you may not create pods/proxy in namespace "shop"`, noPatch: true},
+		{name: "pod mode without delete", setup: func(f *fakeCluster, o *PathOptions) { o.Mode = ModePod; f.denied["delete pods"] = true },
+			want: `you may not delete pods in namespace "shop"`, noPatch: true},
+		{name: "same pod", setup: func(f *fakeCluster, o *PathOptions) { o.DstArg = "pod/client-1" },
+			want: "SRC client-1 and DST pod/client-1 are the same pod shop/client-1: a path needs two pods", noPatch: true},
+		{name: "ephemeral containers disabled", setup: func(f *fakeCluster, o *PathOptions) {
+			f.patchErr = apierrors.NewNotFound(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1")
+		}, wantIs: ErrEphemeralUnsupported},
+		{name: "rbac refusal at patch", setup: func(f *fakeCluster, o *PathOptions) { f.patchErr = forbidden },
+			want: `cannot patch resource "pods/ephemeralcontainers" (grant it with the Role in the README, section RBAC)`},
+		{name: "quota refusal", setup: func(f *fakeCluster, o *PathOptions) { f.patchErr = quota },
+			want: "admission refused the agent: ", wantIs: ErrAdmission},
+		{name: "image cannot be pulled", setup: func(f *fakeCluster, o *PathOptions) { f.waiting = "ErrImagePull" },
+			want: "the agent image " + o0().Image + " cannot be pulled on node n2 (ErrImagePull: pull failed): use --image"},
+		{name: "server fails before ready", setup: func(f *fakeCluster, o *PathOptions) {
+			f.script[RoleServer] = then(events(agent.Event{Type: agent.EventError, Message: "listening on :0: address in use"}))
+		}, want: "server agent (shop/web-1, container netbench-run1-server): listening on :0: address in use"},
+		{name: "server never ready", setup: func(f *fakeCluster, o *PathOptions) {
+			f.script[RoleServer] = thenHold("")
+			o.StartTimeout = 300 * time.Millisecond
+		}, wantIs: ErrStartTimeout},
+		{name: "client refuses its job", setup: func(f *fakeCluster, o *PathOptions) {
+			f.jobErr = apierrors.NewBadRequest("job: unknown probe kind")
+		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client): refused: job: unknown probe kind"},
+		{name: "job cannot be handed over", setup: func(f *fakeCluster, o *PathOptions) {
+			f.jobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
+			o.StartTimeout = 700 * time.Millisecond
+		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client) through the pod proxy: dial tcp 10.0.0.4:41000: connect: connection refused"},
+		{name: "agent port refused", setup: func(f *fakeCluster, o *PathOptions) {
+			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
+		}, want: "probe tcp-rtt from shop/client-1 to the server agent at 10.0.0.5:7000 failed: connect: connection refused (a NetworkPolicy may block the agent's port)"},
+		{name: "client agent panicked", setup: func(f *fakeCluster, o *PathOptions) {
+			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventError, Probe: "http", Message: "the http probe failed inside the agent (panic: boom)"}))
+		}, want: "the http probe failed inside the agent (panic: boom)"},
+		{name: "client ends without result", setup: func(f *fakeCluster, o *PathOptions) {
+			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventExit, Message: "hard deadline reached"}))
+		}, wantIs: ErrEndedWithoutResult},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(t, twoPods()...)
+			f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+			o, out := newTestPathOptions(f)
+			tc.setup(f, o)
+			err := o.Run(context.Background())
+			if err == nil {
+				t.Fatalf("want an error; report:\n%s", out)
+			}
+			if tc.want != "" && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error:\n  %v\nwant it to contain:\n  %s", err, tc.want)
+			}
+			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
+				t.Errorf("error %v is not %v", err, tc.wantIs)
+			}
+			if strings.Count(err.Error(), "\n") != 0 {
+				t.Errorf("error spans lines: %q", err)
+			}
+			for _, a := range f.cs.Actions() {
+				if tc.noPatch && (a.GetVerb() == "patch" || a.GetVerb() == "create" && a.GetResource().Resource == "pods") {
+					t.Errorf("%s %s/%s happened before the run was refused", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+				}
+			}
+			if left := agentPods(t, f); len(left) != 0 {
+				t.Errorf("agent pods left: %v", left)
+			}
+		})
+	}
+}
+
+func o0() *PathOptions { return NewPathOptions(nil, genericStreams()) }
+
+// An app port that refuses connections: the agent-to-agent results are printed, then the run
+// fails naming the port.
+func TestPathRunAppPortRefused(t *testing.T) {
+	f := newFakeCluster(t, twoPods()...)
+	f.script[RoleServer] = thenHold(serverReady)
+	f.script[RoleClient] = then(events(rttResult("icmp", agent.ProbeICMP), rttResult("tcp-rtt", agent.ProbeTCPRTT),
+		agent.Event{Type: agent.EventError, Probe: "app-tcp-rtt", Message: "connection refused", Reason: agent.ReasonRefused},
+		agent.Event{Type: agent.EventExit}))
+	o, out := newTestPathOptions(f)
+	o.Port = 8080
+	err := o.Run(context.Background())
+	want := "nothing accepts connections on shop/web-1 port 8080 (10.0.0.5:8080): the agent-to-agent results above were measured"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	var r report.PathReport
+	if jerr := json.Unmarshal([]byte(out.String()), &r); jerr != nil || len(r.Probes) != 2 {
+		t.Fatalf("the measured results were not printed (%v):\n%s", jerr, out)
+	}
+	if len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0], "app-tcp-rtt") {
+		t.Errorf("skipped %v", r.Skipped)
+	}
+}
+
+// An interrupt while the client waits for its job stops the server and the client, and deletes
+// the temporary pods.
+func TestPathRunInterrupted(t *testing.T) {
+	for _, mode := range []string{ModeEphemeral, ModePod} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFakeCluster(t, twoPods()...)
+			ctx, cancel := context.WithCancel(context.Background())
+			f.script[RoleServer] = thenHold(serverReady)
+			f.script[RoleClient] = func(c context.Context) io.ReadCloser {
+				cancel() // Ctrl-C while the client measures
+				return thenHold(events(agent.Event{Type: agent.EventProgress, Probe: "icmp"}))(c)
+			}
+			o, _ := newTestPathOptions(f)
+			o.Mode = mode
+			err := o.Run(ctx)
+			if err == nil || !strings.HasPrefix(err.Error(), "interrupted: every agent of run run1 told to stop") {
+				t.Fatalf("error %v, want interrupted", err)
+			}
+			f.mu.Lock()
+			by := f.proxiedBy
+			f.mu.Unlock()
+			// The client was interrupted before it was handed its job: it is told to stop too.
+			if mode == ModeEphemeral && (!slices.Contains(by, "server: POST "+agent.PathDone) || !slices.Contains(by, "client: POST "+agent.PathDone)) {
+				t.Errorf("the server and the waiting client were not both told to stop: %v", by)
+			}
+			if left := agentPods(t, f); len(left) != 0 {
+				t.Errorf("agent pods left: %v", left)
+			}
+		})
+	}
+}
+
+// A server that cannot be told to stop is reported with what happens to it, not hidden.
+func TestPathRunCleanupFailureIsReported(t *testing.T) {
+	f := newFakeCluster(t, twoPods()...)
+	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f.proxyErr = errors.New("proxy refused")
+	o, _ := newTestPathOptions(f)
+	err := o.Run(context.Background())
+	if !errors.Is(err, ErrLeftBehind) || !strings.Contains(err.Error(), "could not be told to stop (proxy refused): it stops by itself within 5s") {
+		t.Fatalf("error %v, want the server left running with when it stops", err)
+	}
+}
+
+// A server whose client already told it to stop refuses the plugin's own stop; once the
+// kubelet reports it exited, that is a clean end, not something left behind.
+func TestPathRunServerGoneBeforeStop(t *testing.T) {
+	f := newFakeCluster(t, twoPods()...)
+	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f.goneBeforeDone = true
+	o, _ := newTestPathOptions(f)
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatalf("err %v, want a clean run", err)
+	}
+}
+
+// Temporary pods of earlier runs that ended are deleted by the next pod-mode run.
+func TestPathRunCleansStalePods(t *testing.T) {
+	stale := testPod(func(p *corev1.Pod) {
+		p.Name, p.Labels = "netbench-old-server", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "old"}
+		p.Status.Phase = corev1.PodSucceeded
+	})
+	f := newFakeCluster(t, append(twoPods(), stale)...)
+	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	o, out := newTestPathOptions(f)
+	o.Mode = ModePod
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := agentPods(t, f); len(left) != 0 {
+		t.Errorf("agent pods left: %v", left)
+	}
+	if !strings.Contains(out.String(), "deleted agent pod shop/netbench-old-server left by an earlier run (Succeeded") {
+		t.Errorf("the report does not say the stale pod was deleted:\n%s", out)
+	}
+}
+
+func TestDNSRun(t *testing.T) {
+	dnsOK := events(agent.Event{Type: agent.EventResult, Probe: "dns", Result: &agent.ProbeResult{Name: "dns", Kind: agent.ProbeDNS,
+		DNS: &agent.DNSReport{DNSResult: testDNSResult(), ResolvConf: "nameserver 10.96.0.10\x1b[31m", ResolvConfPath: "/etc/resolv.conf"}}},
+		agent.Event{Type: agent.EventExit})
+	tests := []struct {
+		name  string
+		setup func(f *fakeCluster, o *DNSOptions)
+		want  string
+	}{
+		{name: "success", setup: func(*fakeCluster, *DNSOptions) {}},
+		{name: "no permission", setup: func(f *fakeCluster, o *DNSOptions) { f.denied["get pods/log"] = true },
+			want: `you may not get pods/log in namespace "shop"`},
+		{name: "probe error", setup: func(f *fakeCluster, o *DNSOptions) {
+			f.script[RoleDNS] = then(events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
+		}, want: "dns probe in shop/web-1: reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"},
+		{name: "host network", setup: func(f *fakeCluster, o *DNSOptions) {
+			p, _ := f.cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+			p.Spec.HostNetwork = true
+			_, _ = f.cs.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
+		}, want: "--allow-host-network"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(t, twoPods()...)
+			f.script[RoleDNS] = then(dnsOK)
+			out := &strings.Builder{}
+			o := NewDNSOptions(nil, genericStreamsTo(out))
+			f.options(&o.commonOptions)
+			o.TargetArg, o.Names = "web-1", []string{"example.com"}
+			tc.setup(f, o)
+			err := o.Run(context.Background())
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(out.String(), "\x1b") || !strings.Contains(out.String(), "nameserver 10.96.0.10[31m") {
+					t.Errorf("the resolv.conf was printed with its control characters:\n%q", out)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

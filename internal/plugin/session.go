@@ -1,0 +1,442 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+)
+
+// Labels every temporary pod carries, so that `kubectl delete pods -l` can always find them.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "kubectl-netbench"
+	RunIDLabel     = "netbench.kubectl.dev/run-id"
+	RoleLabel      = "netbench.kubectl.dev/role"
+)
+
+// Modes of starting agents.
+const (
+	ModeEphemeral = "ephemeral"
+	ModePod       = "pod"
+	ModeAuto      = "auto"
+)
+
+// Role is what an agent does in a run; it names the container or pod.
+type Role string
+
+// Roles of agents.
+const (
+	RoleServer  Role = "server"
+	RoleClient  Role = "client"
+	RoleDNS     Role = "dns"
+	RoleCapture Role = "capture"
+	// RoleEndpoint serves in a Service's endpoint pod, answering who it is.
+	RoleEndpoint Role = "endpoint"
+	// RolePolicy labels a temporary NetworkPolicy (--allow-policy).
+	RolePolicy Role = "network-policy"
+)
+
+// Errors a caller may act on with errors.Is.
+var (
+	ErrEphemeralUnsupported = errors.New("ephemeral containers are not enabled on this cluster (use --mode pod)")
+	ErrPodSecurity          = errors.New("the namespace's Pod Security level forbids it")
+	ErrAdmission            = errors.New("admission refused the agent")
+	ErrStartTimeout         = errors.New("the agent did not start in time")
+)
+
+// Lease timing: a server agent exits when the plugin has not renewed its lease for LeasePeriod;
+// the plugin renews it every LeasePeriod/5 through the API server's pod proxy.
+const LeasePeriod = 5 * time.Second
+
+// cleanupTimeout bounds Close, which runs on a fresh context after an interrupt.
+const cleanupTimeout = 20 * time.Second
+
+// AgentSpec says what one agent does and where.
+type AgentSpec struct {
+	Role   Role
+	Target *Target // the pod whose network the agent joins (ephemeral) or whose node it uses (pod)
+	// Serve runs the agent server; otherwise the agent runs Job.
+	Serve bool
+	Job   *agent.Job
+	// InlineJob gives a runner its job on its command line instead of through the pod proxy
+	// (which a NetworkPolicy may block): only for jobs that need no token (app-port probes),
+	// since the pod object keeps the command line for good.
+	InlineJob bool
+	// Lifetime bounds the agent: it exits by now + Lifetime (API server clock) whatever happens.
+	Lifetime time.Duration
+	// Capture runs the agent as root with CAP_NET_RAW and nothing else, for packet capture.
+	Capture bool
+	// Placement, when set, runs the agent in a temporary pod on a chosen node whatever the
+	// session's mode (a ladder's clients); Target then only gives the namespace.
+	Placement *Placement
+	// Suffix keeps the agent's name apart from the run's other agents of the same role.
+	Suffix string
+	// Port is the port a server listens on (0: any free port); Identity what it answers
+	// on agent.PathWhoAmI.
+	Port     int
+	Identity agent.Identity
+}
+
+// Placement puts a temporary agent pod on a node, with tolerations, in the node's own network
+// namespace when HostNetwork is set.
+type Placement struct {
+	Node        string
+	Tolerations []corev1.Toleration
+	HostNetwork bool
+}
+
+// Session is one run's agents: their id, token, mode, image and clock. Start adds agents; one
+// Close ends every agent still running and deletes what the run created.
+type Session struct {
+	Client       kubernetes.Interface
+	RunID        string
+	Token        string
+	Image        string
+	Mode         string // ModeEphemeral or ModePod
+	StartTimeout time.Duration
+	// Resources of temporary agent pods and DaemonSets (nil: the namespace's LimitRange decides).
+	Resources *corev1.ResourceRequirements
+	// Now is the API server's clock (for not-after times); Logf prints diagnostics at -v.
+	Now  func() time.Time
+	Logf func(format string, args ...any)
+	// Logs opens an agent's output and Proxy sends a control request to a server agent through
+	// the API server; both are fields so that tests can script them.
+	Logs  func(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error)
+	Proxy func(ctx context.Context, a *Agent, method, path string, body []byte) error
+	// Request sends a request to a pod's port through the API server's pod proxy, with the run
+	// token, and returns the answer's body.
+	Request func(ctx context.Context, namespace, pod string, port int, method, path string, body []byte) ([]byte, error)
+
+	mu       sync.Mutex
+	agents   []*Agent
+	services []*corev1.Service             // temporary Services the run created
+	policies []*networkingv1.NetworkPolicy // temporary NetworkPolicies (--allow-policy)
+	fleets   []*Fleet
+	closed   bool
+	stop     context.CancelFunc // ends lease renewals and followers
+	bg       context.Context
+	wg       sync.WaitGroup
+}
+
+// NewSession returns a session; Close must be called on every path once it exists.
+func NewSession(client kubernetes.Interface, runID, token, image, mode string, startTimeout time.Duration) *Session {
+	bg, stop := context.WithCancel(context.Background())
+	s := &Session{
+		Client: client, RunID: runID, Token: token, Image: image, Mode: mode, StartTimeout: startTimeout,
+		Now: time.Now, Logf: func(string, ...any) {}, bg: bg, stop: stop,
+	}
+	s.Logs, s.Proxy, s.Request = s.podLogs, s.podProxy, s.podRequest
+	return s
+}
+
+// Agent is one agent this session started.
+type Agent struct {
+	s         *Session
+	Spec      AgentSpec
+	Namespace string
+	Pod       string
+	Container string
+	IP        string
+	Temporary bool // a temporary pod, deleted by Close
+	NotAfter  time.Time
+	Port      int // a server's port, once ready
+
+	mu         sync.Mutex
+	lastEvent  time.Time
+	exited     bool   // the agent said it exited
+	handedOver bool   // a runner was handed its job
+	serverNote string // the last error a server reported after ready
+}
+
+// Name of the agent's container (ephemeral) or pod (pod mode).
+func (s *Session) name(spec AgentSpec) string {
+	n := fmt.Sprintf("netbench-%s-%s", s.RunID, spec.Role)
+	if spec.Suffix != "" {
+		n += "-" + spec.Suffix
+	}
+	return n
+}
+
+// Start adds an agent. Nothing is left behind when it fails; once it succeeds, Close owns it.
+func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errors.New("the session is closed")
+	}
+	a := &Agent{s: s, Spec: spec, Namespace: spec.Target.Namespace, NotAfter: s.Now().Add(spec.Lifetime).Truncate(time.Second).Add(time.Second)}
+	args, err := a.args()
+	if err != nil {
+		return nil, err
+	}
+	if a.inPod() {
+		err = s.createPod(ctx, a, args)
+	} else {
+		err = s.addEphemeral(ctx, a, args)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.agents = append(s.agents, a)
+	s.mu.Unlock()
+	return a, nil
+}
+
+// args are the agent's command line: serve or run, where it listens, its not-after time and
+// the token's digest. Neither the token nor the job is in the spec (the pod object keeps
+// every ephemeral container for good): a runner is handed its job through the pod proxy.
+func (a *Agent) args() ([]string, error) {
+	listen := ":" + strconv.Itoa(a.Spec.Port)
+	if a.inPod() {
+		listen = "$(POD_IP)" + listen
+	} else if a.Spec.Target.Pod.Status.PodIP != "" {
+		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
+	}
+	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
+	digest := agent.TokenDigest(a.s.Token)
+	if a.Spec.Serve {
+		args := []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}
+		id := a.Spec.Identity
+		for _, fv := range [][2]string{{"--pod", id.Pod}, {"--node", id.Node}, {"--zone", id.Zone}} {
+			if fv[1] != "" {
+				args = append(args, fv[0], fv[1])
+			}
+		}
+		return args, nil
+	}
+	if a.Spec.Job == nil {
+		return nil, errors.New("an agent that does not serve needs a job")
+	}
+	if a.Spec.InlineJob {
+		job := *a.Spec.Job
+		job.Token = ""
+		b, err := json.Marshal(job)
+		if err != nil {
+			return nil, err
+		}
+		a.handedOver = true
+		return []string{"run", "--job", string(b), "--not-after", notAfter}, nil
+	}
+	return []string{"run", "--listen", listen, "--not-after", notAfter, "--await-job", HandoverWindow.String(), "--token-sha256", digest}, nil
+}
+
+// HandoverWindow is how long a runner agent waits for its job before it exits.
+const HandoverWindow = 10 * time.Second
+
+// inPod says whether the agent runs in a temporary pod of its own.
+func (a *Agent) inPod() bool { return a.s.Mode == ModePod || a.Spec.Placement != nil }
+
+func (a *Agent) env() []corev1.EnvVar {
+	if !a.inPod() {
+		return faultEnv()
+	}
+	return append([]corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, faultEnv()...)
+}
+
+// faultEnv passes the plugin's injected faults on to its agents; only a build with the tag
+// netbench_faults has any (internal/fault).
+func faultEnv() []corev1.EnvVar {
+	if v := fault.Value(); v != "" {
+		return []corev1.EnvVar{{Name: fault.Env, Value: v}}
+	}
+	return nil
+}
+
+func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {
+	if a.Spec.Capture {
+		return captureContext()
+	}
+	return restrictedContext()
+}
+
+func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) error {
+	t := a.Spec.Target
+	a.Pod, a.Container, a.IP = t.Pod.Name, s.name(a.Spec), t.Pod.Status.PodIP
+	ec := corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+			Args: args, Env: a.env(), SecurityContext: s.securityContext(a),
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		},
+		TargetContainerName: t.Container,
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": []corev1.EphemeralContainer{ec}}})
+	if err != nil {
+		return err
+	}
+	_, err = s.Client.CoreV1().Pods(t.Namespace).Patch(ctx, t.Pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
+	if apierrors.IsNotFound(err) {
+		if _, gerr := s.Client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod.Name, metav1.GetOptions{}); gerr == nil {
+			return ErrEphemeralUnsupported
+		}
+		return fmt.Errorf("pod %s/%s is gone", t.Namespace, t.Pod.Name)
+	}
+	return admissionError(err, fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name))
+}
+
+func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
+	t := a.Spec.Target
+	a.Pod, a.Container, a.Temporary = s.name(a.Spec), "agent", true
+	node := t.Pod.Spec.NodeName
+	if pl := a.Spec.Placement; pl != nil {
+		node = pl.Node
+	}
+	p := agentPod(a.Pod, t.Namespace, node, s.labels(a.Spec.Role), a.Spec.Lifetime)
+	if pl := a.Spec.Placement; pl != nil {
+		p.Spec.Tolerations, p.Spec.HostNetwork = pl.Tolerations, pl.HostNetwork
+		if pl.HostNetwork {
+			p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		}
+	}
+	c := &p.Spec.Containers[0]
+	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), podContext(s.securityContext(a))
+	setResources(c, s.Resources)
+	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	return admissionError(err, fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod))
+}
+
+// setResources gives an agent container its resources and, under a memory limit, a Go memory
+// limit (GOMEMLIMIT) of three quarters of it, so the runtime collects before the kernel kills.
+func setResources(c *corev1.Container, r *corev1.ResourceRequirements) {
+	if r == nil {
+		return
+	}
+	c.Resources = *r.DeepCopy()
+	if lim, ok := r.Limits[corev1.ResourceMemory]; ok {
+		if v := agentMemoryLimit(lim.Value()); v < agent.DefaultMemoryLimit {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: strconv.FormatInt(v, 10)})
+		}
+	}
+}
+
+// agentMemoryLimit is the Go memory limit for a container memory limit of limit bytes.
+func agentMemoryLimit(limit int64) int64 { return limit / 4 * 3 }
+
+func (s *Session) labels(r Role) map[string]string {
+	return map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: s.RunID, RoleLabel: string(r)}
+}
+
+// admissionError names who refused an agent: RBAC, Pod Security, or another admission step
+// (a ResourceQuota, a LimitRange, a policy webhook), with its reason.
+func admissionError(err error, doing string) error {
+	var st apierrors.APIStatus
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
+		return fmt.Errorf("%s: %w: %s", doing, ErrPodSecurity, statusMessage(err))
+	case apierrors.IsForbidden(err) && isRBAC(err):
+		return forbidden(err)
+	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) && errors.As(err, &st):
+		return fmt.Errorf("%s: %w: %s", doing, ErrAdmission, statusMessage(err))
+	default:
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+}
+
+// isRBAC tells an authorization refusal ("User x cannot patch resource …") from an admission one.
+func isRBAC(err error) bool { return strings.Contains(statusMessage(err), " cannot ") }
+
+func statusMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Message
+	}
+	return err.Error()
+}
+
+// agentPod is a temporary agent pod on node that ends by itself after lifetime.
+func agentPod(name, namespace, node string, labels map[string]string, lifetime time.Duration) *corev1.Pod {
+	var grace int64
+	deadline := int64(lifetime.Seconds()) + 30
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			ActiveDeadlineSeconds:         &deadline,
+			AutomountServiceAccountToken:  new(bool),
+			EnableServiceLinks:            new(bool),
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+				}}},
+			}},
+			Containers: []corev1.Container{{
+				Name: "agent", ImagePullPolicy: corev1.PullIfNotPresent,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func captureContext() *corev1.SecurityContext {
+	sc := restrictedContext()
+	root, no := int64(0), false
+	sc.RunAsUser, sc.RunAsNonRoot = &root, &no
+	sc.Capabilities.Add = []corev1.Capability{"NET_RAW"}
+	return sc
+}
+
+// restrictedContext fits Pod Security "restricted" and more: no privilege escalation, no
+// capability, the runtime's seccomp profile, a non-root user and a read-only root filesystem
+// (the agent writes no file).
+func restrictedContext() *corev1.SecurityContext {
+	no, yes := false, true
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: &no,
+		RunAsNonRoot:             &yes,
+		ReadOnlyRootFilesystem:   &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// AgentUser is the agent image's non-root user and group.
+const AgentUser = 65532
+
+// podContext names the user of a temporary pod's agent by number (AgentUser, unless the
+// context already names one), so that RunAsNonRoot holds whatever user the image declares.
+// Ephemeral containers leave it to the pod: run as the application's user, the agent may read
+// the application's binary (to tell its resolver).
+func podContext(sc *corev1.SecurityContext) *corev1.SecurityContext {
+	if sc.RunAsUser == nil {
+		id := int64(AgentUser)
+		sc.RunAsUser, sc.RunAsGroup = &id, &id
+	}
+	return sc
+}
+
+// Agents returns the agents started so far.
+func (s *Session) Agents() []*Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.agents)
+}
+
+func (a *Agent) String() string {
+	if a.Temporary {
+		return fmt.Sprintf("%s agent (pod %s/%s)", a.Spec.Role, a.Namespace, a.Pod)
+	}
+	return fmt.Sprintf("%s agent (%s/%s, container %s)", a.Spec.Role, a.Namespace, a.Pod, a.Container)
+}

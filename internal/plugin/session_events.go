@@ -1,0 +1,384 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+)
+
+// maxResumes bounds how often a broken log stream is reopened.
+const maxResumes = 5
+
+// ErrEndedWithoutResult means an agent's output ended before it said it was done.
+var ErrEndedWithoutResult = errors.New("ended without a result")
+
+// Wait waits until the agent's container runs (or already ended), within the session's start
+// timeout, surfacing the reasons a container cannot start as they happen.
+func (a *Agent) Wait(ctx context.Context) error {
+	startCtx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
+	defer cancel()
+	err := a.waitStarted(startCtx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case startCtx.Err() != nil:
+		return fmt.Errorf("%s: %w within --start-timeout %s (can the nodes pull %s? see kubectl describe pod -n %s %s; --image names a mirror)%s",
+			a, ErrStartTimeout, a.s.StartTimeout, a.s.Image, a.Namespace, a.Pod, a.leftNote())
+	default:
+		return fmt.Errorf("%s: %w%s", a, err, a.leftNote())
+	}
+}
+
+// leftNote says what an ephemeral agent that never started leaves in the pod.
+func (a *Agent) leftNote() string {
+	if a.Temporary {
+		return ""
+	}
+	return fmt.Sprintf("; the waiting container %s stays in the pod's spec (ephemeral containers cannot be removed) but exits at once if it ever starts after %s",
+		a.Container, a.NotAfter.UTC().Format(time.RFC3339))
+}
+
+func (a *Agent) waitStarted(ctx context.Context) error {
+	client := a.s.Client
+	fs := fields.OneTermEqualSelector("metadata.name", a.Pod).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fs
+			return client.CoreV1().Pods(a.Namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fs
+			return client.CoreV1().Pods(a.Namespace).Watch(ctx, o)
+		},
+	}
+	// The client says whether it serves watch-list semantics (a fake clientset does not).
+	_, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("pod %s/%s was deleted while the agent started", a.Namespace, a.Pod)
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			return false, nil
+		}
+		return a.started(p)
+	})
+	return err
+}
+
+// started reads the agent container's state from its pod.
+func (a *Agent) started(p *corev1.Pod) (bool, error) {
+	statuses := p.Status.EphemeralContainerStatuses
+	if a.Temporary {
+		statuses = p.Status.ContainerStatuses
+		if p.Status.Phase == corev1.PodPending {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					return false, fmt.Errorf("agent pod %s/%s cannot be scheduled: %s", a.Namespace, a.Pod, c.Message)
+				}
+			}
+		}
+	}
+	for _, s := range statuses {
+		if s.Name != a.Container {
+			continue
+		}
+		switch {
+		case s.State.Running != nil, s.State.Terminated != nil:
+			if a.Temporary {
+				a.IP = p.Status.PodIP
+			}
+			return true, nil
+		case s.State.Waiting != nil:
+			switch r := s.State.Waiting.Reason; r {
+			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+				return false, fmt.Errorf("the agent image %s cannot be pulled on node %s (%s: %s): use --image to name a mirror the nodes can pull from",
+					a.s.Image, p.Spec.NodeName, r, sanitize(s.State.Waiting.Message))
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return false, fmt.Errorf("the agent container cannot start (%s: %s)", r, sanitize(s.State.Waiting.Message))
+			}
+		}
+	}
+	return false, nil
+}
+
+// Ready waits for the agent's ready event, within the start timeout. A server from then on has
+// its lease renewed and its events followed in the background until Close; a runner is
+// handed its job.
+func (a *Agent) Ready(ctx context.Context) error {
+	if a.Spec.InlineJob {
+		return nil // it runs its job as it starts; its events are followed from its output
+	}
+	startCtx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
+	defer cancel()
+	err := a.Follow(startCtx, func(ev agent.Event) (bool, error) {
+		switch ev.Type {
+		case agent.EventReady:
+			a.Port = ev.Port
+			return true, nil
+		case agent.EventError, agent.EventExit:
+			return false, fmt.Errorf("%s: %s", a, sanitize(ev.Message))
+		}
+		return false, nil
+	})
+	if err != nil {
+		if ctx.Err() == nil && startCtx.Err() != nil {
+			return fmt.Errorf("%s: %w: no ready event within --start-timeout %s", a, ErrStartTimeout, a.s.StartTimeout)
+		}
+		return err
+	}
+	if !a.Spec.Serve {
+		return a.handOver(ctx)
+	}
+	a.firstLease(ctx)
+	a.s.wg.Add(2)
+	go func() { defer a.s.wg.Done(); a.s.renewLease(a) }()
+	go func() { defer a.s.wg.Done(); a.followServer() }()
+	return nil
+}
+
+// firstLease renews a server's lease once before anything else talks to it: the request
+// carries the token through the pod proxy, from which the server derives the key of its UDP
+// echo (the spec only carries the token's digest). It is retried for a few seconds while the
+// agent sheds connections; a port the proxy cannot reach is left to the probes to report (they
+// name what blocks it), the renewals that follow keep trying.
+func (a *Agent) firstLease(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(ctx, firstLeaseWithin)
+	defer cancel()
+	if err := a.proxyRetrying(fctx, agent.PathLease, nil, "renewing the lease of"); err != nil && ctx.Err() == nil {
+		a.s.Logf("%v", err)
+	}
+}
+
+// firstLeaseWithin bounds the first lease renewal's retries.
+const firstLeaseWithin = 5 * time.Second
+
+// handOver posts the runner's job to it through the pod proxy, without the token (the
+// request carries it).
+func (a *Agent) handOver(ctx context.Context) error {
+	job := *a.Spec.Job
+	job.Token = ""
+	body, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	if err := a.proxyRetrying(ctx, agent.PathJob, body, "handing its job to"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.handedOver = true
+	a.mu.Unlock()
+	return nil
+}
+
+// proxyRetrying posts body to the agent's path through the pod proxy, retrying until the start
+// timeout: an agent closes connections beyond its bounds, and peers without the token may be
+// holding some.
+func (a *Agent) proxyRetrying(ctx context.Context, path string, body []byte, what string) error {
+	hctx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
+	defer cancel()
+	for {
+		err := a.s.Proxy(hctx, a, "POST", path, body)
+		if err == nil {
+			return nil
+		}
+		if refusedJob(err) {
+			return fmt.Errorf("%s the %s: refused: %w", what, a, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-hctx.Done():
+			return fmt.Errorf("%s the %s through the pod proxy: %w", what, a, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// followServer records what a ready server says until it exits or the session closes.
+func (a *Agent) followServer() {
+	err := a.Follow(a.s.bg, func(ev agent.Event) (bool, error) {
+		switch ev.Type {
+		case agent.EventError:
+			a.mu.Lock()
+			a.serverNote = sanitize(ev.Message)
+			a.mu.Unlock()
+		case agent.EventExit:
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil && a.s.bg.Err() == nil {
+		a.s.Logf("following the %s: %v", a, err)
+	}
+}
+
+// ServerNote is the last error the server agent reported after it was ready, if any.
+func (a *Agent) ServerNote() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.serverNote
+}
+
+// Follow reads the agent's events and calls fn for each until fn returns true, the agent
+// exits, or ctx ends. A broken stream is resumed from the last event's time; lines that are
+// not events are shown at -v.
+func (a *Agent) Follow(ctx context.Context, fn func(agent.Event) (bool, error)) error {
+	var since time.Time
+	seen := map[string]bool{} // events at the resume second that were already handled
+	for attempt := 0; ; attempt++ {
+		done, err := a.followOnce(ctx, since, seen, fn)
+		if done || err != nil && !errors.Is(err, errStreamBroken) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if a.hasExited() {
+			return fmt.Errorf("the %s %w", a, ErrEndedWithoutResult)
+		}
+		if attempt >= maxResumes {
+			return fmt.Errorf("reading the %s's output: the log stream broke %d times", a, attempt+1)
+		}
+		a.mu.Lock()
+		since = a.lastEvent
+		a.mu.Unlock()
+		a.s.Logf("the log stream of the %s ended; resuming from %s", a, since.Format(time.RFC3339Nano))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+}
+
+var errStreamBroken = errors.New("log stream broken")
+
+// followOnce reads one log stream; it returns errStreamBroken when the stream ends early.
+func (a *Agent) followOnce(ctx context.Context, since time.Time, seen map[string]bool, fn func(agent.Event) (bool, error)) (bool, error) {
+	opts := &corev1.PodLogOptions{Container: a.Container, Follow: true}
+	if !since.IsZero() {
+		t := metav1.NewTime(since)
+		opts.SinceTime = &t
+	}
+	rc, err := a.s.Logs(ctx, a, opts)
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return false, forbidden(err)
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("reading the %s's output: %w", a, err)
+	}
+	defer rc.Close()
+	return a.scan(rc, seen, fn)
+}
+
+func (a *Agent) scan(r io.Reader, seen map[string]bool, fn func(agent.Event) (bool, error)) (bool, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		if seen[string(line)] {
+			continue // already handled before the stream was resumed
+		}
+		ev, err := agent.DecodeEvent(line)
+		if err != nil {
+			a.s.Logf("%s: %v: %q", a, err, sanitize(string(truncate(line, 200))))
+			continue
+		}
+		a.note(ev, line, seen)
+		done, err := fn(ev)
+		if err != nil || done {
+			return done, err
+		}
+		if ev.Type == agent.EventExit {
+			return false, fmt.Errorf("the %s %w", a, ErrEndedWithoutResult)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		a.s.Logf("reading the %s's output: %v", a, err)
+	}
+	return false, errStreamBroken
+}
+
+// note remembers the last event's time (to resume from) and the lines seen at that time.
+func (a *Agent) note(ev agent.Event, line []byte, seen map[string]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ev.Time.Truncate(time.Second) != a.lastEvent.Truncate(time.Second) {
+		clear(seen)
+	}
+	seen[string(line)] = true
+	a.lastEvent = ev.Time
+	if ev.Type == agent.EventExit {
+		a.exited = true
+	}
+}
+
+func (a *Agent) hasExited() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.exited {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := a.s.Client.CoreV1().Pods(a.Namespace).Get(ctx, a.Pod, metav1.GetOptions{})
+	if err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	statuses := append(p.Status.EphemeralContainerStatuses, p.Status.ContainerStatuses...)
+	for _, s := range statuses {
+		if s.Name == a.Container && s.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+func (s *Session) podLogs(ctx context.Context, a *Agent, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+	return s.Client.CoreV1().Pods(a.Namespace).GetLogs(a.Pod, opts).Stream(ctx)
+}
+
+// refusedJob tells an answer of the agent itself (a bad job, a wrong token, a job already
+// handed over) from a connection the proxy could not make or the agent shed.
+func refusedJob(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	switch st.Status().Code {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict:
+		return true
+	}
+	return false
+}
