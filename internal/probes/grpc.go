@@ -61,7 +61,10 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 	latency := RecordLatencies(&o.RunnerOptions)
 	o.Out = io.Discard
 	o.AllowInitialErrors = true
-	o.Stop = periodic.NewAborter()
+	// fortio's runner takes the aborter out of o (o.Stop = nil) when it starts: keep our own
+	// reference, as the http probe does.
+	stop := periodic.NewAborter()
+	o.Stop = stop
 	if len(spec.Metadata) > 0 {
 		o.Metadata = metadata.New(spec.Metadata)
 	}
@@ -70,7 +73,7 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			o.Stop.Abort(false)
+			stop.Abort(false)
 		case <-done:
 		}
 	}()
@@ -89,7 +92,10 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 		DurationSeconds: round3(res.ActualDuration.Seconds()),
 		Latency:         latency(),
 	}
-	r.Requests = r.Latency.Count
+	r.Requests = res.DurationHistogram.Count
+	if err := sameCount(r.Latency, r.Requests); err != nil {
+		return nil, fmt.Errorf("grpc ping load on %s: %w", spec.Address, err)
+	}
 	for kind, n := range res.RetCodes {
 		if kind == "SERVING" {
 			continue

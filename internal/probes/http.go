@@ -164,7 +164,10 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	if spec.Mode != HTTPClosedLoop {
 		r.RequestedQPS = spec.QPS
 	}
-	r.Requests = r.Latency.Count
+	r.Requests = res.DurationHistogram.Count
+	if err := sameCount(r.Latency, r.Requests); err != nil {
+		return nil, fmt.Errorf("http %s load on %s: %w", spec.Mode, spec.URL, err)
+	}
 	for code, n := range res.RetCodes {
 		if code == http.StatusOK {
 			continue

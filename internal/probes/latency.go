@@ -4,7 +4,7 @@ package probes
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"fortio.org/fortio/stats"
@@ -48,11 +48,16 @@ func micros(seconds float64) float64 { return math.Round(seconds*1e9) / 1e3 }
 // LatencyFromSamples computes exact statistics from every sample. Percentiles use the
 // nearest-rank method, so every reported percentile is a value that was really observed.
 func LatencyFromSamples(samples []time.Duration) Latency {
-	if len(samples) == 0 {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	return latencyOfSorted(s)
+}
+
+// latencyOfSorted is LatencyFromSamples of samples already in ascending order.
+func latencyOfSorted(s []time.Duration) Latency {
+	if len(s) == 0 {
 		return Latency{}
 	}
-	s := append([]time.Duration(nil), samples...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	var sum, sumSq float64
 	h := stats.NewHistogram(0, drawResolution.Seconds())
 	for _, d := range s {
@@ -86,8 +91,12 @@ func LatencyFromSamples(samples []time.Duration) Latency {
 	return l
 }
 
+// nearestRank is the smallest sample at or below which p % of the samples lie. The rank is
+// counted in integers (p in tenths of a percent): in floating point, 99.9/100·1000 is a hair
+// above 999 and its ceiling would give the maximum instead of the 999th of 1000.
 func nearestRank(sorted []time.Duration, p float64) time.Duration {
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	perMille := int64(math.Round(p * 10))
+	rank := int((perMille*int64(len(sorted)) + 999) / 1000)
 	if rank < 1 {
 		rank = 1
 	}

@@ -61,3 +61,24 @@ func TestLatencyFromSamples(t *testing.T) {
 		})
 	}
 }
+
+// Nearest rank in integers: of 1000 samples the p99.9 is the 999th, of 2000 the 1998th, and of
+// 300 (below 1000) the last; the p50 of 4 is the 2nd.
+func TestNearestRankCountsInIntegers(t *testing.T) {
+	samples := func(n int) []time.Duration {
+		s := make([]time.Duration, n)
+		for i := range s {
+			s[i] = time.Duration(i + 1)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		n    int
+		p    float64
+		want time.Duration
+	}{{1000, 99.9, 999}, {2000, 99.9, 1998}, {300, 99.9, 300}, {1000, 99, 990}, {100, 90, 90}, {4, 50, 2}, {1, 50, 1}, {3000, 99.9, 2997}} {
+		if got := nearestRank(samples(tc.n), tc.p); got != tc.want {
+			t.Errorf("p%v of 1..%d: got %d, want %d", tc.p, tc.n, got, tc.want)
+		}
+	}
+}

@@ -236,7 +236,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 			}
 		}
 		if len(http) > 0 {
-			fmt.Fprintf(w, "\nLatency histogram, %s (%s, %d requests)\n", http[0].Name, http[0].HTTP.Mode, http[0].HTTP.Requests)
+			fmt.Fprintf(w, "\nLatency histogram, %s (%s, %s)\n", http[0].Name, http[0].HTTP.Mode, histogramCount(http[0].HTTP.Latency))
 			Histogram(w, http[0].HTTP.Latency, 40)
 		}
 	}
@@ -315,15 +315,18 @@ type namedLatency struct {
 // histogram whose buckets widen with the value.
 func percentileBasis(w io.Writer, lats []namedLatency) {
 	var sampled, bucketed []string
+	exact := false
 	for _, n := range lats {
 		switch {
 		case n.l.ResolutionMicros > 0:
 			bucketed = append(bucketed, fmt.Sprintf("%s (finest bucket %s)", n.name, Micros(n.l.ResolutionMicros)))
 		case n.l.PercentilesFrom > 0:
 			sampled = append(sampled, fmt.Sprintf("%s: a uniform sample of %d of its %d requests", n.name, n.l.PercentilesFrom, n.l.Count))
+		default:
+			exact = true
 		}
 	}
-	if len(bucketed) < len(lats) {
+	if exact {
 		fmt.Fprintln(w, "  percentiles: the latency some request had (nearest rank over every request, nanosecond clock)")
 	}
 	if len(sampled) > 0 {
@@ -332,4 +335,13 @@ func percentileBasis(w io.Writer, lats []namedLatency) {
 	if len(bucketed) > 0 {
 		fmt.Fprintf(w, "  percentiles interpolated in a histogram whose buckets widen with the value: %s\n", strings.Join(bucketed, ", "))
 	}
+}
+
+// histogramCount says what a latency histogram's bars count: every request, or the sample the
+// percentiles came from.
+func histogramCount(l probes.Latency) string {
+	if l.PercentilesFrom > 0 {
+		return fmt.Sprintf("a uniform sample of %d of %d requests", l.PercentilesFrom, l.Count)
+	}
+	return fmt.Sprintf("%d requests", l.Count)
 }

@@ -21,6 +21,8 @@ func TestPercentileBasis(t *testing.T) {
 		{"sampled", []namedLatency{{"http", probes.Latency{Count: 300}}, {"http-max", probes.Latency{Count: 2000000, PercentilesFrom: 1 << 20}}},
 			"  percentiles: the latency some request had (nearest rank over every request, nanosecond clock)\n" +
 				"  percentiles from a sample: http-max: a uniform sample of 1048576 of its 2000000 requests\n"},
+		{"only sampled", []namedLatency{{"http-max", probes.Latency{Count: 2000000, PercentilesFrom: 1 << 20}}},
+			"  percentiles from a sample: http-max: a uniform sample of 1048576 of its 2000000 requests\n"},
 		{"bucketed", []namedLatency{{"grpc", probes.Latency{Count: 300, ResolutionMicros: 10}}},
 			"  percentiles interpolated in a histogram whose buckets widen with the value: grpc (finest bucket 10.0 µs)\n"},
 	} {
