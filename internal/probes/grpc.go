@@ -68,15 +68,7 @@ func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {
 	if len(spec.Metadata) > 0 {
 		o.Metadata = metadata.New(spec.Metadata)
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop.Abort(false)
-		case <-done:
-		}
-	}()
+	defer abortOnCancel(ctx, stop)()
 	res, err := fgrpc.RunGRPCTest(&o)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -136,15 +136,7 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 			}
 		}
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop.Abort(false)
-		case <-done:
-		}
-	}()
+	defer abortOnCancel(ctx, stop)()
 	res, err := fhttp.RunHTTPTest(&o)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

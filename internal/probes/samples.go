@@ -120,3 +120,18 @@ func sameCount(l Latency, requests int64) error {
 	}
 	return nil
 }
+
+// abortOnCancel aborts a fortio run when ctx ends before it does; call the function it returns
+// once the run is over. fortio's runner takes the aborter out of its options when it starts
+// (o.Stop = nil), so callers keep their own reference and pass it here.
+func abortOnCancel(ctx context.Context, stop *periodic.Aborter) (release func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop.Abort(false)
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
+}
