@@ -16,9 +16,9 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // DNSOptions holds everything `kubectl netbench dns` needs.
@@ -149,58 +149,87 @@ func (o *DNSOptions) Validate() error {
 }
 
 // Run adds the agent to the pod, measures and prints the report.
-func (o *DNSOptions) Run(ctx context.Context) (err error) {
+func (o *DNSOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	if err := o.gates.check(report.DNSPlannedFigures(o.Names, o.Race > 0)); err != nil {
-		return err
-	}
+	rep := &report.DNSReport{APIVersion: report.APIVersion, Kind: "DNSReport", ToolVersion: version.Version, StartTime: start.UTC()}
+	return o.run(ctx, start, &dnsRun{o: o, rep: rep})
+}
+
+// dnsRun is one run of dns: the runner's steps (runner.go) and what they share.
+type dnsRun struct {
+	o        *DNSOptions
+	rep      *report.DNSReport
+	t        *Target
+	svcView  *report.DNSService
+	replicas []probes.DNSReplica
+	sess     *Session
+}
+
+func (r *dnsRun) plannedFigures() map[string]string {
+	return report.DNSPlannedFigures(r.o.Names, r.o.Race > 0)
+}
+
+// plan resolves the pod, checks that the user may add an ephemeral container to it, reads the
+// cluster DNS Service and its replicas, and checks what NetworkPolicies let the agent ask.
+func (r *dnsRun) plan(ctx context.Context) (err error) {
+	o, rep := r.o, r.rep
 	o.Progress("resolving %s", o.TargetArg)
-	t, err := o.Resolve(ctx, o.TargetArg, o.Container, o.AllowHostNetwork)
-	if err != nil {
+	if r.t, err = o.Resolve(ctx, o.TargetArg, o.Container, o.AllowHostNetwork); err != nil {
 		return err
 	}
-	rep := &report.DNSReport{APIVersion: report.APIVersion, Kind: "DNSReport", ToolVersion: version.Version, StartTime: start.UTC(),
-		Target: report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}}
+	t := r.t
+	rep.Target = report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}
 	rep.Owner = o.owner(ctx, t.Pod)
 	rep.Warnings = append(rep.Warnings, targetWarnings(t)...)
 	if _, _, err := o.chooseMode(ctx, ModeEphemeral, t.Namespace); err != nil {
 		return err
 	}
-	svcView, replicas := o.nameserverService(ctx, t)
-	if err := o.checkDNSPolicy(ctx, t, svcView, replicas); err != nil {
-		return err
-	}
-	sess := o.newSession(ModeEphemeral)
-	defer func() { err = o.finish(ctx, sess, err) }()
+	r.svcView, r.replicas = o.nameserverService(ctx, t)
+	return o.checkDNSPolicy(ctx, t, r.svcView, r.replicas)
+}
 
-	measureStart := time.Now()
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: replicas, DNSRace: o.Race}
+func (r *dnsRun) open(context.Context) (*Session, error) {
+	r.sess = r.o.newSession(ModeEphemeral)
+	return r.sess, nil
+}
+
+// start has nothing to do: the agent starts with its job, as measuring begins.
+func (r *dnsRun) start(context.Context) error { return nil }
+
+// measure runs the DNS probe in an ephemeral container of the pod, then the passive capture
+// when asked.
+func (r *dnsRun) measure(ctx context.Context) (time.Duration, error) {
+	o, rep, t := r.o, r.rep, r.t
+	since := time.Now()
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, res, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
+	a, res, err := o.runAgent(ctx, r.sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rep.Result = res
 	rep.Target.AgentContainer = a.Container
-	o.finishNameserverView(ctx, svcView, t, res.DNSResult)
-	rep.NameserverService = svcView
+	o.finishNameserverView(ctx, r.svcView, t, res.DNSResult)
+	rep.NameserverService = r.svcView
 	if o.Observe > 0 {
-		o.observe(ctx, sess, t, res)
+		o.observe(ctx, r.sess, t, res)
 	}
-	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
-	opts := podDNSOptions(t.Pod)
-	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, t.Namespace, opts)
-	rep.RaceAdvice = report.PlanRaceFix(rep.Result.DNSResult, rep.Owner, t.Namespace, opts)
-	if err := sess.Close(); err != nil {
-		return err
-	}
-	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
-	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
-	rep.Checks = o.gates.evaluate(rep.FigureValues())
-	if err := report.WriteDNS(o.Out, o.Output, rep); err != nil {
-		return err
-	}
-	return verdict(rep.Checks)
+	return time.Since(since), nil
+}
+
+// finish plans the fixes from what the agent measured.
+func (r *dnsRun) finish(context.Context) {
+	rep := r.rep
+	opts := podDNSOptions(r.t.Pod)
+	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, r.t.Namespace, opts)
+	rep.RaceAdvice = report.PlanRaceFix(rep.Result.DNSResult, rep.Owner, r.t.Namespace, opts)
+}
+
+func (r *dnsRun) closed() {}
+
+func (r *dnsRun) output() runOutput {
+	return runOutput{timing: &r.rep.Timing, figures: r.rep.FigureValues, checks: &r.rep.Checks,
+		write: func() error { return report.WriteDNS(r.o.Out, r.o.Output, r.rep) }}
 }
 
 // observe captures the pod's own DNS traffic in a second, short-lived agent. It comes second,
@@ -271,14 +300,8 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 // runAgent starts one agent with the DNS probe and returns its report.
 func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, spec agent.ProbeSpec) (*Agent, *agent.DNSReport, error) {
 	as.Job = &agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}}
-	a, err := sess.Start(ctx, as)
+	a, err := sess.StartReady(ctx, as, "the agent")
 	if err != nil {
-		return nil, nil, fmt.Errorf("starting the agent: %w", err)
-	}
-	if err := a.Wait(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := a.Ready(ctx); err != nil {
 		return nil, nil, err
 	}
 	var res *agent.DNSReport

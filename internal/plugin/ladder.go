@@ -15,8 +15,8 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // MaxRounds bounds --repeat.
@@ -148,48 +148,12 @@ type ladderRun struct {
 
 // Run plans the rungs, starts the server agent(s), measures each rung in turn with a client
 // pod it deletes before the next, and prints the report.
-func (o *LadderOptions) Run(ctx context.Context) (err error) {
+func (o *LadderOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
 	r.timer = newPhaseTimer(&r.rep.Timing, start)
-	if err := r.plan(ctx); err != nil {
-		return err
-	}
-	if err := o.gates.check(r.plannedFigures()); err != nil {
-		return err
-	}
-	r.timer.phase("plan")
-	if err := r.open(ctx); err != nil {
-		return err
-	}
-	defer func() { err = o.finish(ctx, r.sess, err) }()
-	r.budget()
-	if err := r.planPolicy(ctx); err != nil {
-		return err
-	}
-	if err := r.startAgents(ctx); err != nil {
-		return err
-	}
-	measuring, err := r.measure(ctx)
-	if err != nil {
-		return err
-	}
-	r.rep.Timing.MeasuringSeconds = round1(measuring.Seconds())
-	r.timer.phase("measure")
-	r.summarize()
-	if err := r.sess.Close(); err != nil {
-		return err
-	}
-	r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0
-	r.timer.phase("cleanup")
-	r.rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
-	r.rep.Timing.OverheadSeconds = round1(r.rep.Timing.WallSeconds - r.rep.Timing.MeasuringSeconds)
-	r.rep.Checks = o.gates.evaluate(r.rep.FigureValues())
-	if err := report.WriteLadder(o.Out, o.Output, r.rep); err != nil {
-		return err
-	}
-	return verdict(r.rep.Checks)
+	return o.run(ctx, start, r)
 }
 
 // plan resolves DST, places the rungs and reads the Service, before anything is created.
@@ -217,6 +181,7 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 		r.rep.Service = r.sr.info
 		r.rep.Service.Dataplane = o.dataplane(ctx)
 	}
+	r.timer.phase("plan")
 	return nil
 }
 
@@ -231,7 +196,7 @@ func (r *ladderRun) plannedFigures() map[string]string {
 }
 
 // open checks every permission the run needs and opens its session.
-func (r *ladderRun) open(ctx context.Context) error {
+func (r *ladderRun) open(ctx context.Context) (*Session, error) {
 	o, ns := r.o, r.dst.Namespace
 	mode, note, err := o.chooseMode(ctx, o.Mode, ns)
 	if err == nil {
@@ -239,7 +204,7 @@ func (r *ladderRun) open(ctx context.Context) error {
 		err = checkPermissions(ctx, o.client, []string{ns}, neededPermissions(ModePod))
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if note != "" {
 		r.rep.Warnings = append(r.rep.Warnings, note)
@@ -249,7 +214,16 @@ func (r *ladderRun) open(ctx context.Context) error {
 	if r.sr != nil {
 		r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleServices(ctx, r.sr.svc.Namespace, o.serverNow())...)
 	}
-	return nil
+	return r.sess, nil
+}
+
+// start plans the temporary policies within the run's budget and starts the agents.
+func (r *ladderRun) start(ctx context.Context) error {
+	r.budget()
+	if err := r.planPolicy(ctx); err != nil {
+		return err
+	}
+	return r.startAgents(ctx)
 }
 
 // budget sets how long a rung may take and how long the agents may live.
@@ -320,7 +294,17 @@ func (r *ladderRun) measure(ctx context.Context) (time.Duration, error) {
 			rung.Results = append(rung.Results, res)
 		}
 	}
+	r.timer.phase("measure")
 	return measuring, nil
+}
+
+func (r *ladderRun) finish(context.Context) { r.summarize() }
+
+func (r *ladderRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
+
+func (r *ladderRun) output() runOutput {
+	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
+		write: func() error { return report.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
 }
 
 // summarize fills the report's rungs, costs, spreads and figures.
@@ -396,14 +380,8 @@ func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) AgentSpec 
 // next rung starts.
 func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, spec AgentSpec, nProbes int) (report.LadderRound, time.Duration, error) {
 	dst, job := spec.Target, *spec.Job
-	cli, err := sess.Start(ctx, spec)
+	cli, err := sess.StartReady(ctx, spec, "the client agent")
 	if err != nil {
-		return report.LadderRound{}, 0, fmt.Errorf("starting the client agent: %w", err)
-	}
-	if err := cli.Wait(ctx); err != nil {
-		return report.LadderRound{}, 0, err
-	}
-	if err := cli.Ready(ctx); err != nil {
 		return report.LadderRound{}, 0, err
 	}
 	began := time.Now()

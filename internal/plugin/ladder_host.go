@@ -48,10 +48,7 @@ func (r *ladderRun) startHostServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("starting the host-network server agent: %w", err)
 	}
-	if err := a.Wait(ctx); err != nil {
-		return err
-	}
-	if err := a.Ready(ctx); err != nil {
+	if err := a.WaitReady(ctx); err != nil {
 		return err
 	}
 	r.hostSrv = a

@@ -132,12 +132,7 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *Session, sr *s
 	// could let the last one's run out before its renewals begin.
 	g, gctx := errgroup.WithContext(ctx)
 	for _, a := range agents {
-		g.Go(func() error {
-			if err := a.Wait(gctx); err != nil {
-				return err
-			}
-			return a.Ready(gctx)
-		})
+		g.Go(func() error { return a.WaitReady(gctx) })
 	}
 	if err := g.Wait(); err != nil {
 		return err

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // matrixPermissions are what a matrix needs in its namespace: a DaemonSet of its own, a watch
@@ -43,64 +43,50 @@ type matrixRun struct {
 }
 
 // Run plans the pairs, places the agents, measures round by round and prints the report.
-func (o *MatrixOptions) Run(ctx context.Context) (err error) {
+func (o *MatrixOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	r := &matrixRun{o: o, rep: newMatrixReport(o, start)}
 	r.timer = newPhaseTimer(&r.rep.Timing, start)
-	if err := r.plan(ctx); err != nil {
-		return err
-	}
-	if o.DryRun {
-		return r.writePlan()
-	}
-	if err := r.check(ctx); err != nil {
-		return err
-	}
-	r.timer.phase("plan")
-	r.sess = o.newSession(ModePod)
-	defer func() { err = o.finish(ctx, r.sess, err) }()
-	r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleDaemonSets(ctx, o.namespace, o.serverNow())...)
-	if err := r.planPolicy(ctx, o.portGiven); err != nil {
-		return err
-	}
-	if err := r.start(ctx); err != nil {
-		return err
-	}
-	r.timer.phase("start-agents")
-	measuring := r.measure(ctx)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	r.timer.phase("measure")
-	if err := r.sess.Close(); err != nil {
-		return err
-	}
-	r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0
-	r.timer.phase("cleanup")
-	return r.write(start, measuring)
+	return o.run(ctx, start, r)
 }
+
+func (r *matrixRun) dryRun() bool { return r.o.DryRun }
 
 func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 	return &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Namespace: o.namespace, Scope: o.Scope}
 }
 
-// check refuses, before anything is created, conditions on figures the plan will not have, a
-// user without the permissions, and a namespace that is not there; then it says the plan (on
-// a terminal or not: progress lines are only for terminals).
-func (r *matrixRun) check(ctx context.Context) error {
+// open refuses, before anything is created, a user without the permissions and a namespace
+// that is not there; then it says the plan (on a terminal or not: progress lines are only for
+// terminals) and opens the session, whose agents are always temporary pods.
+func (r *matrixRun) open(ctx context.Context) (*Session, error) {
 	o := r.o
-	if err := o.gates.check(r.plannedFigures()); err != nil {
-		return err
-	}
 	if err := checkPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.namespace)
+		return nil, fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.namespace)
 	}
 	fmt.Fprintf(o.ErrOut, "plan: %d pairs among %d agents on %d nodes, %d rounds of up to %d at once, ~%.0f s of measuring after the agents start\n",
 		len(r.pairs), len(r.agentNodes()), r.nodeCount, len(r.rounds), o.Concurrency, r.rep.Plan.EstimatedSeconds)
+	r.timer.phase("plan")
+	r.sess = o.newSession(ModePod)
+	return r.sess, nil
+}
+
+// start removes what killed runs left, opens the NetworkPolicies where asked, and starts the
+// agents.
+func (r *matrixRun) start(ctx context.Context) error {
+	o := r.o
+	r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleDaemonSets(ctx, o.namespace, o.serverNow())...)
+	if err := r.planPolicy(ctx, o.portGiven); err != nil {
+		return err
+	}
+	if err := r.startFleet(ctx); err != nil {
+		return err
+	}
+	r.timer.phase("start-agents")
 	return nil
 }
 
@@ -226,8 +212,8 @@ func (r *matrixRun) writePlan() error {
 	return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, false)
 }
 
-// start places the agents and waits for them.
-func (r *matrixRun) start(ctx context.Context) error {
+// startFleet places the agents and waits for them.
+func (r *matrixRun) startFleet(ctx context.Context) error {
 	o := r.o
 	nodes := r.agentNodes()
 	hostnames := make(map[string]string, len(r.nodes))
@@ -276,8 +262,9 @@ func (r *matrixRun) checkLifetime() error {
 }
 
 // measure runs the rounds; each pair's job goes to its client agent, at most Concurrency at
-// once and never two on one node. It returns the time spent measuring.
-func (r *matrixRun) measure(ctx context.Context) time.Duration {
+// once and never two on one node. It returns the time spent measuring; an interrupted run
+// ends after the round in progress (the runner sees ctx's error).
+func (r *matrixRun) measure(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	r.rep.Pairs = make([]report.MatrixPair, len(r.pairs))
 	done := 0
@@ -295,7 +282,11 @@ func (r *matrixRun) measure(ctx context.Context) time.Duration {
 		eta := time.Duration(float64(time.Since(start)) / float64(done) * float64(len(r.pairs)-done))
 		r.o.Progress("measured %d/%d pairs, ETA %s", done, len(r.pairs), eta.Round(time.Second))
 	}
-	return time.Since(start)
+	measuring := time.Since(start)
+	if ctx.Err() == nil {
+		r.timer.phase("measure")
+	}
+	return measuring, nil
 }
 
 func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.MatrixPair {
@@ -317,7 +308,8 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 }
 
 // write builds and prints the report, and the verdict of the --fail-if conditions.
-func (r *matrixRun) write(start time.Time, measuring time.Duration) error {
+// finish lists the agents' nodes and builds the matrix from the pairs.
+func (r *matrixRun) finish(context.Context) {
 	zones := make(map[string]string, len(r.nodes))
 	for _, n := range r.nodes {
 		zones[n.Name] = placement.ZoneOf(n)
@@ -327,13 +319,11 @@ func (r *matrixRun) write(start time.Time, measuring time.Duration) error {
 		r.rep.Nodes = append(r.rep.Nodes, report.MatrixNode{Name: n, Zone: zones[n], Pod: m.Pod, IP: m.IP})
 	}
 	r.rep.BuildMatrix(r.o.OutlierFactor, r.o.NodeFactor)
-	t := &r.rep.Timing
-	t.MeasuringSeconds = round1(measuring.Seconds())
-	t.WallSeconds = round1(time.Since(start).Seconds())
-	t.OverheadSeconds = round1(t.WallSeconds - t.MeasuringSeconds)
-	r.rep.Checks = r.o.gates.evaluate(r.rep.FigureValues())
-	if err := report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()); err != nil {
-		return err
-	}
-	return verdict(r.rep.Checks)
+}
+
+func (r *matrixRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
+
+func (r *matrixRun) output() runOutput {
+	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
+		write: func() error { return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
 }

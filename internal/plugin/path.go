@@ -21,8 +21,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // Probe groups selectable with --probes.
@@ -318,105 +318,130 @@ func expectedSeconds(specs []agent.ProbeSpec) float64 {
 
 // Run resolves both workloads, checks permissions, starts the agents, measures, cleans up and
 // prints the report.
-func (o *PathOptions) Run(ctx context.Context) (err error) {
+func (o *PathOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	planned, appPlanned := o.probeSpecs(netip.IPv4Unspecified().String())
-	if err := o.gates.check(report.PlannedFigures(append(planned, appPlanned...))); err != nil {
-		return err
-	}
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
-	timer := newPhaseTimer(&rep.Timing, start)
+	return o.run(ctx, start, &pathRun{o: o, rep: rep, timer: newPhaseTimer(&rep.Timing, start)})
+}
 
+// pathRun is one run of path: the runner's steps (runner.go) and what they share.
+type pathRun struct {
+	o           *PathOptions
+	rep         *report.PathReport
+	timer       *phaseTimer
+	src, dst    *Target
+	sess        *Session
+	probes, app []agent.ProbeSpec
+	pp          *pathPolicy
+	cli, srv    *Agent
+	res         *collected
+}
+
+func (r *pathRun) plannedFigures() map[string]string {
+	planned, appPlanned := r.o.probeSpecs(netip.IPv4Unspecified().String())
+	return report.PlannedFigures(append(planned, appPlanned...))
+}
+
+// plan resolves SRC and DST and classifies the path between them.
+func (r *pathRun) plan(ctx context.Context) (err error) {
+	o, rep := r.o, r.rep
 	o.Progress("resolving %s and %s", o.SrcArg, o.DstArg)
-	src, dst, err := o.resolvePair(ctx)
-	if err != nil {
+	if r.src, r.dst, err = o.resolvePair(ctx); err != nil {
 		return err
 	}
-	rep.Source, rep.Destination = o.endpoint(ctx, src), o.endpoint(ctx, dst)
+	rep.Source, rep.Destination = o.endpoint(ctx, r.src), o.endpoint(ctx, r.dst)
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
 	rep.Path.Dataplane = o.dataplane(ctx)
-	rep.Warnings = append(rep.Warnings, targetWarnings(src, dst)...)
-	timer.phase("resolve")
+	rep.Warnings = append(rep.Warnings, targetWarnings(r.src, r.dst)...)
+	r.timer.phase("resolve")
+	return nil
+}
 
-	mode, note, err := o.chooseMode(ctx, o.Mode, src.Namespace, dst.Namespace)
+// open picks the agents' mode where the user may create them, and the session.
+func (r *pathRun) open(ctx context.Context) (*Session, error) {
+	mode, note, err := r.o.chooseMode(ctx, r.o.Mode, r.src.Namespace, r.dst.Namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if note != "" {
-		rep.Warnings = append(rep.Warnings, note)
+		r.rep.Warnings = append(r.rep.Warnings, note)
 	}
-	sess := o.newSession(mode)
-	defer func() { err = o.finish(ctx, sess, err) }()
-	rep.Warnings = append(rep.Warnings, o.cleanStale(ctx, sess, src.Namespace, dst.Namespace)...)
+	r.sess = r.o.newSession(mode)
+	return r.sess, nil
+}
 
+// start plans the temporary policies and starts the server agent, then the client with its job.
+func (r *pathRun) start(ctx context.Context) (err error) {
+	o, rep, src, dst := r.o, r.rep, r.src, r.dst
+	rep.Warnings = append(rep.Warnings, o.cleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
 	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
-	all := append(append([]agent.ProbeSpec{}, probes...), appPort...)
-	lifetime := time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
-	pp, err := o.planPolicy(ctx, sess, o.readPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
-	rep.Policy = pp.check
+	lifetime := time.Duration(expectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
+	r.pp, err = o.planPolicy(ctx, r.sess, o.readPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
+	rep.Policy = r.pp.check
 	if err != nil {
 		return err
 	}
-	probes, appPort = pp.runnable(probes), pp.runnableApp(appPort)
-	all = append(append([]agent.ProbeSpec{}, probes...), appPort...)
-
-	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: all}
-	var srv *Agent
-	if !pp.noServer {
-		o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, sess.Mode)
-		if srv, err = o.startServer(ctx, sess, dst, pp.srvPort, lifetime, &rep.Warnings); err != nil {
+	r.probes, r.app = r.pp.runnable(probes), r.pp.runnableApp(appPort)
+	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: append(append([]agent.ProbeSpec{}, r.probes...), r.app...)}
+	if !r.pp.noServer {
+		o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, r.sess.Mode)
+		if r.srv, err = o.startServer(ctx, r.sess, dst, r.pp.srvPort, lifetime, &rep.Warnings); err != nil {
 			return err
 		}
-		rep.Destination.AgentIP = srv.IP
-		setAgentName(&rep.Destination, srv)
-		job.Host, job.Port = srv.IP, srv.Port
+		rep.Destination.AgentIP = r.srv.IP
+		setAgentName(&rep.Destination, r.srv)
+		job.Host, job.Port = r.srv.IP, r.srv.Port
 	}
-	rep.Mode = sess.Mode
-	timer.phase("start-server")
+	rep.Mode = r.sess.Mode
+	r.timer.phase("start-server")
+	return r.startClient(ctx, &job, lifetime)
+}
 
-	o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
-	cli, err := sess.Start(ctx, AgentSpec{Role: RoleClient, Target: src, Job: &job, Lifetime: lifetime, Port: pp.cliPort, InlineJob: pp.inlineJob})
+func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time.Duration) error {
+	src := r.src
+	r.o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
+	cli, err := r.sess.StartReady(ctx, AgentSpec{Role: RoleClient, Target: src, Job: job, Lifetime: lifetime, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}, "the client agent")
 	if err != nil {
-		return fmt.Errorf("starting the client agent: %w", err)
-	}
-	if err := cli.Wait(ctx); err != nil {
 		return err
 	}
-	if err := cli.Ready(ctx); err != nil {
-		return err
-	}
-	setAgentName(&rep.Source, cli)
-	rep.Source.AgentIP = src.Pod.Status.PodIP
+	r.cli = cli
+	setAgentName(&r.rep.Source, cli)
+	r.rep.Source.AgentIP = src.Pod.Status.PodIP
 	if cli.Temporary {
-		rep.Source.AgentIP = cli.IP
+		r.rep.Source.AgentIP = cli.IP
 	}
-	timer.phase("start-client")
+	r.timer.phase("start-client")
+	return nil
+}
 
-	measureStart := time.Now()
-	res, err := o.collect(ctx, cli, srv, src, dst)
+// measure reads the client's results as they come.
+func (r *pathRun) measure(ctx context.Context) (time.Duration, error) {
+	since := time.Now()
+	res, err := r.o.collect(ctx, r.cli, r.srv, r.src, r.dst)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := res.missing(probes, cli); err != nil {
-		return err
+	if err := res.missing(r.probes, r.cli); err != nil {
+		return 0, err
 	}
-	rep.Timing.MeasuringSeconds = round1(time.Since(measureStart).Seconds())
-	timer.phase("measure")
-	o.fillResults(rep, probes, appPort, res)
-	rep.Skipped = append(pp.skipped(), rep.Skipped...)
-	if err := sess.Close(); err != nil {
-		return err
-	}
-	rep.Policy.Removed = len(rep.Policy.Temporary) > 0
-	timer.phase("cleanup")
-	rep.Timing.WallSeconds = round1(time.Since(start).Seconds())
-	rep.Timing.OverheadSeconds = round1(rep.Timing.WallSeconds - rep.Timing.MeasuringSeconds)
-	rep.Checks = o.gates.evaluate(rep.FigureValues())
-	if err := report.Write(o.Out, o.Output, rep); err != nil {
-		return err
-	}
-	return cmp.Or(res.appErr, verdict(rep.Checks))
+	r.res = res
+	measuring := time.Since(since)
+	r.timer.phase("measure")
+	return measuring, nil
+}
+
+func (r *pathRun) finish(context.Context) {
+	r.o.fillResults(r.rep, r.probes, r.app, r.res)
+	r.rep.Skipped = append(r.pp.skipped(), r.rep.Skipped...)
+}
+
+func (r *pathRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
+
+func (r *pathRun) output() runOutput {
+	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
+		write: func() error { return report.Write(r.o.Out, r.o.Output, r.rep) },
+		err:   func() error { return r.res.appErr }}
 }
 
 // resolvePair resolves SRC and DST and refuses the same pod twice.
@@ -470,10 +495,7 @@ func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Targe
 	if err != nil {
 		return nil, fmt.Errorf("starting the server agent: %w", err)
 	}
-	if err := srv.Wait(ctx); err != nil {
-		return nil, err
-	}
-	if err := srv.Ready(ctx); err != nil {
+	if err := srv.WaitReady(ctx); err != nil {
 		return nil, err
 	}
 	return srv, nil

@@ -59,15 +59,17 @@ func (o *commonOptions) newSession(mode string) *Session {
 	return s
 }
 
+// ErrInterrupted is wrapped by the error of a run cancelled by the user (Ctrl-C, SIGTERM).
+var ErrInterrupted = errors.New("interrupted")
+
 // finish closes the session and says what an interrupted or failed run left behind.
 func (o *commonOptions) finish(ctx context.Context, s *Session, err error) error {
 	cerr := s.Close()
 	if ctx.Err() != nil {
-		msg := fmt.Sprintf("interrupted: every agent of run %s told to stop, temporary pods deleted", s.RunID)
 		if cerr != nil {
-			return fmt.Errorf("interrupted (run %s): %w", s.RunID, cerr)
+			return fmt.Errorf("%w (run %s): %w", ErrInterrupted, s.RunID, cerr)
 		}
-		return errors.New(msg)
+		return fmt.Errorf("%w: every agent of run %s told to stop, temporary pods deleted", ErrInterrupted, s.RunID)
 	}
 	if err != nil && cerr != nil {
 		return fmt.Errorf("%w; and %w", err, cerr)

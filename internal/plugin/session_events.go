@@ -119,6 +119,27 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 	return false, nil
 }
 
+// StartReady starts an agent (Start) and waits until it runs and is ready (WaitReady); what
+// names it in the error of a failed start ("the client agent").
+func (s *Session) StartReady(ctx context.Context, spec AgentSpec, what string) (*Agent, error) {
+	a, err := s.Start(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", what, err)
+	}
+	if err := a.WaitReady(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// WaitReady waits until the agent runs (Wait) and is ready for its job (Ready).
+func (a *Agent) WaitReady(ctx context.Context) error {
+	if err := a.Wait(ctx); err != nil {
+		return err
+	}
+	return a.Ready(ctx)
+}
+
 // Ready waits for the agent's ready event, within the start timeout. A server from then on has
 // its lease renewed and its events followed in the background until Close; a runner is
 // handed its job.
