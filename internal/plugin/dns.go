@@ -165,6 +165,8 @@ type dnsRun struct {
 	sess     *Session
 }
 
+func (r *dnsRun) figuresBeforePlan() {}
+
 func (r *dnsRun) plannedFigures() map[string]string {
 	return report.DNSPlannedFigures(r.o.Names, r.o.Race > 0)
 }

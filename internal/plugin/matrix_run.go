@@ -263,7 +263,7 @@ func (r *matrixRun) checkLifetime() error {
 
 // measure runs the rounds; each pair's job goes to its client agent, at most Concurrency at
 // once and never two on one node. It returns the time spent measuring; an interrupted run
-// ends after the round in progress (the runner sees ctx's error).
+// ends after the round in progress, with ctx's error.
 func (r *matrixRun) measure(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	r.rep.Pairs = make([]report.MatrixPair, len(r.pairs))
@@ -283,9 +283,10 @@ func (r *matrixRun) measure(ctx context.Context) (time.Duration, error) {
 		r.o.Progress("measured %d/%d pairs, ETA %s", done, len(r.pairs), eta.Round(time.Second))
 	}
 	measuring := time.Since(start)
-	if ctx.Err() == nil {
-		r.timer.phase("measure")
+	if ctx.Err() != nil {
+		return measuring, ctx.Err()
 	}
+	r.timer.phase("measure")
 	return measuring, nil
 }
 
@@ -307,9 +308,11 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	return out
 }
 
-// write builds and prints the report, and the verdict of the --fail-if conditions.
-// finish lists the agents' nodes and builds the matrix from the pairs.
-func (r *matrixRun) finish(context.Context) {
+// finish has nothing to add before the session closes: the cells are built after (build).
+func (r *matrixRun) finish(context.Context) {}
+
+// build lists the agents' nodes and builds the matrix from the pairs, once cleanup is timed.
+func (r *matrixRun) build() {
 	zones := make(map[string]string, len(r.nodes))
 	for _, n := range r.nodes {
 		zones[n.Name] = placement.ZoneOf(n)
@@ -325,5 +328,6 @@ func (r *matrixRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary
 
 func (r *matrixRun) output() runOutput {
 	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
-		write: func() error { return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
+		complete: r.build,
+		write:    func() error { return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
 }

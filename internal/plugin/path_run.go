@@ -22,6 +22,8 @@ type pathRun struct {
 	res         *collected
 }
 
+func (r *pathRun) figuresBeforePlan() {}
+
 func (r *pathRun) plannedFigures() map[string]string {
 	planned, appPlanned := r.o.probeSpecs(netip.IPv4Unspecified().String())
 	return report.PlannedFigures(append(planned, appPlanned...))

@@ -10,8 +10,8 @@ import (
 )
 
 // command is what a command supplies to the runner: its own plan, start, measure and report.
-// The runner owns the sequence they share, in this order: plan (nothing created), --fail-if
-// checked against the planned figures, open (permissions, the session and its deferred close),
+// The runner owns the sequence they share, in this order: plan (nothing created) and --fail-if
+// checked against the planned figures (before the plan when they do not depend on it), open (permissions, the session and its deferred close),
 // start, measure, finish, the session closed, closed, timing, gates evaluated, write, verdict.
 type command interface {
 	// plan resolves the targets and places the agents; it creates nothing.
@@ -42,6 +42,8 @@ type runOutput struct {
 	write   func() error
 	// err, when set, is the run's error after a written report (path's app-port probes).
 	err func() error
+	// complete, when set, completes the report once cleanup is timed (matrix: its cells).
+	complete func()
 }
 
 // planWriter is a command that can stop after its plan (--dry-run) and write it.
@@ -50,30 +52,32 @@ type planWriter interface {
 	writePlan() error
 }
 
+// figuresFirst is a command whose planned figures do not depend on its plan: its --fail-if
+// conditions are checked before it resolves anything, so that a typo costs no API call.
+type figuresFirst interface {
+	figuresBeforePlan()
+}
+
 // run carries out one run of c. Whatever happens after open, the session is closed once (by the
 // deferred finish when an earlier step failed), and an interrupted run says what it left.
 func (o *commonOptions) run(ctx context.Context, start time.Time, c command) (err error) {
-	if err := c.plan(ctx); err != nil {
+	if err := o.plan(ctx, c); err != nil {
 		return err
 	}
 	if pw, ok := c.(planWriter); ok && pw.dryRun() {
 		return pw.writePlan()
 	}
-	if err := o.gates.check(c.plannedFigures()); err != nil {
-		return err
-	}
 	sess, err := c.open(ctx)
+	if sess != nil {
+		defer func() { err = o.finish(ctx, sess, err) }()
+	}
 	if err != nil {
 		return err
 	}
-	defer func() { err = o.finish(ctx, sess, err) }()
 	if err := c.start(ctx); err != nil {
 		return err
 	}
 	measuring, err := c.measure(ctx)
-	if err == nil {
-		err = ctx.Err()
-	}
 	if err != nil {
 		return err
 	}
@@ -87,10 +91,31 @@ func (o *commonOptions) run(ctx context.Context, start time.Time, c command) (er
 	return o.conclude(start, out)
 }
 
+// plan runs c's plan and checks --fail-if against its planned figures: before the plan when
+// they do not depend on it, after it otherwise. A dry run checks nothing.
+func (o *commonOptions) plan(ctx context.Context, c command) error {
+	if _, ok := c.(figuresFirst); ok {
+		if err := o.gates.check(c.plannedFigures()); err != nil {
+			return err
+		}
+		return c.plan(ctx)
+	}
+	if err := c.plan(ctx); err != nil {
+		return err
+	}
+	if pw, ok := c.(planWriter); ok && pw.dryRun() {
+		return nil
+	}
+	return o.gates.check(c.plannedFigures())
+}
+
 // conclude times, checks and writes a finished run's report, and gives its verdict.
 func (o *commonOptions) conclude(start time.Time, out runOutput) error {
 	if out.timer != nil {
 		out.timer.phase("cleanup")
+	}
+	if out.complete != nil {
+		out.complete()
 	}
 	t := out.timing
 	t.WallSeconds = round1(time.Since(start).Seconds())

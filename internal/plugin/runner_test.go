@@ -9,28 +9,35 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
-var errStep = errors.New("step failed")
+var (
+	errStep = errors.New("step failed")
+	errApp  = errors.New("the app's port did not answer")
+)
 
-// fakeCommand fails at the step named in failAt, records the steps it ran, and gives the
-// session one temporary NetworkPolicy when it starts, so that closing the session shows up as
-// one delete on the fake cluster.
+// fakeCommand records the steps it runs and fails at the one named in failAt. Its session holds
+// one temporary NetworkPolicy from start on (from open with failAt "open-with-session"), whose
+// deletion on the fake cluster records the step "close": the session's effective close.
 type fakeCommand struct {
 	failAt  string
-	cancel  context.CancelFunc // called during measure when failAt is "interrupt"
+	cancel  context.CancelFunc
 	dry     bool
+	appErr  bool
 	steps   []string
+	cs      *fake.Clientset
 	sess    *Session
 	rtt     float64
 	timing  report.Timing
 	checks  []gate.Result
-	written bool
 	timer   *phaseTimer
+	written bool
 }
 
 func (c *fakeCommand) step(name string) error {
@@ -39,6 +46,10 @@ func (c *fakeCommand) step(name string) error {
 		return errStep
 	}
 	return nil
+}
+
+func (c *fakeCommand) addPolicy() {
+	c.sess.policies = append(c.sess.policies, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "np"}})
 }
 
 func (c *fakeCommand) plan(context.Context) error { return c.step("plan") }
@@ -53,23 +64,34 @@ func (c *fakeCommand) writePlan() error {
 }
 
 func (c *fakeCommand) open(context.Context) (*Session, error) {
-	if err := c.step("open"); err != nil {
-		return nil, err
+	c.steps = append(c.steps, "open")
+	switch c.failAt {
+	case "open":
+		return nil, errStep
 	}
-	c.sess = NewSession(nil, "run1", "token", "image", ModePod, time.Second)
+	c.sess = NewSession(c.cs, "run1", "token", "image", ModePod, time.Second)
+	if c.failAt == "open-with-session" {
+		c.addPolicy()
+		return c.sess, errStep
+	}
 	return c.sess, nil
 }
 
-func (c *fakeCommand) start(context.Context) error {
-	c.sess.policies = append(c.sess.policies, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "np"}})
+func (c *fakeCommand) start(ctx context.Context) error {
+	c.addPolicy()
+	if c.failAt == "interrupt in start" {
+		c.steps = append(c.steps, "start")
+		c.cancel()
+		return ctx.Err()
+	}
 	return c.step("start")
 }
 
-func (c *fakeCommand) measure(context.Context) (time.Duration, error) {
-	if c.failAt == "interrupt" {
+func (c *fakeCommand) measure(ctx context.Context) (time.Duration, error) {
+	if c.failAt == "interrupt in measure" {
 		c.steps = append(c.steps, "measure")
 		c.cancel()
-		return time.Second, nil
+		return time.Second, ctx.Err()
 	}
 	return time.Second, c.step("measure")
 }
@@ -78,7 +100,7 @@ func (c *fakeCommand) finish(context.Context) { c.steps = append(c.steps, "finis
 func (c *fakeCommand) closed()                { c.steps = append(c.steps, "closed") }
 
 func (c *fakeCommand) output() runOutput {
-	return runOutput{timing: &c.timing, timer: c.timer, checks: &c.checks,
+	out := runOutput{timing: &c.timing, timer: c.timer, checks: &c.checks,
 		figures: func() []report.FigureValue {
 			return []report.FigureValue{{Name: "rtt.p50", Unit: "µs", Value: c.rtt}}
 		},
@@ -86,87 +108,100 @@ func (c *fakeCommand) output() runOutput {
 			c.written = true
 			return c.step("write")
 		}}
+	if c.appErr {
+		out.err = func() error { return errApp }
+	}
+	return out
 }
 
-// The runner carries out every command's shared sequence: on every exit path after open the
-// session is closed exactly once (one delete of its temporary policy), an interrupted run says
-// so, a failed gate comes after the written report as ErrGateFailed, and nothing is opened when
-// planning or the gates' check fails.
+// firstFigures is a fakeCommand whose figures are known before its plan (as path's and dns's).
+type firstFigures struct{ *fakeCommand }
+
+func (firstFigures) figuresBeforePlan() {}
+
+// The runner carries out every command's shared sequence: --fail-if checked before anything is
+// opened (before the plan when the figures do not depend on it), the session closed exactly
+// once on every exit path after open — before the report is written on success — an
+// interrupted run saying so, an app-port error winning over a failed gate, and a failed gate
+// coming after the written report as ErrGateFailed.
 func TestRunnerExitPaths(t *testing.T) {
+	const body = "plan plannedFigures open start measure finish close closed write"
 	for _, tc := range []struct {
-		name    string
-		failAt  string
-		failIf  []string
-		rtt     float64
-		dry     bool
-		wantErr func(error) bool
-		steps   string
-		deletes int
+		name      string
+		failAt    string
+		failIf    []string
+		rtt       float64
+		dry       bool
+		appErr    bool
+		first     bool
+		noTimer   bool
+		closeFail bool
+		wantErr   func(error) bool
+		steps     string
 	}{
-		{"success", "", []string{"rtt.p50 > 1ms"}, 500, false, isNil, "plan plannedFigures open start measure finish closed write", 1},
-		{"gate failed", "", []string{"rtt.p50 > 1ms"}, 5000, false, isGate, "plan plannedFigures open start measure finish closed write", 1},
-		{"dry run", "", nil, 0, true, isNil, "plan writePlan", 0},
-		{"plan fails", "plan", nil, 0, false, isStep, "plan", 0},
-		{"unknown figure in a gate", "", []string{"tcp.gbps < 1"}, 0, false, isGateSyntax, "plan plannedFigures", 0},
-		{"open fails", "open", nil, 0, false, isStep, "plan plannedFigures open", 0},
-		{"start fails", "start", nil, 0, false, isStep, "plan plannedFigures open start", 1},
-		{"measure fails", "measure", nil, 0, false, isStep, "plan plannedFigures open start measure", 1},
-		{"interrupted while measuring", "interrupt", nil, 0, false, isInterrupted, "plan plannedFigures open start measure", 1},
-		{"write fails", "write", nil, 0, false, isStep, "plan plannedFigures open start measure finish closed write", 1},
+		{name: "success", failIf: []string{"rtt.p50 > 1ms"}, rtt: 500, wantErr: isNil, steps: body},
+		{name: "success without phases", noTimer: true, wantErr: isNil, steps: body},
+		{name: "figures before the plan", first: true, wantErr: isNil, steps: "plannedFigures plan open start measure finish close closed write"},
+		{name: "gate failed", failIf: []string{"rtt.p50 > 1ms"}, rtt: 5000, wantErr: isGate, steps: body},
+		{name: "app error wins over a failed gate", failIf: []string{"rtt.p50 > 1ms"}, rtt: 5000, appErr: true, wantErr: isApp, steps: body},
+		{name: "dry run", dry: true, wantErr: isNil, steps: "plan writePlan"},
+		{name: "plan fails", failAt: "plan", wantErr: isStep, steps: "plan"},
+		{name: "unknown figure in a gate", failIf: []string{"tcp.gbps < 1"}, wantErr: isGateSyntax, steps: "plan plannedFigures"},
+		{name: "unknown figure, checked first", first: true, failIf: []string{"tcp.gbps < 1"}, wantErr: isGateSyntax, steps: "plannedFigures"},
+		{name: "open fails", failAt: "open", wantErr: isStep, steps: "plan plannedFigures open"},
+		{name: "open fails with a session", failAt: "open-with-session", wantErr: isStep, steps: "plan plannedFigures open close"},
+		{name: "start fails", failAt: "start", wantErr: isStep, steps: "plan plannedFigures open start close"},
+		{name: "interrupted while starting", failAt: "interrupt in start", wantErr: isInterrupted, steps: "plan plannedFigures open start close"},
+		{name: "measure fails", failAt: "measure", wantErr: isStep, steps: "plan plannedFigures open start measure close"},
+		{name: "interrupted while measuring", failAt: "interrupt in measure", wantErr: isInterrupted, steps: "plan plannedFigures open start measure close"},
+		{name: "close fails", closeFail: true, wantErr: isLeftBehind, steps: "plan plannedFigures open start measure finish close"},
+		{name: "write fails", failAt: "write", wantErr: isStep, steps: body},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			cs := fake.NewClientset()
+			c := &fakeCommand{failAt: tc.failAt, cancel: cancel, dry: tc.dry, rtt: tc.rtt, appErr: tc.appErr, cs: fake.NewClientset()}
+			c.cs.PrependReactor("delete", "networkpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
+				c.steps = append(c.steps, "close")
+				if tc.closeFail {
+					return true, nil, errors.New("the API server is gone")
+				}
+				return true, nil, nil
+			})
+			if !tc.noTimer {
+				c.timer = newPhaseTimer(&c.timing, time.Now())
+			}
 			o := &commonOptions{gates: gates{FailIf: tc.failIf}}
 			if err := o.gates.parse(""); err != nil {
 				t.Fatal(err)
 			}
-			c := &fakeCommand{failAt: tc.failAt, cancel: cancel, dry: tc.dry, rtt: tc.rtt}
-			c.timer = newPhaseTimer(&c.timing, time.Now())
-			err := o.run(ctx, time.Now(), &clientSetter{c, cs})
+			var cmd command = c
+			if tc.first {
+				cmd = firstFigures{c}
+			}
+			err := o.run(ctx, time.Now(), cmd)
 			if !tc.wantErr(err) {
 				t.Errorf("error %v", err)
 			}
 			if got := strings.Join(c.steps, " "); got != tc.steps {
 				t.Errorf("steps %q, want %q", got, tc.steps)
 			}
-			deletes := 0
-			for _, a := range cs.Actions() {
-				if a.GetVerb() == "delete" && a.GetResource().Resource == "networkpolicies" {
-					deletes++
-				}
+			wantPhases := 1
+			if tc.noTimer {
+				wantPhases = 0
 			}
-			if deletes != tc.deletes {
-				t.Errorf("the session's policy deleted %d times, want %d", deletes, tc.deletes)
-			}
-			if c.written && (c.timing.MeasuringSeconds != 1 || c.timing.WallSeconds < 0 || len(c.timing.Phases) != 1 || c.timing.Phases[0].Name != "cleanup") {
-				t.Errorf("timing %+v: want 1 s measuring and the cleanup phase", c.timing)
+			if c.written && (c.timing.MeasuringSeconds != 1 || c.timing.WallSeconds < 0 || len(c.timing.Phases) != wantPhases) {
+				t.Errorf("timing %+v: want 1 s measuring and %d phases (cleanup)", c.timing, wantPhases)
 			}
 		})
 	}
 }
 
-// clientSetter gives the fake command's session the fake cluster.
-type clientSetter struct {
-	*fakeCommand
-	cs *fake.Clientset
-}
-
-func (c *clientSetter) open(ctx context.Context) (*Session, error) {
-	s, err := c.fakeCommand.open(ctx)
-	if s != nil {
-		s.Client = c.cs
-	}
-	return s, err
-}
-
-func (c *clientSetter) dryRun() bool     { return c.fakeCommand.dryRun() }
-func (c *clientSetter) writePlan() error { return c.fakeCommand.writePlan() }
-
-func isNil(err error) bool  { return err == nil }
-func isStep(err error) bool { return errors.Is(err, errStep) }
-func isGate(err error) bool { return errors.Is(err, ErrGateFailed) }
+func isNil(err error) bool        { return err == nil }
+func isStep(err error) bool       { return errors.Is(err, errStep) }
+func isGate(err error) bool       { return errors.Is(err, ErrGateFailed) }
+func isApp(err error) bool        { return errors.Is(err, errApp) && !errors.Is(err, ErrGateFailed) }
+func isLeftBehind(err error) bool { return errors.Is(err, ErrLeftBehind) }
 func isGateSyntax(err error) bool {
 	return errors.Is(err, gate.ErrUnknownFigure) && !errors.Is(err, ErrGateFailed)
 }
