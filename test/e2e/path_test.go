@@ -291,7 +291,7 @@ func TestPathHumanReport(t *testing.T) {
 		"path: cross-zone", "RTT, agent to agent", "icmp", "tcp-rtt", "Request latency, agent to agent",
 		"http (keep-alive)", "http-new-conn (new-conn)", "http-max (closed-loop)", "grpc (unary ping)",
 		"Little's law", "Latency histogram", "TCP throughput, agent to agent", "tcp-1", "tcp-8", "Gbit/s",
-		"RTT, to the destination app's port", "app-tcp-rtt", "app-http (keep-alive)", "histogram resolution 10.0 µs",
+		"RTT, to the destination app's port", "app-tcp-rtt", "app-http (keep-alive)", "percentiles: the latency some request had (nearest rank over every request",
 		"Cross-zone cost (estimate)", "overhead", "agents (as they measured themselves): client ", "; server ",
 	} {
 		if !strings.Contains(out, want) {
