@@ -25,10 +25,10 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/vethpair"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/vethpair"
 )
 
 type config struct {

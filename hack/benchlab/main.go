@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 )
 
 type config struct {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
