@@ -374,7 +374,7 @@ func TestEphemeralOnlyRole(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "netbench-ephemeral"}, Rules: readmeEphemeralRules()}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "netbench-ephemeral"}, Rules: readmeEphemeralRules(t)}
 	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -400,12 +400,13 @@ func TestEphemeralOnlyRole(t *testing.T) {
 
 // readmeEphemeralRules are the rules of the README's Role for ephemeral mode (section RBAC),
 // read from the README itself so that the two cannot drift apart.
-func readmeEphemeralRules() []rbacv1.PolicyRule {
+func readmeEphemeralRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
-	return parseRoleRules(string(b), "netbench-ephemeral")
+	return parseRoleRules(t, string(b), "netbench-ephemeral")
 }
 
 type appsDeployment = appsv1.Deployment
@@ -417,17 +418,21 @@ func limits(mem string) corev1.ResourceRequirements {
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
-// parseRoleRules finds the Role named name in the README's RBAC YAML block.
-func parseRoleRules(readme, name string) []rbacv1.PolicyRule {
-	i := strings.Index(readme, "### RBAC")
-	block := readme[i:]
-	block = block[strings.Index(block, "```yaml")+len("```yaml"):]
-	block = block[:strings.Index(block, "```")]
+// parseRoleRules finds the Role named name in the YAML block of the README's section RBAC.
+func parseRoleRules(t *testing.T, readme, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "## RBAC\n")
+	_, block, ok2 := strings.Cut(section, "```yaml")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("the README has no section RBAC with a YAML block")
+	}
 	for _, doc := range strings.Split(block, "\n---\n") {
 		var r rbacv1.Role
 		if err := yaml.Unmarshal([]byte(doc), &r); err == nil && r.Name == name {
 			return r.Rules
 		}
 	}
-	panic("README has no Role " + name)
+	t.Fatalf("the README's section RBAC has no Role %s", name)
+	return nil
 }

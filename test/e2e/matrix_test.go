@@ -253,14 +253,14 @@ func TestMatrixRestrictedAndRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	nodesRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: parseRoleRules(readme, "netbench-nodes")}
+	nodesRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: parseRoleRules(t, readme, "netbench-nodes")}
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, nodesRole, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), user, metav1.DeleteOptions{}) })
 	bind("ClusterRole", user)
 	for _, name := range []string{"netbench-pods", "netbench-matrix"} {
-		if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: parseRoleRules(readme, name)}, metav1.CreateOptions{}); err != nil {
+		if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: parseRoleRules(t, readme, name)}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
