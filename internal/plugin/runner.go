@@ -61,11 +61,22 @@ type figuresFirst interface {
 // run carries out one run of c. Whatever happens after open, the session is closed once (by the
 // deferred finish when an earlier step failed), and an interrupted run says what it left.
 func (o *commonOptions) run(ctx context.Context, start time.Time, c command) (err error) {
-	if err := o.plan(ctx, c); err != nil {
+	_, first := c.(figuresFirst)
+	if first {
+		if err := o.gates.check(c.plannedFigures()); err != nil {
+			return err
+		}
+	}
+	if err := c.plan(ctx); err != nil {
 		return err
 	}
 	if pw, ok := c.(planWriter); ok && pw.dryRun() {
 		return pw.writePlan()
+	}
+	if !first {
+		if err := o.gates.check(c.plannedFigures()); err != nil {
+			return err
+		}
 	}
 	sess, err := c.open(ctx)
 	if sess != nil {
@@ -89,24 +100,6 @@ func (o *commonOptions) run(ctx context.Context, start time.Time, c command) (er
 	}
 	c.closed()
 	return o.conclude(start, out)
-}
-
-// plan runs c's plan and checks --fail-if against its planned figures: before the plan when
-// they do not depend on it, after it otherwise. A dry run checks nothing.
-func (o *commonOptions) plan(ctx context.Context, c command) error {
-	if _, ok := c.(figuresFirst); ok {
-		if err := o.gates.check(c.plannedFigures()); err != nil {
-			return err
-		}
-		return c.plan(ctx)
-	}
-	if err := c.plan(ctx); err != nil {
-		return err
-	}
-	if pw, ok := c.(planWriter); ok && pw.dryRun() {
-		return nil
-	}
-	return o.gates.check(c.plannedFigures())
 }
 
 // conclude times, checks and writes a finished run's report, and gives its verdict.
