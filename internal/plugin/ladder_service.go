@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -42,7 +43,9 @@ type serviceRun struct {
 	info      *report.LadderService
 }
 
-type endpoint struct{ pod, node, zone, addr string }
+// endpoint is one ready endpoint pod of a Service; hints its EndpointSlice's topology hints
+// ("zones=…;nodes=…", "" without any), which decide where the dataplane sends connections.
+type endpoint struct{ pod, node, zone, addr, hints string }
 
 // serviceName returns the Service the ladder measures: --service, or DST when it names one.
 func (o *LadderOptions) serviceName() (ns, name string) {
@@ -170,11 +173,15 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 	return nil
 }
 
-// waitRouted waits until the temporary Service's EndpointSlices list every ready endpoint, then
-// gives kube-proxy (or the dataplane) a moment to program them.
+// waitRouted waits until the temporary Service's EndpointSlices list every ready endpoint with
+// the topology hints the Service's own carry, then gives kube-proxy (or the dataplane) a moment
+// to program them. Hints that do not come within hintsWait are a caveat on the spread, not an
+// error: the controller may legitimately decide otherwise for the copy.
 func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
+	var eps []endpoint
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		eps, err := readyEndpoints(ctx, o.client, sr.temp.Namespace, sr.temp.Name)
+		var err error
+		eps, err = readyEndpoints(ctx, o.client, sr.temp.Namespace, sr.temp.Name)
 		return err == nil && len(eps) >= len(sr.ready), nil
 	})
 	if err != nil {
@@ -183,6 +190,20 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 		}
 		return fmt.Errorf("the temporary Service %s/%s has no ready endpoints within --start-timeout %s", sr.temp.Namespace, sr.temp.Name, o.StartTimeout)
 	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, hintsWait, true, func(ctx context.Context) (bool, error) {
+		if hintsDiffer(sr.ready, eps) == "" {
+			return true, nil
+		}
+		var err error
+		eps, err = readyEndpoints(ctx, o.client, sr.temp.Namespace, sr.temp.Name)
+		return false, err
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		sr.info.SpreadCaveat = fmt.Sprintf("the temporary Service's EndpointSlices did not get the Service's topology hints within %s (%s): its connections may land differently", hintsWait, hintsDiffer(sr.ready, eps))
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -190,6 +211,24 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 	}
 	return nil
 }
+
+// hintsDiffer names the first endpoint pod whose hints in have differ from want's ("" if none).
+func hintsDiffer(want, have []endpoint) string {
+	got := map[string]string{}
+	for _, e := range have {
+		got[e.pod] = e.hints
+	}
+	for _, e := range want {
+		if h, ok := got[e.pod]; ok && h != e.hints {
+			return fmt.Sprintf("endpoint %s: %q, the Service's %q", e.pod, cmp.Or(h, "none"), cmp.Or(e.hints, "none"))
+		}
+	}
+	return ""
+}
+
+// hintsWait bounds the wait for a temporary Service's EndpointSlices to carry the topology hints
+// of the Service it copies (a variable for tests).
+var hintsWait = 15 * time.Second
 
 // ServiceSettle is how long the ladder waits after a temporary Service has its endpoints, for
 // the nodes' dataplane to route it.
@@ -213,11 +252,36 @@ func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name s
 			if len(e.Addresses) > 0 {
 				ep.addr = e.Addresses[0]
 			}
+			ep.hints = hintString(e.Hints)
 			out = append(out, ep)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })
 	return out, nil
+}
+
+// hintString writes an endpoint's topology hints in one canonical form ("" without any).
+func hintString(h *discoveryv1.EndpointHints) string {
+	if h == nil {
+		return ""
+	}
+	var zones, nodes []string
+	for _, z := range h.ForZones {
+		zones = append(zones, z.Name)
+	}
+	for _, n := range h.ForNodes {
+		nodes = append(nodes, n.Name)
+	}
+	if len(zones)+len(nodes) == 0 {
+		return ""
+	}
+	sort.Strings(zones)
+	sort.Strings(nodes)
+	s := "zones=" + strings.Join(zones, ",")
+	if len(nodes) > 0 {
+		s += ";nodes=" + strings.Join(nodes, ",")
+	}
+	return s
 }
 
 // chooseEndpoints takes up to n endpoints, alternating over zones so that each zone is seen.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -158,14 +159,71 @@ func svcCluster(t *testing.T) *fakeCluster {
 	return f
 }
 
-func endpointSlice(svc string) *discoveryv1.EndpointSlice {
+func endpointSlice(svc string) *discoveryv1.EndpointSlice { return hintedSlice(svc, false) }
+
+// hintedSlice is endpointSlice with each endpoint's zone hint when hinted.
+func hintedSlice(svc string, hinted bool) *discoveryv1.EndpointSlice {
 	ready := true
 	ep := func(pod, node, zone string) discoveryv1.Endpoint {
-		return discoveryv1.Endpoint{TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}, NodeName: &node, Zone: &zone,
+		e := discoveryv1.Endpoint{TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}, NodeName: &node, Zone: &zone,
 			Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
+		if hinted {
+			e.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+		}
+		return e
 	}
 	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc + "-x", Namespace: "shop", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
 		Endpoints: []discoveryv1.Endpoint{ep("web-1", "n2", "zone-b"), ep("web-2", "n1", "zone-a")}}
+}
+
+// A Service routed by zone hints: the ladder waits for its temporary copy's EndpointSlice to
+// carry the same hints before it counts where connections land (the copy's slice gets them
+// only later here), and says so when they never come.
+func TestLadderServiceWaitsForHints(t *testing.T) {
+	defer func(d time.Duration) { hintsWait = d }(hintsWait)
+	hintsWait = time.Second
+	for _, tc := range []struct {
+		name    string
+		hintsAt int // the copy's slice carries hints from this list of it on (0: never)
+		caveat  string
+	}{{"hints come", 3, ""}, {"hints never come", 0, "did not get the Service's topology hints within 1s (endpoint web-1: \"none\", the Service's \"zones=zone-b\")"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := svcCluster(t)
+			if err := f.cs.Tracker().Update(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), hintedSlice("web", true), "shop"); err != nil {
+				t.Fatal(err)
+			}
+			lists := 0
+			f.cs.PrependReactor("list", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				sel := a.(k8stesting.ListAction).GetListRestrictions().Labels.String()
+				name, ok := strings.CutPrefix(sel, discoveryv1.LabelServiceName+"=netbench-")
+				if !ok {
+					return false, nil, nil
+				}
+				lists++
+				return true, &discoveryv1.EndpointSliceList{Items: []discoveryv1.EndpointSlice{*hintedSlice("netbench-"+name, tc.hintsAt > 0 && lists >= tc.hintsAt)}}, nil
+			})
+			f.script[RoleServer], f.script[RoleEndpoint], f.script[RoleClient] = thenHold(serverReady), thenHold(serverReady), then(clientOK)
+			o, out := newTestLadderOptions(f)
+			o.Service = "svc/web"
+			o.StartTimeout = 3 * time.Second
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var r report.LadderReport
+			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Service == nil || !strings.Contains(r.Service.SpreadCaveat, tc.caveat) || (tc.caveat == "") != (r.Service.SpreadCaveat == "") {
+				t.Errorf("caveat %q, want %q", r.Service.SpreadCaveat, tc.caveat)
+			}
+			if tc.hintsAt > 0 && lists < tc.hintsAt {
+				t.Errorf("the copy's slices were listed %d times: the ladder did not wait for its hints", lists)
+			}
+		})
+	}
 }
 
 // With a Service, endpoint agents start in its pods on one port, a temporary copy of it is

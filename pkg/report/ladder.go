@@ -79,6 +79,9 @@ type LadderService struct {
 	AgentPort        int        `json:"agentPort,omitempty"`
 	TemporaryService string     `json:"temporaryService,omitempty"`
 	SpreadSkipped    string     `json:"spreadSkipped,omitempty"`
+	// SpreadCaveat says why the spread may not be the Service's own (its copy was not routed
+	// as the Service is).
+	SpreadCaveat string `json:"spreadCaveat,omitempty"`
 }
 
 // RungSpread is where a Service sent one rung's new connections.

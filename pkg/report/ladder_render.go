@@ -211,6 +211,9 @@ func writeLadderService(w io.Writer, svc *LadderService, rungs []*LadderRung) {
 	if estimate != "" {
 		fmt.Fprintf(w, "  estimate: %s\n", estimate)
 	}
+	if svc.SpreadCaveat != "" {
+		fmt.Fprintf(w, "  caveat: %s\n", svc.SpreadCaveat)
+	}
 }
 
 func orNone(s string) string {

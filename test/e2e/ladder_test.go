@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -254,6 +255,7 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 		{"zoned-close", func(z map[string]float64) bool { return z["zone-a"] >= 95 }, "at least 95 % in zone-a"},
 	} {
 		t.Run(tc.svc, func(t *testing.T) {
+			start := time.Now()
 			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt")
 			if r.Service == nil || r.Service.MeasuredEndpoints != 4 || r.Service.SpreadSkipped != "" {
 				t.Fatalf("service %+v", r.Service)
@@ -274,7 +276,8 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 				if rung.Zone == "zone-a" {
 					seen = true
 					if !tc.check(rung.Spread.ZonePercent) {
-						t.Errorf("from %s in zone-a: %v, want %s", rung.Name, rung.Spread.ZonePercent, tc.want)
+						t.Errorf("from %s in zone-a: %v, want %s; kube-proxy on %s about Services now gone:\n%s", rung.Name, rung.Spread.ZonePercent, tc.want,
+							rung.Node, strings.Join(proxyTopologyLog(t, cs, rung.Node, start), "\n"))
 					}
 				}
 				if _, ok := rung.Figures["svc.overhead-tcp-rtt.p50"]; !ok {
@@ -295,6 +298,46 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 			}
 		})
 	}
+}
+
+// proxyTopologyLog returns the topology decisions kube-proxy on node logged since start about
+// ClusterIPs no Service has now (the temporary Services of the run), from the lab's log.
+func proxyTopologyLog(t *testing.T, cs kubernetes.Interface, node string, start time.Time) []string {
+	t.Helper()
+	svcs, err := cs.CoreV1().Services("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	known := map[string]bool{}
+	for _, s := range svcs.Items {
+		known[s.Spec.ClusterIP] = true
+	}
+	data, err := os.ReadFile("/var/lib/netbench-lab/logs/kube-proxy-" + node + ".log")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		_, rest, ok := strings.Cut(line, ` service="`)
+		ip, _, _ := strings.Cut(rest, ":")
+		if ok && !known[ip] && !klogTime(line, start.Year()).Before(start.Add(-time.Second)) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// klogTime reads the time of a klog line ("I1202 16:38:58.874887 …", UTC here) in year.
+func klogTime(line string, year int) time.Time {
+	f := strings.Fields(line)
+	if len(f) < 2 || len(f[0]) != 5 {
+		return time.Time{}
+	}
+	at, err := time.Parse("0102 15:04:05.000000", f[0][1:]+" "+f[1])
+	if err != nil {
+		return time.Time{}
+	}
+	return at.AddDate(year, 0, 0)
 }
 
 // waitFor polls cond every 300 ms until it holds or d passes.

@@ -2,6 +2,10 @@
 # Sourced by hack/lab/lab.sh; uses its settings.
 # Per node: cgroups, configs, containerd, kubelet and kube-proxy.
 
+# PROXY_LOG is kube-proxy's logging: its topology decisions too (why a Service's zone hints
+# are not used on a node), which the ladder's end-to-end tests print when a spread surprises.
+PROXY_LOG=(--v=1 --vmodule=topology=7)
+
 cgroup_prepare() { # cgroup v1 (hybrid): one root per kubelet, cpuset filled from the parent
   local root=$1
   for h in /sys/fs/cgroup/*/; do
@@ -47,7 +51,7 @@ start_node() {
     --kubeconfig="$KUBECONFIG_PATH" --hostname-override="$name" --node-ip="$ip" \
     --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" \
     --node-labels="topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=$REGION" --v=1
-  start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$d/kube-proxy.yaml" --v=1
+  start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$d/kube-proxy.yaml" "${PROXY_LOG[@]}"
   if [ "$(lab_setting LAB_NETWORK_POLICY)" = 1 ]; then
     # The chain the enforcer fills with the selected pods' NFQUEUE rules (see its main.go).
     ip netns exec "$ns" iptables -t mangle -N NBLAB-NETPOL 2>/dev/null || true
@@ -79,7 +83,7 @@ cmd_proxy_mode() {
     rm -f "$f"
     nsenter --net="/run/netns/$ns" "$BIN/kube-proxy" --cleanup >>"$STATE/logs/kube-proxy-$name.log" 2>&1 || true
     write_node_config "$name" "$zone" "$ip" "$cidr"
-    start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$STATE/nodes/$name/kube-proxy.yaml" --v=1
+    start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$STATE/nodes/$name/kube-proxy.yaml" "${PROXY_LOG[@]}"
   done
   for n in "${NODES[@]}"; do
     read -r name _ <<<"$n"
