@@ -102,15 +102,11 @@ func checkPermissions(ctx context.Context, client kubernetes.Interface, namespac
 		seen[ns] = true
 		var missing []permission
 		for _, p := range need {
-			r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource, Group: p.Group,
-				}},
-			}, metav1.CreateOptions{})
+			ok, err := allowed(ctx, client, ns, p)
 			if err != nil {
 				return nil
 			}
-			if !r.Status.Allowed {
+			if !ok {
 				missing = append(missing, p)
 			}
 		}
@@ -119,4 +115,17 @@ func checkPermissions(ctx context.Context, client kubernetes.Interface, namespac
 		}
 	}
 	return nil
+}
+
+// allowed asks the API server (SelfSubjectAccessReview) whether the user may do p in ns.
+func allowed(ctx context.Context, client kubernetes.Interface, ns string, p permission) (bool, error) {
+	r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource, Group: p.Group,
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("asking whether you may %s in namespace %q: %w", p, ns, err)
+	}
+	return r.Status.Allowed, nil
 }

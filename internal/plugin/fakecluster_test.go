@@ -36,11 +36,13 @@ type fakeCluster struct {
 	script map[Role]func(ctx context.Context) io.ReadCloser
 	// denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
 	// wait with that reason instead of running.
-	denied    map[string]bool
-	waiting   string
-	patchErr  error
-	proxiedBy []string // "role: METHOD path" of each proxied call
-	proxyErr  error    // control calls (lease, done) fail with it
+	denied   map[string]bool
+	waiting  string
+	patchErr error
+	// revokeAtPatch is a permission taken away when the patch fails with patchErr.
+	revokeAtPatch string
+	proxiedBy     []string // "role: METHOD path" of each proxied call
+	proxyErr      error    // control calls (lease, done) fail with it
 	// goneBeforeDone: the server exits before it is told to stop (its client told it first).
 	goneBeforeDone bool
 	jobErr         error // the job hand-over fails with it
@@ -91,6 +93,11 @@ func (f *fakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object,
 		return false, nil, nil
 	}
 	if f.patchErr != nil {
+		f.mu.Lock()
+		if f.revokeAtPatch != "" {
+			f.denied[f.revokeAtPatch] = true
+		}
+		f.mu.Unlock()
 		return true, nil, f.patchErr
 	}
 	var patch struct {

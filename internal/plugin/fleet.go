@@ -92,7 +92,8 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
 	if err != nil {
 		f.watch.Stop()
-		return nil, admissionError(err, fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name))
+		return nil, refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
+			need: permission{"create", "daemonsets", "", "apps"}, ns: spec.Namespace})
 	}
 	f.mu.Lock()
 	f.UID = created.UID

@@ -131,9 +131,21 @@ func TestPathRunServerArgs(t *testing.T) {
 	}
 }
 
+// addNamespace adds namespace shop enforcing the Pod Security level.
+func addNamespace(t *testing.T, f *fakeCluster, level string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
+	if err := f.cs.Tracker().Add(ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPathRunFailures(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1", errors.New(`User "dev" cannot patch resource "pods/ephemeralcontainers"`))
 	quota := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New(`exceeded quota: q, must specify limits.memory`))
+	// Pod Security refuses with a message only; the plugin tells it apart by evaluating the pod
+	// at the namespace's level itself (the app's containers here do not fit "restricted").
+	podSecurity := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-1", errors.New(`violates PodSecurity "restricted:latest": runAsNonRoot != true`))
 	tests := []struct {
 		name    string
 		setup   func(f *fakeCluster, o *PathOptions)
@@ -152,10 +164,17 @@ func TestPathRunFailures(t *testing.T) {
 		{name: "ephemeral containers disabled", setup: func(f *fakeCluster, o *PathOptions) {
 			f.patchErr = apierrors.NewNotFound(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1")
 		}, wantIs: ErrEphemeralUnsupported},
-		{name: "rbac refusal at patch", setup: func(f *fakeCluster, o *PathOptions) { f.patchErr = forbidden },
-			want: `cannot patch resource "pods/ephemeralcontainers" (grant it with the Role in the README, section RBAC)`},
-		{name: "quota refusal", setup: func(f *fakeCluster, o *PathOptions) { f.patchErr = quota },
-			want: "admission refused the agent: ", wantIs: ErrAdmission},
+		{name: "rbac refusal at patch", setup: func(f *fakeCluster, o *PathOptions) {
+			f.patchErr, f.revokeAtPatch = forbidden, "patch pods/ephemeralcontainers"
+		}, want: `cannot patch resource "pods/ephemeralcontainers" (grant it with the Role in the README, section RBAC)`},
+		{name: "pod security refusal", setup: func(f *fakeCluster, o *PathOptions) {
+			f.patchErr = podSecurity
+			addNamespace(t, f, "restricted")
+		}, want: "adding the server agent to shop/web-1: the namespace's Pod Security level forbids it: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrPodSecurity},
+		{name: "quota refusal", setup: func(f *fakeCluster, o *PathOptions) {
+			f.patchErr = quota
+			addNamespace(t, f, "baseline")
+		}, want: "admission refused the agent: ", wantIs: ErrAdmission},
 		{name: "image cannot be pulled", setup: func(f *fakeCluster, o *PathOptions) { f.waiting = "ErrImagePull" },
 			want: "the agent image " + o0().Image + " cannot be pulled on node n2 (ErrImagePull: pull failed): use --image"},
 		{name: "server fails before ready", setup: func(f *fakeCluster, o *PathOptions) {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -290,7 +289,10 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 		}
 		return fmt.Errorf("pod %s/%s is gone", t.Namespace, t.Pod.Name)
 	}
-	return admissionError(err, fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name))
+	seen := t.Pod.DeepCopy()
+	seen.Spec.EphemeralContainers = append(seen.Spec.EphemeralContainers, ec)
+	return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
+		need: permission{"patch", "pods", "ephemeralcontainers", ""}, ns: t.Namespace, pod: seen})
 }
 
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
@@ -311,7 +313,8 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), podContext(s.securityContext(a))
 	setResources(c, s.Resources)
 	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	return admissionError(err, fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod))
+	return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
+		need: permission{"create", "pods", "", ""}, ns: t.Namespace, pod: p})
 }
 
 // setResources gives an agent container its resources and, under a memory limit, a Go memory
@@ -334,27 +337,6 @@ func agentMemoryLimit(limit int64) int64 { return limit / 4 * 3 }
 func (s *Session) labels(r Role) map[string]string {
 	return map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: s.RunID, RoleLabel: string(r)}
 }
-
-// admissionError names who refused an agent: RBAC, Pod Security, or another admission step
-// (a ResourceQuota, a LimitRange, a policy webhook), with its reason.
-func admissionError(err error, doing string) error {
-	var st apierrors.APIStatus
-	switch {
-	case err == nil:
-		return nil
-	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "violates PodSecurity"):
-		return fmt.Errorf("%s: %w: %s", doing, ErrPodSecurity, statusMessage(err))
-	case apierrors.IsForbidden(err) && isRBAC(err):
-		return forbidden(err)
-	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) && errors.As(err, &st):
-		return fmt.Errorf("%s: %w: %s", doing, ErrAdmission, statusMessage(err))
-	default:
-		return fmt.Errorf("%s: %w", doing, err)
-	}
-}
-
-// isRBAC tells an authorization refusal ("User x cannot patch resource …") from an admission one.
-func isRBAC(err error) bool { return strings.Contains(statusMessage(err), " cannot ") }
 
 func statusMessage(err error) string {
 	var st apierrors.APIStatus

@@ -238,7 +238,8 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 	svc.Annotations[NotAfterAnnotation] = s.Now().Add(lifetime).UTC().Format(time.RFC3339)
 	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return nil, admissionError(err, fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name))
+		return nil, refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
+			need: permission{"create", "services", "", ""}, ns: svc.Namespace})
 	}
 	s.mu.Lock()
 	s.services = append(s.services, created)

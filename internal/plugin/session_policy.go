@@ -52,7 +52,8 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 		s.RunID, IsolatedByAnnotation, notAfter)
 	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
 	if err != nil {
-		return admissionError(err, fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name))
+		return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
+			need: permission{"create", "networkpolicies", "", "networking.k8s.io"}, ns: np.Namespace})
 	}
 	s.mu.Lock()
 	s.policies = append(s.policies, created)
