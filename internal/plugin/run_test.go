@@ -381,3 +381,51 @@ func TestDNSRun(t *testing.T) {
 		})
 	}
 }
+
+// Every temporary agent pod — path's in --mode pod and the ladder's clients — runs as uid and
+// gid 65532, non-root, without privilege escalation or any capability, with the runtime's
+// seccomp profile and a read-only root filesystem, and mounts no service-account token.
+func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
+	check := func(t *testing.T, pods []*corev1.Pod) {
+		t.Helper()
+		if len(pods) == 0 {
+			t.Fatal("no agent pod was created")
+		}
+		for _, p := range pods {
+			sc := p.Spec.Containers[0].SecurityContext
+			locked := sc != nil && *sc.RunAsUser == AgentUser && *sc.RunAsGroup == AgentUser && *sc.RunAsNonRoot &&
+				!*sc.AllowPrivilegeEscalation && *sc.ReadOnlyRootFilesystem && sc.Capabilities != nil &&
+				slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0 &&
+				sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+			if !locked || p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken || p.Spec.HostNetwork {
+				t.Errorf("pod %s: security context %+v, service-account token %v, host network %v", p.Name, sc, p.Spec.AutomountServiceAccountToken, p.Spec.HostNetwork)
+			}
+		}
+	}
+	t.Run("path --mode pod", func(t *testing.T) {
+		f := newFakeCluster(t, twoPods()...)
+		f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+		var pods []*corev1.Pod
+		f.onCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
+		o, _ := newTestPathOptions(f)
+		o.Mode = ModePod
+		if err := o.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		check(t, pods)
+	})
+	t.Run("ladder clients", func(t *testing.T) {
+		f := ladderCluster(t)
+		f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+		var pods []*corev1.Pod
+		f.onCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
+		o, _ := newTestLadderOptions(f)
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		check(t, pods)
+	})
+}
