@@ -35,7 +35,7 @@ go test -count=1 -race ./pkg/report/ ./internal/plugin/ ./internal/gate/
 
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \
-  FuzzCheckDNSName:./internal/plugin FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
+  FuzzCheckDNSName:./internal/plugin FuzzDiff:./internal/plugin FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
   FuzzParseEvaluate:./internal/gate FuzzLoadRun:./pkg/report FuzzOpenDatagram:./internal/probes; do
   name=${target%%:*} pkg=${target#*:}
   # A failing input is written under testdata/fuzz and fails the step. A run that ends without

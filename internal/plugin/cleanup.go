@@ -97,16 +97,19 @@ func pastNotAfter(annotations map[string]string, now time.Time) bool {
 }
 
 // sweepPolicies deletes, from the policies of namespace ns just listed, the temporary ones of
-// earlier runs whose not-after time has passed (a plugin killed before its cleanup leaves
-// them), saying so, and returns the others. Those it may not delete it names in one line and
-// keeps (they are still in force).
+// earlier runs that are over for sure — their not-after time has passed, or every agent the run
+// started in ns has ended (a plugin killed before its cleanup leaves them) — saying so, and
+// returns the others. Those it may not delete it names in one line and keeps (they are still
+// in force).
 func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []networkingv1.NetworkPolicy) []networkingv1.NetworkPolicy {
 	now := o.serverNow()
+	over := o.runsOver(ctx, ns)
 	var kept []networkingv1.NetworkPolicy
 	var left []string
 	var leftErr error
 	for _, np := range list {
-		if np.Labels[ManagedByLabel] != ManagedByValue || !pastNotAfter(np.Annotations, now) {
+		why := sweepReason(np, now, over)
+		if why == "" {
 			kept = append(kept, np)
 			continue
 		}
@@ -115,15 +118,66 @@ func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []net
 			kept, left, leftErr = append(kept, np), append(left, np.Name), err
 			continue
 		}
-		fmt.Fprintf(o.ErrOut, "NetworkPolicy: deleted %s/%s left by an earlier run (%s old, not after %s)\n",
-			ns, np.Name, age(np.CreationTimestamp.Time), np.Annotations[NotAfterAnnotation])
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: deleted %s/%s left by an earlier run (%s old, %s)\n", ns, np.Name, age(np.CreationTimestamp.Time), why)
 	}
 	if len(left) > 0 {
 		slices.Sort(left)
-		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s in namespace %s, left by earlier runs, are past their not-after time but were not deleted (%v): delete them with kubectl netbench cleanup -n %s\n",
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s in namespace %s, left by earlier runs that are over, were not deleted (%v): delete them with kubectl netbench cleanup -n %s\n",
 			strings.Join(left, ", "), ns, statusMessage(leftErr), ns)
 	}
 	return kept
+}
+
+// sweepReason says why a temporary policy's run is over ("" if it may not be).
+func sweepReason(np networkingv1.NetworkPolicy, now time.Time, over map[string]bool) string {
+	switch {
+	case np.Labels[ManagedByLabel] != ManagedByValue:
+		return ""
+	case pastNotAfter(np.Annotations, now):
+		return "not after " + np.Annotations[NotAfterAnnotation]
+	case over[np.Labels[RunIDLabel]]:
+		return "every agent of its run has ended"
+	}
+	return ""
+}
+
+// runsOver reads namespace ns's pods and returns the runs whose every agent there has ended: its
+// temporary pods are done and its ephemeral containers terminated (they never restart). A run
+// with an agent still starting or running, or none seen, is not over. The matrix's agents idle
+// rather than exit, so a matrix run waits for its not-after time.
+func (o *commonOptions) runsOver(ctx context.Context, ns string) map[string]bool {
+	pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	over := map[string]bool{} // run → every agent seen so far has ended
+	note := func(run string, done bool) {
+		if prev, seen := over[run]; run != "" {
+			over[run] = done && (prev || !seen)
+		}
+	}
+	for _, p := range pods.Items {
+		if p.Labels[ManagedByLabel] == ManagedByValue {
+			note(p.Labels[RunIDLabel], ended(&p))
+		}
+		for _, ec := range p.Spec.EphemeralContainers {
+			if rest, ok := strings.CutPrefix(ec.Name, "netbench-"); ok {
+				run, _, _ := strings.Cut(rest, "-")
+				note(run, ephemeralEnded(&p, ec.Name))
+			}
+		}
+	}
+	return over
+}
+
+// ephemeralEnded says whether the pod's ephemeral container name has terminated.
+func ephemeralEnded(p *corev1.Pod, name string) bool {
+	for _, st := range p.Status.EphemeralContainerStatuses {
+		if st.Name == name {
+			return st.State.Terminated != nil
+		}
+	}
+	return false
 }
 
 // ended says whether a pod is done: a terminal phase, or every container terminated (the

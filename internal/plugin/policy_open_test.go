@@ -379,15 +379,17 @@ func TestSessionPeers(t *testing.T) {
 }
 
 // Every command reads its namespaces' policies before it starts: the temporary policies of
-// earlier runs past their not-after time are deleted then, and said so; those still in their
-// time, without a deadline, or not this tool's are kept; without permission to delete, one
-// line names them and they stay in force.
+// earlier runs that are over — past their not-after time, or every agent of the run in the
+// namespace ended — are deleted then, and said so; those of runs with an agent starting or
+// running, without a deadline and no agent seen, or not this tool's are kept; without
+// permission to delete, one line names them and they stay in force.
 func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 	now := time.Now()
 	leftover := func(name string, managed bool, notAfter string) *networkingv1.NetworkPolicy {
 		np := netpol(name, matchLabels(map[string]string{"app": "web"}), ingressOnly)
 		if managed {
-			np.Labels = map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "old", RoleLabel: string(RolePolicy)}
+			run, _, _ := strings.Cut(strings.TrimPrefix(name, "netbench-"), "-")
+			np.Labels = map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: run, RoleLabel: string(RolePolicy)}
 		}
 		if notAfter != "" {
 			np.Annotations = map[string]string{NotAfterAnnotation: notAfter}
@@ -399,22 +401,44 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 		leftover("netbench-old-endpoints", true, now.Add(-time.Second).UTC().Format(time.RFC3339)),
 		leftover("netbench-live-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
 		leftover("netbench-no-deadline", true, ""),
+		leftover("netbench-killed-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
+		leftover("netbench-going-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
+		leftover("netbench-starting-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
 		leftover("users-own", false, now.Add(-time.Hour).UTC().Format(time.RFC3339)),
 	}
+	// Run "killed": its server (ephemeral) and its client pod have ended. Run "going": its client
+	// pod has ended, its server still runs. Run "starting": its server has no status yet.
+	ec := func(name string) corev1.EphemeralContainer {
+		return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name}}
+	}
+	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	web := testPod(func(p *corev1.Pod) {
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec("netbench-killed-server"), ec("netbench-going-server"), ec("netbench-starting-server")}
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "netbench-killed-server", State: terminated}, {Name: "netbench-going-server", State: running}}
+	})
+	client := func(run string) *corev1.Pod {
+		return testPod(func(p *corev1.Pod) {
+			p.Name, p.Labels, p.Status.Phase = "netbench-"+run+"-client", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: run}, corev1.PodSucceeded
+		})
+	}
+	pods := []*corev1.Pod{web, client("killed"), client("going")}
 	for _, tc := range []struct {
 		name       string
 		forbidden  bool
 		wantKept   []string
 		wantStderr []string
 	}{
-		{name: "may delete", wantKept: []string{"netbench-live-server", "netbench-no-deadline", "users-own"},
-			wantStderr: []string{"NetworkPolicy: deleted shop/netbench-old-endpoints left by an earlier run", "NetworkPolicy: deleted shop/netbench-old-server left by an earlier run"}},
+		{name: "may delete", wantKept: []string{"netbench-going-server", "netbench-live-server", "netbench-no-deadline", "netbench-starting-server", "users-own"},
+			wantStderr: []string{"NetworkPolicy: deleted shop/netbench-killed-server left by an earlier run",
+				"NetworkPolicy: deleted shop/netbench-old-endpoints left by an earlier run", "NetworkPolicy: deleted shop/netbench-old-server left by an earlier run"}},
 		{name: "may not delete", forbidden: true,
-			wantKept:   []string{"netbench-live-server", "netbench-no-deadline", "netbench-old-endpoints", "netbench-old-server", "users-own"},
-			wantStderr: []string{"NetworkPolicy: netbench-old-endpoints, netbench-old-server in namespace shop, left by earlier runs, are past their not-after time but were not deleted"}},
+			wantKept: []string{"netbench-going-server", "netbench-killed-server", "netbench-live-server", "netbench-no-deadline", "netbench-old-endpoints", "netbench-old-server",
+				"netbench-starting-server", "users-own"},
+			wantStderr: []string{"NetworkPolicy: netbench-killed-server, netbench-old-endpoints, netbench-old-server in namespace shop, left by earlier runs that are over, were not deleted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs, o, errOut := policyCluster(t, nil, policies...)
+			cs, o, errOut := policyCluster(t, pods, policies...)
 			if tc.forbidden {
 				cs.PrependReactor("delete", "networkpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, "x", errors.New("RBAC"))
@@ -427,6 +451,10 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 			live, _ := cs.NetworkingV1().NetworkPolicies("shop").List(context.Background(), metav1.ListOptions{})
 			if diff := cmp.Diff(tc.wantKept, policyNames(live.Items)); diff != "" {
 				t.Errorf("policies left in the namespace (-want +got):\n%s", diff)
+			}
+			if !tc.forbidden && !strings.Contains(errOut.String(), "netbench-killed-server left by an earlier run (") ||
+				!tc.forbidden && !strings.Contains(errOut.String(), " old, every agent of its run has ended)") {
+				t.Errorf("stderr does not say why the killed run's policy went:\n%s", errOut)
 			}
 			var lines []string
 			for _, l := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {

@@ -29,9 +29,8 @@ import (
 // --allow-policy` run (the server agent's and the endpoint agents' ports opened), a
 // `ladder svc/web --allow-policy` interrupted with SIGINT once it measures, and another
 // SIGKILLed a few seconds into measuring, and after it: every call is answered. Meanwhile every temporary policy seen selects only pods a policy of
-// the namespace already isolated in that direction. The SIGKILLed run's policies stay while
-// their not-after time lies ahead (the next run keeps them); once it has passed, the next run
-// of another command deletes them.
+// the namespace already isolated in that direction. Once every agent of the SIGKILLed run has
+// ended, the next run of another command deletes the policies it left.
 func TestAllowPolicyNeverIsolatesAPod(t *testing.T) {
 	cs, ns := lab(t)
 	v1IP, v2IP := allowPolicyApp(t, cs, ns)
@@ -73,7 +72,7 @@ func TestAllowPolicyNeverIsolatesAPod(t *testing.T) {
 	}
 	w.stop(t)
 
-	calls.phase(t, "next runs", func() { sweptOnlyOnceExpired(t, cs, ns, killed) })
+	calls.phase(t, "next run", func() { sweptOnceOver(t, cs, ns, killed) })
 	calls.stop(t)
 }
 
@@ -356,43 +355,53 @@ func (w *policyWatch) stop(t *testing.T) {
 	}
 }
 
-// sweptOnlyOnceExpired runs path twice after the SIGKILL: the first keeps the killed run's
-// policies (their not-after time lies ahead); once their not-after time is moved into the
-// past, as if that time had come, the second deletes them and says so.
-func sweptOnlyOnceExpired(t *testing.T, cs kubernetes.Interface, ns string, killed []string) {
+// sweptOnceOver waits for every agent of the SIGKILLed run to end (its lease lapses), then runs
+// path: it deletes the killed run's policies, although their not-after time lies ahead, and
+// says why.
+func sweptOnceOver(t *testing.T, cs kubernetes.Interface, ns string, killed []string) {
 	t.Helper()
-	path := []string{"path", "-n", ns, "deploy/caller", "deploy/web-v1", "--probes", "rtt"}
-	if _, stderr, err := netbench(t, path...); err != nil {
-		t.Fatalf("path: %v\n%s", err, stderr)
+	np, err := cs.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), killed[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if left := netbenchPolicies(t, cs, ns); strings.Join(left, ",") != strings.Join(killed, ",") {
-		t.Errorf("policies %v after a run, want the killed run's %v kept until their not-after time", left, killed)
+	run := np.Labels["netbench.kubectl.dev/run-id"]
+	start := time.Now()
+	if err := waitFor(45*time.Second, func() bool { return runEnded(t, cs, ns, run) }); err != nil {
+		t.Fatalf("the killed run %s still has an agent running after 45 s", run)
 	}
-	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	for _, name := range killed {
-		np, err := cs.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if np.Annotations["netbench.kubectl.dev/not-after"] == "" {
-			t.Errorf("%s has no not-after annotation", name)
-		}
-		np.Annotations["netbench.kubectl.dev/not-after"] = past
-		if _, err := cs.NetworkingV1().NetworkPolicies(ns).Update(context.Background(), np, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, stderr, err := netbench(t, path...)
+	ended := time.Since(start).Round(time.Second)
+	_, stderr, err := netbench(t, "path", "-n", ns, "deploy/caller", "deploy/web-v1", "--probes", "rtt")
 	if err != nil {
 		t.Fatalf("path: %v\n%s", err, stderr)
 	}
 	for _, name := range killed {
-		if !strings.Contains(stderr, "NetworkPolicy: deleted "+ns+"/"+name+" left by an earlier run") {
-			t.Errorf("stderr does not say %s was deleted:\n%s", name, stderr)
+		if !strings.Contains(stderr, "NetworkPolicy: deleted "+ns+"/"+name+" left by an earlier run (") || !strings.Contains(stderr, "every agent of its run has ended)") {
+			t.Errorf("stderr does not say %s was deleted because its run is over:\n%s", name, stderr)
 		}
 	}
 	if left := netbenchPolicies(t, cs, ns); len(left) > 0 {
 		t.Errorf("policies left after the next run: %v", left)
 	}
-	t.Logf("left by the SIGKILLed run: %v; kept by the next run, deleted by the one after their not-after time", killed)
+	t.Logf("left by the SIGKILLed run %s: %v; its agents ended %s after the check began; the next run deleted them", run, killed, ended)
+}
+
+// runEnded says whether every agent of run in ns has ended: its temporary pods done, its
+// ephemeral containers terminated.
+func runEnded(t *testing.T, cs kubernetes.Interface, ns, run string) bool {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels["netbench.kubectl.dev/run-id"] == run && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return false
+		}
+		for _, st := range p.Status.EphemeralContainerStatuses {
+			if strings.HasPrefix(st.Name, "netbench-"+run+"-") && st.State.Terminated == nil {
+				return false
+			}
+		}
+	}
+	return true
 }
