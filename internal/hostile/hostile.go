@@ -4,6 +4,7 @@ package hostile
 
 import (
 	"bytes"
+	"crypto/rand"
 	"io"
 	"net"
 	"strings"
@@ -21,10 +22,27 @@ var Kinds = []struct {
 	Hold func(c net.Conn, gone <-chan struct{}) // returns once gone is closed
 }{
 	{"raw TCP, silent", func(c net.Conn, gone <-chan struct{}) { <-gone }},
+	{"raw TCP, random bytes", junk},
 	{"HTTP/1 header trickled byte by byte", trickleHTTP1},
 	{"HTTP/2 endless header block", endlessHeaders},
 	{"HTTP/2 CONTINUATION flood", continuationFlood},
 	{"gRPC, many streams without the token", manyStreams},
+}
+
+// junk writes random bytes, 1 KiB every 10 ms, until the peer closes the connection.
+func junk(c net.Conn, gone <-chan struct{}) {
+	b := make([]byte, 1<<10)
+	for {
+		_, _ = rand.Read(b)
+		if _, err := c.Write(b); err != nil {
+			return
+		}
+		select {
+		case <-gone:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func trickleHTTP1(c net.Conn, gone <-chan struct{}) {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -142,7 +143,9 @@ func configMapOwner(t *testing.T, cs kubernetes.Interface, ns string) *metav1.Ow
 	return metav1.NewControllerRef(cm, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 }
 
-// After the plugin is SIGKILLed mid-run, nobody renews the agents' lease: within a minute (the
+// A peer that read the DaemonSet's spec (its token digest) sends each agent, mid-run, echo
+// datagrams sealed with it, as key and as token: none is answered. After the plugin is
+// SIGKILLed mid-run, nobody renews the agents' lease: within a minute (the
 // 45 s lease, renewed until the kill, and the poll's second) every agent's port refuses connections, and over the next 30 s no agent container restarts (they
 // idle instead of exiting, which their DaemonSet would answer with restarts); cleanup then
 // deletes the DaemonSet.
@@ -165,6 +168,7 @@ func TestMatrixKilledAgentsStopServing(t *testing.T) {
 		}
 	}
 	time.Sleep(3 * time.Second) // jobs in flight
+	forgedAtMatrixAgents(t, from, agents, port, specDigest(ds.Spec.Template.Spec.Containers[0].Args))
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	killed := time.Now()
@@ -504,4 +508,24 @@ func inNetns(netns string, fn func() error) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+// forgedAtMatrixAgents sends every matrix agent, from netns at once, echo datagrams sealed with
+// what the DaemonSet's spec shows, and fails on any answer.
+func forgedAtMatrixAgents(t *testing.T, netns string, agents []corev1.Pod, port int, digest string) {
+	t.Helper()
+	d, err := hostile.NewNetnsDialer(netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var wg sync.WaitGroup
+	for _, p := range agents {
+		wg.Go(func() {
+			if n := forgedAnswers(t, d, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)), digest); n > 0 {
+				t.Errorf("matrix agent %s answered %d datagrams sealed with the DaemonSet's digest", p.Name, n)
+			}
+		})
+	}
+	wg.Wait()
 }

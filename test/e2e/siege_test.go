@@ -26,7 +26,7 @@ import (
 
 // Peers outside the run — two pods on two nodes — read the agents' ports as anyone who may get
 // pods and their logs can, and from the moment each port appears hold every connection slot
-// they can at it (siegePerSource connections each, of five kinds: silent, trickled HTTP/1 headers, endless
+// they can at it (siegePerSource connections each, of six kinds: silent, random bytes, trickled HTTP/1 headers, endless
 // HTTP/2 header blocks, CONTINUATION floods, gRPC streams without the token), re-opening what is
 // closed, for a whole `path` run (the runner's hand-over port and the server's port). The run
 // completes (hand-over and lease renewals unharmed), every probe without an error; its TCP
@@ -92,6 +92,62 @@ func TestAgentSiegeInCluster(t *testing.T) {
 			agent.MaxAgentRSS>>20, fp.CPUSeconds, base[0].AgentFootprint["server"].CPUSeconds, base[1].AgentFootprint["server"].CPUSeconds)
 	}
 	noRestarts(t, cs, ns, "app in (client,web)")
+	siegePodMode(t, cs, ns, strangers)
+}
+
+// siegePodMode besieges a `path --mode pod` run with the throughput probe too: temporary agent
+// pods instead of ephemeral containers, the throughput sink's port. The run completes, every
+// probe without an error, tcp moves data, both agents stay under agent.MaxAgentRSS, and
+// datagrams sealed with what the pods' specs show get no answer.
+func siegePodMode(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string) {
+	t.Helper()
+	stop := make(chan struct{})
+	var opened sync.Map
+	var forged atomic.Int64
+	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
+	out, errb, err := netbench(t, "path", "-o", "json", "-n", ns, "deploy/client", "deploy/web", "--mode", "pod", "--probes", "rtt,tcp,udp", "--duration", "3s")
+	close(stop)
+	watchDone()
+	if err != nil {
+		t.Fatalf("path --mode pod under siege: %v\n%s", err, errb)
+	}
+	var r report.PathReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report under siege: %v", err)
+	}
+	landed := 0
+	opened.Range(func(k, v any) bool {
+		n := v.(*atomic.Int64).Load()
+		t.Logf("pod mode, port %v: peers without the token opened %d connections", k, n)
+		if n > 0 {
+			landed++
+		}
+		return true
+	})
+	if landed == 0 {
+		t.Error("no siege connection landed on a pod-mode agent's port")
+	}
+	if n := forged.Load(); n != 0 {
+		t.Errorf("pod mode: %d datagrams sealed with what the spec shows were answered", n)
+	}
+	for _, p := range r.Probes {
+		if p.Skipped != "" {
+			t.Errorf("probe %s under siege: skipped: %s", p.Name, p.Skipped)
+		}
+	}
+	if tcp := resultNamed(&r, "tcp-1"); tcp == nil || tcp.Throughput == nil || tcp.Throughput.BitsPerSecondReceived <= 0 {
+		t.Errorf("tcp under siege: %+v", tcp)
+	} else {
+		t.Logf("pod mode under siege: tcp-1 %.2f Gbit/s", tcp.Throughput.BitsPerSecondReceived/1e9)
+	}
+	for _, role := range []string{"server", "client"} {
+		fp, ok := r.AgentFootprint[role]
+		if !ok || fp.PeakRSSBytes <= 0 || fp.PeakRSSBytes > agent.MaxAgentRSS {
+			t.Errorf("pod mode: %s agent footprint under siege %+v, want a peak RSS under %d bytes", role, fp, agent.MaxAgentRSS)
+			continue
+		}
+		t.Logf("pod mode: %s agent under siege: peak RSS %.1f MiB, %.2f CPU s", role, float64(fp.PeakRSSBytes)/(1<<20), fp.CPUSeconds)
+	}
 }
 
 // forgedAnswers sends, from inside a stranger's network namespace, echo datagrams sealed with
@@ -231,9 +287,18 @@ func agentAddrs(cs kubernetes.Interface, ns string, seen map[string]bool) map[st
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {
+		var agents []corev1.Container
 		for _, c := range p.Spec.EphemeralContainers {
+			if strings.HasPrefix(c.Name, "netbench-") {
+				agents = append(agents, corev1.Container(c.EphemeralContainerCommon))
+			}
+		}
+		if p.Labels["app.kubernetes.io/managed-by"] == "kubectl-netbench" {
+			agents = append(agents, p.Spec.Containers...) // a temporary agent pod
+		}
+		for _, c := range agents {
 			key := p.Name + "/" + c.Name
-			if !strings.HasPrefix(c.Name, "netbench-") || seen[key] {
+			if seen[key] || p.Status.PodIP == "" {
 				continue
 			}
 			addr := listenArg(c.Args, p.Status.PodIP)
