@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -64,6 +65,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&o.Identity.Pod, "pod", "", "the pod this server runs in, answered on "+PathWhoAmI)
 	cmd.Flags().StringVar(&o.Identity.Node, "node", "", "its node, answered on "+PathWhoAmI)
 	cmd.Flags().StringVar(&o.Identity.Zone, "zone", "", "its zone, answered on "+PathWhoAmI)
+	cmd.Flags().Var(trustFlag{&o.Limits.Trusted}, "trust", "trust these source addresses from the start (the API server's, comma-separated): strangers' bounds never count them; they still present the token")
 	cmd.Flags().BoolVar(&o.Jobs, "jobs", false, "also run jobs token holders post to "+PathJob+", one at a time (an agent that serves its peers and measures them)")
 	cmd.Flags().DurationVar(&o.Lease, "lease", 0, "stop serving unless "+PathLease+" is posted within each such period (0: no lease)")
 	cmd.Flags().BoolVar(&idleWhenDone, "idle-when-done", false, "once done (lease expired, not-after passed, told done), close the port and wait for SIGTERM instead of exiting; started after --not-after, wait at once (for pods that always restart: a DaemonSet's)")
@@ -96,6 +98,7 @@ func serve(ctx context.Context, o ServeOptions, idleWhenDone bool, em *Emitter) 
 
 func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	var jobArg, notAfterArg, listen, digest string
+	var trusted []netip.Addr
 	var deadline, await time.Duration
 	cmd := &cobra.Command{
 		Use:   "run --job JSON|-|@FILE",
@@ -116,7 +119,7 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			defer cancel()
 			var job Job
 			if await > 0 {
-				if job, err = AwaitJob(ctx, listen, digest, await, em); errors.Is(err, ErrStoppedBeforeJob) {
+				if job, err = AwaitJob(ctx, listen, digest, await, em, trusted...); errors.Is(err, ErrStoppedBeforeJob) {
 					em.Emit(Event{Type: EventExit, Message: err.Error()})
 					return nil
 				}
@@ -138,6 +141,7 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().DurationVar(&await, "await-job", 0, "instead of --job, wait this long for the plugin to post the job to "+PathJob+" on --listen")
 	cmd.Flags().StringVar(&listen, "listen", ":0", "with --await-job: the address to listen on")
 	cmd.Flags().StringVar(&digest, "token-sha256", "", "with --await-job: accept the job from the holder of the token with this hex SHA-256")
+	cmd.Flags().Var(trustFlag{&trusted}, "trust", "with --await-job: trust these source addresses from the start (the API server's); they still present the token")
 	cmd.Flags().DurationVar(&deadline, "deadline", 10*time.Minute, "give up after this long whatever happens")
 	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "give up at this RFC 3339 time whatever happens (wins over --deadline)")
 	return cmd

@@ -41,8 +41,12 @@ type gate struct {
 }
 
 func newGate(l Limits) *gate {
-	return &gate{limits: l, strangers: map[netip.Addr][]*gatedConn{}, trusted: map[netip.Addr]bool{},
+	g := &gate{limits: l, strangers: map[netip.Addr][]*gatedConn{}, trusted: map[netip.Addr]bool{},
 		byRemote: map[string]*gatedConn{}, rate: map[netip.Addr]int{}}
+	for _, a := range l.Trusted {
+		g.trusted[a] = true
+	}
+	return g
 }
 
 // gatedConn is one admitted connection.

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,5 +172,35 @@ func TestGateRateOfStrangers(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"10.0.0.1": 50, "10.0.0.2": 5}, admitted); diff != "" {
 		t.Errorf("admitted within a second (-want +got):\n%s", diff)
+	}
+}
+
+// The plugin's first connection through the API server's pod proxy, before it ever presented the
+// token, cannot be pushed out by strangers from any number of distinct sources once the API
+// server's address is trusted from the start (--trust); without that, the oldest stranger goes
+// first, and it is the oldest.
+func TestGateTrustedFromTheStart(t *testing.T) {
+	apiServer := netip.MustParseAddr("10.77.0.1")
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Addr
+		pushed  bool
+	}{{"API server trusted", []netip.Addr{apiServer}, false}, {"nothing trusted", nil, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := testLimits
+			l.Trusted = tc.trusted
+			g := newGate(l)
+			plugin := from(apiServer.String(), 1000)
+			admitted := g.admit(plugin)
+			for i := range 4 * l.Strangers {
+				g.admit(from(fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), 2000+i))
+			}
+			if plugin.closed.Load() != tc.pushed {
+				t.Errorf("the plugin's connection closed: %v, want %v", plugin.closed.Load(), tc.pushed)
+			}
+			if !tc.pushed && !admitted.authenticate() {
+				t.Error("the plugin's connection could not authenticate")
+			}
+		})
 	}
 }

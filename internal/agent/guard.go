@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"time"
 
 	"fortio.org/fortio/fgrpc"
@@ -41,6 +44,26 @@ type Limits struct {
 	StrangerRate int
 	// Idle closes keep-alive HTTP and gRPC connections that carry nothing for this long.
 	Idle time.Duration
+	// Trusted are sources trusted from the start, as if they had presented the token once (the
+	// API server, whose pod proxy carries the plugin's requests): strangers' bounds never count
+	// their connections, which must still present the token.
+	Trusted []netip.Addr
+}
+
+// trustFlag is the --trust flag: addresses trusted from the start.
+type trustFlag struct{ addrs *[]netip.Addr }
+
+func (f trustFlag) String() string { return fmt.Sprint(*f.addrs) }
+func (f trustFlag) Type() string   { return "addresses" }
+func (f trustFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--trust %q: want IP addresses separated by commas", v)
+		}
+		*f.addrs = append(*f.addrs, a.Unmap())
+	}
+	return nil
 }
 
 // DefaultLimits fit the largest job the plugin accepts (1024 connections, 128 streams).

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -69,7 +70,7 @@ func jobFromRequest(r *http.Request) (Job, error) {
 // per source and in total and closed unless they present the token within its window, so
 // that peers holding connections cannot keep the plugin's hand-over out.
 // It gives up with ErrNoJob after within, or when ctx ends.
-func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, em *Emitter) (Job, error) {
+func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, em *Emitter, trusted ...netip.Addr) (Job, error) {
 	if digest == "" {
 		return Job{}, errors.New("awaiting a job needs the token's digest (--token-sha256)")
 	}
@@ -114,7 +115,9 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 	})
 	srv := &http.Server{Handler: mux, ConnContext: withGated, ReadHeaderTimeout: DefaultLimits.Handshake, ReadTimeout: handoverReadWindow,
 		WriteTimeout: handoverReadWindow, IdleTimeout: handoverReadWindow, MaxHeaderBytes: 8 << 10}
-	go func() { _ = srv.Serve(&gatedListener{Listener: ln, g: newGate(DefaultLimits)}) }()
+	limits := DefaultLimits
+	limits.Trusted = trusted
+	go func() { _ = srv.Serve(&gatedListener{Listener: ln, g: newGate(limits)}) }()
 	defer func() {
 		// Let the accepted hand-over's answer go out; then drop everyone.
 		c, cancel := context.WithTimeout(context.Background(), time.Second)

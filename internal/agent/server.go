@@ -85,8 +85,10 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	if o.Listen == "" {
 		o.Listen = ":0"
 	}
-	if o.Limits == (Limits{}) {
+	if o.Limits.MaxConns == 0 { // none given: the defaults, with the sources trusted
+		trusted := o.Limits.Trusted
 		o.Limits = DefaultLimits
+		o.Limits.Trusted = trusted
 	}
 	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
 	defer cancel()

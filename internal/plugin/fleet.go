@@ -87,7 +87,7 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	if err := f.rewatch(ctx); err != nil {
 		return nil, err
 	}
-	ds := f.daemonSet()
+	ds := f.daemonSet(f.s.trust(ctx))
 	f.template = ds.Spec.Template.Spec
 	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
 	if err != nil {
@@ -135,7 +135,7 @@ func (f *Fleet) rewatch(ctx context.Context) error {
 	return nil
 }
 
-func (f *Fleet) daemonSet() *appsv1.DaemonSet {
+func (f *Fleet) daemonSet(trust []string) *appsv1.DaemonSet {
 	s, port := f.s, f.Spec.Port
 	labels := s.labels(RoleMesh)
 	pod := agentPod("", f.Spec.Namespace, "", labels, f.Spec.Lifetime)
@@ -149,6 +149,7 @@ func (f *Fleet) daemonSet() *appsv1.DaemonSet {
 	if f.Spec.Lease > 0 {
 		c.Args = append(c.Args, "--lease", f.Spec.Lease.String())
 	}
+	c.Args = append(c.Args, trust...)
 	c.Env = append([]corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}, faultEnv()...)
 	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},

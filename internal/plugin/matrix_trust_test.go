@@ -393,7 +393,7 @@ func TestFleetMemberTrust(t *testing.T) {
 	s := NewSession(fake.NewClientset(), "run1", "token", "img", ModePod, time.Minute)
 	f := &Fleet{s: s, Name: "netbench-run1-mesh", Spec: FleetSpec{Namespace: "netbench", Nodes: []string{"n1"}, Port: 24930}, UID: "uid-1",
 		Members: map[string]*Member{"n1": {Node: "n1", Problem: "no pod yet"}}}
-	ds := f.daemonSet()
+	ds := f.daemonSet(nil)
 	ds.UID = f.UID
 	f.template = ds.Spec.Template.Spec
 	agentPod := func(name string, mod func(*corev1.Pod)) *corev1.Pod {

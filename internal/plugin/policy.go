@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
@@ -47,13 +48,13 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 		}
 		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
 	}
-	sc.apiServer = apiServerAddrs(ctx, o)
+	sc.apiServer = apiServerAddrs(ctx, o.client)
 	return sc
 }
 
 // apiServerAddrs are the addresses of the default/kubernetes Service's endpoints, or none.
-func apiServerAddrs(ctx context.Context, o *commonOptions) []netip.Addr {
-	slices, err := o.client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+func apiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
+	slices, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
 	if err != nil {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -428,4 +429,31 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 		}
 		check(t, pods)
 	})
+}
+
+// Agents trust the API server's addresses (the default/kubernetes Service's endpoints) from the
+// start: its pod proxy carries the plugin's requests, which no number of strangers may keep out.
+func TestAgentsTrustTheAPIServer(t *testing.T) {
+	apiServer := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.77.0.1", "10.77.0.2"}}}}
+	f := newFakeCluster(t, twoPods()...)
+	if err := f.cs.Tracker().Add(apiServer); err != nil {
+		t.Fatal(err)
+	}
+	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	o, _ := newTestPathOptions(f)
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web-1", "client-1"} {
+		p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ec := range p.Spec.EphemeralContainers {
+			if args := strings.Join(ec.Args, " "); !strings.HasSuffix(args, " --trust 10.77.0.1,10.77.0.2") {
+				t.Errorf("%s's args %q: want the API server's addresses trusted", ec.Name, args)
+			}
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,11 @@ type Session struct {
 	// token, and returns the answer's body.
 	Request func(ctx context.Context, namespace, pod string, port int, method, path string, body []byte) ([]byte, error)
 
+	// trusted are the addresses the agents trust before they present the token (the API
+	// server's: its pod proxy carries the plugin's requests), read once.
+	trustOnce sync.Once
+	trusted   []string
+
 	mu       sync.Mutex
 	agents   []*Agent
 	services []*corev1.Service             // temporary Services the run created
@@ -182,7 +188,7 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 		return nil, errors.New("the session is closed")
 	}
 	a := &Agent{s: s, Spec: spec, Namespace: spec.Target.Namespace, NotAfter: s.Now().Add(spec.Lifetime).Truncate(time.Second).Add(time.Second)}
-	args, err := a.args()
+	args, err := a.args(s.trust(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +209,7 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 // args are the agent's command line: serve or run, where it listens, its not-after time and
 // the token's digest. Neither the token nor the job is in the spec (the pod object keeps
 // every ephemeral container for good): a runner is handed its job through the pod proxy.
-func (a *Agent) args() ([]string, error) {
+func (a *Agent) args(trust []string) ([]string, error) {
 	listen := ":" + strconv.Itoa(a.Spec.Port)
 	if a.inPod() {
 		listen = "$(POD_IP)" + listen
@@ -213,7 +219,7 @@ func (a *Agent) args() ([]string, error) {
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
 	digest := agent.TokenDigest(a.s.Token)
 	if a.Spec.Serve {
-		args := []string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}
+		args := append([]string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}, trust...)
 		id := a.Spec.Identity
 		for _, fv := range [][2]string{{"--pod", id.Pod}, {"--node", id.Node}, {"--zone", id.Zone}} {
 			if fv[1] != "" {
@@ -235,7 +241,25 @@ func (a *Agent) args() ([]string, error) {
 		a.handedOver = true
 		return []string{"run", "--job", string(b), "--not-after", notAfter}, nil
 	}
-	return []string{"run", "--listen", listen, "--not-after", notAfter, "--await-job", HandoverWindow.String(), "--token-sha256", digest}, nil
+	return append([]string{"run", "--listen", listen, "--not-after", notAfter, "--await-job", HandoverWindow.String(), "--token-sha256", digest}, trust...), nil
+}
+
+// trust is the agents' --trust argument: the API server's addresses (the default/kubernetes
+// Service's endpoints), whose connections — the plugin's, through the pod proxy — the agents'
+// bounds on strangers then never count, so that no number of strangers can keep the plugin
+// out. None when they cannot be read; the agents then trust the API server from its first
+// request with the token.
+func (s *Session) trust(ctx context.Context) []string {
+	s.trustOnce.Do(func() {
+		var addrs []string
+		for _, a := range apiServerAddrs(ctx, s.Client) {
+			addrs = append(addrs, a.String())
+		}
+		if len(addrs) > 0 {
+			s.trusted = []string{"--trust", strings.Join(addrs, ",")}
+		}
+	})
+	return s.trusted
 }
 
 // HandoverWindow is how long a runner agent waits for its job before it exits.
