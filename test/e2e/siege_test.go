@@ -93,6 +93,43 @@ func TestAgentSiegeInCluster(t *testing.T) {
 	}
 	noRestarts(t, cs, ns, "app in (client,web)")
 	siegePodMode(t, cs, ns, strangers)
+	siegeLadder(t, cs, ns, strangers)
+}
+
+// siegeLadder besieges a `ladder svc/web` run: its server, the endpoint agents in the Service's
+// pods and every rung's client. It completes, each rung's connections through the temporary
+// Service all answered by the run's own endpoint agents, and no app container restarts.
+func siegeLadder(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string) {
+	t.Helper()
+	stop := make(chan struct{})
+	var opened sync.Map
+	var forged atomic.Int64
+	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
+	out, errb, err := netbench(t, "ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50")
+	close(stop)
+	watchDone()
+	if err != nil {
+		t.Fatalf("ladder under siege: %v\n%s", err, errb)
+	}
+	r := decodeStrict[report.LadderReport](t, out)
+	ports := 0
+	opened.Range(func(k, v any) bool {
+		ports++
+		return true
+	})
+	t.Logf("ladder: the siege reached %d agent ports", ports)
+	if ports < 3 {
+		t.Errorf("the siege reached %d ladder agent ports, want the server's, the endpoint agents' and the clients'", ports)
+	}
+	if n := forged.Load(); n != 0 {
+		t.Errorf("ladder: %d datagrams sealed with what the spec shows were answered", n)
+	}
+	for _, rung := range r.Rungs {
+		if rung.Skipped == "" && (rung.Spread == nil || rung.Spread.Answered != rung.Spread.Connections) {
+			t.Errorf("rung %s under siege: spread %+v, want every connection answered by the run's endpoint agents", rung.Name, rung.Spread)
+		}
+	}
+	noRestarts(t, cs, ns, "app in (client,web)")
 }
 
 // siegePodMode besieges a `path --mode pod` run with the throughput probe too: temporary agent
