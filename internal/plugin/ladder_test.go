@@ -40,6 +40,22 @@ func ladderCluster(t *testing.T) *fakeCluster {
 	return f
 }
 
+// runLadder validates and runs the ladder and reads its JSON report.
+func runLadder(t *testing.T, o *LadderOptions, out *strings.Builder) *report.LadderReport {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var r report.LadderReport
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
 func newTestLadderOptions(f *fakeCluster) (*LadderOptions, *strings.Builder) {
 	out := &strings.Builder{}
 	o := NewLadderOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &strings.Builder{}})
@@ -57,16 +73,7 @@ func TestLadderRun(t *testing.T) {
 	f.onCreate = func(p *corev1.Pod) { created = append(created, p.Name+"@"+nodeOf(p)) }
 	o, out := newTestLadderOptions(f)
 	o.Rounds = 2
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var r report.LadderReport
-	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runLadder(t, o, out)
 	var rungs []string
 	for _, rung := range r.Rungs {
 		rungs = append(rungs, rung.Name+"="+rung.Node+rung.Skipped)
@@ -206,16 +213,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 			o, out := newTestLadderOptions(f)
 			o.Service = "svc/web"
 			o.StartTimeout = 3 * time.Second
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			var r report.LadderReport
-			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-				t.Fatal(err)
-			}
+			r := runLadder(t, o, out)
 			if r.Service == nil || !strings.Contains(r.Service.SpreadCaveat, tc.caveat) || (tc.caveat == "") != (r.Service.SpreadCaveat == "") {
 				t.Errorf("caveat %q, want %q", r.Service.SpreadCaveat, tc.caveat)
 			}
@@ -234,16 +232,7 @@ func TestLadderRunService(t *testing.T) {
 	f.script[RoleServer], f.script[RoleEndpoint], f.script[RoleClient] = thenHold(serverReady), thenHold(serverReady), then(clientOK)
 	o, out := newTestLadderOptions(f)
 	o.Service = "svc/web"
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var r report.LadderReport
-	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runLadder(t, o, out)
 	if s := r.Service; s == nil || s.ReadyEndpoints != 2 || s.MeasuredEndpoints != 2 || s.TemporaryService != "netbench-run1" || s.AgentPort < 40000 {
 		t.Fatalf("service %+v", r.Service)
 	}

@@ -48,31 +48,13 @@ func TestAgentSiegeInCluster(t *testing.T) {
 		base = append(base, pathJSON(t, args...))
 	}
 
-	stop := make(chan struct{})
-	var opened sync.Map // port → *atomic.Int64
-	var forged atomic.Int64
-	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
-	out, errb, err := netbench(t, append([]string{"path", "-o", "json"}, args...)...)
-	close(stop)
-	watchDone()
-	if err != nil {
-		t.Fatalf("path under siege: %v\n%s", err, errb)
-	}
+	out := underSiege(t, cs, ns, strangers, "path under siege", append([]string{"path", "-o", "json"}, args...))
 	var r report.PathReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	if err := json.Unmarshal([]byte(out.stdout), &r); err != nil {
 		t.Fatalf("report under siege: %v", err)
 	}
-	ports := 0
-	opened.Range(func(k, v any) bool {
-		ports++
-		t.Logf("port %v: peers without the token opened %d connections", k, v.(*atomic.Int64).Load())
-		return true
-	})
-	if ports < 2 {
-		t.Errorf("the siege reached %d agent ports, want the runner's and the server's", ports)
-	}
-	if n := forged.Load(); n != 0 {
-		t.Errorf("%d datagrams sealed with what the spec shows were answered", n)
+	if len(out.opened) < 2 {
+		t.Errorf("the siege reached %d agent ports, want the runner's and the server's", len(out.opened))
 	}
 	// Both held to the runs without the siege. With 32 KiB allowed before the token, HTTP's p50
 	// rose from 0.70–0.86 to 1.1–1.6 ms here (a CONTINUATION flood cost the agent 3.7 ms of CPU per
@@ -101,28 +83,11 @@ func TestAgentSiegeInCluster(t *testing.T) {
 // Service all answered by the run's own endpoint agents, and no app container restarts.
 func siegeLadder(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string) {
 	t.Helper()
-	stop := make(chan struct{})
-	var opened sync.Map
-	var forged atomic.Int64
-	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
-	out, errb, err := netbench(t, "ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50")
-	close(stop)
-	watchDone()
-	if err != nil {
-		t.Fatalf("ladder under siege: %v\n%s", err, errb)
-	}
-	r := decodeStrict[report.LadderReport](t, out)
-	ports := 0
-	opened.Range(func(k, v any) bool {
-		ports++
-		return true
-	})
-	t.Logf("ladder: the siege reached %d agent ports", ports)
-	if ports < 3 {
-		t.Errorf("the siege reached %d ladder agent ports, want the server's, the endpoint agents' and the clients'", ports)
-	}
-	if n := forged.Load(); n != 0 {
-		t.Errorf("ladder: %d datagrams sealed with what the spec shows were answered", n)
+	out := underSiege(t, cs, ns, strangers, "ladder under siege",
+		[]string{"ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50"})
+	r := decodeStrict[report.LadderReport](t, out.stdout)
+	if len(out.opened) < 3 {
+		t.Errorf("the siege reached %d ladder agent ports, want the server's, the endpoint agents' and the clients'", len(out.opened))
 	}
 	for _, rung := range r.Rungs {
 		if rung.Skipped == "" && (rung.Spread == nil || rung.Spread.Answered != rung.Spread.Connections) {
@@ -138,34 +103,20 @@ func siegeLadder(t *testing.T, cs kubernetes.Interface, ns string, strangers map
 // datagrams sealed with what the pods' specs show get no answer.
 func siegePodMode(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string) {
 	t.Helper()
-	stop := make(chan struct{})
-	var opened sync.Map
-	var forged atomic.Int64
-	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
-	out, errb, err := netbench(t, "path", "-o", "json", "-n", ns, "deploy/client", "deploy/web", "--mode", "pod", "--probes", "rtt,tcp,udp", "--duration", "3s")
-	close(stop)
-	watchDone()
-	if err != nil {
-		t.Fatalf("path --mode pod under siege: %v\n%s", err, errb)
-	}
+	out := underSiege(t, cs, ns, strangers, "path --mode pod under siege",
+		[]string{"path", "-o", "json", "-n", ns, "deploy/client", "deploy/web", "--mode", "pod", "--probes", "rtt,tcp,udp", "--duration", "3s"})
 	var r report.PathReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	if err := json.Unmarshal([]byte(out.stdout), &r); err != nil {
 		t.Fatalf("report under siege: %v", err)
 	}
 	landed := 0
-	opened.Range(func(k, v any) bool {
-		n := v.(*atomic.Int64).Load()
-		t.Logf("pod mode, port %v: peers without the token opened %d connections", k, n)
+	for _, n := range out.opened {
 		if n > 0 {
 			landed++
 		}
-		return true
-	})
+	}
 	if landed == 0 {
 		t.Error("no siege connection landed on a pod-mode agent's port")
-	}
-	if n := forged.Load(); n != 0 {
-		t.Errorf("pod mode: %d datagrams sealed with what the spec shows were answered", n)
 	}
 	for _, p := range r.Probes {
 		if p.Skipped != "" {
@@ -185,6 +136,40 @@ func siegePodMode(t *testing.T, cs kubernetes.Interface, ns string, strangers ma
 		}
 		t.Logf("pod mode: %s agent under siege: peak RSS %.1f MiB, %.2f CPU s", role, float64(fp.PeakRSSBytes)/(1<<20), fp.CPUSeconds)
 	}
+}
+
+// siegeOutcome is what a run under siege printed, the connections the strangers opened at each
+// agent port they found, by port.
+type siegeOutcome struct {
+	stdout string
+	opened map[string]int64
+}
+
+// underSiege runs the plugin with args while the strangers besiege every agent port of the run
+// as it appears (and send each datagrams sealed with what its spec shows, failing the test on
+// any answer); a failed run fails the test, named what.
+func underSiege(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string, what string, args []string) siegeOutcome {
+	t.Helper()
+	stop := make(chan struct{})
+	var opened sync.Map // port → *atomic.Int64
+	var forged atomic.Int64
+	watchDone := siegeAgentPorts(t, cs, ns, strangers, stop, &opened, &forged)
+	out, errb, err := netbench(t, args...)
+	close(stop)
+	watchDone()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, errb)
+	}
+	if n := forged.Load(); n != 0 {
+		t.Errorf("%s: %d datagrams sealed with what the spec shows were answered", what, n)
+	}
+	o := siegeOutcome{stdout: out, opened: map[string]int64{}}
+	opened.Range(func(k, v any) bool {
+		o.opened[k.(string)] = v.(*atomic.Int64).Load()
+		t.Logf("%s: port %v: peers without the token opened %d connections", what, k, o.opened[k.(string)])
+		return true
+	})
+	return o
 }
 
 // forgedAnswers sends, from inside a stranger's network namespace, echo datagrams sealed with
