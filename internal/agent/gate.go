@@ -28,7 +28,7 @@ type gate struct {
 
 	mu        sync.Mutex
 	strangers map[netip.Addr][]*gatedConn // by source, oldest first
-	nStranger int
+	nStranger int                         // strangers from untrusted sources: what Strangers bounds
 	nAuthed   int
 	admitted  uint64
 	trusted   map[netip.Addr]bool
@@ -56,8 +56,10 @@ type gatedConn struct {
 	src    netip.Addr
 	seq    uint64 // admission order
 	authed bool   // under g.mu
-	closed bool   // under g.mu
-	timer  *time.Timer
+	// counted: admitted from an untrusted source, so counted against Strangers (under g.mu).
+	counted bool
+	closed  bool // under g.mu
+	timer   *time.Timer
 
 	trusted  atomic.Bool  // authed, read without the lock on every Read
 	unauthed atomic.Int64 // bytes read while a stranger
@@ -110,7 +112,9 @@ func (g *gate) admit(c net.Conn) *gatedConn {
 	g.admitted++
 	gc.seq = g.admitted
 	g.strangers[gc.src] = append(g.strangers[gc.src], gc)
-	g.nStranger++
+	if gc.counted = !g.trusted[gc.src]; gc.counted {
+		g.nStranger++
+	}
 	g.byRemote[c.RemoteAddr().String()] = gc
 	gc.timer = time.AfterFunc(g.limits.AuthWindow, gc.expire)
 	g.mu.Unlock()
@@ -171,7 +175,9 @@ func (g *gate) dropStranger(c *gatedConn) {
 	for i, x := range q {
 		if x == c {
 			q = append(q[:i:i], q[i+1:]...)
-			g.nStranger--
+			if c.counted {
+				g.nStranger--
+			}
 			break
 		}
 	}

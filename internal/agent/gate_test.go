@@ -204,3 +204,21 @@ func TestGateTrustedFromTheStart(t *testing.T) {
 		})
 	}
 }
+
+// Connections waiting from a trusted address (the API server's, which a host-network pod on its
+// node may share) do not fill the strangers' total: with 100 of them waiting, one stranger from
+// another source is not pushed out when a third source connects.
+func TestGateTrustedWaitingDoNotCrowdStrangers(t *testing.T) {
+	l := testLimits
+	l.Trusted = []netip.Addr{netip.MustParseAddr("10.77.0.1")}
+	g := newGate(l)
+	for i := range 100 {
+		g.admit(from("10.77.0.1", 1000+i))
+	}
+	client := from("10.0.0.9", 2000)
+	g.admit(client)
+	g.admit(from("10.0.0.10", 3000))
+	if client.closed.Load() {
+		t.Error("a stranger was pushed out although the untrusted sources hold 2 of 6 slots")
+	}
+}
