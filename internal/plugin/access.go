@@ -102,7 +102,7 @@ func checkPermissions(ctx context.Context, client kubernetes.Interface, namespac
 		seen[ns] = true
 		var missing []permission
 		for _, p := range need {
-			ok, err := allowed(ctx, client, ns, p)
+			ok, err := allowed(ctx, client, ns, "", p)
 			if err != nil {
 				return nil
 			}
@@ -117,11 +117,12 @@ func checkPermissions(ctx context.Context, client kubernetes.Interface, namespac
 	return nil
 }
 
-// allowed asks the API server (SelfSubjectAccessReview) whether the user may do p in ns.
-func allowed(ctx context.Context, client kubernetes.Interface, ns string, p permission) (bool, error) {
+// allowed asks the API server (SelfSubjectAccessReview) whether the user may do p in ns (on the
+// object named name, when not "").
+func allowed(ctx context.Context, client kubernetes.Interface, ns, name string, p permission) (bool, error) {
 	r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource, Group: p.Group,
+			Namespace: ns, Name: name, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource, Group: p.Group,
 		}},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -41,8 +41,12 @@ func (r *ladderRun) startHostServer(ctx context.Context) error {
 	r.o.Progress("starting the host-network server agent on node %s", r.dst.Pod.Spec.NodeName)
 	a, err := r.sess.Start(ctx, AgentSpec{Role: RoleServer, Suffix: "host", Target: r.dst, Serve: true, Lifetime: r.lifetime,
 		Placement: &Placement{Node: r.dst.Pod.Spec.NodeName, Tolerations: r.tolerationsOn(r.dst.Pod.Spec.NodeName), HostNetwork: true}})
-	if errors.Is(err, ErrPodSecurity) {
+	switch {
+	case errors.Is(err, ErrPodSecurity):
 		rung.Skipped = fmt.Sprintf("namespace %s's Pod Security level forbids hostNetwork pods (%v); run the ladder in a namespace that allows them (privileged)", r.dst.Namespace, err)
+		return nil
+	case errors.Is(err, ErrAdmission):
+		rung.Skipped = fmt.Sprintf("admission in namespace %s refused the hostNetwork pod (%v); run the ladder in a namespace that allows them", r.dst.Namespace, err)
 		return nil
 	}
 	if err != nil {

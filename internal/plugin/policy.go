@@ -52,19 +52,19 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 	return sc
 }
 
-// apiServerAddrs are the addresses of the default/kubernetes Service's endpoints, or none.
+// apiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
+// which only the API server writes, read by name: a slice another writer labelled for the
+// Service is not taken), or none.
 func apiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
-	slices, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
 	var out []netip.Addr
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			for _, a := range e.Addresses {
-				if ip, err := netip.ParseAddr(a); err == nil {
-					out = append(out, ip)
-				}
+	for _, e := range slice.Endpoints {
+		for _, a := range e.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				out = append(out, ip)
 			}
 		}
 	}

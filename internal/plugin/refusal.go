@@ -16,16 +16,18 @@ import (
 // refused is what the run tried when the API server refused: the verb it needed and, for a pod
 // (created, or with an ephemeral container added), the pod as admission saw it.
 type refused struct {
-	doing string
-	need  permission
-	ns    string
-	pod   *corev1.Pod
+	doing    string
+	need     permission
+	ns, name string // the object's namespace and name ("" for one being created)
+	pod      *corev1.Pod
 }
 
 // refusal names who refused: the authorizer (asked again, with a SelfSubjectAccessReview), the
 // namespace's enforced Pod Security level (the admission's own checks, run here on the same pod
 // at the level and version the namespace's labels enforce), or another admission step (a
-// ResourceQuota, a LimitRange, a policy webhook). The API error stays in the chain.
+// ResourceQuota, a LimitRange, a policy webhook) — or admission at large, with the API server's
+// words, where Pod Security cannot be told apart here (the namespace unreadable, no label, a
+// webhook that changed the pod). The API error stays in the chain.
 func refusal(ctx context.Context, client kubernetes.Interface, err error, r refused) error {
 	var st apierrors.APIStatus
 	switch {
@@ -33,7 +35,7 @@ func refusal(ctx context.Context, client kubernetes.Interface, err error, r refu
 		return nil
 	case !errors.As(err, &st) || !(apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
 		return fmt.Errorf("%s: %w", r.doing, err)
-	case apierrors.IsForbidden(err) && !mayDo(ctx, client, r.ns, r.need):
+	case apierrors.IsForbidden(err) && !mayDo(ctx, client, r.ns, r.name, r.need):
 		return forbidden(err)
 	case apierrors.IsForbidden(err) && r.pod != nil && podSecurityForbids(ctx, client, r.pod):
 		return fmt.Errorf("%s: %w: %w", r.doing, ErrPodSecurity, err)
@@ -44,8 +46,8 @@ func refusal(ctx context.Context, client kubernetes.Interface, err error, r refu
 
 // mayDo asks the authorizer whether the user may do p in ns; a cluster that cannot answer counts
 // as a no, so that a refusal it cannot place is shown as a missing permission.
-func mayDo(ctx context.Context, client kubernetes.Interface, ns string, p permission) bool {
-	ok, err := allowed(ctx, client, ns, p)
+func mayDo(ctx context.Context, client kubernetes.Interface, ns, name string, p permission) bool {
+	ok, err := allowed(ctx, client, ns, name, p)
 	return ok && err == nil
 }
 

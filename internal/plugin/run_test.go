@@ -172,6 +172,9 @@ func TestPathRunFailures(t *testing.T) {
 			f.patchErr = podSecurity
 			addNamespace(t, f, "restricted")
 		}, want: "adding the server agent to shop/web-1: the namespace's Pod Security level forbids it: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrPodSecurity},
+		{name: "pod security refusal, namespace unreadable", setup: func(f *fakeCluster, o *PathOptions) {
+			f.patchErr = podSecurity // no Namespace object: admission at large, in the API server's words
+		}, want: "admission refused the agent: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrAdmission},
 		{name: "quota refusal", setup: func(f *fakeCluster, o *PathOptions) {
 			f.patchErr = quota
 			addNamespace(t, f, "baseline")

@@ -316,7 +316,7 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	seen := t.Pod.DeepCopy()
 	seen.Spec.EphemeralContainers = append(seen.Spec.EphemeralContainers, ec)
 	return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
-		need: permission{"patch", "pods", "ephemeralcontainers", ""}, ns: t.Namespace, pod: seen})
+		need: permission{"patch", "pods", "ephemeralcontainers", ""}, ns: t.Namespace, name: t.Pod.Name, pod: seen})
 }
 
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
