@@ -141,31 +141,33 @@ func sweepReason(np networkingv1.NetworkPolicy, now time.Time, over map[string]b
 	return ""
 }
 
-// runsOver reads namespace ns's pods and returns the runs whose every agent there has ended: its
-// temporary pods are done and its ephemeral containers terminated (they never restart). A run
-// with an agent still starting or running, or none seen, is not over. The matrix's agents idle
-// rather than exit, so a matrix run waits for its not-after time.
+// runsOver reads namespace ns's pods and returns the runs that are over there: every one of
+// their ephemeral agents has terminated (ephemeral containers never restart, and adding one
+// takes a permission a co-tenant who may only create pods lacks), at least one was seen, and
+// no temporary agent pod of theirs still runs. An ended temporary pod is no evidence (anyone
+// who may create pods can make one with a run's labels), a running one keeps its run alive. So
+// a run whose agents are all temporary pods (--mode pod, the matrix's DaemonSet) waits for its
+// not-after time.
 func (o *commonOptions) runsOver(ctx context.Context, ns string) map[string]bool {
 	pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
-	over := map[string]bool{} // run → every agent seen so far has ended
-	note := func(run string, done bool) {
-		if prev, seen := over[run]; run != "" {
-			over[run] = done && (prev || !seen)
-		}
-	}
+	over, alive := map[string]bool{}, map[string]bool{}
 	for _, p := range pods.Items {
-		if p.Labels[ManagedByLabel] == ManagedByValue {
-			note(p.Labels[RunIDLabel], ended(&p))
+		if run := p.Labels[RunIDLabel]; p.Labels[ManagedByLabel] == ManagedByValue && run != "" && !ended(&p) {
+			alive[run] = true
 		}
 		for _, ec := range p.Spec.EphemeralContainers {
 			if rest, ok := strings.CutPrefix(ec.Name, "netbench-"); ok {
 				run, _, _ := strings.Cut(rest, "-")
-				note(run, ephemeralEnded(&p, ec.Name))
+				done, seen := over[run]
+				over[run] = ephemeralEnded(&p, ec.Name) && (done || !seen)
 			}
 		}
+	}
+	for run := range alive {
+		over[run] = false
 	}
 	return over
 }

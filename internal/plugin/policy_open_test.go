@@ -404,37 +404,45 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 		leftover("netbench-killed-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
 		leftover("netbench-going-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
 		leftover("netbench-starting-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
+		leftover("netbench-forged-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
+		leftover("netbench-podalive-server", true, now.Add(time.Hour).UTC().Format(time.RFC3339)),
 		leftover("users-own", false, now.Add(-time.Hour).UTC().Format(time.RFC3339)),
 	}
 	// Run "killed": its server (ephemeral) and its client pod have ended. Run "going": its client
-	// pod has ended, its server still runs. Run "starting": its server has no status yet.
+	// pod has ended, its server still runs. Run "starting": its server has no status yet. Run
+	// "forged": only an ended pod with its labels, which anyone may create. Run "podalive": its
+	// ephemeral server has ended, a temporary pod of it still runs.
 	ec := func(name string) corev1.EphemeralContainer {
 		return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name}}
 	}
 	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 	web := testPod(func(p *corev1.Pod) {
-		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec("netbench-killed-server"), ec("netbench-going-server"), ec("netbench-starting-server")}
-		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "netbench-killed-server", State: terminated}, {Name: "netbench-going-server", State: running}}
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec("netbench-killed-server"), ec("netbench-going-server"), ec("netbench-starting-server"), ec("netbench-podalive-server")}
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "netbench-killed-server", State: terminated}, {Name: "netbench-going-server", State: running},
+			{Name: "netbench-podalive-server", State: terminated}}
 	})
 	client := func(run string) *corev1.Pod {
 		return testPod(func(p *corev1.Pod) {
 			p.Name, p.Labels, p.Status.Phase = "netbench-"+run+"-client", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: run}, corev1.PodSucceeded
 		})
 	}
-	pods := []*corev1.Pod{web, client("killed"), client("going")}
+	podalive := client("podalive")
+	podalive.Status.Phase = corev1.PodRunning
+	pods := []*corev1.Pod{web, client("killed"), client("going"), client("forged"), podalive}
 	for _, tc := range []struct {
 		name       string
 		forbidden  bool
 		wantKept   []string
 		wantStderr []string
 	}{
-		{name: "may delete", wantKept: []string{"netbench-going-server", "netbench-live-server", "netbench-no-deadline", "netbench-starting-server", "users-own"},
+		{name: "may delete", wantKept: []string{"netbench-forged-server", "netbench-going-server", "netbench-live-server", "netbench-no-deadline", "netbench-podalive-server",
+			"netbench-starting-server", "users-own"},
 			wantStderr: []string{"NetworkPolicy: deleted shop/netbench-killed-server left by an earlier run",
 				"NetworkPolicy: deleted shop/netbench-old-endpoints left by an earlier run", "NetworkPolicy: deleted shop/netbench-old-server left by an earlier run"}},
 		{name: "may not delete", forbidden: true,
-			wantKept: []string{"netbench-going-server", "netbench-killed-server", "netbench-live-server", "netbench-no-deadline", "netbench-old-endpoints", "netbench-old-server",
-				"netbench-starting-server", "users-own"},
+			wantKept: []string{"netbench-forged-server", "netbench-going-server", "netbench-killed-server", "netbench-live-server", "netbench-no-deadline", "netbench-old-endpoints",
+				"netbench-old-server", "netbench-podalive-server", "netbench-starting-server", "users-own"},
 			wantStderr: []string{"NetworkPolicy: netbench-killed-server, netbench-old-endpoints, netbench-old-server in namespace shop, left by earlier runs that are over, were not deleted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
