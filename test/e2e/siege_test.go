@@ -53,8 +53,8 @@ func TestAgentSiegeInCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.stdout), &r); err != nil {
 		t.Fatalf("report under siege: %v", err)
 	}
-	if len(out.opened) < 2 {
-		t.Errorf("the siege reached %d agent ports, want the runner's and the server's", len(out.opened))
+	if len(out.opened) < 2 || out.landed() == 0 {
+		t.Errorf("the siege found %d agent ports and landed connections on %d, want the runner's and the server's found, and the server besieged", len(out.opened), out.landed())
 	}
 	// Both held to the runs without the siege. With 32 KiB allowed before the token, HTTP's p50
 	// rose from 0.70–0.86 to 1.1–1.6 ms here (a CONTINUATION flood cost the agent 3.7 ms of CPU per
@@ -86,8 +86,8 @@ func siegeLadder(t *testing.T, cs kubernetes.Interface, ns string, strangers map
 	out := underSiege(t, cs, ns, strangers, "ladder under siege",
 		[]string{"ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50"})
 	r := decodeStrict[report.LadderReport](t, out.stdout)
-	if len(out.opened) < 3 {
-		t.Errorf("the siege reached %d ladder agent ports, want the server's, the endpoint agents' and the clients'", len(out.opened))
+	if len(out.opened) < 3 || out.landed() < 2 {
+		t.Errorf("the siege found %d ladder agent ports and landed connections on %d, want the server's, the endpoint agents' and the clients' found, and the first two besieged", len(out.opened), out.landed())
 	}
 	for _, rung := range r.Rungs {
 		if rung.Skipped == "" && (rung.Spread == nil || rung.Spread.Answered != rung.Spread.Connections) {
@@ -109,13 +109,7 @@ func siegePodMode(t *testing.T, cs kubernetes.Interface, ns string, strangers ma
 	if err := json.Unmarshal([]byte(out.stdout), &r); err != nil {
 		t.Fatalf("report under siege: %v", err)
 	}
-	landed := 0
-	for _, n := range out.opened {
-		if n > 0 {
-			landed++
-		}
-	}
-	if landed == 0 {
+	if out.landed() == 0 {
 		t.Error("no siege connection landed on a pod-mode agent's port")
 	}
 	for _, p := range r.Probes {
@@ -143,6 +137,17 @@ func siegePodMode(t *testing.T, cs kubernetes.Interface, ns string, strangers ma
 type siegeOutcome struct {
 	stdout string
 	opened map[string]int64
+}
+
+// landed is how many of the ports found got connections from the strangers.
+func (o siegeOutcome) landed() int {
+	n := 0
+	for _, c := range o.opened {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // underSiege runs the plugin with args while the strangers besiege every agent port of the run
