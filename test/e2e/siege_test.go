@@ -28,7 +28,8 @@ import (
 // pods and their logs can, and from the moment each port appears hold every connection slot
 // they can at it (siegePerSource connections each, of six kinds: silent, random bytes, trickled HTTP/1 headers, endless
 // HTTP/2 header blocks, CONTINUATION floods, gRPC streams without the token), re-opening what is
-// closed, for a whole `path` run (the runner's hand-over port and the server's port). The run
+// closed, for a whole `path` run (the runner's hand-over port and the server's port), then for
+// a `path --mode pod`, a `ladder svc/web` and a `matrix` run. The run
 // completes (hand-over and lease renewals unharmed), every probe without an error; its TCP
 // handshake RTT and HTTP p50 stay within the spread of two runs without the siege; the server agent, inside the app's pod, stays
 // under agent.MaxAgentRSS; no container of the app's pods restarts; and datagrams sealed with what
@@ -76,6 +77,21 @@ func TestAgentSiegeInCluster(t *testing.T) {
 	noRestarts(t, cs, ns, "app in (client,web)")
 	siegePodMode(t, cs, ns, strangers)
 	siegeLadder(t, cs, ns, strangers)
+	siegeMatrix(t, cs, ns, strangers)
+}
+
+// siegeMatrix besieges a `matrix --scope nodes` run: the DaemonSet's agents, which measure each
+// other with jobs the plugin posts. It completes with every one of the 12 pairs measured (at
+// least 95 of 100 samples each) and connections landed on the agents' ports.
+func siegeMatrix(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string) {
+	t.Helper()
+	out := underSiege(t, cs, ns, strangers, "matrix under siege",
+		[]string{"matrix", "-o", "json", "-n", ns, "--scope", "nodes", "--count", "100"})
+	r := decodeStrict[report.MatrixReport](t, out.stdout)
+	if out.landed() == 0 {
+		t.Errorf("the siege found %d matrix agent ports and landed connections on none", len(out.opened))
+	}
+	checkPairs(t, r, false)
 }
 
 // siegeLadder besieges a `ladder svc/web` run: its server, the endpoint agents in the Service's
