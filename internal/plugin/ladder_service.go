@@ -12,16 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // TopologyModeAnnotation is the topology-aware routing annotation a temporary Service copies.
@@ -42,10 +39,6 @@ type serviceRun struct {
 	temp      *corev1.Service
 	info      *report.LadderService
 }
-
-// endpoint is one ready endpoint pod of a Service; hints its EndpointSlice's topology hints
-// ("zones=…;nodes=…", "" without any), which decide where the dataplane sends connections.
-type endpoint struct{ pod, node, zone, addr, hints string }
 
 // serviceName returns the Service the ladder measures: --service, or DST when it names one.
 func (o *LadderOptions) serviceName() (ns, name string) {
@@ -233,56 +226,6 @@ var hintsWait = 15 * time.Second
 // ServiceSettle is how long the ladder waits after a temporary Service has its endpoints, for
 // the nodes' dataplane to route it.
 const ServiceSettle = 2 * time.Second
-
-// readyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
-func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]endpoint, error) {
-	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
-	if err != nil {
-		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, forbiddenOr(err))
-	}
-	seen := map[string]bool{}
-	var out []endpoint
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || (e.Conditions.Ready != nil && !*e.Conditions.Ready) || seen[e.TargetRef.Name] {
-				continue
-			}
-			seen[e.TargetRef.Name] = true
-			ep := endpoint{pod: e.TargetRef.Name, node: deref(e.NodeName), zone: deref(e.Zone)}
-			if len(e.Addresses) > 0 {
-				ep.addr = e.Addresses[0]
-			}
-			ep.hints = hintString(e.Hints)
-			out = append(out, ep)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })
-	return out, nil
-}
-
-// hintString writes an endpoint's topology hints in one canonical form ("" without any).
-func hintString(h *discoveryv1.EndpointHints) string {
-	if h == nil {
-		return ""
-	}
-	var zones, nodes []string
-	for _, z := range h.ForZones {
-		zones = append(zones, z.Name)
-	}
-	for _, n := range h.ForNodes {
-		nodes = append(nodes, n.Name)
-	}
-	if len(zones)+len(nodes) == 0 {
-		return ""
-	}
-	sort.Strings(zones)
-	sort.Strings(nodes)
-	s := "zones=" + strings.Join(zones, ",")
-	if len(nodes) > 0 {
-		s += ";nodes=" + strings.Join(nodes, ",")
-	}
-	return s
-}
 
 // chooseEndpoints takes up to n endpoints, alternating over zones so that each zone is seen.
 func chooseEndpoints(eps []endpoint, n int) []endpoint {

@@ -2,23 +2,20 @@ package plugin
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // Probe groups selectable with --probes.
@@ -281,11 +278,3 @@ func mtuWarnings(results []*agent.ProbeResult) []string {
 	}
 	return w
 }
-
-func randomID() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }

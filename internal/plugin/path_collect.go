@@ -95,12 +95,6 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src, 
 	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
 }
 
-// isAppProbe says whether a probe measures the application (its port, or its Service) rather
-// than the agent server: its failure is reported next to the results, not fatal.
-func isAppProbe(name string) bool {
-	return strings.HasPrefix(name, "app-") || strings.HasPrefix(name, "svc-")
-}
-
 // fillResults puts the results in the report in the order the probes were planned.
 func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agent.ProbeSpec, c *collected) {
 	rep.AgentFootprint = c.footprints

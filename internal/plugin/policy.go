@@ -7,16 +7,13 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // policyScope is what the policy check reads before a run starts anything: the
@@ -50,25 +47,6 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 	}
 	sc.apiServer = apiServerAddrs(ctx, o.client)
 	return sc
-}
-
-// apiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
-// which only the API server writes, read by name: a slice another writer labelled for the
-// Service is not taken), or none.
-func apiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
-	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		return nil
-	}
-	var out []netip.Addr
-	for _, e := range slice.Endpoints {
-		for _, a := range e.Addresses {
-			if ip, err := netip.ParseAddr(a); err == nil {
-				out = append(out, ip)
-			}
-		}
-	}
-	return out
 }
 
 // names lists the policies read, namespace/name.
@@ -252,55 +230,6 @@ func declaredPorts(p *corev1.Pod) []int {
 		}
 	}
 	return out
-}
-
-// planPolicy works out from the policies read what they block between SRC and DST, tells the user,
-// and, with --allow-policy, creates the temporary policies that let this run's agents through
-// (the session deletes them). Bad input fails before anything is created.
-func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScope, src, dst *Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
-	if o.AllowPolicy {
-		if err := checkPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
-			return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, err
-		}
-	}
-	if o.AllowPolicy && sc.skipped != "" {
-		return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, fmt.Errorf("--allow-policy: %s", sc.skipped)
-	}
-	srvPort, cliPort := choosePort(sc, s, src, dst), 0
-	var temporary []string
-	if o.AllowPolicy {
-		before := planPath(sc, s, src, dst, probes, appPort, srvPort, 0)
-		if len(before.check.Blocked) > 0 {
-			al := newAllowance(s, sc, src, dst)
-			srvPort, cliPort = al.srvPort, al.cliPort
-			names, err := o.allow(ctx, s, sc, al, lifetime)
-			temporary = names
-			if err != nil {
-				before.check.Temporary = names
-				return before, err
-			}
-		}
-	}
-	pp := planPath(sc, s, src, dst, probes, appPort, srvPort, cliPort)
-	pp.srvPort, pp.cliPort = srvPort, cliPort
-	if srvPort != 0 && len(temporary) == 0 {
-		pp.check.AgentPort = srvPort
-	}
-	pp.check.Temporary = temporary
-	o.tellPolicy(pp.check.Blocked, temporary)
-	if len(pp.runnable(probes)) == 0 && len(pp.runnableApp(appPort)) == 0 {
-		return pp, fmt.Errorf("NetworkPolicies block every probe of the agents and there is no --port to measure: nothing was measured (allow them for this run with --allow-policy, or measure the app's port with --port)")
-	}
-	return pp, nil
-}
-
-// allow creates the allowance's temporary policies.
-func (o *PathOptions) allow(ctx context.Context, s *Session, sc *policyScope, al *allowance, lifetime time.Duration) ([]string, error) {
-	ops, err := al.policies()
-	if err != nil {
-		return nil, err
-	}
-	return o.createPolicies(ctx, s, sc, ops, lifetime)
 }
 
 // runnable are the probes the policies let through.

@@ -362,14 +362,6 @@ func (s *Session) labels(r Role) map[string]string {
 	return map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: s.RunID, RoleLabel: string(r)}
 }
 
-func statusMessage(err error) string {
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return st.Status().Message
-	}
-	return err.Error()
-}
-
 // agentPod is a temporary agent pod on node that ends by itself after lifetime.
 func agentPod(name, namespace, node string, labels map[string]string, lifetime time.Duration) *corev1.Pod {
 	var grace int64

@@ -18,14 +18,6 @@ import (
 	"k8s.io/kubectl/pkg/scheme"
 )
 
-// Target is a workload named on the command line, resolved to one running pod.
-type Target struct {
-	Arg       string
-	Namespace string
-	Pod       *corev1.Pod
-	Container string
-}
-
 // splitTarget parses NAME, TYPE/NAME or NS/TYPE/NAME.
 func splitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
 	parts := strings.Split(arg, "/")
@@ -141,25 +133,4 @@ func (t *Target) check(container string, allowHostNetwork bool) error {
 		t.Container = p.Spec.Containers[0].Name
 	}
 	return nil
-}
-
-// ForbiddenError is an RBAC refusal said as one line naming the verb and resource to grant. It
-// wraps the API server's error: apierrors.IsForbidden and errors.As see through it.
-type ForbiddenError struct{ Err error }
-
-func (e *ForbiddenError) Error() string {
-	return statusMessage(e.Err) + " (grant it with the Role in the README, section RBAC)"
-}
-
-func (e *ForbiddenError) Unwrap() error { return e.Err }
-
-// forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
-func forbidden(err error) error { return &ForbiddenError{Err: err} }
-
-// forbiddenOr turns an RBAC refusal into the actionable line and leaves other errors as they are.
-func forbiddenOr(err error) error {
-	if apierrors.IsForbidden(err) {
-		return forbidden(err)
-	}
-	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"time"
@@ -14,7 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 )
 
 // ErrNoPodIP: --allow-policy names an existing pod in a temporary policy by its addresses, and
@@ -75,54 +74,6 @@ func (s *Session) deletePolicies(ctx context.Context, policies []*networkingv1.N
 	return errs
 }
 
-// allowance is what --allow-policy opens for one path (or a ladder's server): the server
-// agent's port from the client agent (TCP and UDP; everything between the two agents when they
-// are temporary pods of the run, so ICMP too), and the agents' ports from the API server (the
-// pod proxy), each only for pods already isolated in that direction.
-type allowance struct {
-	s                *Session
-	sc               *policyScope
-	src, dst         *Target
-	srvPort, cliPort int
-}
-
-// newAllowance picks the agents' ports (random, outside the pods' declared ports).
-func newAllowance(s *Session, sc *policyScope, src, dst *Target) *allowance {
-	a := &allowance{s: s, sc: sc, src: src, dst: dst}
-	a.srvPort, a.cliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
-	return a
-}
-
-// freePortAvoiding is a random port from 20000-29999 that the pod does not declare.
-func freePortAvoiding(p *corev1.Pod) int {
-	taken := declaredPorts(p)
-	for {
-		if port := 20000 + rand.IntN(10000); !slices.Contains(taken, port) {
-			return port
-		}
-	}
-}
-
-// policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
-// ingress, each only where a policy already isolates (none when nothing is isolated).
-func (a *allowance) policies() ([]*opening, error) {
-	cli, srv := policyPod(a.s, a.src, RoleClient), policyPod(a.s, a.dst, RoleServer)
-	cliPeers, err := a.s.peers(cli)
-	if err != nil {
-		return nil, err
-	}
-	srvPeers, err := a.s.peers(srv)
-	if err != nil {
-		return nil, err
-	}
-	base := "netbench-" + a.s.RunID
-	server := a.sc.ingressOpenings([]*corev1.Pod{srv},
-		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.apiServerRules(a.srvPort)...))
-	client := append(a.sc.egressOpenings([]*corev1.Pod{cli}, []networkingv1.NetworkPolicyEgressRule{{To: srvPeers, Ports: a.agentPorts()}}),
-		a.sc.ingressOpenings([]*corev1.Pod{cli}, a.sc.apiServerRules(a.cliPort))...)
-	return append(finalize(base+"-server", server), finalize(base+"-client", client)...), nil
-}
-
 // isRunPod says whether p is a temporary pod of this run: only those carry the run's id.
 func (s *Session) isRunPod(p *corev1.Pod) bool {
 	return p.Labels[RunIDLabel] == s.RunID && p.Labels[ManagedByLabel] == ManagedByValue
@@ -172,33 +123,21 @@ func peerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 	}
 }
 
-// portsOf is one port number over each of the protocols.
-func portsOf(port int, protos ...corev1.Protocol) []networkingv1.NetworkPolicyPort {
-	var out []networkingv1.NetworkPolicyPort
-	for _, proto := range protos {
-		p, pr := intstr.FromInt32(int32(port)), proto
-		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &p})
+// apiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
+// which only the API server writes, read by name: a slice another writer labelled for the
+// Service is not taken), or none.
+func apiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
+	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, e := range slice.Endpoints {
+		for _, a := range e.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				out = append(out, ip)
+			}
+		}
 	}
 	return out
-}
-
-// agentPorts: the server agent's port over TCP and UDP; nothing (every port and ICMP) between
-// two temporary agent pods, which nothing but this run's agents carry the labels of.
-func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
-	if a.s.Mode == ModePod {
-		return nil
-	}
-	return portsOf(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
-}
-
-// apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
-func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
-	if len(sc.apiServer) == 0 {
-		return nil
-	}
-	var peers []networkingv1.NetworkPolicyPeer
-	for _, ip := range sc.apiServer {
-		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
-	}
-	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: portsOf(port, corev1.ProtocolTCP)}}
 }

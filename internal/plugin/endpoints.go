@@ -1,0 +1,66 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// endpoint is one ready endpoint pod of a Service; hints its EndpointSlice's topology hints
+// ("zones=…;nodes=…", "" without any), which decide where the dataplane sends connections.
+type endpoint struct{ pod, node, zone, addr, hints string }
+
+// readyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
+func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]endpoint, error) {
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, forbiddenOr(err))
+	}
+	seen := map[string]bool{}
+	var out []endpoint
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || (e.Conditions.Ready != nil && !*e.Conditions.Ready) || seen[e.TargetRef.Name] {
+				continue
+			}
+			seen[e.TargetRef.Name] = true
+			ep := endpoint{pod: e.TargetRef.Name, node: deref(e.NodeName), zone: deref(e.Zone)}
+			if len(e.Addresses) > 0 {
+				ep.addr = e.Addresses[0]
+			}
+			ep.hints = hintString(e.Hints)
+			out = append(out, ep)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })
+	return out, nil
+}
+
+// hintString writes an endpoint's topology hints in one canonical form ("" without any).
+func hintString(h *discoveryv1.EndpointHints) string {
+	if h == nil {
+		return ""
+	}
+	var zones, nodes []string
+	for _, z := range h.ForZones {
+		zones = append(zones, z.Name)
+	}
+	for _, n := range h.ForNodes {
+		nodes = append(nodes, n.Name)
+	}
+	if len(zones)+len(nodes) == 0 {
+		return ""
+	}
+	sort.Strings(zones)
+	sort.Strings(nodes)
+	s := "zones=" + strings.Join(zones, ",")
+	if len(nodes) > 0 {
+		s += ";nodes=" + strings.Join(nodes, ",")
+	}
+	return s
+}

@@ -1,0 +1,36 @@
+package plugin
+
+import (
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ForbiddenError is an RBAC refusal said as one line naming the verb and resource to grant. It
+// wraps the API server's error: apierrors.IsForbidden and errors.As see through it.
+type ForbiddenError struct{ Err error }
+
+func (e *ForbiddenError) Error() string {
+	return statusMessage(e.Err) + " (grant it with the Role in the README, section RBAC)"
+}
+
+func (e *ForbiddenError) Unwrap() error { return e.Err }
+
+// forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
+func forbidden(err error) error { return &ForbiddenError{Err: err} }
+
+// forbiddenOr turns an RBAC refusal into the actionable line and leaves other errors as they are.
+func forbiddenOr(err error) error {
+	if apierrors.IsForbidden(err) {
+		return forbidden(err)
+	}
+	return err
+}
+
+func statusMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,90 @@
+package plugin
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// allowance is what --allow-policy opens for one path (or a ladder's server): the server
+// agent's port from the client agent (TCP and UDP; everything between the two agents when they
+// are temporary pods of the run, so ICMP too), and the agents' ports from the API server (the
+// pod proxy), each only for pods already isolated in that direction.
+type allowance struct {
+	s                *Session
+	sc               *policyScope
+	src, dst         *Target
+	srvPort, cliPort int
+}
+
+// newAllowance picks the agents' ports (random, outside the pods' declared ports).
+func newAllowance(s *Session, sc *policyScope, src, dst *Target) *allowance {
+	a := &allowance{s: s, sc: sc, src: src, dst: dst}
+	a.srvPort, a.cliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
+	return a
+}
+
+// freePortAvoiding is a random port from 20000-29999 that the pod does not declare.
+func freePortAvoiding(p *corev1.Pod) int {
+	taken := declaredPorts(p)
+	for {
+		if port := 20000 + rand.IntN(10000); !slices.Contains(taken, port) {
+			return port
+		}
+	}
+}
+
+// policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
+// ingress, each only where a policy already isolates (none when nothing is isolated).
+func (a *allowance) policies() ([]*opening, error) {
+	cli, srv := policyPod(a.s, a.src, RoleClient), policyPod(a.s, a.dst, RoleServer)
+	cliPeers, err := a.s.peers(cli)
+	if err != nil {
+		return nil, err
+	}
+	srvPeers, err := a.s.peers(srv)
+	if err != nil {
+		return nil, err
+	}
+	base := "netbench-" + a.s.RunID
+	server := a.sc.ingressOpenings([]*corev1.Pod{srv},
+		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.apiServerRules(a.srvPort)...))
+	client := append(a.sc.egressOpenings([]*corev1.Pod{cli}, []networkingv1.NetworkPolicyEgressRule{{To: srvPeers, Ports: a.agentPorts()}}),
+		a.sc.ingressOpenings([]*corev1.Pod{cli}, a.sc.apiServerRules(a.cliPort))...)
+	return append(finalize(base+"-server", server), finalize(base+"-client", client)...), nil
+}
+
+// portsOf is one port number over each of the protocols.
+func portsOf(port int, protos ...corev1.Protocol) []networkingv1.NetworkPolicyPort {
+	var out []networkingv1.NetworkPolicyPort
+	for _, proto := range protos {
+		p, pr := intstr.FromInt32(int32(port)), proto
+		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &p})
+	}
+	return out
+}
+
+// agentPorts: the server agent's port over TCP and UDP; nothing (every port and ICMP) between
+// two temporary agent pods, which nothing but this run's agents carry the labels of.
+func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
+	if a.s.Mode == ModePod {
+		return nil
+	}
+	return portsOf(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
+}
+
+// apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
+func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
+	if len(sc.apiServer) == 0 {
+		return nil
+	}
+	var peers []networkingv1.NetworkPolicyPeer
+	for _, ip := range sc.apiServer {
+		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
+	}
+	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: portsOf(port, corev1.ProtocolTCP)}}
+}
