@@ -20,15 +20,6 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
-func labNode(name, zone string, mod ...func(*corev1.Node)) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelTopologyRegion: "r1"}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-	for _, m := range mod {
-		m(n)
-	}
-	return n
-}
-
 // ladderCluster: web-1 on n2 in zone-b with n3 (cordoned) beside it, n1 in zone-a.
 func ladderCluster(t *testing.T) *fakeCluster {
 	f := newFakeCluster(t, twoPods()...)

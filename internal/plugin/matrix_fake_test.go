@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -198,16 +196,6 @@ func (f *fleetCluster) leave(nodes ...string) {
 	for _, n := range nodes {
 		delete(f.inFlight, n)
 	}
-}
-
-// options are matrix options on this cluster, writing JSON to out.
-func (f *fleetCluster) options(out io.Writer) *MatrixOptions {
-	o := NewMatrixOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
-	o.client, o.namespace, o.Output = f.cs, "netbench", "json"
-	o.NewRunID = func() string { return "run1" }
-	o.Progress = func(string, ...any) {}
-	o.configureSession = func(s *Session) { s.Request = f.request }
-	return o
 }
 
 // apiCalls counts the calls the run made to the API server: the clientset's and the proxied jobs.

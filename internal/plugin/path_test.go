@@ -7,25 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
-
-// testPod is a running pod, valid by default; opts change it.
-func testPod(opts ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop"},
-		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app"}, {Name: "sidecar"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.5"},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
 
 func TestSplitTarget(t *testing.T) {
 	tests := []struct {

@@ -1,0 +1,88 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// configure points a session's logs and proxy at the scripts and the record.
+func (f *fakeCluster) configure(s *Session) {
+	f.token = s.Token
+	s.Logs = func(ctx context.Context, a *Agent, _ *corev1.PodLogOptions) (io.ReadCloser, error) {
+		f.mu.Lock()
+		fn := f.script[a.Spec.Role]
+		f.mu.Unlock()
+		if fn == nil {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		if !a.Spec.Serve {
+			// A runner says it awaits its job before anything else, as the agent does.
+			ready := events(agent.Event{Type: agent.EventReady, Port: 41000})
+			return io.NopCloser(io.MultiReader(strings.NewReader(ready), fn(ctx))), nil
+		}
+		return fn(ctx), nil
+	}
+	s.Proxy = func(ctx context.Context, a *Agent, method, path string, _ []byte) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.proxied = append(f.proxied, method+" "+path)
+		f.proxiedBy = append(f.proxiedBy, string(a.Spec.Role)+": "+method+" "+path)
+		if path == agent.PathJob {
+			return f.jobErr
+		}
+		if path == agent.PathDone && f.goneBeforeDone {
+			// The server already exited: its port refuses, and the kubelet reports it a moment later.
+			go f.terminate(a.Pod, a.Container, 500*time.Millisecond)
+			return errors.New("dial tcp: connect: connection refused")
+		}
+		return f.proxyErr
+	}
+}
+
+// options wires command options to the fake cluster.
+func (f *fakeCluster) options(c *commonOptions) {
+	c.client, c.namespace = f.cs, "shop"
+	c.NewRunID = func() string { return "run1" }
+	c.Progress = func(string, ...any) {}
+	c.configureSession = f.configure
+	c.Resolve = func(ctx context.Context, arg, container string, allowHost bool) (*Target, error) {
+		name := arg[strings.LastIndex(arg, "/")+1:]
+		p, err := f.cs.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		t := &Target{Arg: arg, Namespace: p.Namespace, Pod: p}
+		return t, t.check(container, allowHost)
+	}
+}
+
+func newTestPathOptions(f *fakeCluster) (*PathOptions, *strings.Builder) {
+	out := &strings.Builder{}
+	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
+	f.options(&o.commonOptions)
+	o.SrcArg, o.DstArg = "client-1", "web-1"
+	o.Probes = []string{"rtt"}
+	o.Output = "json"
+	return o, out
+}
+
+// options are matrix options on this cluster, writing JSON to out.
+func (f *fleetCluster) options(out io.Writer) *MatrixOptions {
+	o := NewMatrixOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
+	o.client, o.namespace, o.Output = f.cs, "netbench", "json"
+	o.NewRunID = func() string { return "run1" }
+	o.Progress = func(string, ...any) {}
+	o.configureSession = func(s *Session) { s.Request = f.request }
+	return o
+}
