@@ -13,12 +13,12 @@ import (
 )
 
 // permission is one verb on one resource a run needs.
-type permission struct {
+type Permission struct {
 	Verb, Resource, Subresource string
 	Group                       string // "" for the core group
 }
 
-func (p permission) String() string {
+func (p Permission) String() string {
 	switch {
 	case p.Subresource != "":
 		return p.Verb + " " + p.Resource + "/" + p.Subresource
@@ -30,20 +30,20 @@ func (p permission) String() string {
 
 // neededPermissions lists what a run needs in the agents' namespaces: every verb it uses, and
 // nothing more (an ephemeral-only Role must do for ephemeral runs).
-func neededPermissions(mode string) []permission {
+func NeededPermissions(mode string) []Permission {
 	// pods/proxy: runners are handed their job, servers renewed and stopped, through it.
-	need := []permission{{"get", "pods", "", ""}, {"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"get", "pods", "log", ""}, {"create", "pods", "proxy", ""}}
+	need := []Permission{{"get", "pods", "", ""}, {"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"get", "pods", "log", ""}, {"create", "pods", "proxy", ""}}
 	if mode == ModePod {
-		need = append(need, permission{"create", "pods", "", ""}, permission{"delete", "pods", "", ""})
+		need = append(need, Permission{"create", "pods", "", ""}, Permission{"delete", "pods", "", ""})
 	} else {
-		need = append(need, permission{"patch", "pods", "ephemeralcontainers", ""})
+		need = append(need, Permission{"patch", "pods", "ephemeralcontainers", ""})
 	}
 	return need
 }
 
 // servicePermissions are what measuring a Service's zone routing adds: its endpoints, and a
 // temporary Service of the run's own.
-var servicePermissions = []permission{
+var ServicePermissions = []Permission{
 	{"get", "services", "", ""}, {"list", "services", "", ""}, {"create", "services", "", ""}, {"delete", "services", "", ""},
 	{"list", "endpointslices", "", "discovery.k8s.io"},
 }
@@ -51,7 +51,7 @@ var servicePermissions = []permission{
 // policyPermissions are what --allow-policy adds in every namespace it may create a temporary
 // NetworkPolicy in: list (the policies are read again just before creating), create, and
 // delete — without it a policy created could not be removed at the end.
-var policyPermissions = []permission{
+var policyPermissions = []Permission{
 	{"list", "networkpolicies", "", "networking.k8s.io"},
 	{"create", "networkpolicies", "", "networking.k8s.io"},
 	{"delete", "networkpolicies", "", "networking.k8s.io"},
@@ -59,8 +59,8 @@ var policyPermissions = []permission{
 
 // checkPolicyPermissions checks, before anything is created, that --allow-policy may create and
 // delete NetworkPolicies in each namespace it may create them in.
-func checkPolicyPermissions(ctx context.Context, client kubernetes.Interface, namespaces ...string) error {
-	err := checkPermissions(ctx, client, namespaces, policyPermissions)
+func CheckPolicyPermissions(ctx context.Context, client kubernetes.Interface, namespaces ...string) error {
+	err := CheckPermissions(ctx, client, namespaces, policyPermissions)
 	var pe *PermissionError
 	if errors.As(err, &pe) {
 		pe.Flag = "--allow-policy"
@@ -72,7 +72,7 @@ func checkPolicyPermissions(ctx context.Context, client kubernetes.Interface, na
 // PermissionError names the verbs a user lacks, before anything was created.
 type PermissionError struct {
 	Namespace string
-	Missing   []permission
+	Missing   []Permission
 	// Flag is the option that needs them, Hint how to get them ("": the README's Roles).
 	Flag, Hint string
 }
@@ -93,14 +93,14 @@ func (e *PermissionError) Error() string {
 // checkPermissions asks the API server (SelfSubjectAccessReview) whether the user may do each
 // of need in each namespace. A cluster that cannot answer is not an error: the run goes on and
 // the API server refuses later if it must.
-func checkPermissions(ctx context.Context, client kubernetes.Interface, namespaces []string, need []permission) error {
+func CheckPermissions(ctx context.Context, client kubernetes.Interface, namespaces []string, need []Permission) error {
 	seen := map[string]bool{}
 	for _, ns := range namespaces {
 		if seen[ns] {
 			continue
 		}
 		seen[ns] = true
-		var missing []permission
+		var missing []Permission
 		for _, p := range need {
 			ok, err := allowed(ctx, client, ns, "", p)
 			if err != nil {
@@ -119,7 +119,7 @@ func checkPermissions(ctx context.Context, client kubernetes.Interface, namespac
 
 // allowed asks the API server (SelfSubjectAccessReview) whether the user may do p in ns (on the
 // object named name, when not "").
-func allowed(ctx context.Context, client kubernetes.Interface, ns, name string, p permission) (bool, error) {
+func allowed(ctx context.Context, client kubernetes.Interface, ns, name string, p Permission) (bool, error) {
 	r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: ns, Name: name, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource, Group: p.Group,

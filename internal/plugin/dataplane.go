@@ -49,5 +49,5 @@ func short(err error) string {
 	if err == nil {
 		return "no mode in it"
 	}
-	return forbiddenOr(err).Error()
+	return ForbiddenOr(err).Error()
 }

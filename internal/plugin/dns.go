@@ -314,7 +314,7 @@ func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, 
 				res = ev.Result.DNS
 			}
 		case agent.EventError:
-			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, sanitize(ev.Message))
+			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, Sanitize(ev.Message))
 		case agent.EventExit:
 			return true, nil
 		}

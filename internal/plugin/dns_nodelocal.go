@@ -24,7 +24,7 @@ func (o *DNSOptions) nodeLocalCachePod(ctx context.Context, namespace, node stri
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
 	if err != nil {
-		return "", fmt.Errorf("listing pods %s in %s: %w", NodeLocalDNSLabel, namespace, forbiddenOr(err))
+		return "", fmt.Errorf("listing pods %s in %s: %w", NodeLocalDNSLabel, namespace, ForbiddenOr(err))
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {

@@ -29,7 +29,7 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *Target) (*report.
 	}
 	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		s.Skipped = fmt.Sprintf("skipped: reading Service %s: %v (--dns-service names another)", o.DNSService, forbiddenOr(err))
+		s.Skipped = fmt.Sprintf("skipped: reading Service %s: %v (--dns-service names another)", o.DNSService, ForbiddenOr(err))
 		return s, nil
 	}
 	s.ClusterIP = svc.Spec.ClusterIP

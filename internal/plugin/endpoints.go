@@ -19,7 +19,7 @@ type endpoint struct{ pod, node, zone, addr, hints string }
 func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]endpoint, error) {
 	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
-		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, forbiddenOr(err))
+		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, ForbiddenOr(err))
 	}
 	seen := map[string]bool{}
 	var out []endpoint

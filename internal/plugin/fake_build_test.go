@@ -10,7 +10,7 @@ import (
 )
 
 // testPod is a running pod, valid by default; opts change it.
-func testPod(opts ...func(*corev1.Pod)) *corev1.Pod {
+func NewPod(opts ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop"},
 		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app"}, {Name: "sidecar"}}},
@@ -22,7 +22,7 @@ func testPod(opts ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
-func labNode(name, zone string, mod ...func(*corev1.Node)) *corev1.Node {
+func LabNode(name, zone string, mod ...func(*corev1.Node)) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelTopologyRegion: "r1"}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	for _, m := range mod {
@@ -32,16 +32,16 @@ func labNode(name, zone string, mod ...func(*corev1.Node)) *corev1.Node {
 }
 
 // impostor is a ready pod with the run's labels on node-00001, created after the agents.
-func impostor(f *fleetCluster, ds *appsv1.DaemonSet, mod func(p *corev1.Pod)) *corev1.Pod {
+func Impostor(f *FleetCluster, ds *appsv1.DaemonSet, mod func(p *corev1.Pod)) *corev1.Pod {
 	p := f.readyPod("impostor", ds.Namespace, "node-00001", ds.Spec.Template.Labels)
 	mod(p)
 	return p
 }
 
 // createdDaemonSet is the DaemonSet the run created.
-func createdDaemonSet(t *testing.T, f *fleetCluster) *appsv1.DaemonSet {
+func CreatedDaemonSet(t *testing.T, f *FleetCluster) *appsv1.DaemonSet {
 	t.Helper()
-	for _, a := range f.cs.Actions() {
+	for _, a := range f.Cs.Actions() {
 		if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource == "daemonsets" {
 			return c.GetObject().(*appsv1.DaemonSet)
 		}

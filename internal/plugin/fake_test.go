@@ -14,18 +14,18 @@ import (
 )
 
 // configure points a session's logs and proxy at the scripts and the record.
-func (f *fakeCluster) configure(s *Session) {
-	f.token = s.Token
+func (f *FakeCluster) configure(s *Session) {
+	f.Token = s.Token
 	s.Logs = func(ctx context.Context, a *Agent, _ *corev1.PodLogOptions) (io.ReadCloser, error) {
-		f.mu.Lock()
-		fn := f.script[a.Spec.Role]
-		f.mu.Unlock()
+		f.Mu.Lock()
+		fn := f.Script[string(a.Spec.Role)]
+		f.Mu.Unlock()
 		if fn == nil {
 			return io.NopCloser(strings.NewReader("")), nil
 		}
 		if !a.Spec.Serve {
 			// A runner says it awaits its job before anything else, as the agent does.
-			ready := events(agent.Event{Type: agent.EventReady, Port: 41000})
+			ready := Events(agent.Event{Type: agent.EventReady, Port: 41000})
 			return io.NopCloser(io.MultiReader(strings.NewReader(ready), fn(ctx))), nil
 		}
 		return fn(ctx), nil
@@ -34,31 +34,31 @@ func (f *fakeCluster) configure(s *Session) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.proxied = append(f.proxied, method+" "+path)
-		f.proxiedBy = append(f.proxiedBy, string(a.Spec.Role)+": "+method+" "+path)
+		f.Mu.Lock()
+		defer f.Mu.Unlock()
+		f.Proxied = append(f.Proxied, method+" "+path)
+		f.ProxiedBy = append(f.ProxiedBy, string(a.Spec.Role)+": "+method+" "+path)
 		if path == agent.PathJob {
-			return f.jobErr
+			return f.JobErr
 		}
-		if path == agent.PathDone && f.goneBeforeDone {
+		if path == agent.PathDone && f.GoneBeforeDone {
 			// The server already exited: its port refuses, and the kubelet reports it a moment later.
-			go f.terminate(a.Pod, a.Container, 500*time.Millisecond)
+			go f.Terminate(a.Pod, a.Container, 500*time.Millisecond)
 			return errors.New("dial tcp: connect: connection refused")
 		}
-		return f.proxyErr
+		return f.ProxyErr
 	}
 }
 
 // options wires command options to the fake cluster.
-func (f *fakeCluster) options(c *commonOptions) {
-	c.client, c.namespace = f.cs, "shop"
+func (f *FakeCluster) options(c *commonOptions) {
+	c.client, c.namespace = f.Cs, "shop"
 	c.NewRunID = func() string { return "run1" }
 	c.Progress = func(string, ...any) {}
 	c.configureSession = f.configure
 	c.Resolve = func(ctx context.Context, arg, container string, allowHost bool) (*Target, error) {
 		name := arg[strings.LastIndex(arg, "/")+1:]
-		p, err := f.cs.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
+		p, err := f.Cs.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func (f *fakeCluster) options(c *commonOptions) {
 	}
 }
 
-func newTestPathOptions(f *fakeCluster) (*PathOptions, *strings.Builder) {
+func newTestPathOptions(f *FakeCluster) (*PathOptions, *strings.Builder) {
 	out := &strings.Builder{}
 	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
 	f.options(&o.commonOptions)
@@ -78,11 +78,11 @@ func newTestPathOptions(f *fakeCluster) (*PathOptions, *strings.Builder) {
 }
 
 // options are matrix options on this cluster, writing JSON to out.
-func (f *fleetCluster) options(out io.Writer) *MatrixOptions {
+func (f *FleetCluster) options(out io.Writer) *MatrixOptions {
 	o := NewMatrixOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
-	o.client, o.namespace, o.Output = f.cs, "netbench", "json"
+	o.client, o.namespace, o.Output = f.Cs, "netbench", "json"
 	o.NewRunID = func() string { return "run1" }
 	o.Progress = func(string, ...any) {}
-	o.configureSession = func(s *Session) { s.Request = f.request }
+	o.configureSession = func(s *Session) { s.Request = f.Request }
 	return o
 }

@@ -25,79 +25,79 @@ import (
 
 // fakeCluster is a fake clientset that behaves like a cluster where agents start at once, with
 // scripted agent output and a recorded pod proxy.
-type fakeCluster struct {
+type FakeCluster struct {
 	t  *testing.T
-	cs *fake.Clientset
+	Cs *fake.Clientset
 
-	mu    sync.Mutex
-	token string // the session's run token
+	Mu    sync.Mutex
+	Token string // the session's run token
 	// script returns the output of an agent by role (the last part of its name).
-	script map[Role]func(ctx context.Context) io.ReadCloser
+	Script map[string]func(ctx context.Context) io.ReadCloser
 	// denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
 	// wait with that reason instead of running.
-	denied   map[string]bool
-	waiting  string
-	patchErr error
+	Denied   map[string]bool
+	Waiting  string
+	PatchErr error
 	// revokeAtPatch is a permission taken away when the patch fails with patchErr.
-	revokeAtPatch string
-	proxiedBy     []string // "role: METHOD path" of each proxied call
-	proxyErr      error    // control calls (lease, done) fail with it
+	RevokeAtPatch string
+	ProxiedBy     []string // "role: METHOD path" of each proxied call
+	ProxyErr      error    // control calls (lease, done) fail with it
 	// goneBeforeDone: the server exits before it is told to stop (its client told it first).
-	goneBeforeDone bool
-	jobErr         error // the job hand-over fails with it
+	GoneBeforeDone bool
+	JobErr         error // the job hand-over fails with it
 	// onCreate sees each pod about to be created; createErr, when set, refuses it.
-	onCreate  func(*corev1.Pod)
-	createErr error
-	proxied   []string
+	OnCreate  func(*corev1.Pod)
+	CreateErr error
+	Proxied   []string
 	nextIP    int
 }
 
-func newFakeCluster(t *testing.T, pods ...*corev1.Pod) *fakeCluster {
+func NewFakeCluster(t *testing.T, pods ...*corev1.Pod) *FakeCluster {
 	var objs []runtime.Object
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
-	f := &fakeCluster{t: t, cs: fake.NewClientset(objs...), script: map[Role]func(context.Context) io.ReadCloser{}, denied: map[string]bool{}}
-	f.cs.PrependReactor("create", "selfsubjectaccessreviews", f.review)
-	f.cs.PrependReactor("patch", "pods", f.patchEphemeral)
-	f.cs.PrependReactor("create", "pods", f.createPod)
+	f := &FakeCluster{t: t, Cs: fake.NewClientset(objs...), Script: map[string]func(context.Context) io.ReadCloser{}, Denied: map[string]bool{}}
+	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", f.review)
+	f.Cs.PrependReactor("patch", "pods", f.patchEphemeral)
+	f.Cs.PrependReactor("create", "pods", f.createPod)
 	return f
 }
 
-func (f *fakeCluster) review(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *FakeCluster) review(a k8stesting.Action) (bool, runtime.Object, error) {
 	r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 	ra := r.Spec.ResourceAttributes
 	name := ra.Verb + " " + ra.Resource
 	if ra.Subresource != "" {
 		name = ra.Verb + " pods/" + ra.Subresource
 	}
-	f.mu.Lock()
-	r.Status.Allowed = !f.denied[name]
-	f.mu.Unlock()
+	f.Mu.Lock()
+	r.Status.Allowed = !f.Denied[name]
+	f.Mu.Unlock()
 	return true, r, nil
 }
 
-func (f *fakeCluster) containerStatus(name string) corev1.ContainerStatus {
+func (f *FakeCluster) containerStatus(name string) corev1.ContainerStatus {
 	st := corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
-	if f.waiting != "" {
-		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: f.waiting, Message: "pull failed"}}
+	if f.Waiting != "" {
+		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: f.Waiting, Message: "pull failed"}}
 	}
 	return st
 }
 
 // patchEphemeral adds the patched ephemeral container to the pod, running.
-func (f *fakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *FakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, error) {
 	pa := a.(k8stesting.PatchAction)
 	if pa.GetSubresource() != "ephemeralcontainers" {
 		return false, nil, nil
 	}
-	if f.patchErr != nil {
-		f.mu.Lock()
-		if f.revokeAtPatch != "" {
-			f.denied[f.revokeAtPatch] = true
+	if f.PatchErr != nil {
+		f.Mu.Lock()
+		if f.RevokeAtPatch != "" {
+			f.Denied[f.RevokeAtPatch] = true
 		}
-		f.mu.Unlock()
-		return true, nil, f.patchErr
+		f.Mu.Unlock()
+		return true, nil, f.PatchErr
 	}
 	var patch struct {
 		Spec struct {
@@ -107,7 +107,7 @@ func (f *fakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object,
 	if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil {
 		return true, nil, err
 	}
-	obj, err := f.cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pa.GetNamespace(), pa.GetName())
+	obj, err := f.Cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pa.GetNamespace(), pa.GetName())
 	if err != nil {
 		return true, nil, err
 	}
@@ -116,34 +116,34 @@ func (f *fakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object,
 		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, ec)
 		p.Status.EphemeralContainerStatuses = append(p.Status.EphemeralContainerStatuses, f.containerStatus(ec.Name))
 	}
-	return true, p, f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
+	return true, p, f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
 }
 
 // createPod makes a temporary agent pod run at once with an IP of its own.
-func (f *fakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *FakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, error) {
 	p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-	if f.onCreate != nil {
-		f.onCreate(p)
+	if f.OnCreate != nil {
+		f.OnCreate(p)
 	}
-	if f.createErr != nil {
-		return true, nil, f.createErr
+	if f.CreateErr != nil {
+		return true, nil, f.CreateErr
 	}
-	f.mu.Lock()
+	f.Mu.Lock()
 	f.nextIP++
 	p.Status.Phase, p.Status.PodIP = corev1.PodRunning, fmt.Sprintf("10.0.9.%d", f.nextIP)
-	f.mu.Unlock()
+	f.Mu.Unlock()
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{f.containerStatus("agent")}
 	return false, nil, nil
 }
 
-func (f *fakeCluster) proxiedCalls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.proxied...)
+func (f *FakeCluster) ProxiedCalls() []string {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	return append([]string(nil), f.Proxied...)
 }
 
 // events renders agent events as the agent prints them.
-func events(evs ...agent.Event) string {
+func Events(evs ...agent.Event) string {
 	var b strings.Builder
 	for i, ev := range evs {
 		ev.APIVersion = agent.APIVersion
@@ -156,12 +156,12 @@ func events(evs ...agent.Event) string {
 }
 
 // then prints out and ends the stream.
-func then(out string) func(context.Context) io.ReadCloser {
+func Then(out string) func(context.Context) io.ReadCloser {
 	return func(context.Context) io.ReadCloser { return io.NopCloser(strings.NewReader(out)) }
 }
 
 // thenHold prints out and keeps the stream open until ctx ends, as a running server's does.
-func thenHold(out string) func(context.Context) io.ReadCloser {
+func ThenHold(out string) func(context.Context) io.ReadCloser {
 	return func(ctx context.Context) io.ReadCloser {
 		pr, pw := io.Pipe()
 		go func() {
@@ -173,24 +173,24 @@ func thenHold(out string) func(context.Context) io.ReadCloser {
 	}
 }
 
-func twoPods() []*corev1.Pod {
+func TwoPods() []*corev1.Pod {
 	return []*corev1.Pod{
-		testPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
-		testPod(func(p *corev1.Pod) { p.Spec.NodeName = "n2" }),
+		NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
+		NewPod(func(p *corev1.Pod) { p.Spec.NodeName = "n2" }),
 	}
 }
 
-func rttResult(name, kind string) agent.Event {
+func RttResult(name, kind string) agent.Event {
 	return agent.Event{Type: agent.EventResult, Probe: name, Result: &agent.ProbeResult{Name: name, Kind: kind}}
 }
 
-func genericStreams() genericiooptions.IOStreams { return genericiooptions.NewTestIOStreamsDiscard() }
+func GenericStreams() genericiooptions.IOStreams { return genericiooptions.NewTestIOStreamsDiscard() }
 
-func genericStreamsTo(out io.Writer) genericiooptions.IOStreams {
+func GenericStreamsTo(out io.Writer) genericiooptions.IOStreams {
 	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard}
 }
 
-func testDNSResult() *probes.DNSResult {
+func DNSResultSample() *probes.DNSResult {
 	return &probes.DNSResult{Resolver: resolver.Glibc, Nameserver: "10.96.0.10:53", Config: resolver.Config{Ndots: 5}, Repeats: 1,
 		Names: []probes.DNSName{{Name: "example.com", Variants: []probes.DNSVariant{
 			{Label: "as configured", Ndots: 5, Queries: 8, AnsweredBy: "example.com."},
@@ -199,9 +199,9 @@ func testDNSResult() *probes.DNSResult {
 }
 
 // terminate marks a pod's container terminated after d, as the kubelet would report it.
-func (f *fakeCluster) terminate(pod, container string, d time.Duration) {
+func (f *FakeCluster) Terminate(pod, container string, d time.Duration) {
 	time.Sleep(d)
-	p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
+	p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
@@ -210,5 +210,5 @@ func (f *fakeCluster) terminate(pod, container string, d time.Duration) {
 			p.Status.EphemeralContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 		}
 	}
-	_ = f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "shop")
+	_ = f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "shop")
 }

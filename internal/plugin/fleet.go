@@ -92,8 +92,8 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
 	if err != nil {
 		f.watch.Stop()
-		return nil, refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
-			need: permission{"create", "daemonsets", "", "apps"}, ns: spec.Namespace})
+		return nil, Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
+			Need: Permission{"create", "daemonsets", "", "apps"}, Ns: spec.Namespace})
 	}
 	f.mu.Lock()
 	f.UID = created.UID
@@ -113,7 +113,7 @@ func (f *Fleet) rewatch(ctx context.Context) error {
 	for {
 		list, err := pods.List(ctx, opts)
 		if err != nil {
-			return fmt.Errorf("listing the agents' pods: %w", forbiddenOr(err))
+			return fmt.Errorf("listing the agents' pods: %w", ForbiddenOr(err))
 		}
 		for i := range list.Items {
 			f.update(&list.Items[i])
@@ -129,7 +129,7 @@ func (f *Fleet) rewatch(ctx context.Context) error {
 	}
 	w, err := pods.Watch(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("watching the agents' pods: %w", forbiddenOr(err))
+		return fmt.Errorf("watching the agents' pods: %w", ForbiddenOr(err))
 	}
 	f.watch = w
 	return nil
@@ -137,7 +137,7 @@ func (f *Fleet) rewatch(ctx context.Context) error {
 
 func (f *Fleet) daemonSet(trust []string) *appsv1.DaemonSet {
 	s, port := f.s, f.Spec.Port
-	labels := s.labels(RoleMesh)
+	labels := s.Labels(RoleMesh)
 	pod := agentPod("", f.Spec.Namespace, "", labels, f.Spec.Lifetime)
 	pod.Spec.RestartPolicy, pod.Spec.ActiveDeadlineSeconds = corev1.RestartPolicyAlways, nil // what a DaemonSet allows
 	pod.Spec.Tolerations = f.Spec.Tolerations
@@ -154,7 +154,7 @@ func (f *Fleet) daemonSet(trust []string) *appsv1.DaemonSet {
 	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
 		PeriodSeconds: 1, FailureThreshold: 1}
-	setResources(c, s.Resources)
+	SetResources(c, s.Resources)
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: f.Name, Namespace: f.Spec.Namespace, Labels: labels,
 			Annotations: map[string]string{NotAfterAnnotation: f.NotAfter.UTC().Format(time.RFC3339)}},
@@ -322,7 +322,7 @@ const maxClusterText = 300
 // events or set a container's termination message in the namespace writes it, so control and
 // bidirectional-formatting characters go and it is cut at maxClusterText characters.
 func clusterText(s string) string {
-	s = strings.TrimSpace(sanitize(strings.Map(func(r rune) rune {
+	s = strings.TrimSpace(Sanitize(strings.Map(func(r rune) rune {
 		if unicode.Is(unicode.Cf, r) {
 			return -1
 		}

@@ -56,7 +56,7 @@ func TestFleetJobsAimOnlyAtMembers(t *testing.T) {
 				if err := json.Unmarshal(body, &j); err != nil {
 					t.Fatal(err)
 				}
-				posted = append(posted, pod+" "+joinHostPort(j.Host, j.Port))
+				posted = append(posted, pod+" "+JoinHostPort(j.Host, j.Port))
 				var out strings.Builder
 				agent.NewEmitter(&out).Emit(agent.Event{Type: agent.EventProgress, Message: "measured"})
 				return []byte(out.String()), nil
@@ -113,12 +113,12 @@ func TestFleetLeaseRenewals(t *testing.T) {
 // and stops renewing when the session closes; its agents are told the lease and to idle when
 // done.
 func TestFleetRenewsLeasesUntilClose(t *testing.T) {
-	f := newFleetCluster(3, 1)
-	f.lookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
-		return []*corev1.Pod{impostor(f, ds, func(*corev1.Pod) {})}
+	f := NewFleetCluster(3, 1)
+	f.LookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
+		return []*corev1.Pod{Impostor(f, ds, func(*corev1.Pod) {})}
 	}
-	s := NewSession(f.cs, "run1", "token", "img", ModePod, time.Minute)
-	s.Request = f.request
+	s := NewSession(f.Cs, "run1", "token", "img", ModePod, time.Minute)
+	s.Request = f.Request
 	nodes := []string{"node-00000", "node-00001", "node-00002"}
 	hostnames := map[string]string{}
 	for _, n := range nodes {
@@ -134,10 +134,10 @@ func TestFleetRenewsLeasesUntilClose(t *testing.T) {
 	}
 	time.Sleep(4*lease/3 + lease/6) // four rounds: at 1/3, 2/3, 3/3 and 4/3 of the lease
 	renewals := func() map[string]int {
-		f.mu.Lock()
-		defer f.mu.Unlock()
+		f.Mu.Lock()
+		defer f.Mu.Unlock()
 		n := map[string]int{}
-		for _, c := range f.posted {
+		for _, c := range f.Posted {
 			if pod, path, _ := strings.Cut(c, " "); path == agent.PathLease {
 				n[pod]++
 			}
@@ -161,7 +161,7 @@ func TestFleetRenewsLeasesUntilClose(t *testing.T) {
 	if d := cmp.Diff(closed, renewals()); d != "" {
 		t.Errorf("renewals after Close (-before +after):\n%s", d)
 	}
-	args := strings.Join(createdDaemonSet(t, f).Spec.Template.Spec.Containers[0].Args, " ")
+	args := strings.Join(CreatedDaemonSet(t, f).Spec.Template.Spec.Containers[0].Args, " ")
 	if !strings.Contains(args, " --idle-when-done ") || !strings.HasSuffix(args, " --lease "+lease.String()) {
 		t.Errorf("agent args %q: want the lease and --idle-when-done", args)
 	}

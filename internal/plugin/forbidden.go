@@ -11,23 +11,23 @@ import (
 type ForbiddenError struct{ Err error }
 
 func (e *ForbiddenError) Error() string {
-	return statusMessage(e.Err) + " (grant it with the Role in the README, section RBAC)"
+	return StatusMessage(e.Err) + " (grant it with the Role in the README, section RBAC)"
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }
 
 // forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
-func forbidden(err error) error { return &ForbiddenError{Err: err} }
+func Forbidden(err error) error { return &ForbiddenError{Err: err} }
 
 // forbiddenOr turns an RBAC refusal into the actionable line and leaves other errors as they are.
-func forbiddenOr(err error) error {
+func ForbiddenOr(err error) error {
 	if apierrors.IsForbidden(err) {
-		return forbidden(err)
+		return Forbidden(err)
 	}
 	return err
 }
 
-func statusMessage(err error) string {
+func StatusMessage(err error) string {
 	var st apierrors.APIStatus
 	if errors.As(err, &st) {
 		return st.Status().Message

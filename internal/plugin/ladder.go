@@ -172,7 +172,7 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 	}
 	r.rep.Warnings = append(r.rep.Warnings, targetWarnings(r.dst)...)
 	if ns, name := o.serviceName(); name != "" {
-		if err := checkPermissions(ctx, o.client, []string{ns}, servicePermissions); err != nil {
+		if err := CheckPermissions(ctx, o.client, []string{ns}, ServicePermissions); err != nil {
 			return err
 		}
 		if r.sr, err = o.readService(ctx, r.dst, ns, name); err != nil {
@@ -201,7 +201,7 @@ func (r *ladderRun) open(ctx context.Context) (*Session, error) {
 	mode, note, err := o.chooseMode(ctx, o.Mode, ns)
 	if err == nil {
 		// Clients are temporary pods whatever the server's mode.
-		err = checkPermissions(ctx, o.client, []string{ns}, neededPermissions(ModePod))
+		err = CheckPermissions(ctx, o.client, []string{ns}, NeededPermissions(ModePod))
 	}
 	if err != nil {
 		return nil, err
@@ -321,7 +321,7 @@ func (r *ladderRun) summarize() {
 func (o *LadderOptions) plan(ctx context.Context, dst *Target) ([]report.LadderRung, []corev1.Toleration, error) {
 	list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", forbiddenOr(err))
+		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", ForbiddenOr(err))
 	}
 	var nodes []placement.Node
 	var dstNode *placement.Node

@@ -15,7 +15,7 @@ import (
 // ladderClient is what the policies see of every rung's client: a temporary pod of the run in
 // DST's namespace, carrying the run's client labels (every rung's client carries the same).
 func ladderClient(s *Session, dst *Target) *Target {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dst.Namespace, Name: s.name(AgentSpec{Role: RoleClient}), Labels: s.labels(RoleClient)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dst.Namespace, Name: s.Name(AgentSpec{Role: RoleClient}), Labels: s.Labels(RoleClient)}}
 	return &Target{Namespace: dst.Namespace, Pod: pod}
 }
 
@@ -52,12 +52,12 @@ func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
 	}
 	ns := r.sr.svc.Namespace
 	if r.sess.Mode == ModeEphemeral && len(r.sr.svc.Spec.Selector) > 0 {
-		if err := checkPermissions(ctx, r.o.client, []string{ns}, neededPermissions(ModeEphemeral)); err != nil {
+		if err := CheckPermissions(ctx, r.o.client, []string{ns}, NeededPermissions(ModeEphemeral)); err != nil {
 			return err
 		}
 	}
 	if r.o.AllowPolicy {
-		return checkPolicyPermissions(ctx, r.o.client, ns)
+		return CheckPolicyPermissions(ctx, r.o.client, ns)
 	}
 	return nil
 }
@@ -141,11 +141,11 @@ func spreadBlockers(sc *policyScope, cli netpolicy.Endpoint, pods []*corev1.Pod,
 func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) ([]*opening, error) {
 	sr, port := r.sr, r.sr.agentPort
 	base := "netbench-" + r.sess.RunID
-	endpoints, err := r.sess.peers(sr.pods...)
+	endpoints, err := r.sess.Peers(sr.pods...)
 	if err != nil {
 		return nil, err
 	}
-	clients, err := r.sess.peers(cliPod)
+	clients, err := r.sess.Peers(cliPod)
 	if err != nil {
 		return nil, err
 	}

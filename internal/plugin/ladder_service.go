@@ -63,7 +63,7 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 func (o *LadderOptions) readService(ctx context.Context, dst *Target, ns, name string) (*serviceRun, error) {
 	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("reading Service %s/%s: %w", ns, name, forbiddenOr(err))
+		return nil, fmt.Errorf("reading Service %s/%s: %w", ns, name, ForbiddenOr(err))
 	}
 	sr := &serviceRun{svc: svc}
 	if sr.port, err = tcpPort(svc); err != nil {
@@ -159,7 +159,7 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 	for _, ep := range sr.measured {
 		p, err := o.client.CoreV1().Pods(sr.svc.Namespace).Get(ctx, ep.pod, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, forbiddenOr(err))
+			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, ForbiddenOr(err))
 		}
 		sr.pods = append(sr.pods, p)
 	}

@@ -21,10 +21,10 @@ import (
 )
 
 // ladderCluster: web-1 on n2 in zone-b with n3 (cordoned) beside it, n1 in zone-a.
-func ladderCluster(t *testing.T) *fakeCluster {
-	f := newFakeCluster(t, twoPods()...)
-	for _, n := range []*corev1.Node{labNode("n1", "zone-a"), labNode("n2", "zone-b"), labNode("n3", "zone-b", func(n *corev1.Node) { n.Spec.Unschedulable = true })} {
-		if err := f.cs.Tracker().Add(n); err != nil {
+func ladderCluster(t *testing.T) *FakeCluster {
+	f := NewFakeCluster(t, TwoPods()...)
+	for _, n := range []*corev1.Node{LabNode("n1", "zone-a"), LabNode("n2", "zone-b"), LabNode("n3", "zone-b", func(n *corev1.Node) { n.Spec.Unschedulable = true })} {
+		if err := f.Cs.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,7 +47,7 @@ func runLadder(t *testing.T, o *LadderOptions, out *strings.Builder) *report.Lad
 	return &r
 }
 
-func newTestLadderOptions(f *fakeCluster) (*LadderOptions, *strings.Builder) {
+func newTestLadderOptions(f *FakeCluster) (*LadderOptions, *strings.Builder) {
 	out := &strings.Builder{}
 	o := NewLadderOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &strings.Builder{}})
 	f.options(&o.commonOptions)
@@ -59,9 +59,9 @@ func newTestLadderOptions(f *fakeCluster) (*LadderOptions, *strings.Builder) {
 // before the next; the cordoned node's rung is listed with the reason; nothing is left.
 func TestLadderRun(t *testing.T) {
 	f := ladderCluster(t)
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 	var created []string
-	f.onCreate = func(p *corev1.Pod) { created = append(created, p.Name+"@"+nodeOf(p)) }
+	f.OnCreate = func(p *corev1.Pod) { created = append(created, p.Name+"@"+nodeOf(p)) }
 	o, out := newTestLadderOptions(f)
 	o.Rounds = 2
 	r := runLadder(t, o, out)
@@ -85,10 +85,10 @@ func TestLadderRun(t *testing.T) {
 // server are gone.
 func TestLadderRunFailsInTheMiddle(t *testing.T) {
 	f := ladderCluster(t)
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
-	f.onCreate = func(p *corev1.Pod) {
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.OnCreate = func(p *corev1.Pod) {
 		if strings.HasSuffix(p.Name, "-3-1") {
-			f.createErr = errors.New(`pods "x" is forbidden: exceeded quota: q`)
+			f.CreateErr = errors.New(`pods "x" is forbidden: exceeded quota: q`)
 		}
 	}
 	o, _ := newTestLadderOptions(f)
@@ -135,9 +135,9 @@ func nodeOf(p *corev1.Pod) string {
 // svcCluster adds to ladderCluster a Service "web" over web-1 (n2, zone-b) and web-2 (n1,
 // zone-a), its EndpointSlice, and a temporary Service a killed run left; the fake control plane
 // gives every Service it creates an EndpointSlice over the same pods.
-func svcCluster(t *testing.T) *fakeCluster {
+func svcCluster(t *testing.T) *FakeCluster {
 	f := ladderCluster(t)
-	web2 := testPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "web-2", "n1", "10.0.0.6" })
+	web2 := NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "web-2", "n1", "10.0.0.6" })
 	tcp := corev1.ProtocolTCP
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.20",
@@ -145,14 +145,14 @@ func svcCluster(t *testing.T) *fakeCluster {
 	stale := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old", Namespace: "shop", Labels: map[string]string{ManagedByLabel: ManagedByValue},
 		Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
 	for _, o := range []runtime.Object{web2, svc, stale, endpointSlice("web")} {
-		if err := f.cs.Tracker().Add(o); err != nil {
+		if err := f.Cs.Tracker().Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
 		s.Spec.ClusterIP = "10.96.0.99"
-		return false, nil, f.cs.Tracker().Add(endpointSlice(s.Name))
+		return false, nil, f.Cs.Tracker().Add(endpointSlice(s.Name))
 	})
 	return f
 }
@@ -187,11 +187,11 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 	}{{"hints come", 3, ""}, {"hints never come", 0, "did not get the Service's topology hints within 1s (endpoint web-1: \"none\", the Service's \"zones=zone-b\")"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := svcCluster(t)
-			if err := f.cs.Tracker().Update(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), hintedSlice("web", true), "shop"); err != nil {
+			if err := f.Cs.Tracker().Update(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), hintedSlice("web", true), "shop"); err != nil {
 				t.Fatal(err)
 			}
 			lists := 0
-			f.cs.PrependReactor("list", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			f.Cs.PrependReactor("list", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				sel := a.(k8stesting.ListAction).GetListRestrictions().Labels.String()
 				name, ok := strings.CutPrefix(sel, discoveryv1.LabelServiceName+"=netbench-")
 				if !ok {
@@ -200,7 +200,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 				lists++
 				return true, &discoveryv1.EndpointSliceList{Items: []discoveryv1.EndpointSlice{*hintedSlice("netbench-"+name, tc.hintsAt > 0 && lists >= tc.hintsAt)}}, nil
 			})
-			f.script[RoleServer], f.script[RoleEndpoint], f.script[RoleClient] = thenHold(serverReady), thenHold(serverReady), then(clientOK)
+			f.Script[string(RoleServer)], f.Script[string(RoleEndpoint)], f.Script[string(RoleClient)] = ThenHold(serverReady), ThenHold(serverReady), Then(clientOK)
 			o, out := newTestLadderOptions(f)
 			o.Service = "svc/web"
 			o.StartTimeout = 3 * time.Second
@@ -220,7 +220,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 // land, and a temporary Service a killed run left behind is deleted.
 func TestLadderRunService(t *testing.T) {
 	f := svcCluster(t)
-	f.script[RoleServer], f.script[RoleEndpoint], f.script[RoleClient] = thenHold(serverReady), thenHold(serverReady), then(clientOK)
+	f.Script[string(RoleServer)], f.Script[string(RoleEndpoint)], f.Script[string(RoleClient)] = ThenHold(serverReady), ThenHold(serverReady), Then(clientOK)
 	o, out := newTestLadderOptions(f)
 	o.Service = "svc/web"
 	r := runLadder(t, o, out)
@@ -230,11 +230,11 @@ func TestLadderRunService(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "deleted temporary Service shop/netbench-old left by an earlier run") {
 		t.Errorf("warnings %v: the stale Service was not cleaned", r.Warnings)
 	}
-	svcs, _ := f.cs.CoreV1().Services("shop").List(context.Background(), metav1.ListOptions{})
+	svcs, _ := f.Cs.CoreV1().Services("shop").List(context.Background(), metav1.ListOptions{})
 	if len(svcs.Items) != 1 || svcs.Items[0].Name != "web" {
 		t.Errorf("Services left: %v", svcs.Items)
 	}
-	pods, _ := f.cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+	pods, _ := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
 	var endpoints []string
 	for _, p := range pods.Items {
 		for _, ec := range p.Spec.EphemeralContainers {

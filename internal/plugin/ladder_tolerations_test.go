@@ -59,17 +59,17 @@ func TestLadderClientTolerations(t *testing.T) {
 // client, on DST's node, keeps DST's tolerations.
 func TestLadderClientsStayOffControlPlanes(t *testing.T) {
 	all := []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-	f := newFakeCluster(t, testPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
-		testPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.Tolerations = "n2", all }))
-	for _, n := range []*corev1.Node{labNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
-		labNode("n1", "zone-a"), labNode("n2", "zone-b")} {
-		if err := f.cs.Tracker().Add(n); err != nil {
+	f := NewFakeCluster(t, NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
+		NewPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.Tolerations = "n2", all }))
+	for _, n := range []*corev1.Node{LabNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
+		LabNode("n1", "zone-a"), LabNode("n2", "zone-b")} {
+		if err := f.Cs.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 	got := map[string][]corev1.Toleration{}
-	f.onCreate = func(p *corev1.Pod) {
+	f.OnCreate = func(p *corev1.Pod) {
 		if p.Labels[RoleLabel] == string(RoleClient) {
 			got[nodeOf(p)] = p.Spec.Tolerations
 		}

@@ -61,7 +61,7 @@ func BenchmarkMatrixOrchestration(b *testing.B) {
 				var calls, pairs, agents, planNs, peak float64
 				for b.Loop() {
 					b.StopTimer()
-					f := newFleetCluster(n, 3)
+					f := NewFleetCluster(n, 3)
 					o := f.options(io.Discard)
 					o.Scope, o.Concurrency, o.MaxPairs = sc.scope, 100, n*n
 					if sc.scope == placement.ScopeSample {
@@ -83,7 +83,7 @@ func BenchmarkMatrixOrchestration(b *testing.B) {
 						b.Fatal(err)
 					}
 					peak += float64(stop())
-					calls, pairs, agents = float64(f.apiCalls()), float64(len(r.pairs)), float64(len(r.agentNodes()))
+					calls, pairs, agents = float64(f.ApiCalls()), float64(len(r.pairs)), float64(len(r.agentNodes()))
 				}
 				runs := float64(b.N)
 				b.ReportMetric(calls, "api-calls/run")

@@ -30,53 +30,53 @@ import (
 // pods appear at once, ready, on the nodes its affinity names (delivered on the pods' watch);
 // deleting the DaemonSet deletes them; each agent answers a job with an RTT that depends on
 // the zones of its pair, plus slowBy on pairs that involve the slow node.
-type fleetCluster struct {
-	cs      *fake.Clientset
+type FleetCluster struct {
+	Cs      *fake.Clientset
 	watcher *watch.FakeWatcher
-	zones   map[string]string // node → zone
-	ips     map[string]string // pod IP → node
-	denied  map[string]bool   // "create daemonsets"
-	slow    string
-	slowBy  float64
-	jobs    atomic.Int64
+	Zones   map[string]string // node → zone
+	Ips     map[string]string // pod IP → node
+	Denied  map[string]bool   // "create daemonsets"
+	Slow    string
+	SlowBy  float64
+	Jobs    atomic.Int64
 	// inFlight tracks the nodes in a job at this moment, to catch a node used twice at once.
-	mu       sync.Mutex
+	Mu       sync.Mutex
 	inFlight map[string]bool
-	overlap  []string
+	Overlap  []string
 	// beforeJob, when set, runs before each job is answered (tests interrupt there).
-	beforeJob func()
+	BeforeJob func()
 	// lookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
 	// seen right after the DaemonSet's pod on its node (the last word on that node in the watch).
-	lookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
+	LookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
 	// posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
-	posted, jobTargets []string
+	Posted, JobTargets []string
 }
 
-func newFleetCluster(nodes, zones int) *fleetCluster {
-	f := &fleetCluster{cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
-		zones: map[string]string{}, ips: map[string]string{}, denied: map[string]bool{}, inFlight: map[string]bool{}}
-	_ = f.cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
+func NewFleetCluster(nodes, zones int) *FleetCluster {
+	f := &FleetCluster{Cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
+		Zones: map[string]string{}, Ips: map[string]string{}, Denied: map[string]bool{}, inFlight: map[string]bool{}}
+	_ = f.Cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
 	for i := range nodes {
 		name, zone := fmt.Sprintf("node-%05d", i), fmt.Sprintf("zone-%c", 'a'+i%zones)
-		n := labNode(name, zone)
+		n := LabNode(name, zone)
 		n.Labels[corev1.LabelHostname] = name
-		_ = f.cs.Tracker().Add(n)
-		f.zones[name] = zone
+		_ = f.Cs.Tracker().Add(n)
+		f.Zones[name] = zone
 	}
-	f.cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
-		r.Status.Allowed = !f.denied[r.Spec.ResourceAttributes.Verb+" "+r.Spec.ResourceAttributes.Resource]
+		r.Status.Allowed = !f.Denied[r.Spec.ResourceAttributes.Verb+" "+r.Spec.ResourceAttributes.Resource]
 		return true, r, nil
 	})
-	f.cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
-	f.cs.PrependReactor("create", "daemonsets", f.createDaemonSet)
-	f.cs.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
+	f.Cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
+	f.Cs.PrependReactor("create", "daemonsets", f.createDaemonSet)
+	f.Cs.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
 	return f
 }
 
 // createDaemonSet gives the DaemonSet a UID and places one ready pod of its template, which it
 // controls, on each node its affinity selects, with the look-alikes.
-func (f *fleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *FleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ds := a.(k8stesting.CreateAction).GetObject().(*appsv1.DaemonSet)
 	ds.UID = types.UID("uid-" + ds.Name)
 	created := metav1.NewTime(time.Now().Add(-time.Minute))
@@ -93,8 +93,8 @@ func (f *fleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Objec
 			p.Spec = *ds.Spec.Template.Spec.DeepCopy()
 			p.Spec.NodeName = n
 			f.addPod(p)
-			if others == nil && f.lookAlikes != nil {
-				others = f.lookAlikes(ds)
+			if others == nil && f.LookAlikes != nil {
+				others = f.LookAlikes(ds)
 			}
 			for _, o := range others {
 				if o.Spec.NodeName == n {
@@ -107,27 +107,27 @@ func (f *fleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Objec
 }
 
 // readyPod is a running, ready pod on node with the next pod IP.
-func (f *fleetCluster) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
-	ip := fmt.Sprintf("10.%d.%d.%d", len(f.ips)/65536, len(f.ips)/256%256, len(f.ips)%256)
-	f.ips[ip] = node
+func (f *FleetCluster) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
+	ip := fmt.Sprintf("10.%d.%d.%d", len(f.Ips)/65536, len(f.Ips)/256%256, len(f.Ips)%256)
+	f.Ips[ip] = node
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, CreationTimestamp: metav1.Now()},
 		Spec: corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
 
-func (f *fleetCluster) addPod(p *corev1.Pod) {
-	_ = f.cs.Tracker().Add(p)
+func (f *FleetCluster) addPod(p *corev1.Pod) {
+	_ = f.Cs.Tracker().Add(p)
 	f.watcher.Add(p)
 }
 
 // deleteDaemonSet deletes the pods it controls as the garbage collector would (look-alikes stay).
-func (f *fleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *FleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ns, uid := a.GetNamespace(), types.UID("uid-"+a.(k8stesting.DeleteAction).GetName())
-	pods, _ := f.cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
+	pods, _ := f.Cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
 	for _, p := range pods.(*corev1.PodList).Items {
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == uid {
-			_ = f.cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
+			_ = f.Cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
 		}
 	}
 	return false, nil, nil
@@ -135,11 +135,11 @@ func (f *fleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Objec
 
 // request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results;
 // a lease renewal is answered empty.
-func (f *fleetCluster) request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
-	f.jobs.Add(1)
-	f.mu.Lock()
-	f.posted = append(f.posted, pod+" "+path)
-	f.mu.Unlock()
+func (f *FleetCluster) Request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
+	f.Jobs.Add(1)
+	f.Mu.Lock()
+	f.Posted = append(f.Posted, pod+" "+path)
+	f.Mu.Unlock()
 	if path == agent.PathLease {
 		return nil, nil
 	}
@@ -147,26 +147,26 @@ func (f *fleetCluster) request(ctx context.Context, _, pod string, _ int, _, pat
 	if err := json.Unmarshal(body, &job); err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	f.jobTargets = append(f.jobTargets, net.JoinHostPort(job.Host, strconv.Itoa(job.Port)))
-	f.mu.Unlock()
-	from, to := pod[strings.LastIndex(pod, "-node-")+1:], f.ips[job.Host]
+	f.Mu.Lock()
+	f.JobTargets = append(f.JobTargets, net.JoinHostPort(job.Host, strconv.Itoa(job.Port)))
+	f.Mu.Unlock()
+	from, to := pod[strings.LastIndex(pod, "-node-")+1:], f.Ips[job.Host]
 	if err := f.enter(from, to); err != nil {
 		return nil, err
 	}
 	defer f.leave(from, to)
-	if f.beforeJob != nil {
-		f.beforeJob()
+	if f.BeforeJob != nil {
+		f.BeforeJob()
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	rtt := 200.0
-	if f.zones[from] != f.zones[to] {
+	if f.Zones[from] != f.Zones[to] {
 		rtt = 2000
 	}
-	if from == f.slow || to == f.slow {
-		rtt += f.slowBy
+	if from == f.Slow || to == f.Slow {
+		rtt += f.SlowBy
 	}
 	var out bytes.Buffer
 	em := agent.NewEmitter(&out)
@@ -178,37 +178,37 @@ func (f *fleetCluster) request(ctx context.Context, _, pod string, _ int, _, pat
 	return out.Bytes(), nil
 }
 
-func (f *fleetCluster) enter(nodes ...string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *FleetCluster) enter(nodes ...string) error {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	for _, n := range nodes {
 		if f.inFlight[n] {
-			f.overlap = append(f.overlap, n)
+			f.Overlap = append(f.Overlap, n)
 		}
 		f.inFlight[n] = true
 	}
 	return nil
 }
 
-func (f *fleetCluster) leave(nodes ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *FleetCluster) leave(nodes ...string) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	for _, n := range nodes {
 		delete(f.inFlight, n)
 	}
 }
 
 // apiCalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
-func (f *fleetCluster) apiCalls() int { return len(f.cs.Actions()) + int(f.jobs.Load()) }
+func (f *FleetCluster) ApiCalls() int { return len(f.Cs.Actions()) + int(f.Jobs.Load()) }
 
 // remaining lists what the run left in its namespace.
-func (f *fleetCluster) remaining() []string {
+func (f *FleetCluster) Remaining() []string {
 	var left []string
-	dss, _ := f.cs.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
+	dss, _ := f.Cs.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
 	for _, d := range dss.Items {
 		left = append(left, "daemonset/"+d.Name)
 	}
-	pods, _ := f.cs.CoreV1().Pods("netbench").List(context.Background(), metav1.ListOptions{})
+	pods, _ := f.Cs.CoreV1().Pods("netbench").List(context.Background(), metav1.ListOptions{})
 	for _, p := range pods.Items {
 		left = append(left, "pod/"+p.Name)
 	}

@@ -17,7 +17,7 @@ import (
 // meshPod is what the policies see of every agent of the matrix: a pod of the run in the
 // namespace, with the run's mesh labels.
 func (r *matrixRun) meshPod() *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.namespace, Name: "netbench-" + r.sess.RunID + "-" + string(RoleMesh), Labels: r.sess.labels(RoleMesh)}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.namespace, Name: "netbench-" + r.sess.RunID + "-" + string(RoleMesh), Labels: r.sess.Labels(RoleMesh)}}
 }
 
 // planPolicy reads the namespace's NetworkPolicies before any agent starts and works out which
@@ -28,7 +28,7 @@ func (r *matrixRun) meshPod() *corev1.Pod {
 func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
 	o := r.o
 	if o.AllowPolicy {
-		if err := checkPolicyPermissions(ctx, o.client, o.namespace); err != nil {
+		if err := CheckPolicyPermissions(ctx, o.client, o.namespace); err != nil {
 			return err
 		}
 	}
@@ -93,7 +93,7 @@ func (r *matrixRun) meshBlocks(sc *policyScope, mesh *corev1.Pod, port int) []re
 // carries the labels of) may reach each other on every port and ICMP, and the API server may
 // reach their port; only in the directions a policy already isolates them.
 func (r *matrixRun) meshAllowance(sc *policyScope, mesh *corev1.Pod) []*opening {
-	self := []networkingv1.NetworkPolicyPeer{peerOf(mesh.Namespace, mesh.Labels)}
+	self := []networkingv1.NetworkPolicyPeer{PeerOf(mesh.Namespace, mesh.Labels)}
 	mine := []*corev1.Pod{mesh}
 	ops := append(sc.ingressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.apiServerRules(r.o.Port)...)),
 		sc.egressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)

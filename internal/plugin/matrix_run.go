@@ -20,7 +20,7 @@ import (
 
 // matrixPermissions are what a matrix needs in its namespace: a DaemonSet of its own, a watch
 // on its pods, and their proxy (jobs are posted through it).
-var matrixPermissions = []permission{
+var matrixPermissions = []Permission{
 	{"create", "daemonsets", "", "apps"}, {"delete", "daemonsets", "", "apps"}, {"list", "daemonsets", "", "apps"},
 	{"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"create", "pods", "proxy", ""},
 }
@@ -62,7 +62,7 @@ func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 // terminals) and opens the session, whose agents are always temporary pods.
 func (r *matrixRun) open(ctx context.Context) (*Session, error) {
 	o := r.o
-	if err := checkPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
+	if err := CheckPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
 		return nil, err
 	}
 	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
@@ -151,7 +151,7 @@ func listNodes(ctx context.Context, o *MatrixOptions) ([]placement.Node, error) 
 	for {
 		list, err := o.client.CoreV1().Nodes().List(ctx, opts)
 		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("the matrix places one agent per node and must list nodes: %w", forbidden(err))
+			return nil, fmt.Errorf("the matrix places one agent per node and must list nodes: %w", Forbidden(err))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("listing nodes: %w", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
-func runMatrix(t *testing.T, f *fleetCluster, mod func(*MatrixOptions)) (*report.MatrixReport, error) {
+func runMatrix(t *testing.T, f *FleetCluster, mod func(*MatrixOptions)) (*report.MatrixReport, error) {
 	t.Helper()
 	out := &strings.Builder{}
 	o := f.options(out)
@@ -39,11 +39,11 @@ func runMatrix(t *testing.T, f *fleetCluster, mod func(*MatrixOptions)) (*report
 // grid, the slow node named (and its pairs not listed again), no node in two pairs at once, and
 // nothing left behind.
 func TestMatrixRunNodesScope(t *testing.T) {
-	f := newFleetCluster(6, 2)
-	f.slow, f.slowBy = "node-00004", 1000
+	f := NewFleetCluster(6, 2)
+	f.Slow, f.SlowBy = "node-00004", 1000
 	stale := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old-mesh", Namespace: "netbench",
 		Labels: map[string]string{ManagedByLabel: ManagedByValue}, Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
-	if err := f.cs.Tracker().Add(stale); err != nil {
+	if err := f.Cs.Tracker().Add(stale); err != nil {
 		t.Fatal(err)
 	}
 	r, err := runMatrix(t, f, func(o *MatrixOptions) { o.Scope, o.Concurrency = placement.ScopeNodes, 3 })
@@ -63,10 +63,10 @@ func TestMatrixRunNodesScope(t *testing.T) {
 	if d := cmp.Diff([]string{"node:node-00004"}, flagged); d != "" {
 		t.Errorf("outliers (-want +got):\n%s", d)
 	}
-	if len(f.overlap) > 0 {
-		t.Errorf("nodes measured twice at once: %v", f.overlap)
+	if len(f.Overlap) > 0 {
+		t.Errorf("nodes measured twice at once: %v", f.Overlap)
 	}
-	if left := f.remaining(); len(left) > 0 {
+	if left := f.Remaining(); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 	if r.Plan.Rounds < 10 || r.Plan.Concurrency != 3 {
@@ -76,7 +76,7 @@ func TestMatrixRunNodesScope(t *testing.T) {
 
 // --dry-run reads the nodes and prints the plan; it creates nothing and posts no job.
 func TestMatrixDryRun(t *testing.T) {
-	f := newFleetCluster(8, 2)
+	f := NewFleetCluster(8, 2)
 	out := &strings.Builder{}
 	o := f.options(out)
 	o.Output, o.DryRun = "", true
@@ -86,12 +86,12 @@ func TestMatrixDryRun(t *testing.T) {
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range f.cs.Actions() {
+	for _, a := range f.Cs.Actions() {
 		if a.GetVerb() != "list" {
 			t.Errorf("--dry-run did %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
-	if !strings.Contains(out.String(), "12 pairs, ") || f.jobs.Load() != 0 {
+	if !strings.Contains(out.String(), "12 pairs, ") || f.Jobs.Load() != 0 {
 		t.Errorf("plan:\n%s", out)
 	}
 }
@@ -99,14 +99,14 @@ func TestMatrixDryRun(t *testing.T) {
 // Without the right to create DaemonSets the run stops before anything is created, with one
 // line naming what is missing.
 func TestMatrixForbiddenDaemonSets(t *testing.T) {
-	f := newFleetCluster(4, 2)
-	f.denied["create daemonsets"] = true
+	f := NewFleetCluster(4, 2)
+	f.Denied["create daemonsets"] = true
 	_, err := runMatrix(t, f, func(*MatrixOptions) {})
 	var pe *PermissionError
 	if !errors.As(err, &pe) || strings.Count(err.Error(), "\n") > 0 || !strings.Contains(err.Error(), "create daemonsets.apps") {
 		t.Fatalf("error %v: want one line naming create daemonsets.apps", err)
 	}
-	for _, a := range f.cs.Actions() {
+	for _, a := range f.Cs.Actions() {
 		if a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 			t.Errorf("created %s before refusing", a.GetResource().Resource)
 		}
@@ -115,10 +115,10 @@ func TestMatrixForbiddenDaemonSets(t *testing.T) {
 
 // An interrupt in the middle of the measuring deletes the DaemonSet and its pods.
 func TestMatrixInterrupted(t *testing.T) {
-	f := newFleetCluster(6, 2)
+	f := NewFleetCluster(6, 2)
 	ctx, cancel := context.WithCancel(context.Background())
-	f.beforeJob = func() {
-		if f.jobs.Load() == 3 {
+	f.BeforeJob = func() {
+		if f.Jobs.Load() == 3 {
 			cancel()
 		}
 	}
@@ -130,7 +130,7 @@ func TestMatrixInterrupted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Errorf("error %v: want it to say the run was interrupted", err)
 	}
-	if left := f.remaining(); len(left) > 0 {
+	if left := f.Remaining(); len(left) > 0 {
 		t.Errorf("left behind after the interrupt: %v", left)
 	}
 }
@@ -140,11 +140,11 @@ func TestMatrixInterrupted(t *testing.T) {
 // node must not grow from 10 to 1000 nodes; with --scope zones they must not grow at all.
 func TestMatrixAPICallsGrowLinearly(t *testing.T) {
 	calls := func(nodes int, mod func(*MatrixOptions)) int {
-		f := newFleetCluster(nodes, 3)
+		f := NewFleetCluster(nodes, 3)
 		if _, err := runMatrix(t, f, mod); err != nil {
 			t.Fatal(err)
 		}
-		return f.apiCalls()
+		return f.ApiCalls()
 	}
 	perNode := map[int]float64{}
 	zones := map[int]int{}
@@ -181,14 +181,14 @@ func TestMatrixValidate(t *testing.T) {
 		{func(o *MatrixOptions) { o.Sample = -1 }, "--sample -1: want 1-1000000 pairs"},
 		{func(o *MatrixOptions) { o.TolerateAllTaints, o.TolerationsFrom = true, "deploy/x" }, "--tolerations-from deploy/x with --tolerate-all-taints: choose one"},
 	} {
-		o := newFleetCluster(1, 1).options(&strings.Builder{})
+		o := NewFleetCluster(1, 1).options(&strings.Builder{})
 		tc.mod(o)
 		err := o.Validate(nil)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("error %v: want %q", err, tc.want)
 		}
 	}
-	o := newFleetCluster(1, 1).options(&strings.Builder{})
+	o := NewFleetCluster(1, 1).options(&strings.Builder{})
 	if err := o.Validate(nil); err != nil {
 		t.Errorf("defaults: %v", err)
 	}

@@ -75,10 +75,10 @@ func TestMatrixTrustsOnlyTheDaemonSetsPods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFleetCluster(4, 2)
+			f := NewFleetCluster(4, 2)
 			var fake *corev1.Pod
-			f.lookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
-				fake = impostor(f, ds, func(p *corev1.Pod) { tc.mod(ds, p) })
+			f.LookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
+				fake = Impostor(f, ds, func(p *corev1.Pod) { tc.mod(ds, p) })
 				return []*corev1.Pod{fake}
 			}
 			r, err := runMatrix(t, f, func(o *MatrixOptions) { o.Scope = placement.ScopeNodes })
@@ -87,28 +87,28 @@ func TestMatrixTrustsOnlyTheDaemonSetsPods(t *testing.T) {
 			}
 			agents := map[string]string{} // pod IP → pod, of the DaemonSet's pods
 			var want []report.MatrixNode
-			for ip, n := range f.ips {
+			for ip, n := range f.Ips {
 				if ip != fake.Status.PodIP {
 					agents[ip] = "netbench-run1-mesh-" + n
-					want = append(want, report.MatrixNode{Name: n, Zone: f.zones[n], Pod: agents[ip], IP: ip})
+					want = append(want, report.MatrixNode{Name: n, Zone: f.Zones[n], Pod: agents[ip], IP: ip})
 				}
 			}
 			slices.SortFunc(want, func(a, b report.MatrixNode) int { return strings.Compare(a.Name, b.Name) })
 			if d := cmp.Diff(want, r.Nodes); d != "" {
 				t.Errorf("report nodes (-want +got):\n%s", d)
 			}
-			for _, call := range f.posted {
+			for _, call := range f.Posted {
 				if strings.HasPrefix(call, fake.Name+" ") {
 					t.Errorf("the look-alike was sent %q (with the token)", call)
 				}
 			}
-			for _, target := range f.jobTargets {
+			for _, target := range f.JobTargets {
 				if host, port, _ := strings.Cut(target, ":"); agents[host] == "" || port != "24930" {
 					t.Errorf("a job measured %s: not an agent of the run", target)
 				}
 			}
-			if len(r.Pairs) != 12 || len(f.jobTargets) != 12 {
-				t.Errorf("%d pairs, %d jobs: want every pair of the four agents measured", len(r.Pairs), len(f.jobTargets))
+			if len(r.Pairs) != 12 || len(f.JobTargets) != 12 {
+				t.Errorf("%d pairs, %d jobs: want every pair of the four agents measured", len(r.Pairs), len(f.JobTargets))
 			}
 		})
 	}
@@ -129,7 +129,7 @@ func TestMatrixLifetimeCap(t *testing.T) {
 		{time.Hour, time.Hour, 3*time.Hour + 30*time.Second, nil},
 	}
 	for _, tc := range tests {
-		o := NewMatrixOptions(nil, genericStreams())
+		o := NewMatrixOptions(nil, GenericStreams())
 		o.StartTimeout = tc.start
 		r := &matrixRun{o: o, rep: &report.MatrixReport{Plan: report.MatrixPlan{EstimatedSeconds: tc.estimate.Seconds()}}}
 		if got := r.lifetime(); got != tc.want {
@@ -145,14 +145,14 @@ func TestMatrixLifetimeCap(t *testing.T) {
 // not, before anything is created.
 func TestMatrixRefusesAPlanTooLong(t *testing.T) {
 	for _, dry := range []bool{false, true} {
-		f := newFleetCluster(40, 2)
+		f := NewFleetCluster(40, 2)
 		_, err := runMatrix(t, f, func(o *MatrixOptions) {
 			o.Scope, o.MaxPairs, o.Concurrency, o.Count, o.Throughput, o.DryRun = placement.ScopeNodes, 10000, 1, 5, 30*time.Second, dry
 		})
 		if !errors.Is(err, ErrPlanTooLong) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "1560 pairs in 1560 rounds") {
 			t.Errorf("dry run %v: error %v: want one line saying the plan is too long", dry, err)
 		}
-		for _, a := range f.cs.Actions() {
+		for _, a := range f.Cs.Actions() {
 			if a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 				t.Errorf("dry run %v: %s %s before the refusal", dry, a.GetVerb(), a.GetResource().Resource)
 			}
@@ -163,11 +163,11 @@ func TestMatrixRefusesAPlanTooLong(t *testing.T) {
 // The matrix's agents hold a lease of FleetLeasePeriod, idle when done instead of exiting
 // (their pods always restart), and run as user and group 65532 on a read-only root filesystem.
 func TestMatrixAgentPodSpec(t *testing.T) {
-	f := newFleetCluster(2, 1)
+	f := NewFleetCluster(2, 1)
 	if _, err := runMatrix(t, f, func(*MatrixOptions) {}); err != nil {
 		t.Fatal(err)
 	}
-	ds := createdDaemonSet(t, f)
+	ds := CreatedDaemonSet(t, f)
 	c := ds.Spec.Template.Spec.Containers[0]
 	args := strings.Join(c.Args, " ")
 	if !strings.Contains(args, " --idle-when-done ") || !strings.HasSuffix(args, " --lease 45s") {

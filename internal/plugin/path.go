@@ -225,7 +225,7 @@ func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Targe
 	if err != nil && o.Mode == ModeAuto && errors.Is(err, ErrEphemeralUnsupported) {
 		*warnings = append(*warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
 		o.Progress("ephemeral containers unavailable: falling back to temporary pods")
-		if perr := checkPermissions(ctx, o.client, []string{dst.Namespace}, neededPermissions(ModePod)); perr != nil {
+		if perr := CheckPermissions(ctx, o.client, []string{dst.Namespace}, NeededPermissions(ModePod)); perr != nil {
 			return nil, perr
 		}
 		sess.Mode = ModePod

@@ -27,7 +27,7 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src, dst *Ta
 	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventProgress:
-			o.Progress("measuring: %s %s", ev.Probe, sanitize(ev.Message))
+			o.Progress("measuring: %s %s", ev.Probe, Sanitize(ev.Message))
 		case agent.EventResult:
 			if ev.Result != nil {
 				c.results[ev.Probe] = ev.Result
@@ -37,7 +37,7 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src, dst *Ta
 		case agent.EventFootprint:
 			c.footprints = ev.Footprints
 		case agent.EventExit:
-			c.exit = sanitize(ev.Message)
+			c.exit = Sanitize(ev.Message)
 			return true, nil
 		}
 		return false, nil
@@ -61,7 +61,7 @@ func (c *collected) missing(probes []agent.ProbeSpec, cli *Agent) error {
 
 // probeError explains a failed probe, or records an app-port failure and goes on.
 func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src, dst *Target) error {
-	msg := sanitize(ev.Message)
+	msg := Sanitize(ev.Message)
 	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
 	switch {
 	case ev.Probe == "":

@@ -14,7 +14,7 @@ import (
 // (the session deletes them). Bad input fails before anything is created.
 func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScope, src, dst *Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
 	if o.AllowPolicy {
-		if err := checkPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
+		if err := CheckPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
 			return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, err
 		}
 	}

@@ -35,7 +35,7 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 	for _, ns := range unique(namespaces) {
 		list, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			sc.skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, forbiddenOr(err))
+			sc.skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, ForbiddenOr(err))
 			return sc
 		}
 		sc.policies = append(sc.policies, o.sweepPolicies(ctx, ns, list.Items)...)
@@ -45,7 +45,7 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 		}
 		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
 	}
-	sc.apiServer = apiServerAddrs(ctx, o.client)
+	sc.apiServer = ApiServerAddrs(ctx, o.client)
 	return sc
 }
 
@@ -70,7 +70,7 @@ func policyPod(s *Session, t *Target, r Role) *corev1.Pod {
 	if s.Mode != ModePod {
 		return t.Pod
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: s.name(AgentSpec{Role: r}), Labels: s.labels(r)}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: s.Name(AgentSpec{Role: r}), Labels: s.Labels(r)}}
 }
 
 // check evaluates a flow; from the API server, any of its addresses must be allowed.

@@ -42,11 +42,11 @@ func freePortAvoiding(p *corev1.Pod) int {
 // ingress, each only where a policy already isolates (none when nothing is isolated).
 func (a *allowance) policies() ([]*opening, error) {
 	cli, srv := policyPod(a.s, a.src, RoleClient), policyPod(a.s, a.dst, RoleServer)
-	cliPeers, err := a.s.peers(cli)
+	cliPeers, err := a.s.Peers(cli)
 	if err != nil {
 		return nil, err
 	}
-	srvPeers, err := a.s.peers(srv)
+	srvPeers, err := a.s.Peers(srv)
 	if err != nil {
 		return nil, err
 	}

@@ -171,11 +171,11 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 			policies: []*networkingv1.NetworkPolicy{denyAll},
 			want: func(srv, cli int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
-					tempPolicy("netbench-run1-server", matchLabels(s.labels(RoleServer)), ingressOnly,
-						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{peerOf("shop", s.labels(RoleClient))}}, apiServerRule(srv)}, nil),
-					tempPolicy("netbench-run1-client", matchLabels(s.labels(RoleClient)), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
+					tempPolicy("netbench-run1-server", matchLabels(s.Labels(RoleServer)), ingressOnly,
+						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleClient))}}, apiServerRule(srv)}, nil),
+					tempPolicy("netbench-run1-client", matchLabels(s.Labels(RoleClient)), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
 						[]networkingv1.NetworkPolicyIngressRule{apiServerRule(cli)},
-						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{peerOf("shop", s.labels(RoleServer))}}}),
+						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleServer))}}}),
 				}
 			}},
 	} {
@@ -213,7 +213,7 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 	denyEgress := netpol("deny-egress", metav1.LabelSelector{}, egressOnly)
 	const port = 31000
 	s := testSession(nil, ModeEphemeral)
-	fromClients := []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{peerOf("shop", s.labels(RoleClient))}, Ports: portsOf(port, corev1.ProtocolTCP)}, apiServerRule(port)}
+	fromClients := []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleClient))}, Ports: portsOf(port, corev1.ProtocolTCP)}, apiServerRule(port)}
 	v2Sel := metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "version": "v2"}, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}
 	for _, tc := range []struct {
 		name     string
@@ -227,7 +227,7 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 			want: []networkingv1.NetworkPolicy{
 				tempPolicy("netbench-run1-endpoints-1", v2Sel, ingressOnly, fromClients, nil),
 				tempPolicy("netbench-run1-endpoints-2", matchLabels(v3.Labels), ingressOnly, fromClients, nil),
-				tempPolicy("netbench-run1-client-endpoints", matchLabels(s.labels(RoleClient)), egressOnly, nil,
+				tempPolicy("netbench-run1-client-endpoints", matchLabels(s.Labels(RoleClient)), egressOnly, nil,
 					[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.1.1/32"), ipPeer("10.0.1.2/32"), ipPeer("10.0.1.3/32"), ipPeer("10.0.1.4/32")},
 						Ports: portsOf(port, corev1.ProtocolTCP)}}),
 			}},
@@ -348,7 +348,7 @@ func managedPolicies(t *testing.T, cs *fake.Clientset) []string {
 // its addresses (never by labels it may share, or lack), and a pod with no address is an error.
 func TestSessionPeers(t *testing.T) {
 	s := testSession(nil, ModeEphemeral)
-	runPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run1-client", Labels: s.labels(RoleClient)}}
+	runPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run1-client", Labels: s.Labels(RoleClient)}}
 	otherRun := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run2-client", Labels: map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "run2"}},
 		Status: corev1.PodStatus{PodIP: "10.0.0.8"}}
 	dual := appPod("dual", "10.0.0.5", map[string]string{"app": "web"})
@@ -359,7 +359,7 @@ func TestSessionPeers(t *testing.T) {
 		want    []networkingv1.NetworkPolicyPeer
 		wantErr error
 	}{
-		{name: "the run's pod: its labels", pod: runPod, want: []networkingv1.NetworkPolicyPeer{peerOf("shop", s.labels(RoleClient))}},
+		{name: "the run's pod: its labels", pod: runPod, want: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleClient))}},
 		{name: "unlabelled pod: its address, not every pod of the namespace", pod: appPod("lonely", "10.0.0.9", nil), want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.9/32")}},
 		{name: "labelled pod: its address, not its siblings", pod: appPod("web", "10.0.0.6", map[string]string{"app": "web"}), want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.6/32")}},
 		{name: "dual-stack pod: both addresses", pod: dual, want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.5/32"), ipPeer("fd00::5/128")}},
@@ -367,7 +367,7 @@ func TestSessionPeers(t *testing.T) {
 		{name: "no address yet", pod: appPod("pending", "", nil), wantErr: ErrNoPodIP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.peers(tc.pod)
+			got, err := s.Peers(tc.pod)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err %v, want %v", err, tc.wantErr)
 			}
@@ -417,13 +417,13 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 	}
 	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	web := testPod(func(p *corev1.Pod) {
+	web := NewPod(func(p *corev1.Pod) {
 		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec("netbench-killed-server"), ec("netbench-going-server"), ec("netbench-starting-server"), ec("netbench-podalive-server")}
 		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "netbench-killed-server", State: terminated}, {Name: "netbench-going-server", State: running},
 			{Name: "netbench-podalive-server", State: terminated}}
 	})
 	client := func(run string) *corev1.Pod {
-		return testPod(func(p *corev1.Pod) {
+		return NewPod(func(p *corev1.Pod) {
 			p.Name, p.Labels, p.Status.Phase = "netbench-"+run+"-client", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: run}, corev1.PodSucceeded
 		})
 	}
@@ -491,9 +491,9 @@ func TestAllowPolicyPermissions(t *testing.T) {
 			want: `--allow-policy: you may not delete networkpolicies.networking.k8s.io in namespace "shop": nothing was started (grant them with the Role netbench-networkpolicies in the README, section RBAC, or run without --allow-policy)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCluster(t, twoPods()...)
-			f.denied[tc.denied] = true
-			addPolicies(t, f.cs, "shop", 8080, 0)
+			f := NewFakeCluster(t, TwoPods()...)
+			f.Denied[tc.denied] = true
+			addPolicies(t, f.Cs, "shop", 8080, 0)
 			o, _ := newTestPathOptions(f)
 			o.AllowPolicy = true
 			err := o.Run(context.Background())
@@ -504,10 +504,10 @@ func TestAllowPolicyPermissions(t *testing.T) {
 			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
-			if left := policiesLeft(t, f.cs, "shop"); len(left) != 0 {
+			if left := policiesLeft(t, f.Cs, "shop"); len(left) != 0 {
 				t.Errorf("policies created: %v", left)
 			}
-			pods, _ := f.cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+			pods, _ := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
 			for _, p := range pods.Items {
 				if len(p.Spec.EphemeralContainers) > 0 {
 					t.Errorf("pod %s gained an agent", p.Name)
@@ -530,12 +530,12 @@ func TestLadderChecksTheServiceNamespace(t *testing.T) {
 		{name: "policies without --allow-policy", denied: "delete networkpolicies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCluster(t)
-			f.denied[tc.denied] = true
+			f := NewFakeCluster(t)
+			f.Denied[tc.denied] = true
 			o, _ := newTestLadderOptions(f)
 			o.AllowPolicy = tc.allow
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "back", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
-			r := &ladderRun{o: o, sess: testSession(f.cs, ModeEphemeral), dst: &Target{Namespace: "shop", Pod: testPod()}, sr: &serviceRun{svc: svc}}
+			r := &ladderRun{o: o, sess: testSession(f.Cs, ModeEphemeral), dst: &Target{Namespace: "shop", Pod: NewPod()}, sr: &serviceRun{svc: svc}}
 			err := r.checkServiceNamespace(context.Background())
 			got := ""
 			if err != nil {

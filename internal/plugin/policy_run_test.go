@@ -65,16 +65,16 @@ func policiesLeft(t *testing.T, cs kubernetes.Interface, ns string) []string {
 func TestLadderUnderDefaultDeny(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		f := ladderCluster(t)
-		web, _ := f.cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+		web, _ := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 		web.Labels = map[string]string{"app": "web"}
-		_ = f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), web, "shop")
-		addPolicies(t, f.cs, "shop", 8080, 0)
-		addLeftover(t, f.cs, "shop", "netbench-killed-server")
-		appOK := events(rttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"})
-		f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(appOK)
+		_ = f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), web, "shop")
+		addPolicies(t, f.Cs, "shop", 8080, 0)
+		addLeftover(t, f.Cs, "shop", "netbench-killed-server")
+		appOK := Events(RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"})
+		f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(appOK)
 		if allow {
-			f.script[RoleClient] = then(events(rttResult("icmp", agent.ProbeICMP), rttResult("tcp-rtt", agent.ProbeTCPRTT),
-				rttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"}))
+			f.Script[string(RoleClient)] = Then(Events(RttResult("icmp", agent.ProbeICMP), RttResult("tcp-rtt", agent.ProbeTCPRTT),
+				RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"}))
 		}
 		o, out := newTestLadderOptions(f)
 		o.Port, o.AllowPolicy, o.Mode = 8080, allow, ModePod
@@ -88,11 +88,11 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 		if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
 			t.Fatal(err)
 		}
-		servers := slices.ContainsFunc(f.proxiedBy, func(s string) bool { return strings.HasPrefix(s, "server:") })
+		servers := slices.ContainsFunc(f.ProxiedBy, func(s string) bool { return strings.HasPrefix(s, "server:") })
 		if r.Policy == nil {
 			t.Fatal("no policy check in the report")
 		}
-		if left := policiesLeft(t, f.cs, "shop"); len(left) != 0 {
+		if left := policiesLeft(t, f.Cs, "shop"); len(left) != 0 {
 			t.Errorf("allow %v: policies left: %v", allow, left)
 		}
 		if !allow {
@@ -129,13 +129,13 @@ func addLeftover(t *testing.T, cs kubernetes.Interface, ns, name string) {
 // selects its agents only, deleted at the end; where a policy allows a port range, the agents
 // move into it and ICMP, which no ported rule allows, is skipped.
 func TestMatrixUnderDefaultDeny(t *testing.T) {
-	f := newFleetCluster(4, 2)
-	addPolicies(t, f.cs, "netbench", 8080, 0)
+	f := NewFleetCluster(4, 2)
+	addPolicies(t, f.Cs, "netbench", 8080, 0)
 	_, err := runMatrix(t, f, func(o *MatrixOptions) {})
 	if err == nil || !strings.Contains(err.Error(), "netbench/default-deny") || !strings.Contains(err.Error(), "--allow-policy") {
 		t.Fatalf("err %v: want the policy named and --allow-policy suggested", err)
 	}
-	if left := f.remaining(); len(left) != 0 {
+	if left := f.Remaining(); len(left) != 0 {
 		t.Errorf("left %v", left)
 	}
 
@@ -146,15 +146,15 @@ func TestMatrixUnderDefaultDeny(t *testing.T) {
 	if r.Policy == nil || !slices.Equal(r.Policy.Temporary, []string{"netbench/netbench-run1-mesh"}) || !r.Policy.Removed || r.Probe != "icmp" {
 		t.Errorf("policy %+v, probe %s: want one temporary policy, removed, and ICMP measured", r.Policy, r.Probe)
 	}
-	if left := append(f.remaining(), policiesLeft(t, f.cs, "netbench")...); len(left) != 0 {
+	if left := append(f.Remaining(), policiesLeft(t, f.Cs, "netbench")...); len(left) != 0 {
 		t.Errorf("left %v", left)
 	}
 
-	g := newFleetCluster(4, 2)
-	addPolicies(t, g.cs, "netbench", 9000, 9100)
-	pol, _ := g.cs.NetworkingV1().NetworkPolicies("netbench").Get(context.Background(), "web", metav1.GetOptions{})
+	g := NewFleetCluster(4, 2)
+	addPolicies(t, g.Cs, "netbench", 9000, 9100)
+	pol, _ := g.Cs.NetworkingV1().NetworkPolicies("netbench").Get(context.Background(), "web", metav1.GetOptions{})
 	pol.Spec.PodSelector = metav1.LabelSelector{}
-	_, _ = g.cs.NetworkingV1().NetworkPolicies("netbench").Update(context.Background(), pol, metav1.UpdateOptions{})
+	_, _ = g.Cs.NetworkingV1().NetworkPolicies("netbench").Update(context.Background(), pol, metav1.UpdateOptions{})
 	r, err = runMatrix(t, g, func(o *MatrixOptions) {})
 	if err != nil {
 		t.Fatal(err)

@@ -15,11 +15,11 @@ import (
 
 // refused is what the run tried when the API server refused: the verb it needed and, for a pod
 // (created, or with an ephemeral container added), the pod as admission saw it.
-type refused struct {
-	doing    string
-	need     permission
-	ns, name string // the object's namespace and name ("" for one being created)
-	pod      *corev1.Pod
+type Refused struct {
+	Doing    string
+	Need     Permission
+	Ns, Name string // the object's namespace and name ("" for one being created)
+	Pod      *corev1.Pod
 }
 
 // refusal names who refused: the authorizer (asked again, with a SelfSubjectAccessReview), the
@@ -28,25 +28,25 @@ type refused struct {
 // ResourceQuota, a LimitRange, a policy webhook) — or admission at large, with the API server's
 // words, where Pod Security cannot be told apart here (the namespace unreadable, no label, a
 // webhook that changed the pod). The API error stays in the chain.
-func refusal(ctx context.Context, client kubernetes.Interface, err error, r refused) error {
+func Refusal(ctx context.Context, client kubernetes.Interface, err error, r Refused) error {
 	var st apierrors.APIStatus
 	switch {
 	case err == nil:
 		return nil
 	case !errors.As(err, &st) || !(apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
-		return fmt.Errorf("%s: %w", r.doing, err)
-	case apierrors.IsForbidden(err) && !mayDo(ctx, client, r.ns, r.name, r.need):
-		return forbidden(err)
-	case apierrors.IsForbidden(err) && r.pod != nil && podSecurityForbids(ctx, client, r.pod):
-		return fmt.Errorf("%s: %w: %w", r.doing, ErrPodSecurity, err)
+		return fmt.Errorf("%s: %w", r.Doing, err)
+	case apierrors.IsForbidden(err) && !mayDo(ctx, client, r.Ns, r.Name, r.Need):
+		return Forbidden(err)
+	case apierrors.IsForbidden(err) && r.Pod != nil && podSecurityForbids(ctx, client, r.Pod):
+		return fmt.Errorf("%s: %w: %w", r.Doing, ErrPodSecurity, err)
 	default:
-		return fmt.Errorf("%s: %w: %w", r.doing, ErrAdmission, err)
+		return fmt.Errorf("%s: %w: %w", r.Doing, ErrAdmission, err)
 	}
 }
 
 // mayDo asks the authorizer whether the user may do p in ns; a cluster that cannot answer counts
 // as a no, so that a refusal it cannot place is shown as a missing permission.
-func mayDo(ctx context.Context, client kubernetes.Interface, ns, name string, p permission) bool {
+func mayDo(ctx context.Context, client kubernetes.Interface, ns, name string, p Permission) bool {
 	ok, err := allowed(ctx, client, ns, name, p)
 	return ok && err == nil
 }

@@ -37,10 +37,10 @@ func (o *commonOptions) chooseMode(ctx context.Context, requested string, namesp
 	if mode == ModeAuto {
 		mode = ModeEphemeral
 	}
-	err = checkPermissions(ctx, o.client, namespaces, neededPermissions(mode))
+	err = CheckPermissions(ctx, o.client, namespaces, NeededPermissions(mode))
 	var pe *PermissionError
 	if err != nil && requested == ModeAuto && errors.As(err, &pe) {
-		if perr := checkPermissions(ctx, o.client, namespaces, neededPermissions(ModePod)); perr == nil {
+		if perr := CheckPermissions(ctx, o.client, namespaces, NeededPermissions(ModePod)); perr == nil {
 			return ModePod, fmt.Sprintf("ephemeral containers not allowed (%v): used temporary pods instead", err), nil
 		}
 	}

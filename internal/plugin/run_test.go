@@ -22,17 +22,17 @@ import (
 )
 
 var (
-	serverReady = events(agent.Event{Type: agent.EventReady, Port: 7000})
-	clientOK    = events(
+	serverReady = Events(agent.Event{Type: agent.EventReady, Port: 7000})
+	clientOK    = Events(
 		agent.Event{Type: agent.EventProgress, Probe: "icmp"},
-		rttResult("icmp", agent.ProbeICMP), rttResult("tcp-rtt", agent.ProbeTCPRTT),
+		RttResult("icmp", agent.ProbeICMP), RttResult("tcp-rtt", agent.ProbeTCPRTT),
 		agent.Event{Type: agent.EventExit, Message: "job finished"})
 )
 
 // agentPods lists the temporary agent pods left in the fake cluster.
-func agentPods(t *testing.T, f *fakeCluster) []string {
+func agentPods(t *testing.T, f *FakeCluster) []string {
 	t.Helper()
-	pods, err := f.cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedSelector})
+	pods, err := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,8 @@ func agentPods(t *testing.T, f *fakeCluster) []string {
 func TestPathRunSucceeds(t *testing.T) {
 	for _, mode := range []string{ModeEphemeral, ModePod} {
 		t.Run(mode, func(t *testing.T) {
-			f := newFakeCluster(t, twoPods()...)
-			f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+			f := NewFakeCluster(t, TwoPods()...)
+			f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 			o, out := newTestPathOptions(f)
 			o.Mode = mode
 			if err := o.Run(context.Background()); err != nil {
@@ -70,7 +70,7 @@ func TestPathRunSucceeds(t *testing.T) {
 			if left := agentPods(t, f); len(left) != 0 {
 				t.Errorf("agent pods left: %v", left)
 			}
-			calls := f.proxiedCalls()
+			calls := f.ProxiedCalls()
 			if !slices.Contains(calls, "POST "+agent.PathLease) {
 				t.Errorf("the server's lease was never renewed: %v", calls)
 			}
@@ -82,13 +82,13 @@ func TestPathRunSucceeds(t *testing.T) {
 }
 
 func TestPathRunServerArgs(t *testing.T) {
-	f := newFakeCluster(t, twoPods()...)
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f := NewFakeCluster(t, TwoPods()...)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+	p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,18 +97,18 @@ func TestPathRunServerArgs(t *testing.T) {
 		t.Errorf("container %s targets %s", ec.Name, ec.TargetContainerName)
 	}
 	args := strings.Join(ec.Args, " ")
-	digest := agent.TokenDigest(f.token)
+	digest := agent.TokenDigest(f.Token)
 	if !strings.HasPrefix(args, "serve --listen 10.0.0.5:0 --not-after ") || !strings.HasSuffix(args, "--lease 5s --token-sha256 "+digest) {
 		t.Errorf("server args %q: want the pod IP, an absolute not-after time, a lease and the token's digest", args)
 	}
 	// The client's spec carries neither the job nor the token: it is handed them by the proxy.
-	cp, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), "client-1", metav1.GetOptions{})
+	cp, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "client-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range append(cp.Spec.EphemeralContainers, ec) {
 		spec, _ := json.Marshal(c)
-		if strings.Contains(string(spec), f.token) || strings.Contains(string(spec), "probes") || len(c.Env) != 0 {
+		if strings.Contains(string(spec), f.Token) || strings.Contains(string(spec), "probes") || len(c.Env) != 0 {
 			t.Errorf("%s's spec holds the token, the job or env: %s", c.Name, spec)
 		}
 		if len(spec) > 900 {
@@ -119,8 +119,8 @@ func TestPathRunServerArgs(t *testing.T) {
 	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job "+HandoverWindow.String()+" --token-sha256 "+digest) {
 		t.Errorf("client args %q", ca)
 	}
-	if !slices.Contains(f.proxiedCalls(), "POST "+agent.PathJob) {
-		t.Errorf("the job was not handed over: %v", f.proxiedCalls())
+	if !slices.Contains(f.ProxiedCalls(), "POST "+agent.PathJob) {
+		t.Errorf("the job was not handed over: %v", f.ProxiedCalls())
 	}
 	na, err := time.Parse(time.RFC3339, ec.Args[4])
 	if err != nil || time.Until(na) < time.Minute || time.Until(na) > 10*time.Minute {
@@ -133,10 +133,10 @@ func TestPathRunServerArgs(t *testing.T) {
 }
 
 // addNamespace adds namespace shop enforcing the Pod Security level.
-func addNamespace(t *testing.T, f *fakeCluster, level string) {
+func addNamespace(t *testing.T, f *FakeCluster, level string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
-	if err := f.cs.Tracker().Add(ns); err != nil {
+	if err := f.Cs.Tracker().Add(ns); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -149,66 +149,66 @@ func TestPathRunFailures(t *testing.T) {
 	podSecurity := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-1", errors.New(`violates PodSecurity "restricted:latest": runAsNonRoot != true`))
 	tests := []struct {
 		name    string
-		setup   func(f *fakeCluster, o *PathOptions)
+		setup   func(f *FakeCluster, o *PathOptions)
 		want    string
 		wantIs  error
 		noPatch bool // nothing may be added to any pod
 	}{
-		{name: "permission missing", setup: func(f *fakeCluster, o *PathOptions) { f.denied["patch pods/ephemeralcontainers"] = true },
+		{name: "permission missing", setup: func(f *FakeCluster, o *PathOptions) { f.Denied["patch pods/ephemeralcontainers"] = true },
 			want: `you may not patch pods/ephemeralcontainers in namespace "shop": nothing was started (grant them with the Role in the README, section RBAC)`, noPatch: true},
-		{name: "proxy permission missing", setup: func(f *fakeCluster, o *PathOptions) { f.denied["create pods/proxy"] = true },
+		{name: "proxy permission missing", setup: func(f *FakeCluster, o *PathOptions) { f.Denied["create pods/proxy"] = true },
 			want: `you may not create pods/proxy in namespace "shop"`, noPatch: true},
-		{name: "pod mode without delete", setup: func(f *fakeCluster, o *PathOptions) { o.Mode = ModePod; f.denied["delete pods"] = true },
+		{name: "pod mode without delete", setup: func(f *FakeCluster, o *PathOptions) { o.Mode = ModePod; f.Denied["delete pods"] = true },
 			want: `you may not delete pods in namespace "shop"`, noPatch: true},
-		{name: "same pod", setup: func(f *fakeCluster, o *PathOptions) { o.DstArg = "pod/client-1" },
+		{name: "same pod", setup: func(f *FakeCluster, o *PathOptions) { o.DstArg = "pod/client-1" },
 			want: "SRC client-1 and DST pod/client-1 are the same pod shop/client-1: a path needs two pods", noPatch: true},
-		{name: "ephemeral containers disabled", setup: func(f *fakeCluster, o *PathOptions) {
-			f.patchErr = apierrors.NewNotFound(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1")
+		{name: "ephemeral containers disabled", setup: func(f *FakeCluster, o *PathOptions) {
+			f.PatchErr = apierrors.NewNotFound(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1")
 		}, wantIs: ErrEphemeralUnsupported},
-		{name: "rbac refusal at patch", setup: func(f *fakeCluster, o *PathOptions) {
-			f.patchErr, f.revokeAtPatch = forbidden, "patch pods/ephemeralcontainers"
+		{name: "rbac refusal at patch", setup: func(f *FakeCluster, o *PathOptions) {
+			f.PatchErr, f.RevokeAtPatch = forbidden, "patch pods/ephemeralcontainers"
 		}, want: `cannot patch resource "pods/ephemeralcontainers" (grant it with the Role in the README, section RBAC)`},
-		{name: "pod security refusal", setup: func(f *fakeCluster, o *PathOptions) {
-			f.patchErr = podSecurity
+		{name: "pod security refusal", setup: func(f *FakeCluster, o *PathOptions) {
+			f.PatchErr = podSecurity
 			addNamespace(t, f, "restricted")
 		}, want: "adding the server agent to shop/web-1: the namespace's Pod Security level forbids it: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrPodSecurity},
-		{name: "pod security refusal, namespace unreadable", setup: func(f *fakeCluster, o *PathOptions) {
-			f.patchErr = podSecurity // no Namespace object: admission at large, in the API server's words
+		{name: "pod security refusal, namespace unreadable", setup: func(f *FakeCluster, o *PathOptions) {
+			f.PatchErr = podSecurity // no Namespace object: admission at large, in the API server's words
 		}, want: "admission refused the agent: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrAdmission},
-		{name: "quota refusal", setup: func(f *fakeCluster, o *PathOptions) {
-			f.patchErr = quota
+		{name: "quota refusal", setup: func(f *FakeCluster, o *PathOptions) {
+			f.PatchErr = quota
 			addNamespace(t, f, "baseline")
 		}, want: "admission refused the agent: ", wantIs: ErrAdmission},
-		{name: "image cannot be pulled", setup: func(f *fakeCluster, o *PathOptions) { f.waiting = "ErrImagePull" },
+		{name: "image cannot be pulled", setup: func(f *FakeCluster, o *PathOptions) { f.Waiting = "ErrImagePull" },
 			want: "the agent image " + o0().Image + " cannot be pulled on node n2 (ErrImagePull: pull failed): use --image"},
-		{name: "server fails before ready", setup: func(f *fakeCluster, o *PathOptions) {
-			f.script[RoleServer] = then(events(agent.Event{Type: agent.EventError, Message: "listening on :0: address in use"}))
+		{name: "server fails before ready", setup: func(f *FakeCluster, o *PathOptions) {
+			f.Script[string(RoleServer)] = Then(Events(agent.Event{Type: agent.EventError, Message: "listening on :0: address in use"}))
 		}, want: "server agent (shop/web-1, container netbench-run1-server): listening on :0: address in use"},
-		{name: "server never ready", setup: func(f *fakeCluster, o *PathOptions) {
-			f.script[RoleServer] = thenHold("")
+		{name: "server never ready", setup: func(f *FakeCluster, o *PathOptions) {
+			f.Script[string(RoleServer)] = ThenHold("")
 			o.StartTimeout = 300 * time.Millisecond
 		}, wantIs: ErrStartTimeout},
-		{name: "client refuses its job", setup: func(f *fakeCluster, o *PathOptions) {
-			f.jobErr = apierrors.NewBadRequest("job: unknown probe kind")
+		{name: "client refuses its job", setup: func(f *FakeCluster, o *PathOptions) {
+			f.JobErr = apierrors.NewBadRequest("job: unknown probe kind")
 		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client): refused: job: unknown probe kind"},
-		{name: "job cannot be handed over", setup: func(f *fakeCluster, o *PathOptions) {
-			f.jobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
+		{name: "job cannot be handed over", setup: func(f *FakeCluster, o *PathOptions) {
+			f.JobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
 			o.StartTimeout = 700 * time.Millisecond
 		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client) through the pod proxy: dial tcp 10.0.0.4:41000: connect: connection refused"},
-		{name: "agent port refused", setup: func(f *fakeCluster, o *PathOptions) {
-			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
+		{name: "agent port refused", setup: func(f *FakeCluster, o *PathOptions) {
+			f.Script[string(RoleClient)] = Then(Events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
 		}, want: "probe tcp-rtt from shop/client-1 to the server agent at 10.0.0.5:7000 failed: connect: connection refused (a NetworkPolicy may block the agent's port)"},
-		{name: "client agent panicked", setup: func(f *fakeCluster, o *PathOptions) {
-			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventError, Probe: "http", Message: "the http probe failed inside the agent (panic: boom)"}))
+		{name: "client agent panicked", setup: func(f *FakeCluster, o *PathOptions) {
+			f.Script[string(RoleClient)] = Then(Events(agent.Event{Type: agent.EventError, Probe: "http", Message: "the http probe failed inside the agent (panic: boom)"}))
 		}, want: "the http probe failed inside the agent (panic: boom)"},
-		{name: "client ends without result", setup: func(f *fakeCluster, o *PathOptions) {
-			f.script[RoleClient] = then(events(agent.Event{Type: agent.EventExit, Message: "hard deadline reached"}))
+		{name: "client ends without result", setup: func(f *FakeCluster, o *PathOptions) {
+			f.Script[string(RoleClient)] = Then(Events(agent.Event{Type: agent.EventExit, Message: "hard deadline reached"}))
 		}, wantIs: ErrEndedWithoutResult},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCluster(t, twoPods()...)
-			f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+			f := NewFakeCluster(t, TwoPods()...)
+			f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 			o, out := newTestPathOptions(f)
 			tc.setup(f, o)
 			err := o.Run(context.Background())
@@ -224,7 +224,7 @@ func TestPathRunFailures(t *testing.T) {
 			if strings.Count(err.Error(), "\n") != 0 {
 				t.Errorf("error spans lines: %q", err)
 			}
-			for _, a := range f.cs.Actions() {
+			for _, a := range f.Cs.Actions() {
 				if tc.noPatch && (a.GetVerb() == "patch" || a.GetVerb() == "create" && a.GetResource().Resource == "pods") {
 					t.Errorf("%s %s/%s happened before the run was refused", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
 				}
@@ -236,14 +236,14 @@ func TestPathRunFailures(t *testing.T) {
 	}
 }
 
-func o0() *PathOptions { return NewPathOptions(nil, genericStreams()) }
+func o0() *PathOptions { return NewPathOptions(nil, GenericStreams()) }
 
 // An app port that refuses connections: the agent-to-agent results are printed, then the run
 // fails naming the port.
 func TestPathRunAppPortRefused(t *testing.T) {
-	f := newFakeCluster(t, twoPods()...)
-	f.script[RoleServer] = thenHold(serverReady)
-	f.script[RoleClient] = then(events(rttResult("icmp", agent.ProbeICMP), rttResult("tcp-rtt", agent.ProbeTCPRTT),
+	f := NewFakeCluster(t, TwoPods()...)
+	f.Script[string(RoleServer)] = ThenHold(serverReady)
+	f.Script[string(RoleClient)] = Then(Events(RttResult("icmp", agent.ProbeICMP), RttResult("tcp-rtt", agent.ProbeTCPRTT),
 		agent.Event{Type: agent.EventError, Probe: "app-tcp-rtt", Message: "connection refused", Reason: agent.ReasonRefused},
 		agent.Event{Type: agent.EventExit}))
 	o, out := newTestPathOptions(f)
@@ -267,12 +267,12 @@ func TestPathRunAppPortRefused(t *testing.T) {
 func TestPathRunInterrupted(t *testing.T) {
 	for _, mode := range []string{ModeEphemeral, ModePod} {
 		t.Run(mode, func(t *testing.T) {
-			f := newFakeCluster(t, twoPods()...)
+			f := NewFakeCluster(t, TwoPods()...)
 			ctx, cancel := context.WithCancel(context.Background())
-			f.script[RoleServer] = thenHold(serverReady)
-			f.script[RoleClient] = func(c context.Context) io.ReadCloser {
+			f.Script[string(RoleServer)] = ThenHold(serverReady)
+			f.Script[string(RoleClient)] = func(c context.Context) io.ReadCloser {
 				cancel() // Ctrl-C while the client measures
-				return thenHold(events(agent.Event{Type: agent.EventProgress, Probe: "icmp"}))(c)
+				return ThenHold(Events(agent.Event{Type: agent.EventProgress, Probe: "icmp"}))(c)
 			}
 			o, _ := newTestPathOptions(f)
 			o.Mode = mode
@@ -280,9 +280,9 @@ func TestPathRunInterrupted(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), "interrupted: every agent of run run1 told to stop") {
 				t.Fatalf("error %v, want interrupted", err)
 			}
-			f.mu.Lock()
-			by := f.proxiedBy
-			f.mu.Unlock()
+			f.Mu.Lock()
+			by := f.ProxiedBy
+			f.Mu.Unlock()
 			// The client was interrupted before it was handed its job: it is told to stop too.
 			if mode == ModeEphemeral && (!slices.Contains(by, "server: POST "+agent.PathDone) || !slices.Contains(by, "client: POST "+agent.PathDone)) {
 				t.Errorf("the server and the waiting client were not both told to stop: %v", by)
@@ -296,9 +296,9 @@ func TestPathRunInterrupted(t *testing.T) {
 
 // A server that cannot be told to stop is reported with what happens to it, not hidden.
 func TestPathRunCleanupFailureIsReported(t *testing.T) {
-	f := newFakeCluster(t, twoPods()...)
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
-	f.proxyErr = errors.New("proxy refused")
+	f := NewFakeCluster(t, TwoPods()...)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.ProxyErr = errors.New("proxy refused")
 	o, _ := newTestPathOptions(f)
 	err := o.Run(context.Background())
 	if !errors.Is(err, ErrLeftBehind) || !strings.Contains(err.Error(), "could not be told to stop (proxy refused): it stops by itself within 5s") {
@@ -309,9 +309,9 @@ func TestPathRunCleanupFailureIsReported(t *testing.T) {
 // A server whose client already told it to stop refuses the plugin's own stop; once the
 // kubelet reports it exited, that is a clean end, not something left behind.
 func TestPathRunServerGoneBeforeStop(t *testing.T) {
-	f := newFakeCluster(t, twoPods()...)
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
-	f.goneBeforeDone = true
+	f := NewFakeCluster(t, TwoPods()...)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.GoneBeforeDone = true
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatalf("err %v, want a clean run", err)
@@ -320,12 +320,12 @@ func TestPathRunServerGoneBeforeStop(t *testing.T) {
 
 // Temporary pods of earlier runs that ended are deleted by the next pod-mode run.
 func TestPathRunCleansStalePods(t *testing.T) {
-	stale := testPod(func(p *corev1.Pod) {
+	stale := NewPod(func(p *corev1.Pod) {
 		p.Name, p.Labels = "netbench-old-server", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "old"}
 		p.Status.Phase = corev1.PodSucceeded
 	})
-	f := newFakeCluster(t, append(twoPods(), stale)...)
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f := NewFakeCluster(t, append(TwoPods(), stale)...)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 	o, out := newTestPathOptions(f)
 	o.Mode = ModePod
 	if err := o.Run(context.Background()); err != nil {
@@ -340,32 +340,32 @@ func TestPathRunCleansStalePods(t *testing.T) {
 }
 
 func TestDNSRun(t *testing.T) {
-	dnsOK := events(agent.Event{Type: agent.EventResult, Probe: "dns", Result: &agent.ProbeResult{Name: "dns", Kind: agent.ProbeDNS,
-		DNS: &agent.DNSReport{DNSResult: testDNSResult(), ResolvConf: "nameserver 10.96.0.10\x1b[31m", ResolvConfPath: "/etc/resolv.conf"}}},
+	dnsOK := Events(agent.Event{Type: agent.EventResult, Probe: "dns", Result: &agent.ProbeResult{Name: "dns", Kind: agent.ProbeDNS,
+		DNS: &agent.DNSReport{DNSResult: DNSResultSample(), ResolvConf: "nameserver 10.96.0.10\x1b[31m", ResolvConfPath: "/etc/resolv.conf"}}},
 		agent.Event{Type: agent.EventExit})
 	tests := []struct {
 		name  string
-		setup func(f *fakeCluster, o *DNSOptions)
+		setup func(f *FakeCluster, o *DNSOptions)
 		want  string
 	}{
-		{name: "success", setup: func(*fakeCluster, *DNSOptions) {}},
-		{name: "no permission", setup: func(f *fakeCluster, o *DNSOptions) { f.denied["get pods/log"] = true },
+		{name: "success", setup: func(*FakeCluster, *DNSOptions) {}},
+		{name: "no permission", setup: func(f *FakeCluster, o *DNSOptions) { f.Denied["get pods/log"] = true },
 			want: `you may not get pods/log in namespace "shop"`},
-		{name: "probe error", setup: func(f *fakeCluster, o *DNSOptions) {
-			f.script[RoleDNS] = then(events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
+		{name: "probe error", setup: func(f *FakeCluster, o *DNSOptions) {
+			f.Script[string(RoleDNS)] = Then(Events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
 		}, want: "dns probe in shop/web-1: reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"},
-		{name: "host network", setup: func(f *fakeCluster, o *DNSOptions) {
-			p, _ := f.cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+		{name: "host network", setup: func(f *FakeCluster, o *DNSOptions) {
+			p, _ := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 			p.Spec.HostNetwork = true
-			_, _ = f.cs.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
+			_, _ = f.Cs.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
 		}, want: "--allow-host-network"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCluster(t, twoPods()...)
-			f.script[RoleDNS] = then(dnsOK)
+			f := NewFakeCluster(t, TwoPods()...)
+			f.Script[string(RoleDNS)] = Then(dnsOK)
 			out := &strings.Builder{}
-			o := NewDNSOptions(nil, genericStreamsTo(out))
+			o := NewDNSOptions(nil, GenericStreamsTo(out))
 			f.options(&o.commonOptions)
 			o.TargetArg, o.Names = "web-1", []string{"example.com"}
 			tc.setup(f, o)
@@ -407,10 +407,10 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 		}
 	}
 	t.Run("path --mode pod", func(t *testing.T) {
-		f := newFakeCluster(t, twoPods()...)
-		f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+		f := NewFakeCluster(t, TwoPods()...)
+		f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 		var pods []*corev1.Pod
-		f.onCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
+		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
 		o, _ := newTestPathOptions(f)
 		o.Mode = ModePod
 		if err := o.Run(context.Background()); err != nil {
@@ -420,9 +420,9 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 	})
 	t.Run("ladder clients", func(t *testing.T) {
 		f := ladderCluster(t)
-		f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+		f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 		var pods []*corev1.Pod
-		f.onCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
+		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
 		o, _ := newTestLadderOptions(f)
 		if err := o.Validate(); err != nil {
 			t.Fatal(err)
@@ -439,17 +439,17 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 func TestAgentsTrustTheAPIServer(t *testing.T) {
 	apiServer := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes",
 		Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.77.0.1", "10.77.0.2"}}}}
-	f := newFakeCluster(t, twoPods()...)
-	if err := f.cs.Tracker().Add(apiServer); err != nil {
+	f := NewFakeCluster(t, TwoPods()...)
+	if err := f.Cs.Tracker().Add(apiServer); err != nil {
 		t.Fatal(err)
 	}
-	f.script[RoleServer], f.script[RoleClient] = thenHold(serverReady), then(clientOK)
+	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"web-1", "client-1"} {
-		p, err := f.cs.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
+		p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func (c *fakeCommand) step(name string) error {
 }
 
 func (c *fakeCommand) addPolicy() {
-	c.sess.policies = append(c.sess.policies, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "np"}})
+	c.sess.Policies = append(c.sess.Policies, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "np"}})
 }
 
 func (c *fakeCommand) plan(context.Context) error { return c.step("plan") }

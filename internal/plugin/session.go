@@ -132,7 +132,7 @@ type Session struct {
 	mu       sync.Mutex
 	agents   []*Agent
 	services []*corev1.Service             // temporary Services the run created
-	policies []*networkingv1.NetworkPolicy // temporary NetworkPolicies (--allow-policy)
+	Policies []*networkingv1.NetworkPolicy // temporary NetworkPolicies (--allow-policy)
 	fleets   []*Fleet
 	closed   bool
 	stop     context.CancelFunc // ends lease renewals and followers
@@ -171,7 +171,7 @@ type Agent struct {
 }
 
 // Name of the agent's container (ephemeral) or pod (pod mode).
-func (s *Session) name(spec AgentSpec) string {
+func (s *Session) Name(spec AgentSpec) string {
 	n := fmt.Sprintf("netbench-%s-%s", s.RunID, spec.Role)
 	if spec.Suffix != "" {
 		n += "-" + spec.Suffix
@@ -214,7 +214,7 @@ func (a *Agent) args(trust []string) ([]string, error) {
 	if a.inPod() {
 		listen = "$(POD_IP)" + listen
 	} else if a.Spec.Target.Pod.Status.PodIP != "" {
-		listen = joinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
+		listen = JoinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
 	}
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
 	digest := agent.TokenDigest(a.s.Token)
@@ -252,7 +252,7 @@ func (a *Agent) args(trust []string) ([]string, error) {
 func (s *Session) trust(ctx context.Context) []string {
 	s.trustOnce.Do(func() {
 		var addrs []string
-		for _, a := range apiServerAddrs(ctx, s.Client) {
+		for _, a := range ApiServerAddrs(ctx, s.Client) {
 			addrs = append(addrs, a.String())
 		}
 		if len(addrs) > 0 {
@@ -293,7 +293,7 @@ func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {
 
 func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) error {
 	t := a.Spec.Target
-	a.Pod, a.Container, a.IP = t.Pod.Name, s.name(a.Spec), t.Pod.Status.PodIP
+	a.Pod, a.Container, a.IP = t.Pod.Name, s.Name(a.Spec), t.Pod.Status.PodIP
 	ec := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
@@ -315,18 +315,18 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	}
 	seen := t.Pod.DeepCopy()
 	seen.Spec.EphemeralContainers = append(seen.Spec.EphemeralContainers, ec)
-	return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
-		need: permission{"patch", "pods", "ephemeralcontainers", ""}, ns: t.Namespace, name: t.Pod.Name, pod: seen})
+	return Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
+		Need: Permission{"patch", "pods", "ephemeralcontainers", ""}, Ns: t.Namespace, Name: t.Pod.Name, Pod: seen})
 }
 
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
 	t := a.Spec.Target
-	a.Pod, a.Container, a.Temporary = s.name(a.Spec), "agent", true
+	a.Pod, a.Container, a.Temporary = s.Name(a.Spec), "agent", true
 	node := t.Pod.Spec.NodeName
 	if pl := a.Spec.Placement; pl != nil {
 		node = pl.Node
 	}
-	p := agentPod(a.Pod, t.Namespace, node, s.labels(a.Spec.Role), a.Spec.Lifetime)
+	p := agentPod(a.Pod, t.Namespace, node, s.Labels(a.Spec.Role), a.Spec.Lifetime)
 	if pl := a.Spec.Placement; pl != nil {
 		p.Spec.Tolerations, p.Spec.HostNetwork = pl.Tolerations, pl.HostNetwork
 		if pl.HostNetwork {
@@ -335,15 +335,15 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	}
 	c := &p.Spec.Containers[0]
 	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), podContext(s.securityContext(a))
-	setResources(c, s.Resources)
+	SetResources(c, s.Resources)
 	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
-		need: permission{"create", "pods", "", ""}, ns: t.Namespace, pod: p})
+	return Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
+		Need: Permission{"create", "pods", "", ""}, Ns: t.Namespace, Pod: p})
 }
 
 // setResources gives an agent container its resources and, under a memory limit, a Go memory
 // limit (GOMEMLIMIT) of three quarters of it, so the runtime collects before the kernel kills.
-func setResources(c *corev1.Container, r *corev1.ResourceRequirements) {
+func SetResources(c *corev1.Container, r *corev1.ResourceRequirements) {
 	if r == nil {
 		return
 	}
@@ -358,7 +358,7 @@ func setResources(c *corev1.Container, r *corev1.ResourceRequirements) {
 // agentMemoryLimit is the Go memory limit for a container memory limit of limit bytes.
 func agentMemoryLimit(limit int64) int64 { return limit / 4 * 3 }
 
-func (s *Session) labels(r Role) map[string]string {
+func (s *Session) Labels(r Role) map[string]string {
 	return map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: s.RunID, RoleLabel: string(r)}
 }
 

@@ -68,7 +68,7 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	agents, services, fleets, policies := s.agents, s.services, s.fleets, s.policies
+	agents, services, fleets, policies := s.agents, s.services, s.fleets, s.Policies
 	s.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -231,15 +231,15 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 	if closed {
 		return nil, errors.New("the session is closed")
 	}
-	svc.Labels = s.labels(RoleEndpoint)
+	svc.Labels = s.Labels(RoleEndpoint)
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}
 	}
 	svc.Annotations[NotAfterAnnotation] = s.Now().Add(lifetime).UTC().Format(time.RFC3339)
 	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return nil, refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
-			need: permission{"create", "services", "", ""}, ns: svc.Namespace})
+		return nil, Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
+			Need: Permission{"create", "services", "", ""}, Ns: svc.Namespace})
 	}
 	s.mu.Lock()
 	s.services = append(s.services, created)

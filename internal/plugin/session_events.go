@@ -110,9 +110,9 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 			switch r := s.State.Waiting.Reason; r {
 			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 				return false, fmt.Errorf("the agent image %s cannot be pulled on node %s (%s: %s): use --image to name a mirror the nodes can pull from",
-					a.s.Image, p.Spec.NodeName, r, sanitize(s.State.Waiting.Message))
+					a.s.Image, p.Spec.NodeName, r, Sanitize(s.State.Waiting.Message))
 			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-				return false, fmt.Errorf("the agent container cannot start (%s: %s)", r, sanitize(s.State.Waiting.Message))
+				return false, fmt.Errorf("the agent container cannot start (%s: %s)", r, Sanitize(s.State.Waiting.Message))
 			}
 		}
 	}
@@ -155,7 +155,7 @@ func (a *Agent) Ready(ctx context.Context) error {
 			a.Port = ev.Port
 			return true, nil
 		case agent.EventError, agent.EventExit:
-			return false, fmt.Errorf("%s: %s", a, sanitize(ev.Message))
+			return false, fmt.Errorf("%s: %s", a, Sanitize(ev.Message))
 		}
 		return false, nil
 	})
@@ -239,7 +239,7 @@ func (a *Agent) followServer() {
 		switch ev.Type {
 		case agent.EventError:
 			a.mu.Lock()
-			a.serverNote = sanitize(ev.Message)
+			a.serverNote = Sanitize(ev.Message)
 			a.mu.Unlock()
 		case agent.EventExit:
 			return true, nil
@@ -302,7 +302,7 @@ func (a *Agent) followOnce(ctx context.Context, since time.Time, seen map[string
 	rc, err := a.s.Logs(ctx, a, opts)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
-			return false, forbidden(err)
+			return false, Forbidden(err)
 		}
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -326,7 +326,7 @@ func (a *Agent) scan(r io.Reader, seen map[string]bool, fn func(agent.Event) (bo
 		}
 		ev, err := agent.DecodeEvent(line)
 		if err != nil {
-			a.s.Logf("%s: %v: %q", a, err, sanitize(string(truncate(line, 200))))
+			a.s.Logf("%s: %v: %q", a, err, Sanitize(string(truncate(line, 200))))
 			continue
 		}
 		a.note(ev, line, seen)

@@ -40,7 +40,7 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 		return errors.New("the session is closed")
 	}
 	notAfter := s.Now().Add(lifetime).UTC().Format(time.RFC3339)
-	np.Labels = s.labels(RolePolicy)
+	np.Labels = s.Labels(RolePolicy)
 	np.Annotations = maps.Clone(np.Annotations)
 	if np.Annotations == nil {
 		np.Annotations = map[string]string{}
@@ -51,11 +51,11 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 		s.RunID, IsolatedByAnnotation, notAfter)
 	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
 	if err != nil {
-		return refusal(ctx, s.Client, err, refused{doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
-			need: permission{"create", "networkpolicies", "", "networking.k8s.io"}, ns: np.Namespace})
+		return Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
+			Need: Permission{"create", "networkpolicies", "", "networking.k8s.io"}, Ns: np.Namespace})
 	}
 	s.mu.Lock()
-	s.policies = append(s.policies, created)
+	s.Policies = append(s.Policies, created)
 	s.mu.Unlock()
 	return nil
 }
@@ -82,11 +82,11 @@ func (s *Session) isRunPod(p *corev1.Pod) bool {
 // peers is how a temporary policy names the other end of a flow, exactly: the run's own pods
 // by the run's labels (nothing else carries its id), an existing pod by its own addresses
 // (ipBlock /32 or /128): its labels may be shared with other pods, or it may have none.
-func (s *Session) peers(pods ...*corev1.Pod) ([]networkingv1.NetworkPolicyPeer, error) {
+func (s *Session) Peers(pods ...*corev1.Pod) ([]networkingv1.NetworkPolicyPeer, error) {
 	var out []networkingv1.NetworkPolicyPeer
 	for _, p := range pods {
 		if s.isRunPod(p) {
-			out = append(out, peerOf(p.Namespace, p.Labels))
+			out = append(out, PeerOf(p.Namespace, p.Labels))
 			continue
 		}
 		ips := podIPs(p)
@@ -116,7 +116,7 @@ func podIPs(p *corev1.Pod) []netip.Addr {
 }
 
 // peerOf is the pods of namespace ns that carry labels l.
-func peerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
+func PeerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 	return networkingv1.NetworkPolicyPeer{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 		PodSelector:       &metav1.LabelSelector{MatchLabels: l},
@@ -126,7 +126,7 @@ func peerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 // apiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
 // which only the API server writes, read by name: a slice another writer labelled for the
 // Service is not taken), or none.
-func apiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
+func ApiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
 	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		return nil

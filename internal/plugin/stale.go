@@ -120,7 +120,7 @@ func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []net
 	if len(left) > 0 {
 		slices.Sort(left)
 		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s in namespace %s, left by earlier runs that are over, were not deleted (%v): delete them with kubectl netbench cleanup -n %s\n",
-			strings.Join(left, ", "), ns, statusMessage(leftErr), ns)
+			strings.Join(left, ", "), ns, StatusMessage(leftErr), ns)
 	}
 	return kept
 }

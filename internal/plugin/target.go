@@ -56,7 +56,7 @@ func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGette
 			return nil, fmt.Errorf("%s not found in namespace %q (check the name, or give NAMESPACE/TYPE/NAME or -n)", res, ns)
 		}
 		if apierrors.IsForbidden(err) {
-			return nil, forbidden(err)
+			return nil, Forbidden(err)
 		}
 		return nil, fmt.Errorf("resolving %s: %w", arg, err)
 	}

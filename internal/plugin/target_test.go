@@ -12,7 +12,7 @@ import (
 // A refusal keeps the API server's error in its chain, under the actionable line.
 func TestForbiddenKeepsTheAPIError(t *testing.T) {
 	api := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web", errors.New("no"))
-	err := fmt.Errorf("listing: %w", forbidden(api))
+	err := fmt.Errorf("listing: %w", Forbidden(api))
 	var fe *ForbiddenError
 	var st *apierrors.StatusError
 	if !apierrors.IsForbidden(err) || !errors.As(err, &fe) || !errors.As(err, &st) || st != api {
