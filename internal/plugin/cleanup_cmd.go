@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,7 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 	}
 	pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
-		return fmt.Errorf("listing agent pods: %w", ForbiddenOr(err))
+		return fmt.Errorf("listing agent pods: %w", access.ForbiddenOr(err))
 	}
 	verb := "deleted"
 	if o.DryRun {
@@ -61,14 +62,14 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 	for _, p := range pods.Items {
 		if !o.DryRun {
 			if err := o.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
-				return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, ForbiddenOr(err))
+				return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, access.ForbiddenOr(err))
 			}
 		}
 		fmt.Fprintf(o.Out, "%s pod %s/%s (%s, %s old)\n", verb, p.Namespace, p.Name, p.Status.Phase, age(p.CreationTimestamp.Time))
 	}
 	all, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing pods: %w", ForbiddenOr(err))
+		return fmt.Errorf("listing pods: %w", access.ForbiddenOr(err))
 	}
 	running := 0
 	for _, p := range all.Items {
@@ -94,13 +95,13 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 func (o *CleanupOptions) cleanDaemonSets(ctx context.Context, ns, verb string) error {
 	list, err := o.client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
-		return fmt.Errorf("listing agent DaemonSets: %w", ForbiddenOr(err))
+		return fmt.Errorf("listing agent DaemonSets: %w", access.ForbiddenOr(err))
 	}
 	bg := metav1.DeletePropagationBackground
 	for _, ds := range list.Items {
 		if !o.DryRun {
 			if err := o.client.AppsV1().DaemonSets(ds.Namespace).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
-				return fmt.Errorf("deleting DaemonSet %s/%s: %w", ds.Namespace, ds.Name, ForbiddenOr(err))
+				return fmt.Errorf("deleting DaemonSet %s/%s: %w", ds.Namespace, ds.Name, access.ForbiddenOr(err))
 			}
 		}
 		fmt.Fprintf(o.Out, "%s DaemonSet %s/%s and its agent pods (%s old)\n", verb, ds.Namespace, ds.Name, age(ds.CreationTimestamp.Time))
@@ -112,12 +113,12 @@ func (o *CleanupOptions) cleanDaemonSets(ctx context.Context, ns, verb string) e
 func (o *CleanupOptions) cleanServices(ctx context.Context, ns, verb string) error {
 	svcs, err := o.client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
-		return fmt.Errorf("listing temporary Services: %w", ForbiddenOr(err))
+		return fmt.Errorf("listing temporary Services: %w", access.ForbiddenOr(err))
 	}
 	for _, svc := range svcs.Items {
 		if !o.DryRun {
 			if err := o.client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
-				return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, ForbiddenOr(err))
+				return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, access.ForbiddenOr(err))
 			}
 		}
 		fmt.Fprintf(o.Out, "%s Service %s/%s (%s old)\n", verb, svc.Namespace, svc.Name, age(svc.CreationTimestamp.Time))
@@ -139,7 +140,7 @@ func (o *CleanupOptions) cleanPolicies(ctx context.Context, ns, verb string) err
 	for _, np := range nps.Items {
 		if !o.DryRun {
 			if err := o.client.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
-				return fmt.Errorf("deleting NetworkPolicy %s/%s: %w", np.Namespace, np.Name, ForbiddenOr(err))
+				return fmt.Errorf("deleting NetworkPolicy %s/%s: %w", np.Namespace, np.Name, access.ForbiddenOr(err))
 			}
 		}
 		fmt.Fprintf(o.Out, "%s NetworkPolicy %s/%s (%s old)\n", verb, np.Namespace, np.Name, age(np.CreationTimestamp.Time))

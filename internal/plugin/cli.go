@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -105,9 +106,9 @@ type commonOptions struct {
 	NewRunID     func() string
 	Progress     func(format string, args ...any)
 	// Resolve finds the running pod behind a command-line target (default: as kubectl exec does).
-	Resolve func(ctx context.Context, arg, container string, allowHostNetwork bool) (*Target, error)
+	Resolve func(ctx context.Context, arg, container string, allowHostNetwork bool) (*session.Target, error)
 	// configureSession, when set, adjusts every new session (tests script logs and the proxy).
-	configureSession func(*Session)
+	configureSession func(*session.Session)
 }
 
 func newCommonOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) commonOptions {
@@ -175,7 +176,7 @@ func (o *commonOptions) setDefaults() {
 		o.Progress = progressPrinter(o.ErrOut)
 	}
 	if o.Resolve == nil {
-		o.Resolve = func(ctx context.Context, arg, container string, allowHostNetwork bool) (*Target, error) {
+		o.Resolve = func(ctx context.Context, arg, container string, allowHostNetwork bool) (*session.Target, error) {
 			return resolveTarget(ctx, o.getter, o.client, o.PodForObject, arg, o.namespace, container, allowHostNetwork)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -49,5 +50,5 @@ func short(err error) string {
 	if err == nil {
 		return "no mode in it"
 	}
-	return ForbiddenOr(err).Error()
+	return access.ForbiddenOr(err).Error()
 }

@@ -14,9 +14,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -159,10 +162,10 @@ func (o *DNSOptions) Run(ctx context.Context) error {
 type dnsRun struct {
 	o        *DNSOptions
 	rep      *report.DNSReport
-	t        *Target
+	t        *session.Target
 	svcView  *report.DNSService
 	replicas []probes.DNSReplica
-	sess     *Session
+	sess     *session.Session
 }
 
 func (r *dnsRun) figuresBeforePlan() {}
@@ -183,15 +186,15 @@ func (r *dnsRun) plan(ctx context.Context) (err error) {
 	rep.Target = report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}
 	rep.Owner = o.owner(ctx, t.Pod)
 	rep.Warnings = append(rep.Warnings, targetWarnings(t)...)
-	if _, _, err := o.chooseMode(ctx, ModeEphemeral, t.Namespace); err != nil {
+	if _, _, err := o.chooseMode(ctx, session.ModeEphemeral, t.Namespace); err != nil {
 		return err
 	}
 	r.svcView, r.replicas = o.nameserverService(ctx, t)
 	return o.checkDNSPolicy(ctx, t, r.svcView, r.replicas)
 }
 
-func (r *dnsRun) open(context.Context) (*Session, error) {
-	r.sess = r.o.newSession(ModeEphemeral)
+func (r *dnsRun) open(context.Context) (*session.Session, error) {
+	r.sess = r.o.newSession(session.ModeEphemeral)
 	return r.sess, nil
 }
 
@@ -205,7 +208,7 @@ func (r *dnsRun) measure(ctx context.Context) (time.Duration, error) {
 	since := time.Now()
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, res, err := o.runAgent(ctx, r.sess, AgentSpec{Role: RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
+	a, res, err := o.runAgent(ctx, r.sess, session.AgentSpec{Role: session.RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
 	if err != nil {
 		return 0, err
 	}
@@ -238,14 +241,14 @@ func (r *dnsRun) output() runOutput {
 // knowing the resolver, so that the active queries are not in it. It needs root with NET_RAW;
 // where Pod Security or another admission step refuses that, the capture is skipped with the
 // reason and the active report stands.
-func (o *DNSOptions) observe(ctx context.Context, sess *Session, t *Target, res *agent.DNSReport) {
+func (o *DNSOptions) observe(ctx context.Context, sess *session.Session, t *session.Target, res *agent.DNSReport) {
 	o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: string(res.Resolver), ObserveSeconds: o.Observe.Seconds()}
-	_, obs, err := o.runAgent(ctx, sess, AgentSpec{Role: RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe}, spec)
+	_, obs, err := o.runAgent(ctx, sess, session.AgentSpec{Role: session.RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe}, spec)
 	switch {
-	case errors.Is(err, ErrPodSecurity):
+	case errors.Is(err, access.ErrPodSecurity):
 		res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
-	case errors.Is(err, ErrAdmission):
+	case errors.Is(err, access.ErrAdmission):
 		res.ObserveSkipped = "passive capture skipped: " + err.Error()
 	case err != nil:
 		res.ObserveSkipped = "passive capture failed: " + err.Error()
@@ -300,7 +303,7 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 }
 
 // runAgent starts one agent with the DNS probe and returns its report.
-func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, spec agent.ProbeSpec) (*Agent, *agent.DNSReport, error) {
+func (o *DNSOptions) runAgent(ctx context.Context, sess *session.Session, as session.AgentSpec, spec agent.ProbeSpec) (*session.Agent, *agent.DNSReport, error) {
 	as.Job = &agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}}
 	a, err := sess.StartReady(ctx, as, "the agent")
 	if err != nil {
@@ -314,7 +317,7 @@ func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, 
 				res = ev.Result.DNS
 			}
 		case agent.EventError:
-			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, Sanitize(ev.Message))
+			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, text.Sanitize(ev.Message))
 		case agent.EventExit:
 			return true, nil
 		}
@@ -324,7 +327,7 @@ func (o *DNSOptions) runAgent(ctx context.Context, sess *Session, as AgentSpec, 
 		return nil, nil, err
 	}
 	if res == nil {
-		return nil, nil, fmt.Errorf("the %s %w", a, ErrEndedWithoutResult)
+		return nil, nil, fmt.Errorf("the %s %w", a, session.ErrEndedWithoutResult)
 	}
 	return a, res, nil
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -24,7 +25,7 @@ func (o *DNSOptions) nodeLocalCachePod(ctx context.Context, namespace, node stri
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
 	if err != nil {
-		return "", fmt.Errorf("listing pods %s in %s: %w", NodeLocalDNSLabel, namespace, ForbiddenOr(err))
+		return "", fmt.Errorf("listing pods %s in %s: %w", NodeLocalDNSLabel, namespace, access.ForbiddenOr(err))
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {

@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -62,8 +63,8 @@ func TestNodeLocalCache(t *testing.T) {
 				})
 			}
 			o.client = cs
-			s, _ := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod})
-			o.finishNameserverView(context.Background(), s, &Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig(tc.nameserver)})
+			s, _ := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
+			o.finishNameserverView(context.Background(), s, &session.Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig(tc.nameserver)})
 			got := *s.NodeLocalCache
 			if !strings.Contains(got.Basis, tc.wantBasis) {
 				t.Errorf("basis %q, want it to contain %q", got.Basis, tc.wantBasis)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -21,7 +22,7 @@ var ErrDNSBlocked = errors.New("a NetworkPolicy blocks the pod's DNS")
 // checkDNSPolicy says, before anything starts, whether the policies of the pod's namespace let
 // its queries out to the cluster DNS (UDP port 53 to at least one replica, or to the Service's
 // address when the replicas are unknown). Without permission to list them it says nothing.
-func (o *DNSOptions) checkDNSPolicy(ctx context.Context, t *Target, s *report.DNSService, reps []probes.DNSReplica) error {
+func (o *DNSOptions) checkDNSPolicy(ctx context.Context, t *session.Target, s *report.DNSService, reps []probes.DNSReplica) error {
 	if s.ClusterIP == "" {
 		return nil // the pod does not ask the cluster DNS, or it cannot be read
 	}

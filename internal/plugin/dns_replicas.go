@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -20,7 +22,7 @@ const DefaultDNSService = "kube-system/kube-dns"
 // nameserverService reads the Service behind the pod's cluster DNS, its ready replicas and their
 // zones. What cannot be read (RBAC, no such Service, a pod that does not use cluster DNS) becomes
 // the view's Skipped reason, never an error: the rest of the report stands without it.
-func (o *DNSOptions) nameserverService(ctx context.Context, t *Target) (*report.DNSService, []probes.DNSReplica) {
+func (o *DNSOptions) nameserverService(ctx context.Context, t *session.Target) (*report.DNSService, []probes.DNSReplica) {
 	ns, name, _ := strings.Cut(o.DNSService, "/")
 	s := &report.DNSService{Namespace: ns, Name: name, CrossZoneShare: -1}
 	if p := t.Pod.Spec.DNSPolicy; p == corev1.DNSDefault || (t.Pod.Spec.HostNetwork && p != corev1.DNSClusterFirstWithHostNet) {
@@ -29,7 +31,7 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *Target) (*report.
 	}
 	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		s.Skipped = fmt.Sprintf("skipped: reading Service %s: %v (--dns-service names another)", o.DNSService, ForbiddenOr(err))
+		s.Skipped = fmt.Sprintf("skipped: reading Service %s: %v (--dns-service names another)", o.DNSService, access.ForbiddenOr(err))
 		return s, nil
 	}
 	s.ClusterIP = svc.Spec.ClusterIP
@@ -114,7 +116,7 @@ func crossZoneShare(s *report.DNSService, reps []probes.DNSReplica) (float64, st
 
 // finishNameserverView checks the view against what the agent found (the pod's nameserver may be
 // a node-local cache rather than the Service) and projects --lookups-per-second.
-func (o *DNSOptions) finishNameserverView(ctx context.Context, s *report.DNSService, t *Target, res *probes.DNSResult) {
+func (o *DNSOptions) finishNameserverView(ctx context.Context, s *report.DNSService, t *session.Target, res *probes.DNSResult) {
 	if s == nil || s.Skipped != "" || res == nil || len(res.Config.Nameservers) == 0 {
 		return
 	}

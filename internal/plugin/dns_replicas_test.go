@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -49,7 +50,7 @@ func TestNameserverService(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewDNSOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 			o.client = kubeDNS(tc.td)
-			s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod})
+			s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
 			want := []probes.DNSReplica{{Address: "10.244.1.3", Pod: "coredns-a", Node: "lab-a1", Zone: "zone-a"}, {Address: "10.244.3.3", Pod: "coredns-b", Node: "lab-b1", Zone: "zone-b"}}
 			if diff := cmp.Diff(want, reps); diff != "" {
 				t.Errorf("replicas (-want +got):\n%s", diff)
@@ -59,7 +60,7 @@ func TestNameserverService(t *testing.T) {
 			}
 			// 40 lookups/s of a name that takes 2 queries: 80 queries/s, this share of them across.
 			o.LookupsPerSecond = 40
-			o.finishNameserverView(context.Background(), s, &Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("10.96.0.10"), Names: []probes.DNSName{{Name: "x", Variants: []probes.DNSVariant{{Queries: 2}}}}})
+			o.finishNameserverView(context.Background(), s, &session.Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("10.96.0.10"), Names: []probes.DNSName{{Name: "x", Variants: []probes.DNSVariant{{Queries: 2}}}}})
 			if s.CrossZoneQueriesPerSecond != 80*tc.wantShare || s.NodeLocalCache.State != report.NodeLocalNotInUse {
 				t.Errorf("cross-zone queries/s %g, want %g", s.CrossZoneQueriesPerSecond, 80*tc.wantShare)
 			}
@@ -73,27 +74,27 @@ func TestNameserverServiceSkipped(t *testing.T) {
 	o := NewDNSOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 	o.client = kubeDNS("")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}, Spec: corev1.PodSpec{NodeName: "lab-a2"}}
-	s, _ := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod})
-	o.finishNameserverView(context.Background(), s, &Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("169.254.20.10")})
+	s, _ := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
+	o.finishNameserverView(context.Background(), s, &session.Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("169.254.20.10")})
 	if s.CrossZoneShare != -1 || !strings.Contains(s.ShareBasis, "a node-local cache answers the pod's queries") || s.NodeLocalCache.State != report.NodeLocalInUse {
 		t.Errorf("node-local nameserver: %+v", s)
 	}
 	pod.Spec.DNSPolicy = corev1.DNSDefault
-	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "does not query the cluster DNS Service") {
+	if s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "does not query the cluster DNS Service") {
 		t.Errorf("dnsPolicy Default: %+v", s)
 	}
 	pod.Spec.DNSPolicy = corev1.DNSNone
 	pod.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.2"}}
-	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "names its own nameservers") {
+	if s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "names its own nameservers") {
 		t.Errorf("dnsPolicy None, own nameserver: %+v", s)
 	}
 	pod.Spec.DNSConfig.Nameservers = []string{"169.254.20.10"}
-	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); len(reps) != 2 || s.Skipped != "" {
+	if s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod}); len(reps) != 2 || s.Skipped != "" {
 		t.Errorf("dnsPolicy None asking a node-local cache: %+v", s)
 	}
 	pod.Spec.DNSPolicy, pod.Spec.DNSConfig = "", nil
 	o.DNSService = "kube-system/other-dns"
-	if s, reps := o.nameserverService(context.Background(), &Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "reading Service kube-system/other-dns") {
+	if s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod}); reps != nil || !strings.Contains(s.Skipped, "reading Service kube-system/other-dns") {
 		t.Errorf("no such Service: %+v", s)
 	}
 }

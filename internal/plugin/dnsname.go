@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	"golang.org/x/net/idna"
 )
 
@@ -53,7 +54,7 @@ func checkASCIIName(name string) error {
 		}
 		for _, r := range label {
 			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-				return fmt.Errorf("label %q holds %q: only letters, digits, '-' and '_'", Sanitize(label), r)
+				return fmt.Errorf("label %q holds %q: only letters, digits, '-' and '_'", text.Sanitize(label), r)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,7 +20,7 @@ type endpoint struct{ pod, node, zone, addr, hints string }
 func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]endpoint, error) {
 	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
-		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, ForbiddenOr(err))
+		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
 	}
 	seen := map[string]bool{}
 	var out []endpoint

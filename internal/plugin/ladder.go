@@ -13,8 +13,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -126,14 +128,14 @@ type ladderRun struct {
 	o     *LadderOptions
 	rep   *report.LadderReport
 	timer *phaseTimer
-	dst   *Target
+	dst   *session.Target
 	rungs []report.LadderRung
 	sr    *serviceRun
-	sess  *Session
+	sess  *session.Session
 	// pp is what the NetworkPolicies let through.
 	pp *pathPolicy
 	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
-	srv, hostSrv *Agent
+	srv, hostSrv *session.Agent
 	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
 	job     agent.Job
 	nProbes int
@@ -172,7 +174,7 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 	}
 	r.rep.Warnings = append(r.rep.Warnings, targetWarnings(r.dst)...)
 	if ns, name := o.serviceName(); name != "" {
-		if err := CheckPermissions(ctx, o.client, []string{ns}, ServicePermissions); err != nil {
+		if err := access.CheckPermissions(ctx, o.client, []string{ns}, access.ServicePermissions); err != nil {
 			return err
 		}
 		if r.sr, err = o.readService(ctx, r.dst, ns, name); err != nil {
@@ -196,12 +198,12 @@ func (r *ladderRun) plannedFigures() map[string]string {
 }
 
 // open checks every permission the run needs and opens its session.
-func (r *ladderRun) open(ctx context.Context) (*Session, error) {
+func (r *ladderRun) open(ctx context.Context) (*session.Session, error) {
 	o, ns := r.o, r.dst.Namespace
 	mode, note, err := o.chooseMode(ctx, o.Mode, ns)
 	if err == nil {
 		// Clients are temporary pods whatever the server's mode.
-		err = CheckPermissions(ctx, o.client, []string{ns}, NeededPermissions(ModePod))
+		err = access.CheckPermissions(ctx, o.client, []string{ns}, access.NeededPermissions(true))
 	}
 	if err != nil {
 		return nil, err
@@ -318,10 +320,10 @@ func (r *ladderRun) summarize() {
 }
 
 // plan reads the nodes and places the rungs around DST's node, with the clients' tolerations.
-func (o *LadderOptions) plan(ctx context.Context, dst *Target) ([]report.LadderRung, []corev1.Toleration, error) {
+func (o *LadderOptions) plan(ctx context.Context, dst *session.Target) ([]report.LadderRung, []corev1.Toleration, error) {
 	list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", ForbiddenOr(err))
+		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", access.ForbiddenOr(err))
 	}
 	var nodes []placement.Node
 	var dstNode *placement.Node
@@ -369,23 +371,23 @@ func skippedList(rungs []report.LadderRung) string {
 
 // clientSpec is round's client of rung i: a temporary pod on the rung's node with DST's pod's
 // tolerations but those of control-plane taints (tolerationsOn), on the port the policy plan chose.
-func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) AgentSpec {
+func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) session.AgentSpec {
 	job := r.job
-	return AgentSpec{Role: RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}
+	return session.AgentSpec{Role: session.RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
+		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first
 // nProbes probes agent to agent, the rest against the app's port) and is deleted before the
 // next rung starts.
-func (o *LadderOptions) runRung(ctx context.Context, sess *Session, srv *Agent, spec AgentSpec, nProbes int) (report.LadderRound, time.Duration, error) {
+func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv *session.Agent, spec session.AgentSpec, nProbes int) (report.LadderRound, time.Duration, error) {
 	dst, job := spec.Target, *spec.Job
 	cli, err := sess.StartReady(ctx, spec, "the client agent")
 	if err != nil {
 		return report.LadderRound{}, 0, err
 	}
 	began := time.Now()
-	from := &Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
+	from := &session.Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
 	res, err := o.collect(ctx, cli, srv, from, dst)
 	if err == nil {
 		err = res.missing(job.Probes[:nProbes], cli)

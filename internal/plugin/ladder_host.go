@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -39,13 +41,13 @@ func (r *ladderRun) startHostServer(ctx context.Context) error {
 		return nil
 	}
 	r.o.Progress("starting the host-network server agent on node %s", r.dst.Pod.Spec.NodeName)
-	a, err := r.sess.Start(ctx, AgentSpec{Role: RoleServer, Suffix: "host", Target: r.dst, Serve: true, Lifetime: r.lifetime,
-		Placement: &Placement{Node: r.dst.Pod.Spec.NodeName, Tolerations: r.tolerationsOn(r.dst.Pod.Spec.NodeName), HostNetwork: true}})
+	a, err := r.sess.Start(ctx, session.AgentSpec{Role: session.RoleServer, Suffix: "host", Target: r.dst, Serve: true, Lifetime: r.lifetime,
+		Placement: &session.Placement{Node: r.dst.Pod.Spec.NodeName, Tolerations: r.tolerationsOn(r.dst.Pod.Spec.NodeName), HostNetwork: true}})
 	switch {
-	case errors.Is(err, ErrPodSecurity):
+	case errors.Is(err, access.ErrPodSecurity):
 		rung.Skipped = fmt.Sprintf("namespace %s's Pod Security level forbids hostNetwork pods (%v); run the ladder in a namespace that allows them (privileged)", r.dst.Namespace, err)
 		return nil
-	case errors.Is(err, ErrAdmission):
+	case errors.Is(err, access.ErrAdmission):
 		rung.Skipped = fmt.Sprintf("admission in namespace %s refused the hostNetwork pod (%v); run the ladder in a namespace that allows them", r.dst.Namespace, err)
 		return nil
 	}
@@ -73,11 +75,11 @@ func (r *ladderRun) hostRung() *report.LadderRung {
 // hostClientSpec is the host-network rung's client: in its node's network, measuring against
 // the host-network server with the agent-to-agent probes only (the app and its Service are
 // not reached from there the way a pod reaches them).
-func (r *ladderRun) hostClientSpec(rung *report.LadderRung, round, i int) AgentSpec {
+func (r *ladderRun) hostClientSpec(rung *report.LadderRung, round, i int) session.AgentSpec {
 	job := r.job
 	job.Host, job.Port, job.Probes = r.hostSrv.IP, r.hostSrv.Port, r.hostProbes
-	return AgentSpec{Role: RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node), HostNetwork: true}}
+	return session.AgentSpec{Role: session.RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
+		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node), HostNetwork: true}}
 }
 
 // controlPlaneTaints are the keys of the taints that keep workloads off control-plane nodes.

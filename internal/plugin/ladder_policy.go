@@ -9,14 +9,16 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // ladderClient is what the policies see of every rung's client: a temporary pod of the run in
 // DST's namespace, carrying the run's client labels (every rung's client carries the same).
-func ladderClient(s *Session, dst *Target) *Target {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dst.Namespace, Name: s.Name(AgentSpec{Role: RoleClient}), Labels: s.Labels(RoleClient)}}
-	return &Target{Namespace: dst.Namespace, Pod: pod}
+func ladderClient(s *session.Session, dst *session.Target) *session.Target {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: dst.Namespace, Name: s.Name(session.AgentSpec{Role: session.RoleClient}), Labels: s.Labels(session.RoleClient)}}
+	return &session.Target{Namespace: dst.Namespace, Pod: pod}
 }
 
 // planPolicy reads the NetworkPolicies of DST's (and the Service's) namespace and works out,
@@ -51,13 +53,13 @@ func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
 		return nil
 	}
 	ns := r.sr.svc.Namespace
-	if r.sess.Mode == ModeEphemeral && len(r.sr.svc.Spec.Selector) > 0 {
-		if err := CheckPermissions(ctx, r.o.client, []string{ns}, NeededPermissions(ModeEphemeral)); err != nil {
+	if r.sess.Mode == session.ModeEphemeral && len(r.sr.svc.Spec.Selector) > 0 {
+		if err := access.CheckPermissions(ctx, r.o.client, []string{ns}, access.NeededPermissions(false)); err != nil {
 			return err
 		}
 	}
 	if r.o.AllowPolicy {
-		return CheckPolicyPermissions(ctx, r.o.client, ns)
+		return access.CheckPolicyPermissions(ctx, r.o.client, ns)
 	}
 	return nil
 }
@@ -83,7 +85,7 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyScope, cliPod *
 			break
 		}
 	}
-	if r.sess.Mode == ModeEphemeral && len(sr.pods) > 0 && len(sr.svc.Spec.Selector) > 0 {
+	if r.sess.Mode == session.ModeEphemeral && len(sr.pods) > 0 && len(sr.svc.Spec.Selector) > 0 {
 		sr.agentPort = agentPort()
 		if err := r.spreadPolicy(ctx, sc, cli, &b); err != nil {
 			return err

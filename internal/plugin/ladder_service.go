@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -60,10 +62,10 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 
 // readService reads the Service and its ready endpoints (nothing is created), and makes the
 // app's port behind the Service port the pod-IP side of the comparison unless --port is given.
-func (o *LadderOptions) readService(ctx context.Context, dst *Target, ns, name string) (*serviceRun, error) {
+func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns, name string) (*serviceRun, error) {
 	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("reading Service %s/%s: %w", ns, name, ForbiddenOr(err))
+		return nil, fmt.Errorf("reading Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
 	}
 	sr := &serviceRun{svc: svc}
 	if sr.port, err = tcpPort(svc); err != nil {
@@ -85,10 +87,10 @@ func (o *LadderOptions) readService(ctx context.Context, dst *Target, ns, name s
 }
 
 // startSpread starts what measuring where connections land needs, or says why it cannot run.
-func (o *LadderOptions) startSpread(ctx context.Context, sess *Session, sr *serviceRun, lifetime time.Duration) error {
+func (o *LadderOptions) startSpread(ctx context.Context, sess *session.Session, sr *serviceRun, lifetime time.Duration) error {
 	switch {
 	case sr.info.SpreadSkipped != "":
-	case sess.Mode != ModeEphemeral:
+	case sess.Mode != session.ModeEphemeral:
 		sr.info.SpreadSkipped = "where connections land needs agents in the Service's own pods: ephemeral containers (--mode ephemeral or auto)"
 	case len(sr.svc.Spec.Selector) == 0:
 		sr.info.SpreadSkipped = "the Service has no selector: a temporary copy would have no endpoints"
@@ -102,7 +104,7 @@ func (o *LadderOptions) startSpread(ctx context.Context, sess *Session, sr *serv
 
 // startEndpoints starts an agent in each chosen endpoint pod on one port, then the temporary
 // Service, and waits until it routes to them.
-func (o *LadderOptions) startEndpoints(ctx context.Context, sess *Session, sr *serviceRun, lifetime time.Duration) error {
+func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Session, sr *serviceRun, lifetime time.Duration) error {
 	if err := o.endpointPods(ctx, sr); err != nil {
 		return err
 	}
@@ -111,13 +113,13 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *Session, sr *s
 	}
 	port := sr.agentPort
 	sr.info.AgentPort, sr.info.MeasuredEndpoints = port, len(sr.measured)
-	var agents []*Agent
+	var agents []*session.Agent
 	for i, ep := range sr.measured {
-		t := &Target{Namespace: sr.svc.Namespace, Pod: sr.pods[i]}
-		if err := t.check("", true); err != nil {
+		t := &session.Target{Namespace: sr.svc.Namespace, Pod: sr.pods[i]}
+		if err := checkTarget(t, "", true); err != nil {
 			return err
 		}
-		a, err := sess.Start(ctx, AgentSpec{Role: RoleEndpoint, Target: t, Serve: true, Lifetime: lifetime, Port: port,
+		a, err := sess.Start(ctx, session.AgentSpec{Role: session.RoleEndpoint, Target: t, Serve: true, Lifetime: lifetime, Port: port,
 			Suffix: strconv.Itoa(i + 1), Identity: agent.Identity{Pod: ep.pod, Node: ep.node, Zone: ep.zone}})
 		if err != nil {
 			return fmt.Errorf("starting the endpoint agent in %s/%s: %w", t.Namespace, t.Pod.Name, err)
@@ -159,7 +161,7 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 	for _, ep := range sr.measured {
 		p, err := o.client.CoreV1().Pods(sr.svc.Namespace).Get(ctx, ep.pod, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, ForbiddenOr(err))
+			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, access.ForbiddenOr(err))
 		}
 		sr.pods = append(sr.pods, p)
 	}

@@ -17,13 +17,15 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // ladderCluster: web-1 on n2 in zone-b with n3 (cordoned) beside it, n1 in zone-a.
-func ladderCluster(t *testing.T) *FakeCluster {
-	f := NewFakeCluster(t, TwoPods()...)
-	for _, n := range []*corev1.Node{LabNode("n1", "zone-a"), LabNode("n2", "zone-b"), LabNode("n3", "zone-b", func(n *corev1.Node) { n.Spec.Unschedulable = true })} {
+func ladderCluster(t *testing.T) *fakecluster.Cluster {
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	for _, n := range []*corev1.Node{fakecluster.LabNode("n1", "zone-a"), fakecluster.LabNode("n2", "zone-b"), fakecluster.LabNode("n3", "zone-b", func(n *corev1.Node) { n.Spec.Unschedulable = true })} {
 		if err := f.Cs.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
@@ -47,10 +49,10 @@ func runLadder(t *testing.T, o *LadderOptions, out *strings.Builder) *report.Lad
 	return &r
 }
 
-func newTestLadderOptions(f *FakeCluster) (*LadderOptions, *strings.Builder) {
+func newTestLadderOptions(f *fakecluster.Cluster) (*LadderOptions, *strings.Builder) {
 	out := &strings.Builder{}
 	o := NewLadderOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &strings.Builder{}})
-	f.options(&o.commonOptions)
+	useCluster(f, &o.commonOptions)
 	o.DstArg, o.Probes, o.Output = "web-1", []string{"rtt"}, "json"
 	return o, out
 }
@@ -59,7 +61,7 @@ func newTestLadderOptions(f *FakeCluster) (*LadderOptions, *strings.Builder) {
 // before the next; the cordoned node's rung is listed with the reason; nothing is left.
 func TestLadderRun(t *testing.T) {
 	f := ladderCluster(t)
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	var created []string
 	f.OnCreate = func(p *corev1.Pod) { created = append(created, p.Name+"@"+nodeOf(p)) }
 	o, out := newTestLadderOptions(f)
@@ -85,7 +87,7 @@ func TestLadderRun(t *testing.T) {
 // server are gone.
 func TestLadderRunFailsInTheMiddle(t *testing.T) {
 	f := ladderCluster(t)
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	f.OnCreate = func(p *corev1.Pod) {
 		if strings.HasSuffix(p.Name, "-3-1") {
 			f.CreateErr = errors.New(`pods "x" is forbidden: exceeded quota: q`)
@@ -135,15 +137,15 @@ func nodeOf(p *corev1.Pod) string {
 // svcCluster adds to ladderCluster a Service "web" over web-1 (n2, zone-b) and web-2 (n1,
 // zone-a), its EndpointSlice, and a temporary Service a killed run left; the fake control plane
 // gives every Service it creates an EndpointSlice over the same pods.
-func svcCluster(t *testing.T) *FakeCluster {
+func svcCluster(t *testing.T) *fakecluster.Cluster {
 	f := ladderCluster(t)
-	web2 := NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "web-2", "n1", "10.0.0.6" })
+	web2 := fakecluster.NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "web-2", "n1", "10.0.0.6" })
 	tcp := corev1.ProtocolTCP
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.20",
 		Ports: []corev1.ServicePort{{Port: 80, Protocol: tcp, TargetPort: intstr.FromInt(8080)}}}}
-	stale := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old", Namespace: "shop", Labels: map[string]string{ManagedByLabel: ManagedByValue},
-		Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
+	stale := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old", Namespace: "shop", Labels: map[string]string{session.ManagedByLabel: session.ManagedByValue},
+		Annotations: map[string]string{session.NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
 	for _, o := range []runtime.Object{web2, svc, stale, endpointSlice("web")} {
 		if err := f.Cs.Tracker().Add(o); err != nil {
 			t.Fatal(err)
@@ -200,7 +202,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 				lists++
 				return true, &discoveryv1.EndpointSliceList{Items: []discoveryv1.EndpointSlice{*hintedSlice("netbench-"+name, tc.hintsAt > 0 && lists >= tc.hintsAt)}}, nil
 			})
-			f.Script[string(RoleServer)], f.Script[string(RoleEndpoint)], f.Script[string(RoleClient)] = ThenHold(serverReady), ThenHold(serverReady), Then(clientOK)
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleEndpoint)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 			o, out := newTestLadderOptions(f)
 			o.Service = "svc/web"
 			o.StartTimeout = 3 * time.Second
@@ -220,7 +222,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 // land, and a temporary Service a killed run left behind is deleted.
 func TestLadderRunService(t *testing.T) {
 	f := svcCluster(t)
-	f.Script[string(RoleServer)], f.Script[string(RoleEndpoint)], f.Script[string(RoleClient)] = ThenHold(serverReady), ThenHold(serverReady), Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleEndpoint)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	o, out := newTestLadderOptions(f)
 	o.Service = "svc/web"
 	r := runLadder(t, o, out)

@@ -7,7 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 var (
@@ -59,18 +61,18 @@ func TestLadderClientTolerations(t *testing.T) {
 // client, on DST's node, keeps DST's tolerations.
 func TestLadderClientsStayOffControlPlanes(t *testing.T) {
 	all := []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-	f := NewFakeCluster(t, NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
-		NewPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.Tolerations = "n2", all }))
-	for _, n := range []*corev1.Node{LabNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
-		LabNode("n1", "zone-a"), LabNode("n2", "zone-b")} {
+	f := fakecluster.New(t, fakecluster.NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
+		fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.Tolerations = "n2", all }))
+	for _, n := range []*corev1.Node{fakecluster.LabNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
+		fakecluster.LabNode("n1", "zone-a"), fakecluster.LabNode("n2", "zone-b")} {
 		if err := f.Cs.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	got := map[string][]corev1.Toleration{}
 	f.OnCreate = func(p *corev1.Pod) {
-		if p.Labels[RoleLabel] == string(RoleClient) {
+		if p.Labels[session.RoleLabel] == string(session.RoleClient) {
 			got[nodeOf(p)] = p.Spec.Tolerations
 		}
 	}

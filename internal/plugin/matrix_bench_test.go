@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 )
 
@@ -61,8 +62,8 @@ func BenchmarkMatrixOrchestration(b *testing.B) {
 				var calls, pairs, agents, planNs, peak float64
 				for b.Loop() {
 					b.StopTimer()
-					f := NewFleetCluster(n, 3)
-					o := f.options(io.Discard)
+					f := fakecluster.NewFleet(n, 3)
+					o := matrixOptions(f, io.Discard)
 					o.Scope, o.Concurrency, o.MaxPairs = sc.scope, 100, n*n
 					if sc.scope == placement.ScopeSample {
 						o.Sample = n

@@ -10,14 +10,16 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // meshPod is what the policies see of every agent of the matrix: a pod of the run in the
 // namespace, with the run's mesh labels.
 func (r *matrixRun) meshPod() *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.namespace, Name: "netbench-" + r.sess.RunID + "-" + string(RoleMesh), Labels: r.sess.Labels(RoleMesh)}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.namespace, Name: "netbench-" + r.sess.RunID + "-" + string(session.RoleMesh), Labels: r.sess.Labels(session.RoleMesh)}}
 }
 
 // planPolicy reads the namespace's NetworkPolicies before any agent starts and works out which
@@ -28,7 +30,7 @@ func (r *matrixRun) meshPod() *corev1.Pod {
 func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
 	o := r.o
 	if o.AllowPolicy {
-		if err := CheckPolicyPermissions(ctx, o.client, o.namespace); err != nil {
+		if err := access.CheckPolicyPermissions(ctx, o.client, o.namespace); err != nil {
 			return err
 		}
 	}
@@ -93,7 +95,7 @@ func (r *matrixRun) meshBlocks(sc *policyScope, mesh *corev1.Pod, port int) []re
 // carries the labels of) may reach each other on every port and ICMP, and the API server may
 // reach their port; only in the directions a policy already isolates them.
 func (r *matrixRun) meshAllowance(sc *policyScope, mesh *corev1.Pod) []*opening {
-	self := []networkingv1.NetworkPolicyPeer{PeerOf(mesh.Namespace, mesh.Labels)}
+	self := []networkingv1.NetworkPolicyPeer{session.PeerOf(mesh.Namespace, mesh.Labels)}
 	mine := []*corev1.Pod{mesh}
 	ops := append(sc.ingressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.apiServerRules(r.o.Port)...)),
 		sc.egressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)

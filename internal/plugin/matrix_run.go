@@ -13,17 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
-
-// matrixPermissions are what a matrix needs in its namespace: a DaemonSet of its own, a watch
-// on its pods, and their proxy (jobs are posted through it).
-var matrixPermissions = []Permission{
-	{"create", "daemonsets", "", "apps"}, {"delete", "daemonsets", "", "apps"}, {"list", "daemonsets", "", "apps"},
-	{"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"create", "pods", "proxy", ""},
-}
 
 // matrixRun is one run of the matrix: its plan, its fleet and its report.
 type matrixRun struct {
@@ -36,8 +31,8 @@ type matrixRun struct {
 	// nodeCount is how many nodes the cluster has; tolerations are the agents' (read once).
 	nodeCount   int
 	tolerations []corev1.Toleration
-	sess        *Session
-	fleet       *Fleet
+	sess        *session.Session
+	fleet       *session.Fleet
 	// skip holds the probes the NetworkPolicies block (by label).
 	skip map[string]bool
 }
@@ -60,9 +55,9 @@ func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 // open refuses, before anything is created, a user without the permissions and a namespace
 // that is not there; then it says the plan (on a terminal or not: progress lines are only for
 // terminals) and opens the session, whose agents are always temporary pods.
-func (r *matrixRun) open(ctx context.Context) (*Session, error) {
+func (r *matrixRun) open(ctx context.Context) (*session.Session, error) {
 	o := r.o
-	if err := CheckPermissions(ctx, o.client, []string{o.namespace}, matrixPermissions); err != nil {
+	if err := access.CheckPermissions(ctx, o.client, []string{o.namespace}, access.MatrixPermissions); err != nil {
 		return nil, err
 	}
 	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
@@ -71,7 +66,7 @@ func (r *matrixRun) open(ctx context.Context) (*Session, error) {
 	fmt.Fprintf(o.ErrOut, "plan: %d pairs among %d agents on %d nodes, %d rounds of up to %d at once, ~%.0f s of measuring after the agents start\n",
 		len(r.pairs), len(r.agentNodes()), r.nodeCount, len(r.rounds), o.Concurrency, r.rep.Plan.EstimatedSeconds)
 	r.timer.phase("plan")
-	r.sess = o.newSession(ModePod)
+	r.sess = o.newSession(session.ModePod)
 	return r.sess, nil
 }
 
@@ -151,7 +146,7 @@ func listNodes(ctx context.Context, o *MatrixOptions) ([]placement.Node, error) 
 	for {
 		list, err := o.client.CoreV1().Nodes().List(ctx, opts)
 		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("the matrix places one agent per node and must list nodes: %w", Forbidden(err))
+			return nil, fmt.Errorf("the matrix places one agent per node and must list nodes: %w", access.Forbidden(err))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("listing nodes: %w", err)
@@ -222,10 +217,10 @@ func (r *matrixRun) startFleet(ctx context.Context) error {
 	}
 	lifetime := r.lifetime()
 	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each stops serving %s after the plugin stops renewing its lease, and within %s at most)",
-		len(nodes), "netbench", r.sess.RunID, RoleMesh, o.namespace, FleetLeasePeriod, lifetime.Round(time.Second))
+		len(nodes), "netbench", r.sess.RunID, session.RoleMesh, o.namespace, session.FleetLeasePeriod, lifetime.Round(time.Second))
 	var err error
-	r.fleet, err = r.sess.StartFleet(ctx, FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
-		Port: o.Port, Lifetime: lifetime, Lease: FleetLeasePeriod})
+	r.fleet, err = r.sess.StartFleet(ctx, session.FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
+		Port: o.Port, Lifetime: lifetime, Lease: session.FleetLeasePeriod})
 	if err != nil {
 		return err
 	}

@@ -12,14 +12,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
-func runMatrix(t *testing.T, f *FleetCluster, mod func(*MatrixOptions)) (*report.MatrixReport, error) {
+func runMatrix(t *testing.T, f *fakecluster.Fleet, mod func(*MatrixOptions)) (*report.MatrixReport, error) {
 	t.Helper()
 	out := &strings.Builder{}
-	o := f.options(out)
+	o := matrixOptions(f, out)
 	mod(o)
 	if err := o.Validate(nil); err != nil {
 		t.Fatal(err)
@@ -39,10 +42,10 @@ func runMatrix(t *testing.T, f *FleetCluster, mod func(*MatrixOptions)) (*report
 // grid, the slow node named (and its pairs not listed again), no node in two pairs at once, and
 // nothing left behind.
 func TestMatrixRunNodesScope(t *testing.T) {
-	f := NewFleetCluster(6, 2)
+	f := fakecluster.NewFleet(6, 2)
 	f.Slow, f.SlowBy = "node-00004", 1000
 	stale := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old-mesh", Namespace: "netbench",
-		Labels: map[string]string{ManagedByLabel: ManagedByValue}, Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
+		Labels: map[string]string{session.ManagedByLabel: session.ManagedByValue}, Annotations: map[string]string{session.NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
 	if err := f.Cs.Tracker().Add(stale); err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +79,9 @@ func TestMatrixRunNodesScope(t *testing.T) {
 
 // --dry-run reads the nodes and prints the plan; it creates nothing and posts no job.
 func TestMatrixDryRun(t *testing.T) {
-	f := NewFleetCluster(8, 2)
+	f := fakecluster.NewFleet(8, 2)
 	out := &strings.Builder{}
-	o := f.options(out)
+	o := matrixOptions(f, out)
 	o.Output, o.DryRun = "", true
 	if err := o.Validate(nil); err != nil {
 		t.Fatal(err)
@@ -99,10 +102,10 @@ func TestMatrixDryRun(t *testing.T) {
 // Without the right to create DaemonSets the run stops before anything is created, with one
 // line naming what is missing.
 func TestMatrixForbiddenDaemonSets(t *testing.T) {
-	f := NewFleetCluster(4, 2)
+	f := fakecluster.NewFleet(4, 2)
 	f.Denied["create daemonsets"] = true
 	_, err := runMatrix(t, f, func(*MatrixOptions) {})
-	var pe *PermissionError
+	var pe *access.PermissionError
 	if !errors.As(err, &pe) || strings.Count(err.Error(), "\n") > 0 || !strings.Contains(err.Error(), "create daemonsets.apps") {
 		t.Fatalf("error %v: want one line naming create daemonsets.apps", err)
 	}
@@ -115,14 +118,14 @@ func TestMatrixForbiddenDaemonSets(t *testing.T) {
 
 // An interrupt in the middle of the measuring deletes the DaemonSet and its pods.
 func TestMatrixInterrupted(t *testing.T) {
-	f := NewFleetCluster(6, 2)
+	f := fakecluster.NewFleet(6, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.BeforeJob = func() {
 		if f.Jobs.Load() == 3 {
 			cancel()
 		}
 	}
-	o := f.options(&strings.Builder{})
+	o := matrixOptions(f, &strings.Builder{})
 	if err := o.Validate(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +143,7 @@ func TestMatrixInterrupted(t *testing.T) {
 // node must not grow from 10 to 1000 nodes; with --scope zones they must not grow at all.
 func TestMatrixAPICallsGrowLinearly(t *testing.T) {
 	calls := func(nodes int, mod func(*MatrixOptions)) int {
-		f := NewFleetCluster(nodes, 3)
+		f := fakecluster.NewFleet(nodes, 3)
 		if _, err := runMatrix(t, f, mod); err != nil {
 			t.Fatal(err)
 		}
@@ -181,14 +184,14 @@ func TestMatrixValidate(t *testing.T) {
 		{func(o *MatrixOptions) { o.Sample = -1 }, "--sample -1: want 1-1000000 pairs"},
 		{func(o *MatrixOptions) { o.TolerateAllTaints, o.TolerationsFrom = true, "deploy/x" }, "--tolerations-from deploy/x with --tolerate-all-taints: choose one"},
 	} {
-		o := NewFleetCluster(1, 1).options(&strings.Builder{})
+		o := matrixOptions(fakecluster.NewFleet(1, 1), &strings.Builder{})
 		tc.mod(o)
 		err := o.Validate(nil)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("error %v: want %q", err, tc.want)
 		}
 	}
-	o := NewFleetCluster(1, 1).options(&strings.Builder{})
+	o := matrixOptions(fakecluster.NewFleet(1, 1), &strings.Builder{})
 	if err := o.Validate(nil); err != nil {
 		t.Errorf("defaults: %v", err)
 	}

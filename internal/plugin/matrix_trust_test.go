@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
@@ -75,10 +76,10 @@ func TestMatrixTrustsOnlyTheDaemonSetsPods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := NewFleetCluster(4, 2)
+			f := fakecluster.NewFleet(4, 2)
 			var fake *corev1.Pod
 			f.LookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
-				fake = Impostor(f, ds, func(p *corev1.Pod) { tc.mod(ds, p) })
+				fake = fakecluster.Impostor(f, ds, func(p *corev1.Pod) { tc.mod(ds, p) })
 				return []*corev1.Pod{fake}
 			}
 			r, err := runMatrix(t, f, func(o *MatrixOptions) { o.Scope = placement.ScopeNodes })
@@ -129,7 +130,7 @@ func TestMatrixLifetimeCap(t *testing.T) {
 		{time.Hour, time.Hour, 3*time.Hour + 30*time.Second, nil},
 	}
 	for _, tc := range tests {
-		o := NewMatrixOptions(nil, GenericStreams())
+		o := NewMatrixOptions(nil, fakecluster.GenericStreams())
 		o.StartTimeout = tc.start
 		r := &matrixRun{o: o, rep: &report.MatrixReport{Plan: report.MatrixPlan{EstimatedSeconds: tc.estimate.Seconds()}}}
 		if got := r.lifetime(); got != tc.want {
@@ -145,7 +146,7 @@ func TestMatrixLifetimeCap(t *testing.T) {
 // not, before anything is created.
 func TestMatrixRefusesAPlanTooLong(t *testing.T) {
 	for _, dry := range []bool{false, true} {
-		f := NewFleetCluster(40, 2)
+		f := fakecluster.NewFleet(40, 2)
 		_, err := runMatrix(t, f, func(o *MatrixOptions) {
 			o.Scope, o.MaxPairs, o.Concurrency, o.Count, o.Throughput, o.DryRun = placement.ScopeNodes, 10000, 1, 5, 30*time.Second, dry
 		})
@@ -163,11 +164,11 @@ func TestMatrixRefusesAPlanTooLong(t *testing.T) {
 // The matrix's agents hold a lease of FleetLeasePeriod, idle when done instead of exiting
 // (their pods always restart), and run as user and group 65532 on a read-only root filesystem.
 func TestMatrixAgentPodSpec(t *testing.T) {
-	f := NewFleetCluster(2, 1)
+	f := fakecluster.NewFleet(2, 1)
 	if _, err := runMatrix(t, f, func(*MatrixOptions) {}); err != nil {
 		t.Fatal(err)
 	}
-	ds := CreatedDaemonSet(t, f)
+	ds := fakecluster.CreatedDaemonSet(t, f)
 	c := ds.Spec.Template.Spec.Containers[0]
 	args := strings.Join(c.Args, " ")
 	if !strings.Contains(args, " --idle-when-done ") || !strings.HasSuffix(args, " --lease 45s") {

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	"github.com/spf13/cobra"
@@ -46,7 +48,7 @@ type PathOptions struct {
 func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PathOptions {
 	return &PathOptions{
 		commonOptions: newCommonOptions(flags, streams),
-		Mode:          ModeEphemeral,
+		Mode:          session.ModeEphemeral,
 		Profile:       "quick",
 		Probes:        probeGroups,
 		PricePerGB:    0.01,
@@ -106,7 +108,7 @@ func (o *PathOptions) addMeasureFlags(cmd *cobra.Command) {
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between its agents and pods (deleted at the end)")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
-	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(ModeEphemeral, ModePod, ModeAuto))
+	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(session.ModeEphemeral, session.ModePod, session.ModeAuto))
 	_ = cmd.RegisterFlagCompletionFunc("profile", fixedCompletion("quick", "seed"))
 }
 
@@ -119,7 +121,7 @@ func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 // Validate checks the flags; every message names the flag.
 func (o *PathOptions) Validate() error {
 	switch o.Mode {
-	case ModeEphemeral, ModePod, ModeAuto:
+	case session.ModeEphemeral, session.ModePod, session.ModeAuto:
 	default:
 		return fmt.Errorf("--mode %q: want ephemeral, pod or auto", o.Mode)
 	}
@@ -184,7 +186,7 @@ func (o *PathOptions) Run(ctx context.Context) error {
 }
 
 // resolvePair resolves SRC and DST and refuses the same pod twice.
-func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *Target, err error) {
+func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *session.Target, err error) {
 	src, err = o.Resolve(ctx, o.SrcArg, o.SrcContainer, o.AllowHostNetwork)
 	if err != nil {
 		return nil, nil, fmt.Errorf("SRC: %w", err)
@@ -200,7 +202,7 @@ func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *Target, err er
 	return src, dst, nil
 }
 
-func targetWarnings(ts ...*Target) []string {
+func targetWarnings(ts ...*session.Target) []string {
 	var w []string
 	for _, t := range ts {
 		if t.Pod.Spec.HostNetwork {
@@ -219,16 +221,16 @@ const ephemeralWarnAt = 100
 
 // startServer starts the server agent and waits until it is ready; in auto mode a cluster
 // without ephemeral containers falls back to temporary pods.
-func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Target, port int, lifetime time.Duration, warnings *[]string) (*Agent, error) {
-	spec := AgentSpec{Role: RoleServer, Target: dst, Serve: true, Lifetime: lifetime, Port: port}
+func (o *PathOptions) startServer(ctx context.Context, sess *session.Session, dst *session.Target, port int, lifetime time.Duration, warnings *[]string) (*session.Agent, error) {
+	spec := session.AgentSpec{Role: session.RoleServer, Target: dst, Serve: true, Lifetime: lifetime, Port: port}
 	srv, err := sess.Start(ctx, spec)
-	if err != nil && o.Mode == ModeAuto && errors.Is(err, ErrEphemeralUnsupported) {
+	if err != nil && o.Mode == session.ModeAuto && errors.Is(err, session.ErrEphemeralUnsupported) {
 		*warnings = append(*warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
 		o.Progress("ephemeral containers unavailable: falling back to temporary pods")
-		if perr := CheckPermissions(ctx, o.client, []string{dst.Namespace}, NeededPermissions(ModePod)); perr != nil {
+		if perr := access.CheckPermissions(ctx, o.client, []string{dst.Namespace}, access.NeededPermissions(true)); perr != nil {
 			return nil, perr
 		}
-		sess.Mode = ModePod
+		sess.Mode = session.ModePod
 		srv, err = sess.Start(ctx, spec)
 	}
 	if err != nil {
@@ -240,7 +242,7 @@ func (o *PathOptions) startServer(ctx context.Context, sess *Session, dst *Targe
 	return srv, nil
 }
 
-func setAgentName(e *report.Endpoint, a *Agent) {
+func setAgentName(e *report.Endpoint, a *session.Agent) {
 	if a.Temporary {
 		e.AgentPod = a.Pod
 	} else {
@@ -250,7 +252,7 @@ func setAgentName(e *report.Endpoint, a *Agent) {
 
 // endpoint describes a target and its node's topology; missing labels or permissions leave the
 // zone empty, and the path class then says "unknown".
-func (o *PathOptions) endpoint(ctx context.Context, t *Target) report.Endpoint {
+func (o *PathOptions) endpoint(ctx context.Context, t *session.Target) report.Endpoint {
 	e := report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}
 	if n, err := o.client.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{}); err == nil {
 		e.Zone = n.Labels[corev1.LabelTopologyZone]

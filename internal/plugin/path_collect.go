@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -22,12 +24,12 @@ type collected struct {
 
 // collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
 // run; an app-port probe that fails is reported next to the measured results.
-func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src, dst *Target) (*collected, error) {
+func (o *PathOptions) collect(ctx context.Context, cli, srv *session.Agent, src, dst *session.Target) (*collected, error) {
 	c := &collected{results: map[string]*agent.ProbeResult{}}
 	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventProgress:
-			o.Progress("measuring: %s %s", ev.Probe, Sanitize(ev.Message))
+			o.Progress("measuring: %s %s", ev.Probe, text.Sanitize(ev.Message))
 		case agent.EventResult:
 			if ev.Result != nil {
 				c.results[ev.Probe] = ev.Result
@@ -37,7 +39,7 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src, dst *Ta
 		case agent.EventFootprint:
 			c.footprints = ev.Footprints
 		case agent.EventExit:
-			c.exit = Sanitize(ev.Message)
+			c.exit = text.Sanitize(ev.Message)
 			return true, nil
 		}
 		return false, nil
@@ -46,7 +48,7 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *Agent, src, dst *Ta
 }
 
 // missing says which agent-to-agent probes have no result after the client exited.
-func (c *collected) missing(probes []agent.ProbeSpec, cli *Agent) error {
+func (c *collected) missing(probes []agent.ProbeSpec, cli *session.Agent) error {
 	var none []string
 	for _, p := range probes {
 		if c.results[p.Label()] == nil {
@@ -56,12 +58,12 @@ func (c *collected) missing(probes []agent.ProbeSpec, cli *Agent) error {
 	if len(none) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the %s exited (%s) without results for %s: %w", cli, cmp.Or(c.exit, "no reason given"), strings.Join(none, ", "), ErrEndedWithoutResult)
+	return fmt.Errorf("the %s exited (%s) without results for %s: %w", cli, cmp.Or(c.exit, "no reason given"), strings.Join(none, ", "), session.ErrEndedWithoutResult)
 }
 
 // probeError explains a failed probe, or records an app-port failure and goes on.
-func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *Agent, src, dst *Target) error {
-	msg := Sanitize(ev.Message)
+func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agent, src, dst *session.Target) error {
+	msg := text.Sanitize(ev.Message)
 	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
 	switch {
 	case ev.Probe == "":

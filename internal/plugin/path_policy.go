@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // planPolicy works out from the policies read what they block between SRC and DST, tells the user,
 // and, with --allow-policy, creates the temporary policies that let this run's agents through
 // (the session deletes them). Bad input fails before anything is created.
-func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScope, src, dst *Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
+func (o *PathOptions) planPolicy(ctx context.Context, s *session.Session, sc *policyScope, src, dst *session.Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
 	if o.AllowPolicy {
-		if err := CheckPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
+		if err := access.CheckPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
 			return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, err
 		}
 	}
@@ -50,7 +52,7 @@ func (o *PathOptions) planPolicy(ctx context.Context, s *Session, sc *policyScop
 }
 
 // allow creates the allowance's temporary policies.
-func (o *PathOptions) allow(ctx context.Context, s *Session, sc *policyScope, al *allowance, lifetime time.Duration) ([]string, error) {
+func (o *PathOptions) allow(ctx context.Context, s *session.Session, sc *policyScope, al *allowance, lifetime time.Duration) ([]string, error) {
 	ops, err := al.policies()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -14,11 +15,11 @@ type pathRun struct {
 	o           *PathOptions
 	rep         *report.PathReport
 	timer       *phaseTimer
-	src, dst    *Target
-	sess        *Session
+	src, dst    *session.Target
+	sess        *session.Session
 	probes, app []agent.ProbeSpec
 	pp          *pathPolicy
-	cli, srv    *Agent
+	cli, srv    *session.Agent
 	res         *collected
 }
 
@@ -45,7 +46,7 @@ func (r *pathRun) plan(ctx context.Context) (err error) {
 }
 
 // open picks the agents' mode where the user may create them, and the session.
-func (r *pathRun) open(ctx context.Context) (*Session, error) {
+func (r *pathRun) open(ctx context.Context) (*session.Session, error) {
 	mode, note, err := r.o.chooseMode(ctx, r.o.Mode, r.src.Namespace, r.dst.Namespace)
 	if err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func (r *pathRun) start(ctx context.Context) (err error) {
 func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time.Duration) error {
 	src := r.src
 	r.o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
-	cli, err := r.sess.StartReady(ctx, AgentSpec{Role: RoleClient, Target: src, Job: job, Lifetime: lifetime, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}, "the client agent")
+	cli, err := r.sess.StartReady(ctx, session.AgentSpec{Role: session.RoleClient, Target: src, Job: job, Lifetime: lifetime, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}, "the client agent")
 	if err != nil {
 		return err
 	}

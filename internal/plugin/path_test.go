@@ -10,6 +10,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -54,22 +56,22 @@ func TestTargetCheck(t *testing.T) {
 		wantContainer string
 		wantErr       string
 	}{
-		{name: "running pod, first container", pod: NewPod(), wantContainer: "app"},
-		{name: "named container", pod: NewPod(), container: "sidecar", wantContainer: "sidecar"},
-		{name: "default-container annotation", pod: NewPod(func(p *corev1.Pod) {
+		{name: "running pod, first container", pod: fakecluster.NewPod(), wantContainer: "app"},
+		{name: "named container", pod: fakecluster.NewPod(), container: "sidecar", wantContainer: "sidecar"},
+		{name: "default-container annotation", pod: fakecluster.NewPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"kubectl.kubernetes.io/default-container": "sidecar"}
 		}), wantContainer: "sidecar"},
-		{name: "no such container", pod: NewPod(), container: "db", wantErr: `pod shop/web-1 has no container "db"`},
-		{name: "pending", pod: NewPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
+		{name: "no such container", pod: fakecluster.NewPod(), container: "db", wantErr: `pod shop/web-1 has no container "db"`},
+		{name: "pending", pod: fakecluster.NewPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
 			wantErr: "pod shop/web-1 is Pending, not Running: pick a running pod (kubectl get pods -n shop)"},
-		{name: "host network", pod: NewPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		{name: "host network", pod: fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
 			wantErr: "uses the host network: it would measure the node's network, not a pod path (pass --allow-host-network to do so anyway)"},
-		{name: "host network allowed", pod: NewPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), hostNet: true, wantContainer: "app"},
+		{name: "host network allowed", pod: fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), hostNet: true, wantContainer: "app"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tg := &Target{Pod: tc.pod, Namespace: tc.pod.Namespace}
-			err := tg.check(tc.container, tc.hostNet)
+			tg := &session.Target{Pod: tc.pod, Namespace: tc.pod.Namespace}
+			err := checkTarget(tg, tc.container, tc.hostNet)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -145,7 +147,7 @@ func TestAgentResources(t *testing.T) {
 				t.Fatal(err)
 			}
 			var c corev1.Container
-			SetResources(&c, o.resources)
+			session.SetResources(&c, o.resources)
 			var goMem string
 			for _, e := range c.Env {
 				if e.Name == "GOMEMLIMIT" {

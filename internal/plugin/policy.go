@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -35,7 +37,7 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 	for _, ns := range unique(namespaces) {
 		list, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			sc.skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, ForbiddenOr(err))
+			sc.skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, access.ForbiddenOr(err))
 			return sc
 		}
 		sc.policies = append(sc.policies, o.sweepPolicies(ctx, ns, list.Items)...)
@@ -45,7 +47,7 @@ func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) 
 		}
 		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
 	}
-	sc.apiServer = ApiServerAddrs(ctx, o.client)
+	sc.apiServer = session.ApiServerAddrs(ctx, o.client)
 	return sc
 }
 
@@ -66,11 +68,11 @@ func (sc *policyScope) endpoint(p *corev1.Pod) netpolicy.Endpoint {
 
 // policyPod is what the policies see of an agent: the target pod itself (ephemeral containers
 // share its network and labels) or a temporary pod of the run in its namespace.
-func policyPod(s *Session, t *Target, r Role) *corev1.Pod {
-	if s.Mode != ModePod {
+func policyPod(s *session.Session, t *session.Target, r session.Role) *corev1.Pod {
+	if s.Mode != session.ModePod {
 		return t.Pod
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: s.Name(AgentSpec{Role: r}), Labels: s.Labels(r)}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: s.Name(session.AgentSpec{Role: r}), Labels: s.Labels(r)}}
 }
 
 // check evaluates a flow; from the API server, any of its addresses must be allowed.
@@ -130,12 +132,12 @@ type pathPolicy struct {
 
 // planPath works out which probes the policies block between the run's agents, with the server
 // agent on port (0: a free port, which only port-less rules allow).
-func planPath(sc *policyScope, s *Session, src, dst *Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *pathPolicy {
+func planPath(sc *policyScope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *pathPolicy {
 	pp := &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped, Policies: sc.names()}, skip: map[string]bool{}}
 	if sc.skipped != "" {
 		return pp
 	}
-	cli, srv := sc.endpoint(policyPod(s, src, RoleClient)), sc.endpoint(policyPod(s, dst, RoleServer))
+	cli, srv := sc.endpoint(policyPod(s, src, session.RoleClient)), sc.endpoint(policyPod(s, dst, session.RoleServer))
 	var b blocks
 	if pols := sc.fromAPIServer(srv.Pod, port); len(pols) > 0 {
 		pp.noServer = true
@@ -156,7 +158,7 @@ func planPath(sc *policyScope, s *Session, src, dst *Target, probes, appPort []a
 	}
 	pp.noServer = pp.noServer || len(pp.skip) == len(probes)
 	app := sc.endpoint(dst.Pod)
-	if s.Mode == ModePod {
+	if s.Mode == session.ModePod {
 		app = sc.endpoint(dst.Pod) // the app itself, not the temporary agent pod
 	}
 	for _, p := range appPort {
@@ -197,8 +199,8 @@ func portOf(p agent.ProbeSpec) int {
 
 // choosePort puts the server agent inside a port range the policies allow from the client and
 // the API server, avoiding the destination's declared ports; 0 when there is none.
-func choosePort(sc *policyScope, s *Session, src, dst *Target) int {
-	return portWithin(sc, policyPod(s, src, RoleClient), policyPod(s, dst, RoleServer), declaredPorts(dst.Pod))
+func choosePort(sc *policyScope, s *session.Session, src, dst *session.Target) int {
+	return portWithin(sc, policyPod(s, src, session.RoleClient), policyPod(s, dst, session.RoleServer), declaredPorts(dst.Pod))
 }
 
 // portWithin is a port of 1024 or above, not taken, inside a range the policies allow over TCP

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -15,14 +16,14 @@ import (
 // are temporary pods of the run, so ICMP too), and the agents' ports from the API server (the
 // pod proxy), each only for pods already isolated in that direction.
 type allowance struct {
-	s                *Session
+	s                *session.Session
 	sc               *policyScope
-	src, dst         *Target
+	src, dst         *session.Target
 	srvPort, cliPort int
 }
 
 // newAllowance picks the agents' ports (random, outside the pods' declared ports).
-func newAllowance(s *Session, sc *policyScope, src, dst *Target) *allowance {
+func newAllowance(s *session.Session, sc *policyScope, src, dst *session.Target) *allowance {
 	a := &allowance{s: s, sc: sc, src: src, dst: dst}
 	a.srvPort, a.cliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
 	return a
@@ -41,7 +42,7 @@ func freePortAvoiding(p *corev1.Pod) int {
 // policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
 // ingress, each only where a policy already isolates (none when nothing is isolated).
 func (a *allowance) policies() ([]*opening, error) {
-	cli, srv := policyPod(a.s, a.src, RoleClient), policyPod(a.s, a.dst, RoleServer)
+	cli, srv := policyPod(a.s, a.src, session.RoleClient), policyPod(a.s, a.dst, session.RoleServer)
 	cliPeers, err := a.s.Peers(cli)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func portsOf(port int, protos ...corev1.Protocol) []networkingv1.NetworkPolicyPo
 // agentPorts: the server agent's port over TCP and UDP; nothing (every port and ICMP) between
 // two temporary agent pods, which nothing but this run's agents carry the labels of.
 func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
-	if a.s.Mode == ModePod {
+	if a.s.Mode == session.ModePod {
 		return nil
 	}
 	return portsOf(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)

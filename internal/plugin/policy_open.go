@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // A temporary policy of --allow-policy may only open. A NetworkPolicy that selects a pod for a
@@ -52,7 +53,7 @@ type basis struct {
 func (sc *policyScope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *networkingv1.NetworkPolicy {
 	var best *networkingv1.NetworkPolicy
 	for _, p := range netpolicy.Isolating(sc.policies, pod, dir) {
-		if p.Labels[ManagedByLabel] == ManagedByValue {
+		if p.Labels[session.ManagedByLabel] == session.ManagedByValue {
 			continue
 		}
 		if best == nil || p.Name < best.Name {
@@ -192,7 +193,7 @@ func (op *opening) stale(fresh []networkingv1.NetworkPolicy) string {
 // policy is gone or changed (it could then select a pod no policy isolates). The scope then
 // holds the policies as read again and those created, so that the plan sees them. It returns
 // the names created (namespace/name), also those made before an error.
-func (o *commonOptions) createPolicies(ctx context.Context, s *Session, sc *policyScope, ops []*opening, lifetime time.Duration) ([]string, error) {
+func (o *commonOptions) createPolicies(ctx context.Context, s *session.Session, sc *policyScope, ops []*opening, lifetime time.Duration) ([]string, error) {
 	var names []string
 	for _, ns := range openingNamespaces(ops) {
 		fresh, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
@@ -208,7 +209,7 @@ func (o *commonOptions) createPolicies(ctx context.Context, s *Session, sc *poli
 				fmt.Fprintf(o.ErrOut, "NetworkPolicy: --allow-policy did not create %s/%s: %s (a policy selecting those pods could isolate them)\n", ns, op.np.Name, why)
 				continue
 			}
-			op.np.Annotations = map[string]string{IsolatedByAnnotation: op.isolatedBy()}
+			op.np.Annotations = map[string]string{session.IsolatedByAnnotation: op.isolatedBy()}
 			if err := s.CreatePolicy(ctx, op.np, lifetime); err != nil {
 				return names, err
 			}

@@ -19,7 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 var (
@@ -67,8 +70,8 @@ func policyCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.N
 	return cs, o, errOut
 }
 
-func testSession(cs *fake.Clientset, mode string) *Session {
-	return NewSession(cs, "run1", "token", "img", mode, time.Second)
+func testSession(cs *fake.Clientset, mode string) *session.Session {
+	return session.NewSession(cs, "run1", "token", "img", mode, time.Second)
 }
 
 // nps are the policies the openings would create.
@@ -130,7 +133,7 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 	denyEgress := netpol("deny-egress", metav1.LabelSelector{}, egressOnly)
 	denyAll := netpol("default-deny", metav1.LabelSelector{}, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress})
 	clientIn := netpol("client-in", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"client"}}}}, ingressOnly)
-	s := testSession(nil, ModePod)
+	s := testSession(nil, session.ModePod)
 	for _, tc := range []struct {
 		name     string
 		mode     string
@@ -138,16 +141,16 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 		policies []*networkingv1.NetworkPolicy
 		want     func(srv, cli int) []networkingv1.NetworkPolicy
 	}{
-		{name: "un-isolated target: no policy", mode: ModeEphemeral, src: client, dst: webV1, policies: []*networkingv1.NetworkPolicy{denyV2},
+		{name: "un-isolated target: no policy", mode: session.ModeEphemeral, src: client, dst: webV1, policies: []*networkingv1.NetworkPolicy{denyV2},
 			want: func(int, int) []networkingv1.NetworkPolicy { return nil }},
-		{name: "isolated target: its labels and the policy's expressions, not the canary sibling", mode: ModeEphemeral, src: client, dst: webV2,
+		{name: "isolated target: its labels and the policy's expressions, not the canary sibling", mode: session.ModeEphemeral, src: client, dst: webV2,
 			policies: []*networkingv1.NetworkPolicy{denyStable},
 			want: func(srv, _ int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{tempPolicy("netbench-run1-server",
 					metav1.LabelSelector{MatchLabels: webV2.Labels, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}, ingressOnly,
 					[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.4/32")}, Ports: portsOf(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}, apiServerRule(srv)}, nil)}
 			}},
-		{name: "unlabelled client: peers by address, its egress under a select-all policy", mode: ModeEphemeral, src: lonely, dst: webV2,
+		{name: "unlabelled client: peers by address, its egress under a select-all policy", mode: session.ModeEphemeral, src: lonely, dst: webV2,
 			policies: []*networkingv1.NetworkPolicy{denyV2, denyEgress},
 			want: func(srv, _ int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
@@ -157,7 +160,7 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.6/32")}, Ports: portsOf(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}}),
 				}
 			}},
-		{name: "client isolated each way by a different policy: one policy per direction", mode: ModeEphemeral, src: client, dst: webV1,
+		{name: "client isolated each way by a different policy: one policy per direction", mode: session.ModeEphemeral, src: client, dst: webV1,
 			policies: []*networkingv1.NetworkPolicy{denyEgress, clientIn},
 			want: func(srv, cli int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
@@ -167,15 +170,15 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 						[]networkingv1.NetworkPolicyIngressRule{apiServerRule(cli)}, nil),
 				}
 			}},
-		{name: "temporary agent pods: the run's labels, everything between them", mode: ModePod, src: client, dst: webV2,
+		{name: "temporary agent pods: the run's labels, everything between them", mode: session.ModePod, src: client, dst: webV2,
 			policies: []*networkingv1.NetworkPolicy{denyAll},
 			want: func(srv, cli int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
-					tempPolicy("netbench-run1-server", matchLabels(s.Labels(RoleServer)), ingressOnly,
-						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleClient))}}, apiServerRule(srv)}, nil),
-					tempPolicy("netbench-run1-client", matchLabels(s.Labels(RoleClient)), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
+					tempPolicy("netbench-run1-server", matchLabels(s.Labels(session.RoleServer)), ingressOnly,
+						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}}, apiServerRule(srv)}, nil),
+					tempPolicy("netbench-run1-client", matchLabels(s.Labels(session.RoleClient)), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
 						[]networkingv1.NetworkPolicyIngressRule{apiServerRule(cli)},
-						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleServer))}}}),
+						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleServer))}}}),
 				}
 			}},
 	} {
@@ -183,7 +186,7 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 			cs, o, _ := policyCluster(t, pods, tc.policies...)
 			s := testSession(cs, tc.mode)
 			sc := o.readPolicies(context.Background(), "shop")
-			al := newAllowance(s, sc, &Target{Namespace: "shop", Pod: tc.src}, &Target{Namespace: "shop", Pod: tc.dst})
+			al := newAllowance(s, sc, &session.Target{Namespace: "shop", Pod: tc.src}, &session.Target{Namespace: "shop", Pod: tc.dst})
 			ops, err := al.policies()
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +195,7 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 			if diff := cmp.Diff(tc.want(al.srvPort, al.cliPort), got); diff != "" {
 				t.Errorf("temporary policies (-want +got):\n%s", diff)
 			}
-			onlyIsolated(t, tc.policies, got, append(pods, policyPod(s, al.src, RoleClient), policyPod(s, al.dst, RoleServer)))
+			onlyIsolated(t, tc.policies, got, append(pods, policyPod(s, al.src, session.RoleClient), policyPod(s, al.dst, session.RoleServer)))
 		})
 	}
 }
@@ -212,8 +215,8 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 	denyV3 := netpol("deny-v3", matchLabels(map[string]string{"version": "v3"}), ingressOnly)
 	denyEgress := netpol("deny-egress", metav1.LabelSelector{}, egressOnly)
 	const port = 31000
-	s := testSession(nil, ModeEphemeral)
-	fromClients := []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleClient))}, Ports: portsOf(port, corev1.ProtocolTCP)}, apiServerRule(port)}
+	s := testSession(nil, session.ModeEphemeral)
+	fromClients := []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}, Ports: portsOf(port, corev1.ProtocolTCP)}, apiServerRule(port)}
 	v2Sel := metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "version": "v2"}, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}
 	for _, tc := range []struct {
 		name     string
@@ -227,16 +230,16 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 			want: []networkingv1.NetworkPolicy{
 				tempPolicy("netbench-run1-endpoints-1", v2Sel, ingressOnly, fromClients, nil),
 				tempPolicy("netbench-run1-endpoints-2", matchLabels(v3.Labels), ingressOnly, fromClients, nil),
-				tempPolicy("netbench-run1-client-endpoints", matchLabels(s.Labels(RoleClient)), egressOnly, nil,
+				tempPolicy("netbench-run1-client-endpoints", matchLabels(s.Labels(session.RoleClient)), egressOnly, nil,
 					[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.1.1/32"), ipPeer("10.0.1.2/32"), ipPeer("10.0.1.3/32"), ipPeer("10.0.1.4/32")},
 						Ports: portsOf(port, corev1.ProtocolTCP)}}),
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, o, _ := policyCluster(t, append(endpoints, other), tc.policies...)
-			s := testSession(cs, ModeEphemeral)
+			s := testSession(cs, session.ModeEphemeral)
 			sc := o.readPolicies(context.Background(), "shop")
-			dst := &Target{Namespace: "shop", Pod: v1}
+			dst := &session.Target{Namespace: "shop", Pod: v1}
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
 			r := &ladderRun{o: &LadderOptions{}, sess: s, dst: dst, sr: &serviceRun{svc: svc, pods: endpoints, agentPort: port}}
 			cli := ladderClient(s, dst).Pod
@@ -285,9 +288,9 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, o, errOut := policyCluster(t, []*corev1.Pod{web, client},
 				netpol("deny-v2", matchLabels(map[string]string{"version": "v2"}), ingressOnly), netpol("unrelated", matchLabels(map[string]string{"app": "db"}), ingressOnly))
-			s := testSession(cs, ModeEphemeral)
+			s := testSession(cs, session.ModeEphemeral)
 			sc := o.readPolicies(context.Background(), "shop")
-			ops, err := newAllowance(s, sc, &Target{Namespace: "shop", Pod: client}, &Target{Namespace: "shop", Pod: web}).policies()
+			ops, err := newAllowance(s, sc, &session.Target{Namespace: "shop", Pod: client}, &session.Target{Namespace: "shop", Pod: web}).policies()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +315,7 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 					t.Errorf("stderr %q: want nothing", errOut)
 				}
 				np, _ := cs.NetworkingV1().NetworkPolicies("shop").Get(context.Background(), "netbench-run1-server", metav1.GetOptions{})
-				if np.Annotations[IsolatedByAnnotation] != "ingress: shop/deny-v2" || np.Annotations[NotAfterAnnotation] == "" {
+				if np.Annotations[session.IsolatedByAnnotation] != "ingress: shop/deny-v2" || np.Annotations[session.NotAfterAnnotation] == "" {
 					t.Errorf("annotations %v: want the isolating policy and the deadline", np.Annotations)
 				}
 			}
@@ -347,9 +350,9 @@ func managedPolicies(t *testing.T, cs *fake.Clientset) []string {
 // The other end of a rule: the run's own pods by the run's labels, an existing pod by each of
 // its addresses (never by labels it may share, or lack), and a pod with no address is an error.
 func TestSessionPeers(t *testing.T) {
-	s := testSession(nil, ModeEphemeral)
-	runPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run1-client", Labels: s.Labels(RoleClient)}}
-	otherRun := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run2-client", Labels: map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "run2"}},
+	s := testSession(nil, session.ModeEphemeral)
+	runPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run1-client", Labels: s.Labels(session.RoleClient)}}
+	otherRun := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run2-client", Labels: map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: "run2"}},
 		Status: corev1.PodStatus{PodIP: "10.0.0.8"}}
 	dual := appPod("dual", "10.0.0.5", map[string]string{"app": "web"})
 	dual.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.5"}, {IP: "fd00::5"}}
@@ -359,12 +362,12 @@ func TestSessionPeers(t *testing.T) {
 		want    []networkingv1.NetworkPolicyPeer
 		wantErr error
 	}{
-		{name: "the run's pod: its labels", pod: runPod, want: []networkingv1.NetworkPolicyPeer{PeerOf("shop", s.Labels(RoleClient))}},
+		{name: "the run's pod: its labels", pod: runPod, want: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}},
 		{name: "unlabelled pod: its address, not every pod of the namespace", pod: appPod("lonely", "10.0.0.9", nil), want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.9/32")}},
 		{name: "labelled pod: its address, not its siblings", pod: appPod("web", "10.0.0.6", map[string]string{"app": "web"}), want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.6/32")}},
 		{name: "dual-stack pod: both addresses", pod: dual, want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.5/32"), ipPeer("fd00::5/128")}},
 		{name: "another run's pod: its address", pod: otherRun, want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.8/32")}},
-		{name: "no address yet", pod: appPod("pending", "", nil), wantErr: ErrNoPodIP},
+		{name: "no address yet", pod: appPod("pending", "", nil), wantErr: session.ErrNoPodIP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.Peers(tc.pod)
@@ -389,10 +392,10 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 		np := netpol(name, matchLabels(map[string]string{"app": "web"}), ingressOnly)
 		if managed {
 			run, _, _ := strings.Cut(strings.TrimPrefix(name, "netbench-"), "-")
-			np.Labels = map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: run, RoleLabel: string(RolePolicy)}
+			np.Labels = map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: run, session.RoleLabel: string(session.RolePolicy)}
 		}
 		if notAfter != "" {
-			np.Annotations = map[string]string{NotAfterAnnotation: notAfter}
+			np.Annotations = map[string]string{session.NotAfterAnnotation: notAfter}
 		}
 		return np
 	}
@@ -417,14 +420,14 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 	}
 	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	web := NewPod(func(p *corev1.Pod) {
+	web := fakecluster.NewPod(func(p *corev1.Pod) {
 		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{ec("netbench-killed-server"), ec("netbench-going-server"), ec("netbench-starting-server"), ec("netbench-podalive-server")}
 		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "netbench-killed-server", State: terminated}, {Name: "netbench-going-server", State: running},
 			{Name: "netbench-podalive-server", State: terminated}}
 	})
 	client := func(run string) *corev1.Pod {
-		return NewPod(func(p *corev1.Pod) {
-			p.Name, p.Labels, p.Status.Phase = "netbench-"+run+"-client", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: run}, corev1.PodSucceeded
+		return fakecluster.NewPod(func(p *corev1.Pod) {
+			p.Name, p.Labels, p.Status.Phase = "netbench-"+run+"-client", map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: run}, corev1.PodSucceeded
 		})
 	}
 	podalive := client("podalive")
@@ -491,13 +494,13 @@ func TestAllowPolicyPermissions(t *testing.T) {
 			want: `--allow-policy: you may not delete networkpolicies.networking.k8s.io in namespace "shop": nothing was started (grant them with the Role netbench-networkpolicies in the README, section RBAC, or run without --allow-policy)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := NewFakeCluster(t, TwoPods()...)
+			f := fakecluster.New(t, fakecluster.TwoPods()...)
 			f.Denied[tc.denied] = true
 			addPolicies(t, f.Cs, "shop", 8080, 0)
 			o, _ := newTestPathOptions(f)
 			o.AllowPolicy = true
 			err := o.Run(context.Background())
-			var pe *PermissionError
+			var pe *access.PermissionError
 			if !errors.As(err, &pe) {
 				t.Fatalf("err %v: want a PermissionError", err)
 			}
@@ -530,12 +533,12 @@ func TestLadderChecksTheServiceNamespace(t *testing.T) {
 		{name: "policies without --allow-policy", denied: "delete networkpolicies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := NewFakeCluster(t)
+			f := fakecluster.New(t)
 			f.Denied[tc.denied] = true
 			o, _ := newTestLadderOptions(f)
 			o.AllowPolicy = tc.allow
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "back", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
-			r := &ladderRun{o: o, sess: testSession(f.Cs, ModeEphemeral), dst: &Target{Namespace: "shop", Pod: NewPod()}, sr: &serviceRun{svc: svc}}
+			r := &ladderRun{o: o, sess: testSession(f.Cs, session.ModeEphemeral), dst: &session.Target{Namespace: "shop", Pod: fakecluster.NewPod()}, sr: &serviceRun{svc: svc}}
 			err := r.checkServiceNamespace(context.Background())
 			got := ""
 			if err != nil {

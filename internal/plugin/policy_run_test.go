@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -46,7 +48,7 @@ func addPolicies(t *testing.T, cs kubernetes.Interface, ns string, port, endPort
 
 func policiesLeft(t *testing.T, cs kubernetes.Interface, ns string) []string {
 	t.Helper()
-	l, err := cs.NetworkingV1().NetworkPolicies(ns).List(context.Background(), metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedByValue})
+	l, err := cs.NetworkingV1().NetworkPolicies(ns).List(context.Background(), metav1.ListOptions{LabelSelector: session.ManagedByLabel + "=" + session.ManagedByValue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +72,14 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 		_ = f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), web, "shop")
 		addPolicies(t, f.Cs, "shop", 8080, 0)
 		addLeftover(t, f.Cs, "shop", "netbench-killed-server")
-		appOK := Events(RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"})
-		f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(appOK)
+		appOK := fakecluster.Events(fakecluster.RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"})
+		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(appOK)
 		if allow {
-			f.Script[string(RoleClient)] = Then(Events(RttResult("icmp", agent.ProbeICMP), RttResult("tcp-rtt", agent.ProbeTCPRTT),
-				RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"}))
+			f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(fakecluster.RttResult("icmp", agent.ProbeICMP), fakecluster.RttResult("tcp-rtt", agent.ProbeTCPRTT),
+				fakecluster.RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"}))
 		}
 		o, out := newTestLadderOptions(f)
-		o.Port, o.AllowPolicy, o.Mode = 8080, allow, ModePod
+		o.Port, o.AllowPolicy, o.Mode = 8080, allow, session.ModePod
 		if err := o.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +118,8 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 func addLeftover(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels:      map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "killed", RoleLabel: string(RolePolicy)},
-		Annotations: map[string]string{NotAfterAnnotation: "2020-01-01T00:00:00Z"}},
+		Labels:      map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: "killed", session.RoleLabel: string(session.RolePolicy)},
+		Annotations: map[string]string{session.NotAfterAnnotation: "2020-01-01T00:00:00Z"}},
 		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
 	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(context.Background(), np, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -129,7 +131,7 @@ func addLeftover(t *testing.T, cs kubernetes.Interface, ns, name string) {
 // selects its agents only, deleted at the end; where a policy allows a port range, the agents
 // move into it and ICMP, which no ported rule allows, is skipped.
 func TestMatrixUnderDefaultDeny(t *testing.T) {
-	f := NewFleetCluster(4, 2)
+	f := fakecluster.NewFleet(4, 2)
 	addPolicies(t, f.Cs, "netbench", 8080, 0)
 	_, err := runMatrix(t, f, func(o *MatrixOptions) {})
 	if err == nil || !strings.Contains(err.Error(), "netbench/default-deny") || !strings.Contains(err.Error(), "--allow-policy") {
@@ -150,7 +152,7 @@ func TestMatrixUnderDefaultDeny(t *testing.T) {
 		t.Errorf("left %v", left)
 	}
 
-	g := NewFleetCluster(4, 2)
+	g := fakecluster.NewFleet(4, 2)
 	addPolicies(t, g.Cs, "netbench", 9000, 9100)
 	pol, _ := g.Cs.NetworkingV1().NetworkPolicies("netbench").Get(context.Background(), "web", metav1.GetOptions{})
 	pol.Spec.PodSelector = metav1.LabelSelector{}

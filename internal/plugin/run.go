@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -34,22 +36,22 @@ func (p *phaseTimer) phase(name string) {
 // not allowed. note says why auto chose pods.
 func (o *commonOptions) chooseMode(ctx context.Context, requested string, namespaces ...string) (mode, note string, err error) {
 	mode = requested
-	if mode == ModeAuto {
-		mode = ModeEphemeral
+	if mode == session.ModeAuto {
+		mode = session.ModeEphemeral
 	}
-	err = CheckPermissions(ctx, o.client, namespaces, NeededPermissions(mode))
-	var pe *PermissionError
-	if err != nil && requested == ModeAuto && errors.As(err, &pe) {
-		if perr := CheckPermissions(ctx, o.client, namespaces, NeededPermissions(ModePod)); perr == nil {
-			return ModePod, fmt.Sprintf("ephemeral containers not allowed (%v): used temporary pods instead", err), nil
+	err = access.CheckPermissions(ctx, o.client, namespaces, access.NeededPermissions(mode == session.ModePod))
+	var pe *access.PermissionError
+	if err != nil && requested == session.ModeAuto && errors.As(err, &pe) {
+		if perr := access.CheckPermissions(ctx, o.client, namespaces, access.NeededPermissions(true)); perr == nil {
+			return session.ModePod, fmt.Sprintf("ephemeral containers not allowed (%v): used temporary pods instead", err), nil
 		}
 	}
 	return mode, "", err
 }
 
 // newSession starts a session for one run with a fresh id and token.
-func (o *commonOptions) newSession(mode string) *Session {
-	s := NewSession(o.client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
+func (o *commonOptions) newSession(mode string) *session.Session {
+	s := session.NewSession(o.client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
 	s.Resources = o.resources
 	s.Now = o.serverNow
 	s.Logf = func(format string, args ...any) { klog.V(2).Infof(format, args...) }
@@ -63,7 +65,7 @@ func (o *commonOptions) newSession(mode string) *Session {
 var ErrInterrupted = errors.New("interrupted")
 
 // finish closes the session and says what an interrupted or failed run left behind.
-func (o *commonOptions) finish(ctx context.Context, s *Session, err error) error {
+func (o *commonOptions) finish(ctx context.Context, s *session.Session, err error) error {
 	cerr := s.Close()
 	if ctx.Err() != nil {
 		if cerr != nil {

@@ -17,20 +17,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 var (
-	serverReady = Events(agent.Event{Type: agent.EventReady, Port: 7000})
-	clientOK    = Events(
+	serverReady = fakecluster.Events(agent.Event{Type: agent.EventReady, Port: 7000})
+	clientOK    = fakecluster.Events(
 		agent.Event{Type: agent.EventProgress, Probe: "icmp"},
-		RttResult("icmp", agent.ProbeICMP), RttResult("tcp-rtt", agent.ProbeTCPRTT),
+		fakecluster.RttResult("icmp", agent.ProbeICMP), fakecluster.RttResult("tcp-rtt", agent.ProbeTCPRTT),
 		agent.Event{Type: agent.EventExit, Message: "job finished"})
 )
 
 // agentPods lists the temporary agent pods left in the fake cluster.
-func agentPods(t *testing.T, f *FakeCluster) []string {
+func agentPods(t *testing.T, f *fakecluster.Cluster) []string {
 	t.Helper()
 	pods, err := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedSelector})
 	if err != nil {
@@ -44,10 +47,10 @@ func agentPods(t *testing.T, f *FakeCluster) []string {
 }
 
 func TestPathRunSucceeds(t *testing.T) {
-	for _, mode := range []string{ModeEphemeral, ModePod} {
+	for _, mode := range []string{session.ModeEphemeral, session.ModePod} {
 		t.Run(mode, func(t *testing.T) {
-			f := NewFakeCluster(t, TwoPods()...)
-			f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+			f := fakecluster.New(t, fakecluster.TwoPods()...)
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 			o, out := newTestPathOptions(f)
 			o.Mode = mode
 			if err := o.Run(context.Background()); err != nil {
@@ -74,7 +77,7 @@ func TestPathRunSucceeds(t *testing.T) {
 			if !slices.Contains(calls, "POST "+agent.PathLease) {
 				t.Errorf("the server's lease was never renewed: %v", calls)
 			}
-			if mode == ModeEphemeral && !slices.Contains(calls, "POST "+agent.PathDone) {
+			if mode == session.ModeEphemeral && !slices.Contains(calls, "POST "+agent.PathDone) {
 				t.Errorf("the ephemeral server was not told to stop: %v", calls)
 			}
 		})
@@ -82,8 +85,8 @@ func TestPathRunSucceeds(t *testing.T) {
 }
 
 func TestPathRunServerArgs(t *testing.T) {
-	f := NewFakeCluster(t, TwoPods()...)
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -116,7 +119,7 @@ func TestPathRunServerArgs(t *testing.T) {
 		}
 		t.Logf("%s: %d bytes", c.Name, len(spec))
 	}
-	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job "+HandoverWindow.String()+" --token-sha256 "+digest) {
+	if ca := strings.Join(cp.Spec.EphemeralContainers[0].Args, " "); !strings.HasPrefix(ca, "run --listen 10.0.0.4:0 --not-after ") || !strings.HasSuffix(ca, "--await-job "+session.HandoverWindow.String()+" --token-sha256 "+digest) {
 		t.Errorf("client args %q", ca)
 	}
 	if !slices.Contains(f.ProxiedCalls(), "POST "+agent.PathJob) {
@@ -133,7 +136,7 @@ func TestPathRunServerArgs(t *testing.T) {
 }
 
 // addNamespace adds namespace shop enforcing the Pod Security level.
-func addNamespace(t *testing.T, f *FakeCluster, level string) {
+func addNamespace(t *testing.T, f *fakecluster.Cluster, level string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
 	if err := f.Cs.Tracker().Add(ns); err != nil {
@@ -149,66 +152,69 @@ func TestPathRunFailures(t *testing.T) {
 	podSecurity := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-1", errors.New(`violates PodSecurity "restricted:latest": runAsNonRoot != true`))
 	tests := []struct {
 		name    string
-		setup   func(f *FakeCluster, o *PathOptions)
+		setup   func(f *fakecluster.Cluster, o *PathOptions)
 		want    string
 		wantIs  error
 		noPatch bool // nothing may be added to any pod
 	}{
-		{name: "permission missing", setup: func(f *FakeCluster, o *PathOptions) { f.Denied["patch pods/ephemeralcontainers"] = true },
+		{name: "permission missing", setup: func(f *fakecluster.Cluster, o *PathOptions) { f.Denied["patch pods/ephemeralcontainers"] = true },
 			want: `you may not patch pods/ephemeralcontainers in namespace "shop": nothing was started (grant them with the Role in the README, section RBAC)`, noPatch: true},
-		{name: "proxy permission missing", setup: func(f *FakeCluster, o *PathOptions) { f.Denied["create pods/proxy"] = true },
+		{name: "proxy permission missing", setup: func(f *fakecluster.Cluster, o *PathOptions) { f.Denied["create pods/proxy"] = true },
 			want: `you may not create pods/proxy in namespace "shop"`, noPatch: true},
-		{name: "pod mode without delete", setup: func(f *FakeCluster, o *PathOptions) { o.Mode = ModePod; f.Denied["delete pods"] = true },
+		{name: "pod mode without delete", setup: func(f *fakecluster.Cluster, o *PathOptions) {
+			o.Mode = session.ModePod
+			f.Denied["delete pods"] = true
+		},
 			want: `you may not delete pods in namespace "shop"`, noPatch: true},
-		{name: "same pod", setup: func(f *FakeCluster, o *PathOptions) { o.DstArg = "pod/client-1" },
+		{name: "same pod", setup: func(f *fakecluster.Cluster, o *PathOptions) { o.DstArg = "pod/client-1" },
 			want: "SRC client-1 and DST pod/client-1 are the same pod shop/client-1: a path needs two pods", noPatch: true},
-		{name: "ephemeral containers disabled", setup: func(f *FakeCluster, o *PathOptions) {
+		{name: "ephemeral containers disabled", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.PatchErr = apierrors.NewNotFound(schema.GroupResource{Resource: "pods/ephemeralcontainers"}, "web-1")
-		}, wantIs: ErrEphemeralUnsupported},
-		{name: "rbac refusal at patch", setup: func(f *FakeCluster, o *PathOptions) {
+		}, wantIs: session.ErrEphemeralUnsupported},
+		{name: "rbac refusal at patch", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.PatchErr, f.RevokeAtPatch = forbidden, "patch pods/ephemeralcontainers"
 		}, want: `cannot patch resource "pods/ephemeralcontainers" (grant it with the Role in the README, section RBAC)`},
-		{name: "pod security refusal", setup: func(f *FakeCluster, o *PathOptions) {
+		{name: "pod security refusal", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.PatchErr = podSecurity
 			addNamespace(t, f, "restricted")
-		}, want: "adding the server agent to shop/web-1: the namespace's Pod Security level forbids it: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrPodSecurity},
-		{name: "pod security refusal, namespace unreadable", setup: func(f *FakeCluster, o *PathOptions) {
+		}, want: "adding the server agent to shop/web-1: the namespace's Pod Security level forbids it: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: access.ErrPodSecurity},
+		{name: "pod security refusal, namespace unreadable", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.PatchErr = podSecurity // no Namespace object: admission at large, in the API server's words
-		}, want: "admission refused the agent: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: ErrAdmission},
-		{name: "quota refusal", setup: func(f *FakeCluster, o *PathOptions) {
+		}, want: "admission refused the agent: pods \"web-1\" is forbidden: violates PodSecurity", wantIs: access.ErrAdmission},
+		{name: "quota refusal", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.PatchErr = quota
 			addNamespace(t, f, "baseline")
-		}, want: "admission refused the agent: ", wantIs: ErrAdmission},
-		{name: "image cannot be pulled", setup: func(f *FakeCluster, o *PathOptions) { f.Waiting = "ErrImagePull" },
+		}, want: "admission refused the agent: ", wantIs: access.ErrAdmission},
+		{name: "image cannot be pulled", setup: func(f *fakecluster.Cluster, o *PathOptions) { f.Waiting = "ErrImagePull" },
 			want: "the agent image " + o0().Image + " cannot be pulled on node n2 (ErrImagePull: pull failed): use --image"},
-		{name: "server fails before ready", setup: func(f *FakeCluster, o *PathOptions) {
-			f.Script[string(RoleServer)] = Then(Events(agent.Event{Type: agent.EventError, Message: "listening on :0: address in use"}))
+		{name: "server fails before ready", setup: func(f *fakecluster.Cluster, o *PathOptions) {
+			f.Script[string(session.RoleServer)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventError, Message: "listening on :0: address in use"}))
 		}, want: "server agent (shop/web-1, container netbench-run1-server): listening on :0: address in use"},
-		{name: "server never ready", setup: func(f *FakeCluster, o *PathOptions) {
-			f.Script[string(RoleServer)] = ThenHold("")
+		{name: "server never ready", setup: func(f *fakecluster.Cluster, o *PathOptions) {
+			f.Script[string(session.RoleServer)] = fakecluster.ThenHold("")
 			o.StartTimeout = 300 * time.Millisecond
-		}, wantIs: ErrStartTimeout},
-		{name: "client refuses its job", setup: func(f *FakeCluster, o *PathOptions) {
+		}, wantIs: session.ErrStartTimeout},
+		{name: "client refuses its job", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.JobErr = apierrors.NewBadRequest("job: unknown probe kind")
 		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client): refused: job: unknown probe kind"},
-		{name: "job cannot be handed over", setup: func(f *FakeCluster, o *PathOptions) {
+		{name: "job cannot be handed over", setup: func(f *fakecluster.Cluster, o *PathOptions) {
 			f.JobErr = apierrors.NewServiceUnavailable("dial tcp 10.0.0.4:41000: connect: connection refused")
 			o.StartTimeout = 700 * time.Millisecond
 		}, want: "handing its job to the client agent (shop/client-1, container netbench-run1-client) through the pod proxy: dial tcp 10.0.0.4:41000: connect: connection refused"},
-		{name: "agent port refused", setup: func(f *FakeCluster, o *PathOptions) {
-			f.Script[string(RoleClient)] = Then(Events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
+		{name: "agent port refused", setup: func(f *fakecluster.Cluster, o *PathOptions) {
+			f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventError, Probe: "tcp-rtt", Message: "connect: connection refused", Reason: agent.ReasonRefused}))
 		}, want: "probe tcp-rtt from shop/client-1 to the server agent at 10.0.0.5:7000 failed: connect: connection refused (a NetworkPolicy may block the agent's port)"},
-		{name: "client agent panicked", setup: func(f *FakeCluster, o *PathOptions) {
-			f.Script[string(RoleClient)] = Then(Events(agent.Event{Type: agent.EventError, Probe: "http", Message: "the http probe failed inside the agent (panic: boom)"}))
+		{name: "client agent panicked", setup: func(f *fakecluster.Cluster, o *PathOptions) {
+			f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventError, Probe: "http", Message: "the http probe failed inside the agent (panic: boom)"}))
 		}, want: "the http probe failed inside the agent (panic: boom)"},
-		{name: "client ends without result", setup: func(f *FakeCluster, o *PathOptions) {
-			f.Script[string(RoleClient)] = Then(Events(agent.Event{Type: agent.EventExit, Message: "hard deadline reached"}))
-		}, wantIs: ErrEndedWithoutResult},
+		{name: "client ends without result", setup: func(f *fakecluster.Cluster, o *PathOptions) {
+			f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventExit, Message: "hard deadline reached"}))
+		}, wantIs: session.ErrEndedWithoutResult},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := NewFakeCluster(t, TwoPods()...)
-			f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+			f := fakecluster.New(t, fakecluster.TwoPods()...)
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 			o, out := newTestPathOptions(f)
 			tc.setup(f, o)
 			err := o.Run(context.Background())
@@ -236,14 +242,14 @@ func TestPathRunFailures(t *testing.T) {
 	}
 }
 
-func o0() *PathOptions { return NewPathOptions(nil, GenericStreams()) }
+func o0() *PathOptions { return NewPathOptions(nil, fakecluster.GenericStreams()) }
 
 // An app port that refuses connections: the agent-to-agent results are printed, then the run
 // fails naming the port.
 func TestPathRunAppPortRefused(t *testing.T) {
-	f := NewFakeCluster(t, TwoPods()...)
-	f.Script[string(RoleServer)] = ThenHold(serverReady)
-	f.Script[string(RoleClient)] = Then(Events(RttResult("icmp", agent.ProbeICMP), RttResult("tcp-rtt", agent.ProbeTCPRTT),
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	f.Script[string(session.RoleServer)] = fakecluster.ThenHold(serverReady)
+	f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(fakecluster.RttResult("icmp", agent.ProbeICMP), fakecluster.RttResult("tcp-rtt", agent.ProbeTCPRTT),
 		agent.Event{Type: agent.EventError, Probe: "app-tcp-rtt", Message: "connection refused", Reason: agent.ReasonRefused},
 		agent.Event{Type: agent.EventExit}))
 	o, out := newTestPathOptions(f)
@@ -265,14 +271,14 @@ func TestPathRunAppPortRefused(t *testing.T) {
 // An interrupt while the client waits for its job stops the server and the client, and deletes
 // the temporary pods.
 func TestPathRunInterrupted(t *testing.T) {
-	for _, mode := range []string{ModeEphemeral, ModePod} {
+	for _, mode := range []string{session.ModeEphemeral, session.ModePod} {
 		t.Run(mode, func(t *testing.T) {
-			f := NewFakeCluster(t, TwoPods()...)
+			f := fakecluster.New(t, fakecluster.TwoPods()...)
 			ctx, cancel := context.WithCancel(context.Background())
-			f.Script[string(RoleServer)] = ThenHold(serverReady)
-			f.Script[string(RoleClient)] = func(c context.Context) io.ReadCloser {
+			f.Script[string(session.RoleServer)] = fakecluster.ThenHold(serverReady)
+			f.Script[string(session.RoleClient)] = func(c context.Context) io.ReadCloser {
 				cancel() // Ctrl-C while the client measures
-				return ThenHold(Events(agent.Event{Type: agent.EventProgress, Probe: "icmp"}))(c)
+				return fakecluster.ThenHold(fakecluster.Events(agent.Event{Type: agent.EventProgress, Probe: "icmp"}))(c)
 			}
 			o, _ := newTestPathOptions(f)
 			o.Mode = mode
@@ -284,7 +290,7 @@ func TestPathRunInterrupted(t *testing.T) {
 			by := f.ProxiedBy
 			f.Mu.Unlock()
 			// The client was interrupted before it was handed its job: it is told to stop too.
-			if mode == ModeEphemeral && (!slices.Contains(by, "server: POST "+agent.PathDone) || !slices.Contains(by, "client: POST "+agent.PathDone)) {
+			if mode == session.ModeEphemeral && (!slices.Contains(by, "server: POST "+agent.PathDone) || !slices.Contains(by, "client: POST "+agent.PathDone)) {
 				t.Errorf("the server and the waiting client were not both told to stop: %v", by)
 			}
 			if left := agentPods(t, f); len(left) != 0 {
@@ -296,12 +302,12 @@ func TestPathRunInterrupted(t *testing.T) {
 
 // A server that cannot be told to stop is reported with what happens to it, not hidden.
 func TestPathRunCleanupFailureIsReported(t *testing.T) {
-	f := NewFakeCluster(t, TwoPods()...)
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	f.ProxyErr = errors.New("proxy refused")
 	o, _ := newTestPathOptions(f)
 	err := o.Run(context.Background())
-	if !errors.Is(err, ErrLeftBehind) || !strings.Contains(err.Error(), "could not be told to stop (proxy refused): it stops by itself within 5s") {
+	if !errors.Is(err, session.ErrLeftBehind) || !strings.Contains(err.Error(), "could not be told to stop (proxy refused): it stops by itself within 5s") {
 		t.Fatalf("error %v, want the server left running with when it stops", err)
 	}
 }
@@ -309,8 +315,8 @@ func TestPathRunCleanupFailureIsReported(t *testing.T) {
 // A server whose client already told it to stop refuses the plugin's own stop; once the
 // kubelet reports it exited, that is a clean end, not something left behind.
 func TestPathRunServerGoneBeforeStop(t *testing.T) {
-	f := NewFakeCluster(t, TwoPods()...)
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	f.GoneBeforeDone = true
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
@@ -320,14 +326,14 @@ func TestPathRunServerGoneBeforeStop(t *testing.T) {
 
 // Temporary pods of earlier runs that ended are deleted by the next pod-mode run.
 func TestPathRunCleansStalePods(t *testing.T) {
-	stale := NewPod(func(p *corev1.Pod) {
-		p.Name, p.Labels = "netbench-old-server", map[string]string{ManagedByLabel: ManagedByValue, RunIDLabel: "old"}
+	stale := fakecluster.NewPod(func(p *corev1.Pod) {
+		p.Name, p.Labels = "netbench-old-server", map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: "old"}
 		p.Status.Phase = corev1.PodSucceeded
 	})
-	f := NewFakeCluster(t, append(TwoPods(), stale)...)
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f := fakecluster.New(t, append(fakecluster.TwoPods(), stale)...)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	o, out := newTestPathOptions(f)
-	o.Mode = ModePod
+	o.Mode = session.ModePod
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -340,21 +346,21 @@ func TestPathRunCleansStalePods(t *testing.T) {
 }
 
 func TestDNSRun(t *testing.T) {
-	dnsOK := Events(agent.Event{Type: agent.EventResult, Probe: "dns", Result: &agent.ProbeResult{Name: "dns", Kind: agent.ProbeDNS,
-		DNS: &agent.DNSReport{DNSResult: DNSResultSample(), ResolvConf: "nameserver 10.96.0.10\x1b[31m", ResolvConfPath: "/etc/resolv.conf"}}},
+	dnsOK := fakecluster.Events(agent.Event{Type: agent.EventResult, Probe: "dns", Result: &agent.ProbeResult{Name: "dns", Kind: agent.ProbeDNS,
+		DNS: &agent.DNSReport{DNSResult: fakecluster.DNSResultSample(), ResolvConf: "nameserver 10.96.0.10\x1b[31m", ResolvConfPath: "/etc/resolv.conf"}}},
 		agent.Event{Type: agent.EventExit})
 	tests := []struct {
 		name  string
-		setup func(f *FakeCluster, o *DNSOptions)
+		setup func(f *fakecluster.Cluster, o *DNSOptions)
 		want  string
 	}{
-		{name: "success", setup: func(*FakeCluster, *DNSOptions) {}},
-		{name: "no permission", setup: func(f *FakeCluster, o *DNSOptions) { f.Denied["get pods/log"] = true },
+		{name: "success", setup: func(*fakecluster.Cluster, *DNSOptions) {}},
+		{name: "no permission", setup: func(f *fakecluster.Cluster, o *DNSOptions) { f.Denied["get pods/log"] = true },
 			want: `you may not get pods/log in namespace "shop"`},
-		{name: "probe error", setup: func(f *FakeCluster, o *DNSOptions) {
-			f.Script[string(RoleDNS)] = Then(Events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
+		{name: "probe error", setup: func(f *fakecluster.Cluster, o *DNSOptions) {
+			f.Script[string(session.RoleDNS)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
 		}, want: "dns probe in shop/web-1: reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"},
-		{name: "host network", setup: func(f *FakeCluster, o *DNSOptions) {
+		{name: "host network", setup: func(f *fakecluster.Cluster, o *DNSOptions) {
 			p, _ := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 			p.Spec.HostNetwork = true
 			_, _ = f.Cs.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
@@ -362,11 +368,11 @@ func TestDNSRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := NewFakeCluster(t, TwoPods()...)
-			f.Script[string(RoleDNS)] = Then(dnsOK)
+			f := fakecluster.New(t, fakecluster.TwoPods()...)
+			f.Script[string(session.RoleDNS)] = fakecluster.Then(dnsOK)
 			out := &strings.Builder{}
-			o := NewDNSOptions(nil, GenericStreamsTo(out))
-			f.options(&o.commonOptions)
+			o := NewDNSOptions(nil, fakecluster.GenericStreamsTo(out))
+			useCluster(f, &o.commonOptions)
 			o.TargetArg, o.Names = "web-1", []string{"example.com"}
 			tc.setup(f, o)
 			err := o.Run(context.Background())
@@ -397,7 +403,7 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 		}
 		for _, p := range pods {
 			sc := p.Spec.Containers[0].SecurityContext
-			locked := sc != nil && *sc.RunAsUser == AgentUser && *sc.RunAsGroup == AgentUser && *sc.RunAsNonRoot &&
+			locked := sc != nil && *sc.RunAsUser == session.AgentUser && *sc.RunAsGroup == session.AgentUser && *sc.RunAsNonRoot &&
 				!*sc.AllowPrivilegeEscalation && *sc.ReadOnlyRootFilesystem && sc.Capabilities != nil &&
 				slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0 &&
 				sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
@@ -407,12 +413,12 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 		}
 	}
 	t.Run("path --mode pod", func(t *testing.T) {
-		f := NewFakeCluster(t, TwoPods()...)
-		f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+		f := fakecluster.New(t, fakecluster.TwoPods()...)
+		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 		var pods []*corev1.Pod
 		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
 		o, _ := newTestPathOptions(f)
-		o.Mode = ModePod
+		o.Mode = session.ModePod
 		if err := o.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +426,7 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 	})
 	t.Run("ladder clients", func(t *testing.T) {
 		f := ladderCluster(t)
-		f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 		var pods []*corev1.Pod
 		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
 		o, _ := newTestLadderOptions(f)
@@ -439,11 +445,11 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 func TestAgentsTrustTheAPIServer(t *testing.T) {
 	apiServer := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes",
 		Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.77.0.1", "10.77.0.2"}}}}
-	f := NewFakeCluster(t, TwoPods()...)
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
 	if err := f.Cs.Tracker().Add(apiServer); err != nil {
 		t.Fatal(err)
 	}
-	f.Script[string(RoleServer)], f.Script[string(RoleClient)] = ThenHold(serverReady), Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -19,7 +20,7 @@ type command interface {
 	// plannedFigures are the figures the report will have, for checking --fail-if.
 	plannedFigures() map[string]string
 	// open checks the user's permissions and opens the run's session.
-	open(ctx context.Context) (*Session, error)
+	open(ctx context.Context) (*session.Session, error)
 	// start creates what measuring needs (temporary policies, agents).
 	start(ctx context.Context) error
 	// measure runs the probes and says how long that took.

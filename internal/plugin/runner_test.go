@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -32,7 +33,7 @@ type fakeCommand struct {
 	appErr  bool
 	steps   []string
 	cs      *fake.Clientset
-	sess    *Session
+	sess    *session.Session
 	rtt     float64
 	timing  report.Timing
 	checks  []gate.Result
@@ -63,13 +64,13 @@ func (c *fakeCommand) writePlan() error {
 	return nil
 }
 
-func (c *fakeCommand) open(context.Context) (*Session, error) {
+func (c *fakeCommand) open(context.Context) (*session.Session, error) {
 	c.steps = append(c.steps, "open")
 	switch c.failAt {
 	case "open":
 		return nil, errStep
 	}
-	c.sess = NewSession(c.cs, "run1", "token", "image", ModePod, time.Second)
+	c.sess = session.NewSession(c.cs, "run1", "token", "image", session.ModePod, time.Second)
 	if c.failAt == "open-with-session" {
 		c.addPolicy()
 		return c.sess, errStep
@@ -201,7 +202,7 @@ func isNil(err error) bool        { return err == nil }
 func isStep(err error) bool       { return errors.Is(err, errStep) }
 func isGate(err error) bool       { return errors.Is(err, ErrGateFailed) }
 func isApp(err error) bool        { return errors.Is(err, errApp) && !errors.Is(err, ErrGateFailed) }
-func isLeftBehind(err error) bool { return errors.Is(err, ErrLeftBehind) }
+func isLeftBehind(err error) bool { return errors.Is(err, session.ErrLeftBehind) }
 func isGateSyntax(err error) bool {
 	return errors.Is(err, gate.ErrUnknownFigure) && !errors.Is(err, ErrGateFailed)
 }

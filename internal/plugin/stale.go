@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,13 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-const managedSelector = ManagedByLabel + "=" + ManagedByValue
+const managedSelector = session.ManagedByLabel + "=" + session.ManagedByValue
 
 // cleanStale deletes temporary agent pods of earlier runs that have ended (a plugin killed
 // before its cleanup leaves them Succeeded or Failed). Pods of runs still going are left alone.
 // Only in pod mode: an ephemeral-only Role may not list or delete pods it did not create.
-func (o *commonOptions) cleanStale(ctx context.Context, s *Session, namespaces ...string) []string {
-	if s.Mode != ModePod {
+func (o *commonOptions) cleanStale(ctx context.Context, s *session.Session, namespaces ...string) []string {
+	if s.Mode != session.ModePod {
 		return nil
 	}
 	var notes []string
@@ -71,7 +73,7 @@ func (o *commonOptions) cleanStaleDaemonSets(ctx context.Context, ns string, now
 	var notes []string
 	bg := metav1.DeletePropagationBackground
 	for _, ds := range list.Items {
-		t, err := time.Parse(time.RFC3339, ds.Annotations[NotAfterAnnotation])
+		t, err := time.Parse(time.RFC3339, ds.Annotations[session.NotAfterAnnotation])
 		if err != nil || !now.After(t) {
 			continue
 		}
@@ -89,7 +91,7 @@ func expired(svc *corev1.Service, now time.Time) bool {
 
 // pastNotAfter says whether an object's not-after time has passed (false when it has none).
 func pastNotAfter(annotations map[string]string, now time.Time) bool {
-	t, err := time.Parse(time.RFC3339, annotations[NotAfterAnnotation])
+	t, err := time.Parse(time.RFC3339, annotations[session.NotAfterAnnotation])
 	return err == nil && now.After(t)
 }
 
@@ -120,7 +122,7 @@ func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []net
 	if len(left) > 0 {
 		slices.Sort(left)
 		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s in namespace %s, left by earlier runs that are over, were not deleted (%v): delete them with kubectl netbench cleanup -n %s\n",
-			strings.Join(left, ", "), ns, StatusMessage(leftErr), ns)
+			strings.Join(left, ", "), ns, access.StatusMessage(leftErr), ns)
 	}
 	return kept
 }
@@ -128,11 +130,11 @@ func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []net
 // sweepReason says why a temporary policy's run is over ("" if it may not be).
 func sweepReason(np networkingv1.NetworkPolicy, now time.Time, over map[string]bool) string {
 	switch {
-	case np.Labels[ManagedByLabel] != ManagedByValue:
+	case np.Labels[session.ManagedByLabel] != session.ManagedByValue:
 		return ""
 	case pastNotAfter(np.Annotations, now):
-		return "not after " + np.Annotations[NotAfterAnnotation]
-	case over[np.Labels[RunIDLabel]]:
+		return "not after " + np.Annotations[session.NotAfterAnnotation]
+	case over[np.Labels[session.RunIDLabel]]:
 		return "every agent of its run has ended"
 	}
 	return ""
@@ -152,7 +154,7 @@ func (o *commonOptions) runsOver(ctx context.Context, ns string) map[string]bool
 	}
 	over, alive := map[string]bool{}, map[string]bool{}
 	for _, p := range pods.Items {
-		if run := p.Labels[RunIDLabel]; p.Labels[ManagedByLabel] == ManagedByValue && run != "" && !ended(&p) {
+		if run := p.Labels[session.RunIDLabel]; p.Labels[session.ManagedByLabel] == session.ManagedByValue && run != "" && !ended(&p) {
 			alive[run] = true
 		}
 		for _, ec := range p.Spec.EphemeralContainers {

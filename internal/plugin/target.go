@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,7 +42,7 @@ func splitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
 }
 
 // resolveTarget finds the running pod behind arg, as kubectl exec does.
-func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGetter, client kubernetes.Interface, podFor polymorphichelpers.AttachablePodForObjectFunc, arg, defaultNS, container string, allowHostNetwork bool) (*Target, error) {
+func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGetter, client kubernetes.Interface, podFor polymorphichelpers.AttachablePodForObjectFunc, arg, defaultNS, container string, allowHostNetwork bool) (*session.Target, error) {
 	ns, res, err := splitTarget(arg, defaultNS)
 	if err != nil {
 		return nil, err
@@ -56,7 +58,7 @@ func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGette
 			return nil, fmt.Errorf("%s not found in namespace %q (check the name, or give NAMESPACE/TYPE/NAME or -n)", res, ns)
 		}
 		if apierrors.IsForbidden(err) {
-			return nil, Forbidden(err)
+			return nil, access.Forbidden(err)
 		}
 		return nil, fmt.Errorf("resolving %s: %w", arg, err)
 	}
@@ -70,8 +72,8 @@ func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGette
 	if err != nil {
 		return nil, fmt.Errorf("finding a pod for %s in namespace %q: %w", res, ns, err)
 	}
-	t := &Target{Arg: arg, Namespace: pod.Namespace, Pod: pod}
-	if err := t.check(container, allowHostNetwork); err != nil {
+	t := &session.Target{Arg: arg, Namespace: pod.Namespace, Pod: pod}
+	if err := checkTarget(t, container, allowHostNetwork); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -102,8 +104,8 @@ func hasRunningPod(ctx context.Context, client kubernetes.Interface, obj runtime
 	return fmt.Errorf("%s in namespace %q has %d pods and none is running (kubectl get pods -n %s -l %s)", res, ns, len(pods.Items), ns, selector)
 }
 
-// check refuses pods the agent cannot measure from, with the reason and what to do.
-func (t *Target) check(container string, allowHostNetwork bool) error {
+// checkTarget refuses pods the agent cannot measure from, with the reason and what to do.
+func checkTarget(t *session.Target, container string, allowHostNetwork bool) error {
 	p := t.Pod
 	if p.DeletionTimestamp != nil {
 		return fmt.Errorf("pod %s/%s is being deleted: pick a running pod (kubectl get pods -n %s)", p.Namespace, p.Name, p.Namespace)

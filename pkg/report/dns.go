@@ -9,12 +9,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // DNSReport is the result of `kubectl netbench dns`.
@@ -315,14 +315,4 @@ func writeObservedTCP(w io.Writer, o *probes.DNSObservation) {
 
 // Clean drops control characters (terminal escapes among them) from text the measured
 // application controls, such as its resolv.conf, before it is printed.
-func Clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' {
-			return ' '
-		}
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, s)
-}
+func Clean(s string) string { return text.Clean(s) }

@@ -1,4 +1,4 @@
-package plugin
+package fakecluster
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 // pods appear at once, ready, on the nodes its affinity names (delivered on the pods' watch);
 // deleting the DaemonSet deletes them; each agent answers a job with an RTT that depends on
 // the zones of its pair, plus slowBy on pairs that involve the slow node.
-type FleetCluster struct {
+type Fleet struct {
 	Cs      *fake.Clientset
 	watcher *watch.FakeWatcher
 	Zones   map[string]string // node → zone
@@ -43,17 +43,17 @@ type FleetCluster struct {
 	Mu       sync.Mutex
 	inFlight map[string]bool
 	Overlap  []string
-	// beforeJob, when set, runs before each job is answered (tests interrupt there).
+	// BeforeJob, when set, runs before each job is answered (tests interrupt there).
 	BeforeJob func()
-	// lookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
+	// LookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
 	// seen right after the DaemonSet's pod on its node (the last word on that node in the watch).
 	LookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
-	// posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
+	// Posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
 	Posted, JobTargets []string
 }
 
-func NewFleetCluster(nodes, zones int) *FleetCluster {
-	f := &FleetCluster{Cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
+func NewFleet(nodes, zones int) *Fleet {
+	f := &Fleet{Cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
 		Zones: map[string]string{}, Ips: map[string]string{}, Denied: map[string]bool{}, inFlight: map[string]bool{}}
 	_ = f.Cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
 	for i := range nodes {
@@ -76,7 +76,7 @@ func NewFleetCluster(nodes, zones int) *FleetCluster {
 
 // createDaemonSet gives the DaemonSet a UID and places one ready pod of its template, which it
 // controls, on each node its affinity selects, with the look-alikes.
-func (f *FleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Fleet) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ds := a.(k8stesting.CreateAction).GetObject().(*appsv1.DaemonSet)
 	ds.UID = types.UID("uid-" + ds.Name)
 	created := metav1.NewTime(time.Now().Add(-time.Minute))
@@ -107,7 +107,7 @@ func (f *FleetCluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Objec
 }
 
 // readyPod is a running, ready pod on node with the next pod IP.
-func (f *FleetCluster) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
+func (f *Fleet) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
 	ip := fmt.Sprintf("10.%d.%d.%d", len(f.Ips)/65536, len(f.Ips)/256%256, len(f.Ips)%256)
 	f.Ips[ip] = node
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, CreationTimestamp: metav1.Now()},
@@ -116,13 +116,13 @@ func (f *FleetCluster) readyPod(name, namespace, node string, labels map[string]
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
 
-func (f *FleetCluster) addPod(p *corev1.Pod) {
+func (f *Fleet) addPod(p *corev1.Pod) {
 	_ = f.Cs.Tracker().Add(p)
 	f.watcher.Add(p)
 }
 
 // deleteDaemonSet deletes the pods it controls as the garbage collector would (look-alikes stay).
-func (f *FleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Fleet) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ns, uid := a.GetNamespace(), types.UID("uid-"+a.(k8stesting.DeleteAction).GetName())
 	pods, _ := f.Cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
 	for _, p := range pods.(*corev1.PodList).Items {
@@ -133,9 +133,9 @@ func (f *FleetCluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Objec
 	return false, nil, nil
 }
 
-// request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results;
+// Request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results;
 // a lease renewal is answered empty.
-func (f *FleetCluster) Request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
+func (f *Fleet) Request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
 	f.Jobs.Add(1)
 	f.Mu.Lock()
 	f.Posted = append(f.Posted, pod+" "+path)
@@ -178,7 +178,7 @@ func (f *FleetCluster) Request(ctx context.Context, _, pod string, _ int, _, pat
 	return out.Bytes(), nil
 }
 
-func (f *FleetCluster) enter(nodes ...string) error {
+func (f *Fleet) enter(nodes ...string) error {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	for _, n := range nodes {
@@ -190,7 +190,7 @@ func (f *FleetCluster) enter(nodes ...string) error {
 	return nil
 }
 
-func (f *FleetCluster) leave(nodes ...string) {
+func (f *Fleet) leave(nodes ...string) {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	for _, n := range nodes {
@@ -198,11 +198,11 @@ func (f *FleetCluster) leave(nodes ...string) {
 	}
 }
 
-// apiCalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
-func (f *FleetCluster) ApiCalls() int { return len(f.Cs.Actions()) + int(f.Jobs.Load()) }
+// ApiCalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
+func (f *Fleet) ApiCalls() int { return len(f.Cs.Actions()) + int(f.Jobs.Load()) }
 
-// remaining lists what the run left in its namespace.
-func (f *FleetCluster) Remaining() []string {
+// Remaining lists what the run left in its namespace.
+func (f *Fleet) Remaining() []string {
 	var left []string
 	dss, _ := f.Cs.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
 	for _, d := range dss.Items {

@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,8 +52,8 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 		s.RunID, IsolatedByAnnotation, notAfter)
 	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
 	if err != nil {
-		return Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
-			Need: Permission{"create", "networkpolicies", "", "networking.k8s.io"}, Ns: np.Namespace})
+		return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
+			Need: access.Permission{Verb: "create", Resource: "networkpolicies", Group: "networking.k8s.io"}, Ns: np.Namespace})
 	}
 	s.mu.Lock()
 	s.Policies = append(s.Policies, created)
@@ -79,7 +80,7 @@ func (s *Session) isRunPod(p *corev1.Pod) bool {
 	return p.Labels[RunIDLabel] == s.RunID && p.Labels[ManagedByLabel] == ManagedByValue
 }
 
-// peers is how a temporary policy names the other end of a flow, exactly: the run's own pods
+// Peers is how a temporary policy names the other end of a flow, exactly: the run's own pods
 // by the run's labels (nothing else carries its id), an existing pod by its own addresses
 // (ipBlock /32 or /128): its labels may be shared with other pods, or it may have none.
 func (s *Session) Peers(pods ...*corev1.Pod) ([]networkingv1.NetworkPolicyPeer, error) {
@@ -115,7 +116,7 @@ func podIPs(p *corev1.Pod) []netip.Addr {
 	return out
 }
 
-// peerOf is the pods of namespace ns that carry labels l.
+// PeerOf is the pods of namespace ns that carry labels l.
 func PeerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 	return networkingv1.NetworkPolicyPeer{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
@@ -123,7 +124,7 @@ func PeerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 	}
 }
 
-// apiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
+// ApiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
 // which only the API server writes, read by name: a slice another writer labelled for the
 // Service is not taken), or none.
 func ApiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {

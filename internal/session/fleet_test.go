@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import (
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +58,7 @@ func TestFleetJobsAimOnlyAtMembers(t *testing.T) {
 				if err := json.Unmarshal(body, &j); err != nil {
 					t.Fatal(err)
 				}
-				posted = append(posted, pod+" "+JoinHostPort(j.Host, j.Port))
+				posted = append(posted, pod+" "+text.JoinHostPort(j.Host, j.Port))
 				var out strings.Builder
 				agent.NewEmitter(&out).Emit(agent.Event{Type: agent.EventProgress, Message: "measured"})
 				return []byte(out.String()), nil
@@ -113,9 +115,9 @@ func TestFleetLeaseRenewals(t *testing.T) {
 // and stops renewing when the session closes; its agents are told the lease and to idle when
 // done.
 func TestFleetRenewsLeasesUntilClose(t *testing.T) {
-	f := NewFleetCluster(3, 1)
+	f := fakecluster.NewFleet(3, 1)
 	f.LookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
-		return []*corev1.Pod{Impostor(f, ds, func(*corev1.Pod) {})}
+		return []*corev1.Pod{fakecluster.Impostor(f, ds, func(*corev1.Pod) {})}
 	}
 	s := NewSession(f.Cs, "run1", "token", "img", ModePod, time.Minute)
 	s.Request = f.Request
@@ -161,7 +163,7 @@ func TestFleetRenewsLeasesUntilClose(t *testing.T) {
 	if d := cmp.Diff(closed, renewals()); d != "" {
 		t.Errorf("renewals after Close (-before +after):\n%s", d)
 	}
-	args := strings.Join(CreatedDaemonSet(t, f).Spec.Template.Spec.Containers[0].Args, " ")
+	args := strings.Join(fakecluster.CreatedDaemonSet(t, f).Spec.Template.Spec.Containers[0].Args, " ")
 	if !strings.Contains(args, " --idle-when-done ") || !strings.HasSuffix(args, " --lease "+lease.String()) {
 		t.Errorf("agent args %q: want the lease and --idle-when-done", args)
 	}

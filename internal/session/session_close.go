@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 )
 
@@ -238,8 +239,8 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 	svc.Annotations[NotAfterAnnotation] = s.Now().Add(lifetime).UTC().Format(time.RFC3339)
 	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return nil, Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
-			Need: Permission{"create", "services", "", ""}, Ns: svc.Namespace})
+		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
+			Need: access.Permission{Verb: "create", Resource: "services"}, Ns: svc.Namespace})
 	}
 	s.mu.Lock()
 	s.services = append(s.services, created)

@@ -1,4 +1,4 @@
-package plugin
+package fakecluster
 
 import (
 	"context"
@@ -25,46 +25,46 @@ import (
 
 // fakeCluster is a fake clientset that behaves like a cluster where agents start at once, with
 // scripted agent output and a recorded pod proxy.
-type FakeCluster struct {
+type Cluster struct {
 	t  *testing.T
 	Cs *fake.Clientset
 
 	Mu    sync.Mutex
 	Token string // the session's run token
-	// script returns the output of an agent by role (the last part of its name).
+	// Script returns the output of an agent by role (the last part of its name).
 	Script map[string]func(ctx context.Context) io.ReadCloser
-	// denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
+	// Denied permissions ("patch pods/ephemeralcontainers"); waiting makes agent containers
 	// wait with that reason instead of running.
 	Denied   map[string]bool
 	Waiting  string
 	PatchErr error
-	// revokeAtPatch is a permission taken away when the patch fails with patchErr.
+	// RevokeAtPatch is a permission taken away when the patch fails with patchErr.
 	RevokeAtPatch string
 	ProxiedBy     []string // "role: METHOD path" of each proxied call
 	ProxyErr      error    // control calls (lease, done) fail with it
-	// goneBeforeDone: the server exits before it is told to stop (its client told it first).
+	// GoneBeforeDone: the server exits before it is told to stop (its client told it first).
 	GoneBeforeDone bool
 	JobErr         error // the job hand-over fails with it
-	// onCreate sees each pod about to be created; createErr, when set, refuses it.
+	// OnCreate sees each pod about to be created; createErr, when set, refuses it.
 	OnCreate  func(*corev1.Pod)
 	CreateErr error
 	Proxied   []string
 	nextIP    int
 }
 
-func NewFakeCluster(t *testing.T, pods ...*corev1.Pod) *FakeCluster {
+func New(t *testing.T, pods ...*corev1.Pod) *Cluster {
 	var objs []runtime.Object
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
-	f := &FakeCluster{t: t, Cs: fake.NewClientset(objs...), Script: map[string]func(context.Context) io.ReadCloser{}, Denied: map[string]bool{}}
+	f := &Cluster{t: t, Cs: fake.NewClientset(objs...), Script: map[string]func(context.Context) io.ReadCloser{}, Denied: map[string]bool{}}
 	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", f.review)
 	f.Cs.PrependReactor("patch", "pods", f.patchEphemeral)
 	f.Cs.PrependReactor("create", "pods", f.createPod)
 	return f
 }
 
-func (f *FakeCluster) review(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Cluster) review(a k8stesting.Action) (bool, runtime.Object, error) {
 	r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 	ra := r.Spec.ResourceAttributes
 	name := ra.Verb + " " + ra.Resource
@@ -77,7 +77,7 @@ func (f *FakeCluster) review(a k8stesting.Action) (bool, runtime.Object, error) 
 	return true, r, nil
 }
 
-func (f *FakeCluster) containerStatus(name string) corev1.ContainerStatus {
+func (f *Cluster) containerStatus(name string) corev1.ContainerStatus {
 	st := corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	if f.Waiting != "" {
 		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: f.Waiting, Message: "pull failed"}}
@@ -86,7 +86,7 @@ func (f *FakeCluster) containerStatus(name string) corev1.ContainerStatus {
 }
 
 // patchEphemeral adds the patched ephemeral container to the pod, running.
-func (f *FakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Cluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, error) {
 	pa := a.(k8stesting.PatchAction)
 	if pa.GetSubresource() != "ephemeralcontainers" {
 		return false, nil, nil
@@ -120,7 +120,7 @@ func (f *FakeCluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object,
 }
 
 // createPod makes a temporary agent pod run at once with an IP of its own.
-func (f *FakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Cluster) createPod(a k8stesting.Action) (bool, runtime.Object, error) {
 	p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
 	if f.OnCreate != nil {
 		f.OnCreate(p)
@@ -136,13 +136,13 @@ func (f *FakeCluster) createPod(a k8stesting.Action) (bool, runtime.Object, erro
 	return false, nil, nil
 }
 
-func (f *FakeCluster) ProxiedCalls() []string {
+func (f *Cluster) ProxiedCalls() []string {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	return append([]string(nil), f.Proxied...)
 }
 
-// events renders agent events as the agent prints them.
+// Events renders agent events as the agent prints them.
 func Events(evs ...agent.Event) string {
 	var b strings.Builder
 	for i, ev := range evs {
@@ -155,12 +155,12 @@ func Events(evs ...agent.Event) string {
 	return b.String()
 }
 
-// then prints out and ends the stream.
+// Then prints out and ends the stream.
 func Then(out string) func(context.Context) io.ReadCloser {
 	return func(context.Context) io.ReadCloser { return io.NopCloser(strings.NewReader(out)) }
 }
 
-// thenHold prints out and keeps the stream open until ctx ends, as a running server's does.
+// ThenHold prints out and keeps the stream open until ctx ends, as a running server's does.
 func ThenHold(out string) func(context.Context) io.ReadCloser {
 	return func(ctx context.Context) io.ReadCloser {
 		pr, pw := io.Pipe()
@@ -198,8 +198,8 @@ func DNSResultSample() *probes.DNSResult {
 		}}}}
 }
 
-// terminate marks a pod's container terminated after d, as the kubelet would report it.
-func (f *FakeCluster) Terminate(pod, container string, d time.Duration) {
+// Terminate marks a pod's container terminated after d, as the kubelet would report it.
+func (f *Cluster) Terminate(pod, container string, d time.Duration) {
 	time.Sleep(d)
 	p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package plugin
+package access
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 )
 
-// refused is what the run tried when the API server refused: the verb it needed and, for a pod
+// Refused is what the run tried when the API server refused: the verb it needed and, for a pod
 // (created, or with an ephemeral container added), the pod as admission saw it.
 type Refused struct {
 	Doing    string
@@ -22,7 +22,7 @@ type Refused struct {
 	Pod      *corev1.Pod
 }
 
-// refusal names who refused: the authorizer (asked again, with a SelfSubjectAccessReview), the
+// Refusal names who refused: the authorizer (asked again, with a SelfSubjectAccessReview), the
 // namespace's enforced Pod Security level (the admission's own checks, run here on the same pod
 // at the level and version the namespace's labels enforce), or another admission step (a
 // ResourceQuota, a LimitRange, a policy webhook) — or admission at large, with the API server's
@@ -66,3 +66,9 @@ func podSecurityForbids(ctx context.Context, client kubernetes.Interface, pod *c
 	}
 	return !policy.AggregateCheckResults(eval.EvaluatePod(p.Enforce, &pod.ObjectMeta, &pod.Spec)).Allowed
 }
+
+// Errors a caller may act on with errors.Is: the API server refused a run's object.
+var (
+	ErrPodSecurity = errors.New("the namespace's Pod Security level forbids it")
+	ErrAdmission   = errors.New("admission refused the agent")
+)

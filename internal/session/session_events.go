@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import (
 	"bufio"
@@ -19,7 +19,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // maxResumes bounds how often a broken log stream is reopened.
@@ -110,9 +112,9 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 			switch r := s.State.Waiting.Reason; r {
 			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 				return false, fmt.Errorf("the agent image %s cannot be pulled on node %s (%s: %s): use --image to name a mirror the nodes can pull from",
-					a.s.Image, p.Spec.NodeName, r, Sanitize(s.State.Waiting.Message))
+					a.s.Image, p.Spec.NodeName, r, text.Sanitize(s.State.Waiting.Message))
 			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-				return false, fmt.Errorf("the agent container cannot start (%s: %s)", r, Sanitize(s.State.Waiting.Message))
+				return false, fmt.Errorf("the agent container cannot start (%s: %s)", r, text.Sanitize(s.State.Waiting.Message))
 			}
 		}
 	}
@@ -155,7 +157,7 @@ func (a *Agent) Ready(ctx context.Context) error {
 			a.Port = ev.Port
 			return true, nil
 		case agent.EventError, agent.EventExit:
-			return false, fmt.Errorf("%s: %s", a, Sanitize(ev.Message))
+			return false, fmt.Errorf("%s: %s", a, text.Sanitize(ev.Message))
 		}
 		return false, nil
 	})
@@ -239,7 +241,7 @@ func (a *Agent) followServer() {
 		switch ev.Type {
 		case agent.EventError:
 			a.mu.Lock()
-			a.serverNote = Sanitize(ev.Message)
+			a.serverNote = text.Sanitize(ev.Message)
 			a.mu.Unlock()
 		case agent.EventExit:
 			return true, nil
@@ -302,7 +304,7 @@ func (a *Agent) followOnce(ctx context.Context, since time.Time, seen map[string
 	rc, err := a.s.Logs(ctx, a, opts)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
-			return false, Forbidden(err)
+			return false, access.Forbidden(err)
 		}
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -326,7 +328,7 @@ func (a *Agent) scan(r io.Reader, seen map[string]bool, fn func(agent.Event) (bo
 		}
 		ev, err := agent.DecodeEvent(line)
 		if err != nil {
-			a.s.Logf("%s: %v: %q", a, err, Sanitize(string(truncate(line, 200))))
+			a.s.Logf("%s: %v: %q", a, err, text.Sanitize(string(truncate(line, 200))))
 			continue
 		}
 		a.note(ev, line, seen)

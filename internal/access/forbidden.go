@@ -1,4 +1,4 @@
-package plugin
+package access
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ func (e *ForbiddenError) Error() string {
 
 func (e *ForbiddenError) Unwrap() error { return e.Err }
 
-// forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
+// Forbidden turns an RBAC refusal into one line naming the verb and resource to grant.
 func Forbidden(err error) error { return &ForbiddenError{Err: err} }
 
-// forbiddenOr turns an RBAC refusal into the actionable line and leaves other errors as they are.
+// ForbiddenOr turns an RBAC refusal into the actionable line and leaves other errors as they are.
 func ForbiddenOr(err error) error {
 	if apierrors.IsForbidden(err) {
 		return Forbidden(err)

@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import (
 	"context"
@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // RoleMesh is an agent of a fleet: it serves its peers and runs the jobs the plugin posts.
@@ -92,8 +94,8 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
 	if err != nil {
 		f.watch.Stop()
-		return nil, Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
-			Need: Permission{"create", "daemonsets", "", "apps"}, Ns: spec.Namespace})
+		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
+			Need: access.Permission{Verb: "create", Resource: "daemonsets", Group: "apps"}, Ns: spec.Namespace})
 	}
 	f.mu.Lock()
 	f.UID = created.UID
@@ -113,7 +115,7 @@ func (f *Fleet) rewatch(ctx context.Context) error {
 	for {
 		list, err := pods.List(ctx, opts)
 		if err != nil {
-			return fmt.Errorf("listing the agents' pods: %w", ForbiddenOr(err))
+			return fmt.Errorf("listing the agents' pods: %w", access.ForbiddenOr(err))
 		}
 		for i := range list.Items {
 			f.update(&list.Items[i])
@@ -129,7 +131,7 @@ func (f *Fleet) rewatch(ctx context.Context) error {
 	}
 	w, err := pods.Watch(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("watching the agents' pods: %w", ForbiddenOr(err))
+		return fmt.Errorf("watching the agents' pods: %w", access.ForbiddenOr(err))
 	}
 	f.watch = w
 	return nil
@@ -322,7 +324,7 @@ const maxClusterText = 300
 // events or set a container's termination message in the namespace writes it, so control and
 // bidirectional-formatting characters go and it is cut at maxClusterText characters.
 func clusterText(s string) string {
-	s = strings.TrimSpace(Sanitize(strings.Map(func(r rune) rune {
+	s = strings.TrimSpace(text.Sanitize(strings.Map(func(r rune) rune {
 		if unicode.Is(unicode.Cf, r) {
 			return -1
 		}

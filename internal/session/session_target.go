@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import corev1 "k8s.io/api/core/v1"
 

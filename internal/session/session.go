@@ -1,4 +1,4 @@
-package plugin
+package session
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // Labels every temporary pod carries, so that `kubectl delete pods -l` can always find them.
@@ -56,8 +58,6 @@ const (
 // Errors a caller may act on with errors.Is.
 var (
 	ErrEphemeralUnsupported = errors.New("ephemeral containers are not enabled on this cluster (use --mode pod)")
-	ErrPodSecurity          = errors.New("the namespace's Pod Security level forbids it")
-	ErrAdmission            = errors.New("admission refused the agent")
 	ErrStartTimeout         = errors.New("the agent did not start in time")
 )
 
@@ -214,7 +214,7 @@ func (a *Agent) args(trust []string) ([]string, error) {
 	if a.inPod() {
 		listen = "$(POD_IP)" + listen
 	} else if a.Spec.Target.Pod.Status.PodIP != "" {
-		listen = JoinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
+		listen = text.JoinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
 	}
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
 	digest := agent.TokenDigest(a.s.Token)
@@ -315,8 +315,8 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	}
 	seen := t.Pod.DeepCopy()
 	seen.Spec.EphemeralContainers = append(seen.Spec.EphemeralContainers, ec)
-	return Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
-		Need: Permission{"patch", "pods", "ephemeralcontainers", ""}, Ns: t.Namespace, Name: t.Pod.Name, Pod: seen})
+	return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
+		Need: access.Permission{Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}, Ns: t.Namespace, Name: t.Pod.Name, Pod: seen})
 }
 
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
@@ -337,11 +337,11 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), podContext(s.securityContext(a))
 	SetResources(c, s.Resources)
 	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	return Refusal(ctx, s.Client, err, Refused{Doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
-		Need: Permission{"create", "pods", "", ""}, Ns: t.Namespace, Pod: p})
+	return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
+		Need: access.Permission{Verb: "create", Resource: "pods"}, Ns: t.Namespace, Pod: p})
 }
 
-// setResources gives an agent container its resources and, under a memory limit, a Go memory
+// SetResources gives an agent container its resources and, under a memory limit, a Go memory
 // limit (GOMEMLIMIT) of three quarters of it, so the runtime collects before the kernel kills.
 func SetResources(c *corev1.Container, r *corev1.ResourceRequirements) {
 	if r == nil {

@@ -1,4 +1,4 @@
-package plugin
+package access
 
 import (
 	"cmp"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// permission is one verb on one resource a run needs.
+// Permission is one verb on one resource a run needs.
 type Permission struct {
 	Verb, Resource, Subresource string
 	Group                       string // "" for the core group
@@ -28,12 +28,12 @@ func (p Permission) String() string {
 	return p.Verb + " " + p.Resource
 }
 
-// neededPermissions lists what a run needs in the agents' namespaces: every verb it uses, and
-// nothing more (an ephemeral-only Role must do for ephemeral runs).
-func NeededPermissions(mode string) []Permission {
+// NeededPermissions lists what a run needs in the agents' namespaces: every verb it uses, and
+// nothing more (an ephemeral-only Role must do for ephemeral runs); podMode: the agents are temporary pods.
+func NeededPermissions(podMode bool) []Permission {
 	// pods/proxy: runners are handed their job, servers renewed and stopped, through it.
 	need := []Permission{{"get", "pods", "", ""}, {"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"get", "pods", "log", ""}, {"create", "pods", "proxy", ""}}
-	if mode == ModePod {
+	if podMode {
 		need = append(need, Permission{"create", "pods", "", ""}, Permission{"delete", "pods", "", ""})
 	} else {
 		need = append(need, Permission{"patch", "pods", "ephemeralcontainers", ""})
@@ -41,7 +41,7 @@ func NeededPermissions(mode string) []Permission {
 	return need
 }
 
-// servicePermissions are what measuring a Service's zone routing adds: its endpoints, and a
+// ServicePermissions are what measuring a Service's zone routing adds: its endpoints, and a
 // temporary Service of the run's own.
 var ServicePermissions = []Permission{
 	{"get", "services", "", ""}, {"list", "services", "", ""}, {"create", "services", "", ""}, {"delete", "services", "", ""},
@@ -57,7 +57,7 @@ var policyPermissions = []Permission{
 	{"delete", "networkpolicies", "", "networking.k8s.io"},
 }
 
-// checkPolicyPermissions checks, before anything is created, that --allow-policy may create and
+// CheckPolicyPermissions checks, before anything is created, that --allow-policy may create and
 // delete NetworkPolicies in each namespace it may create them in.
 func CheckPolicyPermissions(ctx context.Context, client kubernetes.Interface, namespaces ...string) error {
 	err := CheckPermissions(ctx, client, namespaces, policyPermissions)
@@ -90,7 +90,7 @@ func (e *PermissionError) Error() string {
 	return msg
 }
 
-// checkPermissions asks the API server (SelfSubjectAccessReview) whether the user may do each
+// CheckPermissions asks the API server (SelfSubjectAccessReview) whether the user may do each
 // of need in each namespace. A cluster that cannot answer is not an error: the run goes on and
 // the API server refuses later if it must.
 func CheckPermissions(ctx context.Context, client kubernetes.Interface, namespaces []string, need []Permission) error {
@@ -129,4 +129,11 @@ func allowed(ctx context.Context, client kubernetes.Interface, ns, name string, 
 		return false, fmt.Errorf("asking whether you may %s in namespace %q: %w", p, ns, err)
 	}
 	return r.Status.Allowed, nil
+}
+
+// MatrixPermissions are what a matrix needs in its namespace: a DaemonSet of its own, a watch
+// on its pods, and their proxy (jobs are posted through it).
+var MatrixPermissions = []Permission{
+	{"create", "daemonsets", "", "apps"}, {"delete", "daemonsets", "", "apps"}, {"list", "daemonsets", "", "apps"},
+	{"list", "pods", "", ""}, {"watch", "pods", "", ""}, {"create", "pods", "proxy", ""},
 }
