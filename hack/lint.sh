@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Static checks and short fuzz runs, each step named in the output:
-#   go vet, gofmt -l, staticcheck (built from its module, cached under .cache/tools),
-#   ShellCheck on every script, go test -race on the packages without sockets or root, and
-#   FUZZTIME (default 10s) of every fuzz target.
+#   go vet, gofmt -l, the size rule (hack/sizecheck), staticcheck (built from its module, cached
+#   under .cache/tools), ShellCheck on every script, go test -race on the packages without
+#   sockets or root, and FUZZTIME (default 10s) of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATICCHECK_VERSION=v0.8.2
@@ -18,6 +18,12 @@ mapfile -t gofiles < <(git ls-files --cached --others --exclude-standard '*.go')
 unformatted=$(gofmt -l "${gofiles[@]}")
 if [ -n "$unformatted" ]; then
   echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
+fi
+
+step "size: no Go file over 400 lines, no function over 80 (hack/sizecheck)"
+if ! go run ./hack/sizecheck; then
+  echo "over the size limits: split it, or put a one-line reason at its top: '// size: <reason>'"
+  echo "(before the package clause for a file, in the doc comment for a function)"; exit 1
 fi
 
 step "staticcheck $STATICCHECK_VERSION"

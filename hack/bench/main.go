@@ -109,41 +109,91 @@ func run(c config) error {
 	}
 	defer p.Close()
 
-	inA := func(name string, args ...string) *exec.Cmd { return vethpair.Command(p.NSA, name, args...) }
 	stopIperf, err := reftools.IperfServer(func(name string, args ...string) *exec.Cmd { return vethpair.Command(p.NSB, name, args...) })
 	if err != nil {
 		return fmt.Errorf("iperf3 server: %w", err)
 	}
 	defer stopIperf()
 
-	token := randomToken()
-	srv := vethpair.Command(p.NSB, c.agentBin, "serve", "--token", token, "--deadline", "30m")
+	b := &bench{c: c, p: p, token: randomToken()}
+	stopAgent, err := b.startAgent()
+	if err != nil {
+		return err
+	}
+	defer stopAgent()
+
+	var rows []row
+	for _, measure := range []func() ([]row, error){b.throughput, b.http, b.rtt} {
+		rs, err := measure()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, rs...)
+	}
+
+	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
+	md := render(c, e, rows)
+	fmt.Print(md)
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("writing the results: %w", err)
+		}
+	}
+	return nil
+}
+
+// bench is one run's veth pair: the reference tools' clients and ours run in its A side, their
+// servers and the agent server in its B side.
+type bench struct {
+	c     config
+	p     *vethpair.Pair
+	token string // the agent server's
+	port  int    // the agent server's, once started
+}
+
+// startAgent starts the agent server in the B side and waits for its ready event; stop kills it.
+func (b *bench) startAgent() (stop func(), err error) {
+	srv := vethpair.Command(b.p.NSB, b.c.agentBin, "serve", "--token", b.token, "--deadline", "30m")
 	out, err := srv.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("agent server: %w", err)
+		return nil, fmt.Errorf("agent server: %w", err)
 	}
 	if err := srv.Start(); err != nil {
-		return fmt.Errorf("agent server: %w", err)
+		return nil, fmt.Errorf("agent server: %w", err)
 	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	stop = func() { _ = srv.Process.Kill(); _ = srv.Wait() }
 	var ready agent.Event
 	if err := json.NewDecoder(bufio.NewReader(out)).Decode(&ready); err != nil || ready.Type != agent.EventReady {
-		return fmt.Errorf("agent server not ready: %v %+v", err, ready)
+		stop()
+		return nil, fmt.Errorf("agent server not ready: %v %+v", err, ready)
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	job := func(ps ...agent.ProbeSpec) agent.Job {
-		return agent.Job{APIVersion: agent.APIVersion, Host: p.AddrB, Port: ready.Port, Token: token, Probes: ps}
-	}
-	var rows []row
+	b.port = ready.Port
+	return stop, nil
+}
 
-	// Throughput: alternating who goes first, the median of each figure over the rounds.
+// inA is a command in the A side.
+func (b *bench) inA(name string, args ...string) *exec.Cmd {
+	return vethpair.Command(b.p.NSA, name, args...)
+}
+
+// job is a job of probes ps against the agent server.
+func (b *bench) job(ps ...agent.ProbeSpec) agent.Job {
+	return agent.Job{APIVersion: agent.APIVersion, Host: b.p.AddrB, Port: b.port, Token: b.token, Probes: ps}
+}
+
+// throughput compares our TCP probe with iperf3 for each stream count: alternating who goes
+// first, the median of each figure over the rounds.
+func (b *bench) throughput() ([]row, error) {
+	c := b.c
+	var rows []row
 	for _, streams := range streamCounts {
 		var gbps, cpu, srvCPU [2][]float64 // [0] netbench, [1] iperf3
 		for r := 0; r < c.rounds; r++ {
 			fmt.Fprintf(os.Stderr, "throughput, %d stream(s), round %d/%d\n", streams, r+1, c.rounds)
 			var ours, ref reftools.Throughput
 			runOurs := func() error {
-				res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeTCP, Streams: streams, DurationSeconds: c.tputSecs}))
+				res, err := runAgent(c.agentBin, b.p.NSA, b.job(agent.ProbeSpec{Kind: agent.ProbeTCP, Streams: streams, DurationSeconds: c.tputSecs}))
 				if err != nil {
 					return err
 				}
@@ -153,15 +203,16 @@ func run(c config) error {
 			}
 			if oursFirst(r) {
 				if err := runOurs(); err != nil {
-					return err
+					return nil, err
 				}
 			}
-			if ref, err = reftools.Iperf(inA, p.AddrB, streams, c.tputSecs); err != nil {
-				return fmt.Errorf("iperf3: %w", err)
+			var err error
+			if ref, err = reftools.Iperf(b.inA, b.p.AddrB, streams, c.tputSecs); err != nil {
+				return nil, fmt.Errorf("iperf3: %w", err)
 			}
 			if !oursFirst(r) {
 				if err := runOurs(); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			for i, t := range []reftools.Throughput{ours, ref} {
@@ -172,11 +223,16 @@ func run(c config) error {
 		}
 		rows = append(rows, tputRows(streams, gbps, cpu, srvCPU)...)
 	}
+	return rows, nil
+}
 
-	// HTTP keep-alive: our probe and fortio's runner, alternating who goes first, same server.
+// http compares our HTTP keep-alive probe with fortio's runner, alternating who goes first,
+// against the same server.
+func (b *bench) http() ([]row, error) {
+	c := b.c
 	var oursP50, oursP99, refP50, refP99, ref2P50, ref2P99 []float64
 	oursHTTPRun := func() error {
-		res, err := runAgent(c.agentBin, p.NSA, job(agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: httpQPS, Connections: httpConns, DurationSeconds: c.httpSecs}))
+		res, err := runAgent(c.agentBin, b.p.NSA, b.job(agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: httpQPS, Connections: httpConns, DurationSeconds: c.httpSecs}))
 		if err != nil {
 			return err
 		}
@@ -188,15 +244,15 @@ func run(c config) error {
 		fmt.Fprintf(os.Stderr, "http keep-alive, round %d/%d\n", r+1, c.httpRounds)
 		if oursFirst(r) {
 			if err := oursHTTPRun(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// fortio with the agent's CPU budget (one thread), then with Go's default.
 		for _, procs := range []string{oneThread, ""} {
-			h := reftools.HTTPRun{URL: fmt.Sprintf("http://%s/", net.JoinHostPort(p.AddrB, strconv.Itoa(ready.Port))), Token: token, Seconds: c.httpSecs, QPS: httpQPS, Connections: httpConns}
-			ref, _, err := reftools.Fortio(inA, h, procs)
+			h := reftools.HTTPRun{URL: fmt.Sprintf("http://%s/", net.JoinHostPort(b.p.AddrB, strconv.Itoa(b.port))), Token: b.token, Seconds: c.httpSecs, QPS: httpQPS, Connections: httpConns}
+			ref, _, err := reftools.Fortio(b.inA, h, procs)
 			if err != nil {
-				return fmt.Errorf("fortio: %w", err)
+				return nil, fmt.Errorf("fortio: %w", err)
 			}
 			fmt.Fprintf(os.Stderr, "  fortio (GOMAXPROCS=%q): p50 %.1f µs p99 %.1f µs\n", procs, ref.P50Micros, ref.P99Micros)
 			if procs == oneThread {
@@ -207,37 +263,30 @@ func run(c config) error {
 		}
 		if !oursFirst(r) {
 			if err := oursHTTPRun(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	rows = append(rows, httpRows([2][]float64{oursP50, oursP99}, [2][]float64{refP50, refP99}, [2][]float64{ref2P50, ref2P99})...)
+	return httpRows([2][]float64{oursP50, oursP99}, [2][]float64{refP50, refP99}, [2][]float64{ref2P50, ref2P99}), nil
+}
 
-	// RTT: one run each, iputils ping first, then our ICMP and TCP-connect probes in one job.
+// rtt compares our ICMP and TCP-connect probes with iputils ping: one run each, ping first,
+// then ours in one job.
+func (b *bench) rtt() ([]row, error) {
 	fmt.Fprintln(os.Stderr, "rtt")
-	pingP50, pingAvg, err := reftools.Ping(inA, p.AddrB, c.rttCount, rttInterval)
+	pingP50, pingAvg, err := reftools.Ping(b.inA, b.p.AddrB, b.c.rttCount, rttInterval)
 	if err != nil {
-		return fmt.Errorf("ping: %w", err)
+		return nil, fmt.Errorf("ping: %w", err)
 	}
 	ms := float64(rttInterval) / float64(time.Millisecond)
-	res, err := runAgent(c.agentBin, p.NSA, job(
-		agent.ProbeSpec{Kind: agent.ProbeICMP, Count: c.rttCount, IntervalMillis: ms},
-		agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Count: c.rttCount, IntervalMillis: ms},
+	res, err := runAgent(b.c.agentBin, b.p.NSA, b.job(
+		agent.ProbeSpec{Kind: agent.ProbeICMP, Count: b.c.rttCount, IntervalMillis: ms},
+		agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Count: b.c.rttCount, IntervalMillis: ms},
 	))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rows = append(rows, rttRows(res[0].RTT.Method, res[0].RTT.RTT, res[1].RTT.RTT, pingP50, pingAvg)...)
-
-	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
-	md := render(c, e, rows)
-	fmt.Print(md)
-	if c.out != "" {
-		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
-			return fmt.Errorf("writing the results: %w", err)
-		}
-	}
-	return nil
+	return rttRows(res[0].RTT.Method, res[0].RTT.RTT, res[1].RTT.RTT, pingP50, pingAvg), nil
 }
 
 // row is one line of the table: every round's figure of each tool.

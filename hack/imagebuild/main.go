@@ -137,100 +137,131 @@ func writeLayout(dir string, archs []string, imgs []v1.Image) (v1.Hash, error) {
 
 // build makes the image of one architecture and returns it with its layer's size.
 func build(arch string, sp spec) (v1.Image, int64, error) {
-	entry, user := sp.entry, sp.user
-	uid, gid := 65532, 65532
-	if parts := strings.SplitN(user, ":", 2); len(parts) == 2 {
-		uid, _ = strconv.Atoi(parts[0])
-		gid, _ = strconv.Atoi(parts[1])
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	mtime := time.Unix(0, 0)
-	dirs := map[string]bool{}
-	addDir := func(dir string, mode int64) error {
-		if dirs[dir] {
-			return nil
-		}
-		dirs[dir] = true
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: mode, ModTime: mtime})
-	}
-	addFile := func(dst string, data []byte, mode int64) error {
-		dst = strings.TrimPrefix(dst, "/")
-		if i := strings.LastIndex(dst, "/"); i > 0 {
-			parts := strings.Split(dst[:i], "/")
-			for j := range parts {
-				if err := addDir(strings.Join(parts[:j+1], "/"), 0o755); err != nil {
-					return err
-				}
-			}
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: dst, Mode: mode, Size: int64(len(data)), ModTime: mtime}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	// A user database so that tools and runtimes can name the non-root user; /tmp for scratch.
-	if err := addFile("etc/passwd", []byte(fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", uid, gid)), 0o644); err != nil {
-		return nil, 0, err
-	}
-	if err := addFile("etc/group", []byte(fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", gid)), 0o644); err != nil {
-		return nil, 0, err
-	}
-	if err := addDir("tmp", 0o1777); err != nil {
-		return nil, 0, err
-	}
-	for _, f := range sp.files {
-		parts := strings.Split(f, ":")
-		if len(parts) < 2 {
-			return nil, 0, fmt.Errorf("-file %q: want SRC:DST[:MODE]", f)
-		}
-		mode := int64(0o644)
-		if len(parts) == 3 {
-			m, err := strconv.ParseInt(parts[2], 8, 64)
-			if err != nil {
-				return nil, 0, fmt.Errorf("-file %q: mode: %w", f, err)
-			}
-			mode = m
-		}
-		data, err := os.ReadFile(strings.ReplaceAll(parts[0], "{arch}", arch))
-		if err != nil {
-			return nil, 0, err
-		}
-		if err := addFile(parts[1], data, mode); err != nil {
-			return nil, 0, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, 0, err
-	}
-	layerBytes := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	})
+	layerBytes, err := layerTar(arch, sp)
 	if err != nil {
 		return nil, 0, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, 0, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, 0, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Config.User = user
-	cfg.Config.WorkingDir = "/"
-	cfg.Config.Env = []string{"PATH=/"}
-	if entry != "" {
-		cfg.Config.Entrypoint = strings.Fields(entry)
-	}
-	cfg.Created = v1.Time{Time: mtime}
-	img, err = mutate.ConfigFile(img, cfg)
+	img, err := image(arch, sp, layerBytes)
 	if err != nil {
 		return nil, 0, err
 	}
 	return img, int64(len(layerBytes)), nil
+}
+
+// mtime is every entry's and the image's timestamp: the same inputs give the same digest.
+var mtime = time.Unix(0, 0)
+
+// layerTar is the image's single layer for arch: a user database for sp's user, /tmp, and sp's
+// files.
+func layerTar(arch string, sp spec) ([]byte, error) {
+	uid, gid := 65532, 65532
+	if parts := strings.SplitN(sp.user, ":", 2); len(parts) == 2 {
+		uid, _ = strconv.Atoi(parts[0])
+		gid, _ = strconv.Atoi(parts[1])
+	}
+	var buf bytes.Buffer
+	lw := &layerWriter{tw: tar.NewWriter(&buf), dirs: map[string]bool{}}
+	// A user database so that tools and runtimes can name the non-root user; /tmp for scratch.
+	if err := lw.addFile("etc/passwd", []byte(fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", uid, gid)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := lw.addFile("etc/group", []byte(fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", gid)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := lw.addDir("tmp", 0o1777); err != nil {
+		return nil, err
+	}
+	for _, f := range sp.files {
+		dst, data, mode, err := readFileArg(f, arch)
+		if err != nil {
+			return nil, err
+		}
+		if err := lw.addFile(dst, data, mode); err != nil {
+			return nil, err
+		}
+	}
+	if err := lw.tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readFileArg reads the source of a -file SRC:DST[:MODE] for arch.
+func readFileArg(f, arch string) (dst string, data []byte, mode int64, err error) {
+	parts := strings.Split(f, ":")
+	if len(parts) < 2 {
+		return "", nil, 0, fmt.Errorf("-file %q: want SRC:DST[:MODE]", f)
+	}
+	mode = int64(0o644)
+	if len(parts) == 3 {
+		m, err := strconv.ParseInt(parts[2], 8, 64)
+		if err != nil {
+			return "", nil, 0, fmt.Errorf("-file %q: mode: %w", f, err)
+		}
+		mode = m
+	}
+	data, err = os.ReadFile(strings.ReplaceAll(parts[0], "{arch}", arch))
+	if err != nil {
+		return "", nil, 0, err
+	}
+	return parts[1], data, mode, nil
+}
+
+// layerWriter writes a layer's entries, each directory once and before what it holds.
+type layerWriter struct {
+	tw   *tar.Writer
+	dirs map[string]bool
+}
+
+func (lw *layerWriter) addDir(dir string, mode int64) error {
+	if lw.dirs[dir] {
+		return nil
+	}
+	lw.dirs[dir] = true
+	return lw.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: mode, ModTime: mtime})
+}
+
+func (lw *layerWriter) addFile(dst string, data []byte, mode int64) error {
+	dst = strings.TrimPrefix(dst, "/")
+	if i := strings.LastIndex(dst, "/"); i > 0 {
+		parts := strings.Split(dst[:i], "/")
+		for j := range parts {
+			if err := lw.addDir(strings.Join(parts[:j+1], "/"), 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	if err := lw.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: dst, Mode: mode, Size: int64(len(data)), ModTime: mtime}); err != nil {
+		return err
+	}
+	_, err := lw.tw.Write(data)
+	return err
+}
+
+// image is the image of arch whose single layer is layerBytes, configured as sp says.
+func image(arch string, sp spec, layerBytes []byte) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerBytes)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", arch
+	cfg.Config.User = sp.user
+	cfg.Config.WorkingDir = "/"
+	cfg.Config.Env = []string{"PATH=/"}
+	if sp.entry != "" {
+		cfg.Config.Entrypoint = strings.Fields(sp.entry)
+	}
+	cfg.Created = v1.Time{Time: mtime}
+	return mutate.ConfigFile(img, cfg)
 }

@@ -73,22 +73,8 @@ func OwnFootprint() Footprint {
 // (each connection is routed on its first bytes). It emits ready, then exit, and returns when
 // a client posts PathDone, the deadline passes, or ctx ends.
 func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
-	if o.Token == "" && o.TokenSHA256 == "" {
-		return errors.New("agent serve needs a token (--token, --token-sha256 or " + TokenEnv + ")")
-	}
-	if o.NotAfter.IsZero() {
-		return errors.New("agent serve needs a not-after time")
-	}
-	if !time.Now().Before(o.NotAfter) {
-		return ErrTooLate
-	}
-	if o.Listen == "" {
-		o.Listen = ":0"
-	}
-	if o.Limits.MaxConns == 0 { // none given: the defaults, with the sources trusted
-		trusted := o.Limits.Trusted
-		o.Limits = DefaultLimits
-		o.Limits.Trusted = trusted
+	if err := o.complete(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
 	defer cancel()
@@ -152,6 +138,28 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	waitOrTimeout(&wg, time.Second)
 	waitUDP()
 	em.Emit(Event{Type: EventExit, Message: doneBy})
+	return nil
+}
+
+// complete checks o and fills in its defaults.
+func (o *ServeOptions) complete() error {
+	if o.Token == "" && o.TokenSHA256 == "" {
+		return errors.New("agent serve needs a token (--token, --token-sha256 or " + TokenEnv + ")")
+	}
+	if o.NotAfter.IsZero() {
+		return errors.New("agent serve needs a not-after time")
+	}
+	if !time.Now().Before(o.NotAfter) {
+		return ErrTooLate
+	}
+	if o.Listen == "" {
+		o.Listen = ":0"
+	}
+	if o.Limits.MaxConns == 0 { // none given: the defaults, with the sources trusted
+		trusted := o.Limits.Trusted
+		o.Limits = DefaultLimits
+		o.Limits.Trusted = trusted
+	}
 	return nil
 }
 

@@ -108,33 +108,9 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 		target = via
 	}
 	o := fhttp.HTTPRunnerOptions{}
-	o.HTTPReqTimeOut = spec.Timeout
-	o.Init(target)
-	o.InitHeaders()
-	o.NumThreads = spec.Connections
-	o.Duration = spec.Duration
-	o.QPS = spec.QPS
-	// At a fixed rate, the connections take turns (fortio's -uniform): unstaggered, they fire
-	// together and each request waits for the others in both agents, which doubled the new-
-	// connection p50 at 100 qps over 4 connections on the lab's pod paths.
-	o.Uniform = true
-	if spec.Mode == HTTPClosedLoop {
-		o.QPS = -1 // fortio: no rate limit
-	}
-	latency := RecordLatencies(&o.RunnerOptions)
-	o.Out = io.Discard
-	o.DisableKeepAlive = spec.Mode == HTTPNewConn
-	o.AllowInitialErrors = true
-	// fortio's runner takes the aborter out of o (o.Stop = nil) when it starts: keep our own
-	// reference, or a cancel after the start dereferences nil.
-	stop := periodic.NewAborter()
-	o.Stop = stop
-	for k, vs := range spec.Headers {
-		for _, v := range vs {
-			if err := o.AddAndValidateExtraHeader(k + ":" + v); err != nil {
-				return nil, fmt.Errorf("http probe header %s: %w", k, err)
-			}
-		}
+	latency, stop, err := spec.runnerOptions(&o, target)
+	if err != nil {
+		return nil, err
 	}
 	defer abortOnCancel(ctx, stop)()
 	res, err := fhttp.RunHTTPTest(&o)
@@ -144,21 +120,60 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http %s load on %s: %w", spec.Mode, spec.URL, err)
 	}
+	return spec.result(res, latency())
+}
+
+// runnerOptions sets o up to load target as s says, every request's latency recorded by
+// latency; stop aborts the run.
+func (s *HTTPSpec) runnerOptions(o *fhttp.HTTPRunnerOptions, target string) (latency func() Latency, stop *periodic.Aborter, err error) {
+	o.HTTPReqTimeOut = s.Timeout
+	o.Init(target)
+	o.InitHeaders()
+	o.NumThreads = s.Connections
+	o.Duration = s.Duration
+	o.QPS = s.QPS
+	// At a fixed rate, the connections take turns (fortio's -uniform): unstaggered, they fire
+	// together and each request waits for the others in both agents, which doubled the new-
+	// connection p50 at 100 qps over 4 connections on the lab's pod paths.
+	o.Uniform = true
+	if s.Mode == HTTPClosedLoop {
+		o.QPS = -1 // fortio: no rate limit
+	}
+	latency = RecordLatencies(&o.RunnerOptions)
+	o.Out = io.Discard
+	o.DisableKeepAlive = s.Mode == HTTPNewConn
+	o.AllowInitialErrors = true
+	// fortio's runner takes the aborter out of o (o.Stop = nil) when it starts: keep our own
+	// reference, or a cancel after the start dereferences nil.
+	stop = periodic.NewAborter()
+	o.Stop = stop
+	for k, vs := range s.Headers {
+		for _, v := range vs {
+			if err := o.AddAndValidateExtraHeader(k + ":" + v); err != nil {
+				return nil, nil, fmt.Errorf("http probe header %s: %w", k, err)
+			}
+		}
+	}
+	return latency, stop, nil
+}
+
+// result is the report of the run res whose requests took latency.
+func (s *HTTPSpec) result(res *fhttp.HTTPRunnerResults, latency Latency) (*HTTPResult, error) {
 	r := &HTTPResult{
-		Mode:            spec.Mode,
-		URL:             spec.URL,
-		Connections:     spec.Connections,
+		Mode:            s.Mode,
+		URL:             s.URL,
+		Connections:     s.Connections,
 		AchievedQPS:     round3(res.ActualQPS),
 		DurationSeconds: round3(res.ActualDuration.Seconds()),
-		Latency:         latency(),
+		Latency:         latency,
 		SocketsOpened:   res.SocketCount,
 	}
-	if spec.Mode != HTTPClosedLoop {
-		r.RequestedQPS = spec.QPS
+	if s.Mode != HTTPClosedLoop {
+		r.RequestedQPS = s.QPS
 	}
 	r.Requests = res.DurationHistogram.Count
 	if err := sameCount(r.Latency, r.Requests); err != nil {
-		return nil, fmt.Errorf("http %s load on %s: %w", spec.Mode, spec.URL, err)
+		return nil, fmt.Errorf("http %s load on %s: %w", s.Mode, s.URL, err)
 	}
 	for code, n := range res.RetCodes {
 		if code == http.StatusOK {
@@ -175,10 +190,10 @@ func HTTPLatency(ctx context.Context, spec HTTPSpec) (*HTTPResult, error) {
 		r.Errors += n
 	}
 	if r.Latency.AvgMicros > 0 {
-		r.LittleLawQPS = round3(float64(spec.Connections) / (r.Latency.AvgMicros / 1e6))
+		r.LittleLawQPS = round3(float64(s.Connections) / (r.Latency.AvgMicros / 1e6))
 	}
 	if r.Requests > 0 && r.Errors == r.Requests {
-		return r, fmt.Errorf("http %s load on %s: all %d requests failed (%v)", spec.Mode, spec.URL, r.Requests, r.ErrorsByKind)
+		return r, fmt.Errorf("http %s load on %s: all %d requests failed (%v)", s.Mode, s.URL, r.Requests, r.ErrorsByKind)
 	}
 	return r, nil
 }

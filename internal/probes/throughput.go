@@ -139,24 +139,9 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 		spec.Duration = 5 * time.Second
 	}
 	streams := make([]*streamState, spec.Streams)
-	defer func() {
-		for _, s := range streams {
-			if s != nil {
-				s.conn.Close()
-			}
-		}
-	}()
-	for i := range streams {
-		c, err := dialThroughput(ctx, spec.Address, spec.Token)
-		if err != nil {
-			return nil, fmt.Errorf("throughput stream %d to %s: %w", i+1, spec.Address, err)
-		}
-		raw, err := c.SyscallConn()
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		streams[i] = &streamState{conn: c, raw: raw}
+	defer closeStreams(streams)
+	if err := dialStreams(ctx, spec, streams); err != nil {
+		return nil, err
 	}
 
 	var serverCPU0 time.Duration
@@ -172,51 +157,13 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 
 	sendDone := make(chan error, 1)
 	go func() { sendDone <- sendAll(ctx, streams, end) }()
-
-	// Sample TCP_INFO and cut intervals while the streams run.
-	var intervals []ThroughputInterval
-	stop := make(chan struct{})
-	samplerDone := make(chan struct{})
-	go func() {
-		defer close(samplerDone)
-		t := time.NewTicker(tcpInfoEvery)
-		defer t.Stop()
-		lastCut := start
-		var lastBytes, lastRetrans int64
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-t.C:
-				for _, s := range streams {
-					s.sampleTCPInfo()
-				}
-				if spec.Interval > 0 && now.Sub(lastCut) >= spec.Interval-tcpInfoEvery/2 {
-					var b, r int64
-					for _, s := range streams {
-						b += s.sent.Load()
-						r += s.retransmits()
-					}
-					el := now.Sub(lastCut).Seconds()
-					intervals = append(intervals, ThroughputInterval{
-						StartSeconds:  round3(lastCut.Sub(start).Seconds()),
-						EndSeconds:    round3(now.Sub(start).Seconds()),
-						BytesSent:     b - lastBytes,
-						BitsPerSecond: round3(float64(b-lastBytes) * 8 / el),
-						Retransmits:   r - lastRetrans,
-					})
-					lastCut, lastBytes, lastRetrans = now, b, r
-				}
-			}
-		}
-	}()
+	sampler := startTCPInfoSampler(streams, start, spec.Interval)
 	sendErr := <-sendDone
 	sendElapsed := time.Since(start)
 	for _, s := range streams {
 		s.sampleTCPInfo()
 	}
-	close(stop)
-	<-samplerDone
+	intervals := sampler.stop()
 	cpu1 := processCPU()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -224,18 +171,8 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 	if sendErr != nil {
 		return nil, sendErr
 	}
-
-	// Half-close every stream and collect what the sink counted.
-	for i, s := range streams {
-		if err := s.conn.CloseWrite(); err != nil {
-			return nil, fmt.Errorf("throughput stream %d: %w", i+1, err)
-		}
-		_ = s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		var buf [8]byte
-		if _, err := io.ReadFull(s.conn, buf[:]); err != nil {
-			return nil, fmt.Errorf("throughput stream %d: reading the sink's byte count: %w", i+1, err)
-		}
-		s.received = int64(binary.BigEndian.Uint64(buf[:]))
+	if err := readSinkCounts(streams); err != nil {
+		return nil, err
 	}
 	el := sendElapsed.Seconds()
 	r := &ThroughputResult{
@@ -251,6 +188,110 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 			r.ServerCPUPercent = round3(100 * (v - serverCPU0).Seconds() / el)
 		}
 	}
+	r.addStreams(streams, el)
+	return r, nil
+}
+
+// dialStreams opens every stream of streams, stopping at the first that fails; the caller
+// closes those opened (closeStreams).
+func dialStreams(ctx context.Context, spec ThroughputSpec, streams []*streamState) error {
+	for i := range streams {
+		c, err := dialThroughput(ctx, spec.Address, spec.Token)
+		if err != nil {
+			return fmt.Errorf("throughput stream %d to %s: %w", i+1, spec.Address, err)
+		}
+		raw, err := c.SyscallConn()
+		if err != nil {
+			c.Close()
+			return err
+		}
+		streams[i] = &streamState{conn: c, raw: raw}
+	}
+	return nil
+}
+
+// closeStreams closes the streams opened.
+func closeStreams(streams []*streamState) {
+	for _, s := range streams {
+		if s != nil {
+			s.conn.Close()
+		}
+	}
+}
+
+// tcpInfoSampler samples TCP_INFO and cuts intervals while the streams run.
+type tcpInfoSampler struct {
+	halt, done chan struct{}
+	intervals  []ThroughputInterval // written by run, read after done
+}
+
+// startTCPInfoSampler samples every stream's TCP_INFO every tcpInfoEvery and, if interval is
+// set, cuts the transfer since start into intervals of about that length, until stopped.
+func startTCPInfoSampler(streams []*streamState, start time.Time, interval time.Duration) *tcpInfoSampler {
+	sm := &tcpInfoSampler{halt: make(chan struct{}), done: make(chan struct{})}
+	go sm.run(streams, start, interval)
+	return sm
+}
+
+func (sm *tcpInfoSampler) run(streams []*streamState, start time.Time, interval time.Duration) {
+	defer close(sm.done)
+	t := time.NewTicker(tcpInfoEvery)
+	defer t.Stop()
+	lastCut := start
+	var lastBytes, lastRetrans int64
+	for {
+		select {
+		case <-sm.halt:
+			return
+		case now := <-t.C:
+			for _, s := range streams {
+				s.sampleTCPInfo()
+			}
+			if interval > 0 && now.Sub(lastCut) >= interval-tcpInfoEvery/2 {
+				var b, r int64
+				for _, s := range streams {
+					b += s.sent.Load()
+					r += s.retransmits()
+				}
+				el := now.Sub(lastCut).Seconds()
+				sm.intervals = append(sm.intervals, ThroughputInterval{
+					StartSeconds:  round3(lastCut.Sub(start).Seconds()),
+					EndSeconds:    round3(now.Sub(start).Seconds()),
+					BytesSent:     b - lastBytes,
+					BitsPerSecond: round3(float64(b-lastBytes) * 8 / el),
+					Retransmits:   r - lastRetrans,
+				})
+				lastCut, lastBytes, lastRetrans = now, b, r
+			}
+		}
+	}
+}
+
+// stop ends the sampling and returns the intervals cut.
+func (sm *tcpInfoSampler) stop() []ThroughputInterval {
+	close(sm.halt)
+	<-sm.done
+	return sm.intervals
+}
+
+// readSinkCounts half-closes every stream and collects what the sink counted.
+func readSinkCounts(streams []*streamState) error {
+	for i, s := range streams {
+		if err := s.conn.CloseWrite(); err != nil {
+			return fmt.Errorf("throughput stream %d: %w", i+1, err)
+		}
+		_ = s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var buf [8]byte
+		if _, err := io.ReadFull(s.conn, buf[:]); err != nil {
+			return fmt.Errorf("throughput stream %d: reading the sink's byte count: %w", i+1, err)
+		}
+		s.received = int64(binary.BigEndian.Uint64(buf[:]))
+	}
+	return nil
+}
+
+// addStreams adds each stream's result and their totals to r, over el seconds of sending.
+func (r *ThroughputResult) addStreams(streams []*streamState, el float64) {
 	for _, s := range streams {
 		sent := s.sent.Load()
 		sr := StreamResult{
@@ -272,7 +313,6 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 	}
 	r.BitsPerSecondSent = round3(float64(r.BytesSent) * 8 / el)
 	r.BitsPerSecondReceived = round3(float64(r.BytesReceived) * 8 / el)
-	return r, nil
 }
 
 // The sink's answer to a stream's hello.

@@ -49,62 +49,15 @@ var presentOnly bool
 const absent = "absent"
 
 func run(tmplPath, dist, tag, out, digestFile string) error {
-	if tag == "" {
-		b, err := os.ReadFile(filepath.Join(dist, "metadata.json"))
-		if err != nil {
-			return fmt.Errorf("no -tag and no GoReleaser metadata: %w", err)
-		}
-		var md struct {
-			Version string `json:"version"`
-		}
-		if err := json.Unmarshal(b, &md); err != nil {
-			return err
-		}
-		tag = "v" + strings.TrimPrefix(md.Version, "v")
-	}
-	data := map[string]string{"TagName": tag, "Version": strings.TrimPrefix(tag, "v")}
-	data["AgentImage"] = version.DefaultImageRepo + ":" + data["Version"]
-	if digestFile != "" {
-		d, err := os.ReadFile(digestFile)
-		if err != nil {
-			return err
-		}
-		if !strings.HasPrefix(string(d), "sha256:") {
-			return fmt.Errorf("%s: not a digest: %q", digestFile, d)
-		}
-		data["AgentImage"] += "@" + strings.TrimSpace(string(d))
+	data, err := templateData(dist, tag, digestFile)
+	if err != nil {
+		return err
 	}
 	src, err := os.ReadFile(tmplPath)
 	if err != nil {
 		return err
 	}
-	funcs := template.FuncMap{
-		// addURIAndSha renders the archive URL (which may use .TagName and .Version) and
-		// hashes the archive of the same name found in dist.
-		"addURIAndSha": func(urlTmpl, _ string) (string, error) {
-			t, err := template.New("url").Parse(urlTmpl)
-			if err != nil {
-				return "", err
-			}
-			var u bytes.Buffer
-			if err := t.Execute(&u, data); err != nil {
-				return "", err
-			}
-			f, err := os.Open(filepath.Join(dist, path.Base(u.String())))
-			if presentOnly && errors.Is(err, fs.ErrNotExist) {
-				return "uri: " + absent + "\n    sha256: " + absent, nil
-			}
-			if err != nil {
-				return "", fmt.Errorf("archive for %s: %w", u.String(), err)
-			}
-			defer f.Close()
-			h := sha256.New()
-			if _, err := io.Copy(h, f); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("uri: %s\n    sha256: %s", u.String(), hex.EncodeToString(h.Sum(nil))), nil
-		},
-	}
+	funcs := template.FuncMap{"addURIAndSha": addURIAndSha(dist, data)}
 	t, err := template.New("manifest").Funcs(funcs).Parse(string(src))
 	if err != nil {
 		return err
@@ -130,6 +83,66 @@ func run(tmplPath, dist, tag, out, digestFile string) error {
 		return err
 	}
 	return os.WriteFile(out, []byte(res), 0o644)
+}
+
+// templateData is what the template is filled in with: the release tag (without one, from
+// GoReleaser's metadata in dist), its version, and the agent image (pinned to the digest in
+// digestFile, if given).
+func templateData(dist, tag, digestFile string) (map[string]string, error) {
+	if tag == "" {
+		b, err := os.ReadFile(filepath.Join(dist, "metadata.json"))
+		if err != nil {
+			return nil, fmt.Errorf("no -tag and no GoReleaser metadata: %w", err)
+		}
+		var md struct {
+			Version string `json:"version"`
+		}
+		if err := json.Unmarshal(b, &md); err != nil {
+			return nil, err
+		}
+		tag = "v" + strings.TrimPrefix(md.Version, "v")
+	}
+	data := map[string]string{"TagName": tag, "Version": strings.TrimPrefix(tag, "v")}
+	data["AgentImage"] = version.DefaultImageRepo + ":" + data["Version"]
+	if digestFile != "" {
+		d, err := os.ReadFile(digestFile)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(string(d), "sha256:") {
+			return nil, fmt.Errorf("%s: not a digest: %q", digestFile, d)
+		}
+		data["AgentImage"] += "@" + strings.TrimSpace(string(d))
+	}
+	return data, nil
+}
+
+// addURIAndSha is the template's function of that name: it renders the archive URL (which may
+// use .TagName and .Version) and hashes the archive of the same name found in dist.
+func addURIAndSha(dist string, data map[string]string) func(urlTmpl, _ string) (string, error) {
+	return func(urlTmpl, _ string) (string, error) {
+		t, err := template.New("url").Parse(urlTmpl)
+		if err != nil {
+			return "", err
+		}
+		var u bytes.Buffer
+		if err := t.Execute(&u, data); err != nil {
+			return "", err
+		}
+		f, err := os.Open(filepath.Join(dist, path.Base(u.String())))
+		if presentOnly && errors.Is(err, fs.ErrNotExist) {
+			return "uri: " + absent + "\n    sha256: " + absent, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("archive for %s: %w", u.String(), err)
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("uri: %s\n    sha256: %s", u.String(), hex.EncodeToString(h.Sum(nil))), nil
+	}
 }
 
 // dropAbsent removes the platforms whose archive was absent from a rendered manifest.

@@ -57,25 +57,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: delay QUEUE=DURATION...")
 		os.Exit(2)
 	}
-	queues := map[uint16]*queue{}
-	for _, a := range os.Args[1:] {
-		k, v, ok := strings.Cut(a, "=")
-		n, err1 := strconv.ParseUint(k, 10, 16)
-		d, err2 := time.ParseDuration(v)
-		if !ok || err1 != nil || err2 != nil || d < 0 {
-			fmt.Fprintf(os.Stderr, "delay: bad argument %q (want QUEUE=DURATION)\n", a)
-			os.Exit(2)
-		}
-		queues[uint16(n)] = &queue{num: uint16(n), delay: d, ch: make(chan packet, defaultQueueLimit)}
-	}
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
-	if err != nil {
-		fail("netlink socket", err)
-	}
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		fail("netlink bind", err)
-	}
+	queues := parseQueues(os.Args[1:])
+	fd := openNetlink()
 	var sendMu sync.Mutex
 	send := func(b []byte) error {
 		sendMu.Lock()
@@ -83,21 +66,7 @@ func main() {
 		return unix.Sendto(fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
 	}
 	for _, q := range queues {
-		cmd := []byte{nfqnlCfgCmdBind, 0, 0, 0} // command, pad, pf (unused since Linux 3.8)
-		params := make([]byte, 5)
-		binary.BigEndian.PutUint32(params, 0xffff)
-		params[4] = nfqnlCopyMeta
-		maxLen := make([]byte, 4)
-		binary.BigEndian.PutUint32(maxLen, defaultQueueLimit)
-		for _, m := range [][]byte{
-			message(nfqnlMsgConfig, q.num, attr(nfqaCfgCmd, cmd)),
-			message(nfqnlMsgConfig, q.num, attr(nfqaCfgParams, params)),
-			message(nfqnlMsgConfig, q.num, attr(nfqaCfgQueueMax, maxLen)),
-		} {
-			if err := send(m); err != nil {
-				fail(fmt.Sprintf("configuring queue %d", q.num), err)
-			}
-		}
+		bindQueue(q, send)
 		go release(q, send)
 		fmt.Printf("queue %d: one-way delay %s\n", q.num, q.delay)
 	}
@@ -107,7 +76,61 @@ func main() {
 		<-sig
 		os.Exit(0) // the kernel unbinds the queues with the socket; --queue-bypass lets traffic through
 	}()
+	receive(fd, queues)
+}
 
+// parseQueues reads the QUEUE=DURATION arguments; a bad one ends the program.
+func parseQueues(args []string) map[uint16]*queue {
+	queues := map[uint16]*queue{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		n, err1 := strconv.ParseUint(k, 10, 16)
+		d, err2 := time.ParseDuration(v)
+		if !ok || err1 != nil || err2 != nil || d < 0 {
+			fmt.Fprintf(os.Stderr, "delay: bad argument %q (want QUEUE=DURATION)\n", a)
+			os.Exit(2)
+		}
+		queues[uint16(n)] = &queue{num: uint16(n), delay: d, ch: make(chan packet, defaultQueueLimit)}
+	}
+	return queues
+}
+
+// openNetlink is a netfilter netlink socket, bound, with a large receive buffer.
+func openNetlink() int {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	if err != nil {
+		fail("netlink socket", err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		fail("netlink bind", err)
+	}
+	return fd
+}
+
+// bindQueue binds the socket to q, copying only packets' metadata, up to defaultQueueLimit
+// packets held.
+func bindQueue(q *queue, send func([]byte) error) {
+	cmd := []byte{nfqnlCfgCmdBind, 0, 0, 0} // command, pad, pf (unused since Linux 3.8)
+	params := make([]byte, 5)
+	binary.BigEndian.PutUint32(params, 0xffff)
+	params[4] = nfqnlCopyMeta
+	maxLen := make([]byte, 4)
+	binary.BigEndian.PutUint32(maxLen, defaultQueueLimit)
+	for _, m := range [][]byte{
+		message(nfqnlMsgConfig, q.num, attr(nfqaCfgCmd, cmd)),
+		message(nfqnlMsgConfig, q.num, attr(nfqaCfgParams, params)),
+		message(nfqnlMsgConfig, q.num, attr(nfqaCfgQueueMax, maxLen)),
+	} {
+		if err := send(m); err != nil {
+			fail(fmt.Sprintf("configuring queue %d", q.num), err)
+		}
+	}
+}
+
+// receive reads the queued packets' ids for good and hands each to its queue, stamped with its
+// release time.
+func receive(fd int, queues map[uint16]*queue) {
 	buf := make([]byte, 1<<16)
 	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
