@@ -32,7 +32,7 @@ running (they cannot be removed from a pod; each ends by its own deadline).`,
   kubectl netbench cleanup -A --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(); err != nil {
+			if err := o.completeFlags(); err != nil {
 				return err
 			}
 			cmd.SilenceUsage = true

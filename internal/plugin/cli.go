@@ -133,8 +133,8 @@ func (o *commonOptions) addFlags(cmd *cobra.Command) {
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
 
-// complete reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
-func (o *commonOptions) complete() error {
+// completeFlags reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
+func (o *commonOptions) completeFlags() error {
 	return o.completeWith(o.ConfigFlags)
 }
 
@@ -198,7 +198,7 @@ func (o *commonOptions) formats() []string {
 	return f
 }
 
-func (o *commonOptions) validate() error {
+func (o *commonOptions) validateFlags() error {
 	if o.Output != "" && !slices.Contains(o.formats(), o.Output) {
 		f := o.formats()
 		return fmt.Errorf("--output %q: want %s or %s", o.Output, strings.Join(f[:len(f)-1], ", "), f[len(f)-1])

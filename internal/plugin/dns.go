@@ -102,7 +102,7 @@ func (o *DNSOptions) Complete(args []string) error {
 	if len(o.Names) == 0 {
 		o.Names = []string{"kubernetes.default", "kubernetes.default.svc." + o.ClusterDomain, o.ExternalName}
 	}
-	return o.complete()
+	return o.completeFlags()
 }
 
 // Validate checks the flags.
@@ -148,14 +148,14 @@ func (o *DNSOptions) Validate() error {
 		}
 		o.Names[i] = ascii
 	}
-	return o.validate()
+	return o.validateFlags()
 }
 
 // Run adds the agent to the pod, measures and prints the report.
 func (o *DNSOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.DNSReport{APIVersion: report.APIVersion, Kind: "DNSReport", ToolVersion: version.Version, StartTime: start.UTC()}
-	return o.run(ctx, start, &dnsRun{o: o, rep: rep})
+	return o.execute(ctx, start, &dnsRun{o: o, rep: rep})
 }
 
 // dnsRun is one run of dns: the runner's steps (runner.go) and what they share.

@@ -72,7 +72,7 @@ network. -o html writes one self-contained page with the table and charts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.DstArg = args[0]
-			if err := o.complete(); err != nil {
+			if err := o.completeFlags(); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -155,7 +155,7 @@ func (o *LadderOptions) Run(ctx context.Context) error {
 	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
 	r.timer = newPhaseTimer(&r.rep.Timing, start)
-	return o.run(ctx, start, r)
+	return o.execute(ctx, start, r)
 }
 
 // plan resolves DST, places the rungs and reads the Service, before anything is created.

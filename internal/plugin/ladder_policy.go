@@ -151,8 +151,8 @@ func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) ([]*ope
 	if err != nil {
 		return nil, err
 	}
-	in := sc.ingressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: portsOf(port, corev1.ProtocolTCP)}},
+	in := sc.ingressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}},
 		sc.apiServerRules(port)...))
-	out := sc.egressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: portsOf(port, corev1.ProtocolTCP)}})
+	out := sc.egressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}})
 	return append(finalize(base+"-endpoints", in), finalize(base+"-client-endpoints", out)...), nil
 }

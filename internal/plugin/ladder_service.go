@@ -319,10 +319,3 @@ func agentPort() int {
 	}
 	return 40000 + int(n.Int64())
 }
-
-func deref[T ~string](p *T) string {
-	if p == nil {
-		return ""
-	}
-	return string(*p)
-}

@@ -61,7 +61,7 @@ func newTestLadderOptions(f *fakecluster.Cluster) (*LadderOptions, *strings.Buil
 // before the next; the cordoned node's rung is listed with the reason; nothing is left.
 func TestLadderRun(t *testing.T) {
 	f := ladderCluster(t)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	var created []string
 	f.OnCreate = func(p *corev1.Pod) { created = append(created, p.Name+"@"+nodeOf(p)) }
 	o, out := newTestLadderOptions(f)
@@ -78,7 +78,7 @@ func TestLadderRun(t *testing.T) {
 	if got := strings.Join(created, " "); got != "netbench-run1-client-1-1@n2 netbench-run1-client-3-1@n1 netbench-run1-client-1-2@n2 netbench-run1-client-3-2@n1" {
 		t.Errorf("client pods created %s: want one per rung and round, round-robin, on the rung's node", got)
 	}
-	if left := agentPods(t, f); len(left) != 0 {
+	if left := fakecluster.AgentPods(t, f); len(left) != 0 {
 		t.Errorf("agent pods left: %v", left)
 	}
 }
@@ -87,7 +87,7 @@ func TestLadderRun(t *testing.T) {
 // server are gone.
 func TestLadderRunFailsInTheMiddle(t *testing.T) {
 	f := ladderCluster(t)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	f.OnCreate = func(p *corev1.Pod) {
 		if strings.HasSuffix(p.Name, "-3-1") {
 			f.CreateErr = errors.New(`pods "x" is forbidden: exceeded quota: q`)
@@ -101,7 +101,7 @@ func TestLadderRunFailsInTheMiddle(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "rung cross-zone zone-a (node n1): starting the client agent: ") {
 		t.Fatalf("err %v", err)
 	}
-	if left := agentPods(t, f); len(left) != 0 {
+	if left := fakecluster.AgentPods(t, f); len(left) != 0 {
 		t.Errorf("agent pods left: %v", left)
 	}
 }
@@ -202,7 +202,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 				lists++
 				return true, &discoveryv1.EndpointSliceList{Items: []discoveryv1.EndpointSlice{*hintedSlice("netbench-"+name, tc.hintsAt > 0 && lists >= tc.hintsAt)}}, nil
 			})
-			f.Script[string(session.RoleServer)], f.Script[string(session.RoleEndpoint)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleEndpoint)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 			o, out := newTestLadderOptions(f)
 			o.Service = "svc/web"
 			o.StartTimeout = 3 * time.Second
@@ -222,7 +222,7 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 // land, and a temporary Service a killed run left behind is deleted.
 func TestLadderRunService(t *testing.T) {
 	f := svcCluster(t)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleEndpoint)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleEndpoint)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	o, out := newTestLadderOptions(f)
 	o.Service = "svc/web"
 	r := runLadder(t, o, out)
@@ -248,4 +248,22 @@ func TestLadderRunService(t *testing.T) {
 	if len(endpoints) != 2 || !strings.Contains(endpoints[0], ":"+strconv.Itoa(r.Service.AgentPort)+" ") || !strings.Contains(strings.Join(endpoints, " "), "--zone zone-a") {
 		t.Errorf("endpoint agents %v: want one per endpoint pod on port %d, with their identity", endpoints, r.Service.AgentPort)
 	}
+}
+
+// The ladder's temporary client pods are locked down as every agent pod is.
+func TestTemporaryLadderClientsAreLockedDown(t *testing.T) {
+	t.Run("ladder clients", func(t *testing.T) {
+		f := ladderCluster(t)
+		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
+		var pods []*corev1.Pod
+		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
+		o, _ := newTestLadderOptions(f)
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		LockedDown(t, pods)
+	})
 }

@@ -69,7 +69,7 @@ func TestLadderClientsStayOffControlPlanes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	got := map[string][]corev1.Toleration{}
 	f.OnCreate = func(p *corev1.Pod) {
 		if p.Labels[session.RoleLabel] == string(session.RoleClient) {

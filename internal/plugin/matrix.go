@@ -92,7 +92,7 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 			if err := o.Validate(cmd); err != nil {
 				return err
 			}
-			if err := o.complete(); err != nil {
+			if err := o.completeFlags(); err != nil {
 				return err
 			}
 			cmd.SilenceUsage = true
@@ -148,7 +148,7 @@ func (o *MatrixOptions) Validate(cmd *cobra.Command) error {
 	if o.Output == "html" && o.DryRun {
 		return fmt.Errorf("--output html with --dry-run: a plan has no figures to draw (use -o json or the default)")
 	}
-	return o.validate()
+	return o.validateFlags()
 }
 
 func (o *MatrixOptions) validateNumbers() error {

@@ -42,7 +42,7 @@ func (o *MatrixOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	r := &matrixRun{o: o, rep: newMatrixReport(o, start)}
 	r.timer = newPhaseTimer(&r.rep.Timing, start)
-	return o.run(ctx, start, r)
+	return o.execute(ctx, start, r)
 }
 
 func (r *matrixRun) dryRun() bool { return r.o.DryRun }

@@ -115,7 +115,7 @@ func (o *PathOptions) addMeasureFlags(cmd *cobra.Command) {
 // Complete resolves the namespace and the clients.
 func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.SrcArg, o.DstArg = args[0], args[1]
-	return o.complete()
+	return o.completeFlags()
 }
 
 // Validate checks the flags; every message names the flag.
@@ -136,7 +136,7 @@ func (o *PathOptions) Validate() error {
 			return fmt.Errorf("--probes: unknown probe %q (known: %s)", p, strings.Join(probeGroups, ","))
 		}
 	}
-	if err := o.validate(); err != nil {
+	if err := o.validateFlags(); err != nil {
 		return err
 	}
 	if o.Port < 0 || o.Port > 65535 {
@@ -182,7 +182,7 @@ func (o *PathOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
-	return o.run(ctx, start, &pathRun{o: o, rep: rep, timer: newPhaseTimer(&rep.Timing, start)})
+	return o.execute(ctx, start, &pathRun{o: o, rep: rep, timer: newPhaseTimer(&rep.Timing, start)})
 }
 
 // resolvePair resolves SRC and DST and refuses the same pod twice.
@@ -200,20 +200,6 @@ func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *session.Target
 			o.SrcArg, o.DstArg, src.Namespace, src.Pod.Name)
 	}
 	return src, dst, nil
-}
-
-func targetWarnings(ts ...*session.Target) []string {
-	var w []string
-	for _, t := range ts {
-		if t.Pod.Spec.HostNetwork {
-			w = append(w, fmt.Sprintf("%s/%s uses the host network: this measures the node's network, not a pod path", t.Namespace, t.Pod.Name))
-		}
-		if n := len(t.Pod.Spec.EphemeralContainers); n >= ephemeralWarnAt {
-			w = append(w, fmt.Sprintf("pod %s/%s already holds %d ephemeral containers; each run adds about 1.5 KB to the pod object, which etcd caps at 1.5 MiB: use --mode pod for repeated runs",
-				t.Namespace, t.Pod.Name, n))
-		}
-	}
-	return w
 }
 
 // ephemeralWarnAt is the number of ephemeral containers in a pod from which runs warn.

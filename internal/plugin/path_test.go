@@ -6,87 +6,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
-
-func TestSplitTarget(t *testing.T) {
-	tests := []struct {
-		arg, wantNS, wantRes, wantErr string
-	}{
-		{arg: "web-1", wantNS: "def", wantRes: "pods/web-1"},
-		{arg: "deploy/web", wantNS: "def", wantRes: "deploy/web"},
-		{arg: "svc/web", wantNS: "def", wantRes: "svc/web"},
-		{arg: "shop/sts/db", wantNS: "shop", wantRes: "sts/db"},
-		{arg: "", wantErr: "want POD, TYPE/NAME or NAMESPACE/TYPE/NAME"},
-		{arg: "a/b/c/d", wantErr: "want POD, TYPE/NAME or NAMESPACE/TYPE/NAME"},
-		{arg: "deploy/", wantErr: "want TYPE/NAME"},
-		{arg: "shop//db", wantErr: "want NAMESPACE/TYPE/NAME"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.arg, func(t *testing.T) {
-			ns, res, err := splitTarget(tc.arg, "def")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]string{tc.wantNS, tc.wantRes}, []string{ns, res}); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestTargetCheck(t *testing.T) {
-	tests := []struct {
-		name          string
-		pod           *corev1.Pod
-		container     string
-		hostNet       bool
-		wantContainer string
-		wantErr       string
-	}{
-		{name: "running pod, first container", pod: fakecluster.NewPod(), wantContainer: "app"},
-		{name: "named container", pod: fakecluster.NewPod(), container: "sidecar", wantContainer: "sidecar"},
-		{name: "default-container annotation", pod: fakecluster.NewPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{"kubectl.kubernetes.io/default-container": "sidecar"}
-		}), wantContainer: "sidecar"},
-		{name: "no such container", pod: fakecluster.NewPod(), container: "db", wantErr: `pod shop/web-1 has no container "db"`},
-		{name: "pending", pod: fakecluster.NewPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }),
-			wantErr: "pod shop/web-1 is Pending, not Running: pick a running pod (kubectl get pods -n shop)"},
-		{name: "host network", pod: fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
-			wantErr: "uses the host network: it would measure the node's network, not a pod path (pass --allow-host-network to do so anyway)"},
-		{name: "host network allowed", pod: fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }), hostNet: true, wantContainer: "app"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tg := &session.Target{Pod: tc.pod, Namespace: tc.pod.Namespace}
-			err := checkTarget(tg, tc.container, tc.hostNet)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tg.Container != tc.wantContainer {
-				t.Errorf("container %q, want %q", tg.Container, tc.wantContainer)
-			}
-		})
-	}
-}
 
 func TestValidate(t *testing.T) {
 	tests := []struct {
@@ -125,56 +49,6 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-}
-
-// Temporary agents get requests, a memory limit and no CPU limit by default; a memory limit
-// below the agent's own heap limit brings GOMEMLIMIT down with it; "none" leaves it all to the
-// namespace's LimitRange.
-func TestAgentResources(t *testing.T) {
-	tests := []struct {
-		flag, wantRequests, wantLimits, wantGoMemLimit string
-	}{
-		{"", "cpu=100m memory=64Mi", "memory=128Mi", ""},
-		{"none", "", "", ""},
-		{"cpu=200m,memory=64Mi", "cpu=200m memory=64Mi", "cpu=200m memory=64Mi", "50331648"},
-		{"memory=1Gi", "memory=1Gi", "memory=1Gi", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.flag, func(t *testing.T) {
-			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
-			o.AgentResources = tc.flag
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			var c corev1.Container
-			session.SetResources(&c, o.resources)
-			var goMem string
-			for _, e := range c.Env {
-				if e.Name == "GOMEMLIMIT" {
-					goMem = e.Value
-				}
-			}
-			if got := list(c.Resources.Requests); got != tc.wantRequests {
-				t.Errorf("requests %q, want %q", got, tc.wantRequests)
-			}
-			if got := list(c.Resources.Limits); got != tc.wantLimits {
-				t.Errorf("limits %q, want %q", got, tc.wantLimits)
-			}
-			if goMem != tc.wantGoMemLimit {
-				t.Errorf("GOMEMLIMIT %q, want %q", goMem, tc.wantGoMemLimit)
-			}
-		})
-	}
-}
-
-func list(r corev1.ResourceList) string {
-	var out []string
-	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if q, ok := r[n]; ok {
-			out = append(out, string(n)+"="+q.String())
-		}
-	}
-	return strings.Join(out, " ")
 }
 
 func TestProbeSpecs(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // allowance is what --allow-policy opens for one path (or a ladder's server): the server
@@ -59,23 +59,13 @@ func (a *allowance) policies() ([]*opening, error) {
 	return append(finalize(base+"-server", server), finalize(base+"-client", client)...), nil
 }
 
-// portsOf is one port number over each of the protocols.
-func portsOf(port int, protos ...corev1.Protocol) []networkingv1.NetworkPolicyPort {
-	var out []networkingv1.NetworkPolicyPort
-	for _, proto := range protos {
-		p, pr := intstr.FromInt32(int32(port)), proto
-		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &p})
-	}
-	return out
-}
-
 // agentPorts: the server agent's port over TCP and UDP; nothing (every port and ICMP) between
 // two temporary agent pods, which nothing but this run's agents carry the labels of.
 func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 	if a.s.Mode == session.ModePod {
 		return nil
 	}
-	return portsOf(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
+	return netpolicy.Ports(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
 }
 
 // apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
@@ -87,5 +77,5 @@ func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngr
 	for _, ip := range sc.apiServer {
 		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
 	}
-	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: portsOf(port, corev1.ProtocolTCP)}}
+	return []networkingv1.NetworkPolicyIngressRule{{From: peers, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}}
 }

@@ -232,3 +232,12 @@ func openingNamespaces(ops []*opening) []string {
 func (sc *policyScope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
 	sc.policies = append(slices.DeleteFunc(sc.policies, func(p networkingv1.NetworkPolicy) bool { return p.Namespace == ns }), fresh...)
 }
+
+// policiesOf lists the policies the openings would create.
+func policiesOf(ops []*opening) []networkingv1.NetworkPolicy {
+	out := make([]networkingv1.NetworkPolicy, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, *op.np)
+	}
+	return out
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,102 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
-
-var (
-	ingressOnly = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
-	egressOnly  = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
-	notCanary   = metav1.LabelSelectorRequirement{Key: "track", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"canary"}}
-)
-
-// appPod is a running pod of namespace shop with an address and labels.
-func appPod(name, ip string, l map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: l},
-		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}}
-}
-
-// netpol is a policy of namespace shop with a selector and types, and no rules.
-func netpol(name string, sel metav1.LabelSelector, types []networkingv1.PolicyType) *networkingv1.NetworkPolicy {
-	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: sel, PolicyTypes: types}}
-}
-
-func matchLabels(l map[string]string) metav1.LabelSelector {
-	return metav1.LabelSelector{MatchLabels: l}
-}
-
-// policyCluster is a fake cluster holding pods and policies, the API server at 10.77.0.1, and
-// options reading it as a run does (stderr kept).
-func policyCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.NetworkPolicy) (*fake.Clientset, *commonOptions, *strings.Builder) {
-	t.Helper()
-	objs := []runtime.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{corev1.LabelMetadataName: "shop"}}},
-		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.77.0.1"}}}},
-	}
-	for _, p := range pods {
-		objs = append(objs, p)
-	}
-	for _, p := range policies {
-		objs = append(objs, p)
-	}
-	cs := fake.NewClientset(objs...)
-	errOut := &strings.Builder{}
-	o := &commonOptions{client: cs, namespace: "shop"}
-	o.ErrOut = errOut
-	return cs, o, errOut
-}
-
-func testSession(cs *fake.Clientset, mode string) *session.Session {
-	return session.NewSession(cs, "run1", "token", "img", mode, time.Second)
-}
-
-// nps are the policies the openings would create.
-func nps(ops []*opening) []networkingv1.NetworkPolicy {
-	var out []networkingv1.NetworkPolicy
-	for _, op := range ops {
-		out = append(out, *op.np)
-	}
-	return out
-}
-
-// onlyIsolated fails when a temporary policy selects, in a direction it declares, a pod that no
-// policy of before isolates in that direction.
-func onlyIsolated(t *testing.T, before []*networkingv1.NetworkPolicy, temporary []networkingv1.NetworkPolicy, pods []*corev1.Pod) {
-	t.Helper()
-	var existing []networkingv1.NetworkPolicy
-	for _, p := range before {
-		existing = append(existing, *p)
-	}
-	for i := range temporary {
-		tp := &temporary[i]
-		for _, dir := range tp.Spec.PolicyTypes {
-			for _, p := range pods {
-				if netpolicy.Selects(tp, p) && len(netpolicy.Isolating(existing, p, dir)) == 0 {
-					t.Errorf("%s selects %s for %s, which no policy isolated", tp.Name, p.Name, dir)
-				}
-			}
-		}
-	}
-}
-
-func ipPeer(cidr string) networkingv1.NetworkPolicyPeer {
-	return networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}
-}
-
-func apiServerRule(port int) networkingv1.NetworkPolicyIngressRule {
-	return networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{ipPeer("10.77.0.1/32")}, Ports: portsOf(port, corev1.ProtocolTCP)}
-}
-
-func tempPolicy(name string, sel metav1.LabelSelector, types []networkingv1.PolicyType, in []networkingv1.NetworkPolicyIngressRule, eg []networkingv1.NetworkPolicyEgressRule) networkingv1.NetworkPolicy {
-	return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: sel, PolicyTypes: types, Ingress: in, Egress: eg}}
-}
 
 // --allow-policy for a pair of agents builds temporary policies that select only pods already
 // isolated in the direction they declare: none for a pod no policy isolates, the measured
@@ -122,17 +29,17 @@ func tempPolicy(name string, sel metav1.LabelSelector, types []networkingv1.Poli
 // that the policy leaves alone is not selected), the run's labels for its own pods; the peers
 // are existing pods' addresses, never labels (an unlabelled pod included).
 func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
-	client := appPod("client", "10.0.0.4", map[string]string{"app": "client"})
-	lonely := appPod("lonely", "10.0.0.9", nil)
-	webV1 := appPod("web-v1", "10.0.0.5", map[string]string{"app": "web", "version": "v1"})
-	webV2 := appPod("web-v2", "10.0.0.6", map[string]string{"app": "web", "version": "v2"})
-	canary := appPod("web-v2-canary", "10.0.0.7", map[string]string{"app": "web", "version": "v2", "track": "canary"})
+	client := fakecluster.AppPod("client", "10.0.0.4", map[string]string{"app": "client"})
+	lonely := fakecluster.AppPod("lonely", "10.0.0.9", nil)
+	webV1 := fakecluster.AppPod("web-v1", "10.0.0.5", map[string]string{"app": "web", "version": "v1"})
+	webV2 := fakecluster.AppPod("web-v2", "10.0.0.6", map[string]string{"app": "web", "version": "v2"})
+	canary := fakecluster.AppPod("web-v2-canary", "10.0.0.7", map[string]string{"app": "web", "version": "v2", "track": "canary"})
 	pods := []*corev1.Pod{client, lonely, webV1, webV2, canary}
-	denyV2 := netpol("deny-v2", matchLabels(map[string]string{"version": "v2"}), ingressOnly)
-	denyStable := netpol("deny-stable", metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}, ingressOnly)
-	denyEgress := netpol("deny-egress", metav1.LabelSelector{}, egressOnly)
-	denyAll := netpol("default-deny", metav1.LabelSelector{}, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress})
-	clientIn := netpol("client-in", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"client"}}}}, ingressOnly)
+	denyV2 := fakecluster.Netpol("deny-v2", fakecluster.MatchLabels(map[string]string{"version": "v2"}), fakecluster.IngressOnly)
+	denyStable := fakecluster.Netpol("deny-stable", metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{fakecluster.NotCanary}}, fakecluster.IngressOnly)
+	denyEgress := fakecluster.Netpol("deny-egress", metav1.LabelSelector{}, fakecluster.EgressOnly)
+	denyAll := fakecluster.Netpol("default-deny", metav1.LabelSelector{}, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress})
+	clientIn := fakecluster.Netpol("client-in", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"client"}}}}, fakecluster.IngressOnly)
 	s := testSession(nil, session.ModePod)
 	for _, tc := range []struct {
 		name     string
@@ -146,38 +53,38 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 		{name: "isolated target: its labels and the policy's expressions, not the canary sibling", mode: session.ModeEphemeral, src: client, dst: webV2,
 			policies: []*networkingv1.NetworkPolicy{denyStable},
 			want: func(srv, _ int) []networkingv1.NetworkPolicy {
-				return []networkingv1.NetworkPolicy{tempPolicy("netbench-run1-server",
-					metav1.LabelSelector{MatchLabels: webV2.Labels, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}, ingressOnly,
-					[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.4/32")}, Ports: portsOf(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}, apiServerRule(srv)}, nil)}
+				return []networkingv1.NetworkPolicy{fakecluster.TempPolicy("netbench-run1-server",
+					metav1.LabelSelector{MatchLabels: webV2.Labels, MatchExpressions: []metav1.LabelSelectorRequirement{fakecluster.NotCanary}}, fakecluster.IngressOnly,
+					[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.4/32")}, Ports: netpolicy.Ports(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}, fakecluster.APIServerRule(srv)}, nil)}
 			}},
 		{name: "unlabelled client: peers by address, its egress under a select-all policy", mode: session.ModeEphemeral, src: lonely, dst: webV2,
 			policies: []*networkingv1.NetworkPolicy{denyV2, denyEgress},
 			want: func(srv, _ int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
-					tempPolicy("netbench-run1-server", matchLabels(webV2.Labels), ingressOnly,
-						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.9/32")}, Ports: portsOf(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}, apiServerRule(srv)}, nil),
-					tempPolicy("netbench-run1-client", metav1.LabelSelector{}, egressOnly, nil,
-						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.6/32")}, Ports: portsOf(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}}),
+					fakecluster.TempPolicy("netbench-run1-server", fakecluster.MatchLabels(webV2.Labels), fakecluster.IngressOnly,
+						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.9/32")}, Ports: netpolicy.Ports(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}, fakecluster.APIServerRule(srv)}, nil),
+					fakecluster.TempPolicy("netbench-run1-client", metav1.LabelSelector{}, fakecluster.EgressOnly, nil,
+						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.6/32")}, Ports: netpolicy.Ports(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}}),
 				}
 			}},
 		{name: "client isolated each way by a different policy: one policy per direction", mode: session.ModeEphemeral, src: client, dst: webV1,
 			policies: []*networkingv1.NetworkPolicy{denyEgress, clientIn},
 			want: func(srv, cli int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
-					tempPolicy("netbench-run1-client-1", matchLabels(client.Labels), egressOnly, nil,
-						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.5/32")}, Ports: portsOf(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}}),
-					tempPolicy("netbench-run1-client-2", metav1.LabelSelector{MatchLabels: client.Labels, MatchExpressions: clientIn.Spec.PodSelector.MatchExpressions}, ingressOnly,
-						[]networkingv1.NetworkPolicyIngressRule{apiServerRule(cli)}, nil),
+					fakecluster.TempPolicy("netbench-run1-client-1", fakecluster.MatchLabels(client.Labels), fakecluster.EgressOnly, nil,
+						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.5/32")}, Ports: netpolicy.Ports(srv, corev1.ProtocolTCP, corev1.ProtocolUDP)}}),
+					fakecluster.TempPolicy("netbench-run1-client-2", metav1.LabelSelector{MatchLabels: client.Labels, MatchExpressions: clientIn.Spec.PodSelector.MatchExpressions}, fakecluster.IngressOnly,
+						[]networkingv1.NetworkPolicyIngressRule{fakecluster.APIServerRule(cli)}, nil),
 				}
 			}},
 		{name: "temporary agent pods: the run's labels, everything between them", mode: session.ModePod, src: client, dst: webV2,
 			policies: []*networkingv1.NetworkPolicy{denyAll},
 			want: func(srv, cli int) []networkingv1.NetworkPolicy {
 				return []networkingv1.NetworkPolicy{
-					tempPolicy("netbench-run1-server", matchLabels(s.Labels(session.RoleServer)), ingressOnly,
-						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}}, apiServerRule(srv)}, nil),
-					tempPolicy("netbench-run1-client", matchLabels(s.Labels(session.RoleClient)), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
-						[]networkingv1.NetworkPolicyIngressRule{apiServerRule(cli)},
+					fakecluster.TempPolicy("netbench-run1-server", fakecluster.MatchLabels(s.Labels(session.RoleServer)), fakecluster.IngressOnly,
+						[]networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}}, fakecluster.APIServerRule(srv)}, nil),
+					fakecluster.TempPolicy("netbench-run1-client", fakecluster.MatchLabels(s.Labels(session.RoleClient)), []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
+						[]networkingv1.NetworkPolicyIngressRule{fakecluster.APIServerRule(cli)},
 						[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleServer))}}}),
 				}
 			}},
@@ -191,67 +98,11 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := nps(ops)
+			got := policiesOf(ops)
 			if diff := cmp.Diff(tc.want(al.srvPort, al.cliPort), got); diff != "" {
 				t.Errorf("temporary policies (-want +got):\n%s", diff)
 			}
-			onlyIsolated(t, tc.policies, got, append(pods, policyPod(s, al.src, session.RoleClient), policyPod(s, al.dst, session.RoleServer)))
-		})
-	}
-}
-
-// The endpoint agents of a Service over isolated and un-isolated pods: one temporary policy
-// per policy that isolates some of the measured endpoints, selecting the labels they share
-// with its expressions; the un-isolated endpoints are never selected; the clients' egress
-// names every measured endpoint by its address.
-func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
-	v1 := appPod("web-v1", "10.0.1.1", map[string]string{"app": "web", "version": "v1", "pod-template-hash": "a"})
-	v2a := appPod("web-v2-a", "10.0.1.2", map[string]string{"app": "web", "version": "v2", "pod-template-hash": "b"})
-	v2b := appPod("web-v2-b", "10.0.1.3", map[string]string{"app": "web", "version": "v2", "pod-template-hash": "c"})
-	v3 := appPod("web-v3", "10.0.1.4", map[string]string{"app": "web", "version": "v3", "pod-template-hash": "d"})
-	other := appPod("web-v2-other", "10.0.1.9", map[string]string{"app": "web", "version": "v2", "track": "canary"})
-	endpoints := []*corev1.Pod{v1, v2a, v2b, v3}
-	denyV2 := netpol("deny-v2", metav1.LabelSelector{MatchLabels: map[string]string{"version": "v2"}, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}, ingressOnly)
-	denyV3 := netpol("deny-v3", matchLabels(map[string]string{"version": "v3"}), ingressOnly)
-	denyEgress := netpol("deny-egress", metav1.LabelSelector{}, egressOnly)
-	const port = 31000
-	s := testSession(nil, session.ModeEphemeral)
-	fromClients := []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}, Ports: portsOf(port, corev1.ProtocolTCP)}, apiServerRule(port)}
-	v2Sel := metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "version": "v2"}, MatchExpressions: []metav1.LabelSelectorRequirement{notCanary}}
-	for _, tc := range []struct {
-		name     string
-		policies []*networkingv1.NetworkPolicy
-		want     []networkingv1.NetworkPolicy
-	}{
-		{name: "nothing isolated: no policy", policies: nil},
-		{name: "v2 isolated, v1 and v3 not: the v2 endpoints only", policies: []*networkingv1.NetworkPolicy{denyV2},
-			want: []networkingv1.NetworkPolicy{tempPolicy("netbench-run1-endpoints", v2Sel, ingressOnly, fromClients, nil)}},
-		{name: "v2 and v3 isolated by different policies, clients' egress isolated", policies: []*networkingv1.NetworkPolicy{denyV2, denyV3, denyEgress},
-			want: []networkingv1.NetworkPolicy{
-				tempPolicy("netbench-run1-endpoints-1", v2Sel, ingressOnly, fromClients, nil),
-				tempPolicy("netbench-run1-endpoints-2", matchLabels(v3.Labels), ingressOnly, fromClients, nil),
-				tempPolicy("netbench-run1-client-endpoints", matchLabels(s.Labels(session.RoleClient)), egressOnly, nil,
-					[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.1.1/32"), ipPeer("10.0.1.2/32"), ipPeer("10.0.1.3/32"), ipPeer("10.0.1.4/32")},
-						Ports: portsOf(port, corev1.ProtocolTCP)}}),
-			}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cs, o, _ := policyCluster(t, append(endpoints, other), tc.policies...)
-			s := testSession(cs, session.ModeEphemeral)
-			sc := o.readPolicies(context.Background(), "shop")
-			dst := &session.Target{Namespace: "shop", Pod: v1}
-			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
-			r := &ladderRun{o: &LadderOptions{}, sess: s, dst: dst, sr: &serviceRun{svc: svc, pods: endpoints, agentPort: port}}
-			cli := ladderClient(s, dst).Pod
-			ops, err := r.spreadAllowance(sc, cli)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := nps(ops)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("temporary policies (-want +got):\n%s", diff)
-			}
-			onlyIsolated(t, tc.policies, got, append(endpoints, other, cli))
+			fakecluster.OnlyIsolated(t, tc.policies, got, append(pods, policyPod(s, al.src, session.RoleClient), policyPod(s, al.dst, session.RoleServer)))
 		})
 	}
 }
@@ -261,8 +112,8 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 // could isolate pods), and the run says why; otherwise it is created with its deadline and the
 // policy it rests on, and the plan sees the policies as they are now.
 func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
-	web := appPod("web-v2", "10.0.0.6", map[string]string{"app": "web", "version": "v2"})
-	client := appPod("client", "10.0.0.4", map[string]string{"app": "client"})
+	web := fakecluster.AppPod("web-v2", "10.0.0.6", map[string]string{"app": "web", "version": "v2"})
+	client := fakecluster.AppPod("client", "10.0.0.4", map[string]string{"app": "client"})
 	for _, tc := range []struct {
 		name     string
 		change   func(cs *fake.Clientset) error
@@ -277,17 +128,17 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 			return cs.NetworkingV1().NetworkPolicies("shop").Delete(context.Background(), "deny-v2", metav1.DeleteOptions{})
 		}, wantNote: "NetworkPolicy shop/deny-v2, which isolated shop/web-v2 (ingress) when the run started, was deleted since"},
 		{name: "selector changed: not created", change: func(cs *fake.Clientset) error {
-			return updatePolicy(cs, "deny-v2", func(np *networkingv1.NetworkPolicy) {
-				np.Spec.PodSelector = matchLabels(map[string]string{"app": "web"})
+			return fakecluster.UpdatePolicy(cs, "deny-v2", func(np *networkingv1.NetworkPolicy) {
+				np.Spec.PodSelector = fakecluster.MatchLabels(map[string]string{"app": "web"})
 			})
 		}, wantNote: "changed its podSelector since"},
 		{name: "now egress only: not created", change: func(cs *fake.Clientset) error {
-			return updatePolicy(cs, "deny-v2", func(np *networkingv1.NetworkPolicy) { np.Spec.PolicyTypes = egressOnly })
+			return fakecluster.UpdatePolicy(cs, "deny-v2", func(np *networkingv1.NetworkPolicy) { np.Spec.PolicyTypes = fakecluster.EgressOnly })
 		}, wantNote: "no longer isolates in that direction"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, o, errOut := policyCluster(t, []*corev1.Pod{web, client},
-				netpol("deny-v2", matchLabels(map[string]string{"version": "v2"}), ingressOnly), netpol("unrelated", matchLabels(map[string]string{"app": "db"}), ingressOnly))
+				fakecluster.Netpol("deny-v2", fakecluster.MatchLabels(map[string]string{"version": "v2"}), fakecluster.IngressOnly), fakecluster.Netpol("unrelated", fakecluster.MatchLabels(map[string]string{"app": "db"}), fakecluster.IngressOnly))
 			s := testSession(cs, session.ModeEphemeral)
 			sc := o.readPolicies(context.Background(), "shop")
 			ops, err := newAllowance(s, sc, &session.Target{Namespace: "shop", Pod: client}, &session.Target{Namespace: "shop", Pod: web}).policies()
@@ -304,7 +155,7 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("created (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.want, managedPolicies(t, cs)); diff != "" {
+			if diff := cmp.Diff(tc.want, fakecluster.ManagedPolicies(t, cs)); diff != "" {
 				t.Errorf("in the cluster (-want +got):\n%s", diff)
 			}
 			if tc.wantNote != "" && (!strings.Contains(errOut.String(), "did not create shop/netbench-run1-server: ") || !strings.Contains(errOut.String(), tc.wantNote)) {
@@ -327,26 +178,6 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 	}
 }
 
-func updatePolicy(cs *fake.Clientset, name string, mod func(*networkingv1.NetworkPolicy)) error {
-	np, err := cs.NetworkingV1().NetworkPolicies("shop").Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	mod(np)
-	_, err = cs.NetworkingV1().NetworkPolicies("shop").Update(context.Background(), np, metav1.UpdateOptions{})
-	return err
-}
-
-// managedPolicies are the namespace/name of the temporary policies in shop.
-func managedPolicies(t *testing.T, cs *fake.Clientset) []string {
-	t.Helper()
-	var out []string
-	for _, n := range policiesLeft(t, cs, "shop") {
-		out = append(out, "shop/"+n)
-	}
-	return out
-}
-
 // The other end of a rule: the run's own pods by the run's labels, an existing pod by each of
 // its addresses (never by labels it may share, or lack), and a pod with no address is an error.
 func TestSessionPeers(t *testing.T) {
@@ -354,7 +185,7 @@ func TestSessionPeers(t *testing.T) {
 	runPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run1-client", Labels: s.Labels(session.RoleClient)}}
 	otherRun := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "netbench-run2-client", Labels: map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: "run2"}},
 		Status: corev1.PodStatus{PodIP: "10.0.0.8"}}
-	dual := appPod("dual", "10.0.0.5", map[string]string{"app": "web"})
+	dual := fakecluster.AppPod("dual", "10.0.0.5", map[string]string{"app": "web"})
 	dual.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.5"}, {IP: "fd00::5"}}
 	for _, tc := range []struct {
 		name    string
@@ -363,11 +194,11 @@ func TestSessionPeers(t *testing.T) {
 		wantErr error
 	}{
 		{name: "the run's pod: its labels", pod: runPod, want: []networkingv1.NetworkPolicyPeer{session.PeerOf("shop", s.Labels(session.RoleClient))}},
-		{name: "unlabelled pod: its address, not every pod of the namespace", pod: appPod("lonely", "10.0.0.9", nil), want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.9/32")}},
-		{name: "labelled pod: its address, not its siblings", pod: appPod("web", "10.0.0.6", map[string]string{"app": "web"}), want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.6/32")}},
-		{name: "dual-stack pod: both addresses", pod: dual, want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.5/32"), ipPeer("fd00::5/128")}},
-		{name: "another run's pod: its address", pod: otherRun, want: []networkingv1.NetworkPolicyPeer{ipPeer("10.0.0.8/32")}},
-		{name: "no address yet", pod: appPod("pending", "", nil), wantErr: session.ErrNoPodIP},
+		{name: "unlabelled pod: its address, not every pod of the namespace", pod: fakecluster.AppPod("lonely", "10.0.0.9", nil), want: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.9/32")}},
+		{name: "labelled pod: its address, not its siblings", pod: fakecluster.AppPod("web", "10.0.0.6", map[string]string{"app": "web"}), want: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.6/32")}},
+		{name: "dual-stack pod: both addresses", pod: dual, want: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.5/32"), fakecluster.IPPeer("fd00::5/128")}},
+		{name: "another run's pod: its address", pod: otherRun, want: []networkingv1.NetworkPolicyPeer{fakecluster.IPPeer("10.0.0.8/32")}},
+		{name: "no address yet", pod: fakecluster.AppPod("pending", "", nil), wantErr: session.ErrNoPodIP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.Peers(tc.pod)
@@ -389,7 +220,7 @@ func TestSessionPeers(t *testing.T) {
 func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 	now := time.Now()
 	leftover := func(name string, managed bool, notAfter string) *networkingv1.NetworkPolicy {
-		np := netpol(name, matchLabels(map[string]string{"app": "web"}), ingressOnly)
+		np := fakecluster.Netpol(name, fakecluster.MatchLabels(map[string]string{"app": "web"}), fakecluster.IngressOnly)
 		if managed {
 			run, _, _ := strings.Cut(strings.TrimPrefix(name, "netbench-"), "-")
 			np.Labels = map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: run, session.RoleLabel: string(session.RolePolicy)}
@@ -456,11 +287,11 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 				})
 			}
 			sc := o.readPolicies(context.Background(), "shop")
-			if diff := cmp.Diff(tc.wantKept, policyNames(sc.policies)); diff != "" {
+			if diff := cmp.Diff(tc.wantKept, fakecluster.PolicyNames(sc.policies)); diff != "" {
 				t.Errorf("policies in the scope (-want +got):\n%s", diff)
 			}
 			live, _ := cs.NetworkingV1().NetworkPolicies("shop").List(context.Background(), metav1.ListOptions{})
-			if diff := cmp.Diff(tc.wantKept, policyNames(live.Items)); diff != "" {
+			if diff := cmp.Diff(tc.wantKept, fakecluster.PolicyNames(live.Items)); diff != "" {
 				t.Errorf("policies left in the namespace (-want +got):\n%s", diff)
 			}
 			if !tc.forbidden && !strings.Contains(errOut.String(), "netbench-killed-server left by an earlier run (") ||
@@ -482,81 +313,19 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 	}
 }
 
-// --allow-policy without create or delete on networkpolicies stops the run with one line naming
-// the verb and the namespace, before anything is created.
-func TestAllowPolicyPermissions(t *testing.T) {
-	for _, tc := range []struct {
-		name, denied, want string
-	}{
-		{name: "no create", denied: "create networkpolicies",
-			want: `--allow-policy: you may not create networkpolicies.networking.k8s.io in namespace "shop": nothing was started (grant them with the Role netbench-networkpolicies in the README, section RBAC, or run without --allow-policy)`},
-		{name: "no delete", denied: "delete networkpolicies",
-			want: `--allow-policy: you may not delete networkpolicies.networking.k8s.io in namespace "shop": nothing was started (grant them with the Role netbench-networkpolicies in the README, section RBAC, or run without --allow-policy)`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := fakecluster.New(t, fakecluster.TwoPods()...)
-			f.Denied[tc.denied] = true
-			addPolicies(t, f.Cs, "shop", 8080, 0)
-			o, _ := newTestPathOptions(f)
-			o.AllowPolicy = true
-			err := o.Run(context.Background())
-			var pe *access.PermissionError
-			if !errors.As(err, &pe) {
-				t.Fatalf("err %v: want a PermissionError", err)
-			}
-			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
-				t.Errorf("error (-want +got):\n%s", diff)
-			}
-			if left := policiesLeft(t, f.Cs, "shop"); len(left) != 0 {
-				t.Errorf("policies created: %v", left)
-			}
-			pods, _ := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
-			for _, p := range pods.Items {
-				if len(p.Spec.EphemeralContainers) > 0 {
-					t.Errorf("pod %s gained an agent", p.Name)
-				}
-			}
-		})
-	}
+// policyCluster is a fake cluster holding pods and policies, the API server at 10.77.0.1, and
+// options reading it as a run does (stderr kept).
+func policyCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.NetworkPolicy) (*fake.Clientset, *commonOptions, *strings.Builder) {
+	t.Helper()
+	cs := fakecluster.PolicyCluster(pods, policies...)
+	errOut := &strings.Builder{}
+	o := &commonOptions{client: cs, namespace: "shop"}
+	o.ErrOut = errOut
+	return cs, o, errOut
 }
 
-// The ladder checks the Service's namespace too when it is not DST's: the endpoint agents'
-// verbs, and with --allow-policy the policies'.
-func TestLadderChecksTheServiceNamespace(t *testing.T) {
-	for _, tc := range []struct {
-		name, denied string
-		allow        bool
-		want         string
-	}{
-		{name: "endpoint agents", denied: "patch pods/ephemeralcontainers", want: `you may not patch pods/ephemeralcontainers in namespace "back"`},
-		{name: "policies", denied: "delete networkpolicies", allow: true, want: `--allow-policy: you may not delete networkpolicies.networking.k8s.io in namespace "back"`},
-		{name: "policies without --allow-policy", denied: "delete networkpolicies"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := fakecluster.New(t)
-			f.Denied[tc.denied] = true
-			o, _ := newTestLadderOptions(f)
-			o.AllowPolicy = tc.allow
-			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "back", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
-			r := &ladderRun{o: o, sess: testSession(f.Cs, session.ModeEphemeral), dst: &session.Target{Namespace: "shop", Pod: fakecluster.NewPod()}, sr: &serviceRun{svc: svc}}
-			err := r.checkServiceNamespace(context.Background())
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (err == nil) {
-				t.Errorf("err %q, want it to start with %q", got, tc.want)
-			}
-		})
-	}
+func testSession(cs *fake.Clientset, mode string) *session.Session {
+	return session.NewSession(cs, "run1", "token", "img", mode, time.Second)
 }
 
-// policyNames are the policies' names, sorted.
-func policyNames(nps []networkingv1.NetworkPolicy) []string {
-	var out []string
-	for _, p := range nps {
-		out = append(out, p.Name)
-	}
-	slices.Sort(out)
-	return out
-}
+// nps are the policies the openings would create.

@@ -24,33 +24,11 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
-var (
-	serverReady = fakecluster.Events(agent.Event{Type: agent.EventReady, Port: 7000})
-	clientOK    = fakecluster.Events(
-		agent.Event{Type: agent.EventProgress, Probe: "icmp"},
-		fakecluster.RttResult("icmp", agent.ProbeICMP), fakecluster.RttResult("tcp-rtt", agent.ProbeTCPRTT),
-		agent.Event{Type: agent.EventExit, Message: "job finished"})
-)
-
-// agentPods lists the temporary agent pods left in the fake cluster.
-func agentPods(t *testing.T, f *fakecluster.Cluster) []string {
-	t.Helper()
-	pods, err := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedSelector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range pods.Items {
-		names = append(names, p.Name)
-	}
-	return names
-}
-
 func TestPathRunSucceeds(t *testing.T) {
 	for _, mode := range []string{session.ModeEphemeral, session.ModePod} {
 		t.Run(mode, func(t *testing.T) {
 			f := fakecluster.New(t, fakecluster.TwoPods()...)
-			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 			o, out := newTestPathOptions(f)
 			o.Mode = mode
 			if err := o.Run(context.Background()); err != nil {
@@ -70,7 +48,7 @@ func TestPathRunSucceeds(t *testing.T) {
 			if r.Mode != mode || r.Path.Class != report.Unknown {
 				t.Errorf("mode %s class %s", r.Mode, r.Path.Class)
 			}
-			if left := agentPods(t, f); len(left) != 0 {
+			if left := fakecluster.AgentPods(t, f); len(left) != 0 {
 				t.Errorf("agent pods left: %v", left)
 			}
 			calls := f.ProxiedCalls()
@@ -86,7 +64,7 @@ func TestPathRunSucceeds(t *testing.T) {
 
 func TestPathRunServerArgs(t *testing.T) {
 	f := fakecluster.New(t, fakecluster.TwoPods()...)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -214,7 +192,7 @@ func TestPathRunFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fakecluster.New(t, fakecluster.TwoPods()...)
-			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 			o, out := newTestPathOptions(f)
 			tc.setup(f, o)
 			err := o.Run(context.Background())
@@ -235,7 +213,7 @@ func TestPathRunFailures(t *testing.T) {
 					t.Errorf("%s %s/%s happened before the run was refused", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
 				}
 			}
-			if left := agentPods(t, f); len(left) != 0 {
+			if left := fakecluster.AgentPods(t, f); len(left) != 0 {
 				t.Errorf("agent pods left: %v", left)
 			}
 		})
@@ -248,7 +226,7 @@ func o0() *PathOptions { return NewPathOptions(nil, fakecluster.GenericStreams()
 // fails naming the port.
 func TestPathRunAppPortRefused(t *testing.T) {
 	f := fakecluster.New(t, fakecluster.TwoPods()...)
-	f.Script[string(session.RoleServer)] = fakecluster.ThenHold(serverReady)
+	f.Script[string(session.RoleServer)] = fakecluster.ThenHold(fakecluster.ServerReady)
 	f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(fakecluster.RttResult("icmp", agent.ProbeICMP), fakecluster.RttResult("tcp-rtt", agent.ProbeTCPRTT),
 		agent.Event{Type: agent.EventError, Probe: "app-tcp-rtt", Message: "connection refused", Reason: agent.ReasonRefused},
 		agent.Event{Type: agent.EventExit}))
@@ -275,7 +253,7 @@ func TestPathRunInterrupted(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			f := fakecluster.New(t, fakecluster.TwoPods()...)
 			ctx, cancel := context.WithCancel(context.Background())
-			f.Script[string(session.RoleServer)] = fakecluster.ThenHold(serverReady)
+			f.Script[string(session.RoleServer)] = fakecluster.ThenHold(fakecluster.ServerReady)
 			f.Script[string(session.RoleClient)] = func(c context.Context) io.ReadCloser {
 				cancel() // Ctrl-C while the client measures
 				return fakecluster.ThenHold(fakecluster.Events(agent.Event{Type: agent.EventProgress, Probe: "icmp"}))(c)
@@ -293,7 +271,7 @@ func TestPathRunInterrupted(t *testing.T) {
 			if mode == session.ModeEphemeral && (!slices.Contains(by, "server: POST "+agent.PathDone) || !slices.Contains(by, "client: POST "+agent.PathDone)) {
 				t.Errorf("the server and the waiting client were not both told to stop: %v", by)
 			}
-			if left := agentPods(t, f); len(left) != 0 {
+			if left := fakecluster.AgentPods(t, f); len(left) != 0 {
 				t.Errorf("agent pods left: %v", left)
 			}
 		})
@@ -303,7 +281,7 @@ func TestPathRunInterrupted(t *testing.T) {
 // A server that cannot be told to stop is reported with what happens to it, not hidden.
 func TestPathRunCleanupFailureIsReported(t *testing.T) {
 	f := fakecluster.New(t, fakecluster.TwoPods()...)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	f.ProxyErr = errors.New("proxy refused")
 	o, _ := newTestPathOptions(f)
 	err := o.Run(context.Background())
@@ -316,7 +294,7 @@ func TestPathRunCleanupFailureIsReported(t *testing.T) {
 // kubelet reports it exited, that is a clean end, not something left behind.
 func TestPathRunServerGoneBeforeStop(t *testing.T) {
 	f := fakecluster.New(t, fakecluster.TwoPods()...)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	f.GoneBeforeDone = true
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
@@ -331,13 +309,13 @@ func TestPathRunCleansStalePods(t *testing.T) {
 		p.Status.Phase = corev1.PodSucceeded
 	})
 	f := fakecluster.New(t, append(fakecluster.TwoPods(), stale)...)
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	o, out := newTestPathOptions(f)
 	o.Mode = session.ModePod
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if left := agentPods(t, f); len(left) != 0 {
+	if left := fakecluster.AgentPods(t, f); len(left) != 0 {
 		t.Errorf("agent pods left: %v", left)
 	}
 	if !strings.Contains(out.String(), "deleted agent pod shop/netbench-old-server left by an earlier run (Succeeded") {
@@ -345,76 +323,13 @@ func TestPathRunCleansStalePods(t *testing.T) {
 	}
 }
 
-func TestDNSRun(t *testing.T) {
-	dnsOK := fakecluster.Events(agent.Event{Type: agent.EventResult, Probe: "dns", Result: &agent.ProbeResult{Name: "dns", Kind: agent.ProbeDNS,
-		DNS: &agent.DNSReport{DNSResult: fakecluster.DNSResultSample(), ResolvConf: "nameserver 10.96.0.10\x1b[31m", ResolvConfPath: "/etc/resolv.conf"}}},
-		agent.Event{Type: agent.EventExit})
-	tests := []struct {
-		name  string
-		setup func(f *fakecluster.Cluster, o *DNSOptions)
-		want  string
-	}{
-		{name: "success", setup: func(*fakecluster.Cluster, *DNSOptions) {}},
-		{name: "no permission", setup: func(f *fakecluster.Cluster, o *DNSOptions) { f.Denied["get pods/log"] = true },
-			want: `you may not get pods/log in namespace "shop"`},
-		{name: "probe error", setup: func(f *fakecluster.Cluster, o *DNSOptions) {
-			f.Script[string(session.RoleDNS)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
-		}, want: "dns probe in shop/web-1: reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"},
-		{name: "host network", setup: func(f *fakecluster.Cluster, o *DNSOptions) {
-			p, _ := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
-			p.Spec.HostNetwork = true
-			_, _ = f.Cs.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
-		}, want: "--allow-host-network"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := fakecluster.New(t, fakecluster.TwoPods()...)
-			f.Script[string(session.RoleDNS)] = fakecluster.Then(dnsOK)
-			out := &strings.Builder{}
-			o := NewDNSOptions(nil, fakecluster.GenericStreamsTo(out))
-			useCluster(f, &o.commonOptions)
-			o.TargetArg, o.Names = "web-1", []string{"example.com"}
-			tc.setup(f, o)
-			err := o.Run(context.Background())
-			if tc.want == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if strings.Contains(out.String(), "\x1b") || !strings.Contains(out.String(), "nameserver 10.96.0.10[31m") {
-					t.Errorf("the resolv.conf was printed with its control characters:\n%q", out)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
-		})
-	}
-}
-
 // Every temporary agent pod — path's in --mode pod and the ladder's clients — runs as uid and
 // gid 65532, non-root, without privilege escalation or any capability, with the runtime's
 // seccomp profile and a read-only root filesystem, and mounts no service-account token.
 func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
-	check := func(t *testing.T, pods []*corev1.Pod) {
-		t.Helper()
-		if len(pods) == 0 {
-			t.Fatal("no agent pod was created")
-		}
-		for _, p := range pods {
-			sc := p.Spec.Containers[0].SecurityContext
-			locked := sc != nil && *sc.RunAsUser == session.AgentUser && *sc.RunAsGroup == session.AgentUser && *sc.RunAsNonRoot &&
-				!*sc.AllowPrivilegeEscalation && *sc.ReadOnlyRootFilesystem && sc.Capabilities != nil &&
-				slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0 &&
-				sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
-			if !locked || p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken || p.Spec.HostNetwork {
-				t.Errorf("pod %s: security context %+v, service-account token %v, host network %v", p.Name, sc, p.Spec.AutomountServiceAccountToken, p.Spec.HostNetwork)
-			}
-		}
-	}
 	t.Run("path --mode pod", func(t *testing.T) {
 		f := fakecluster.New(t, fakecluster.TwoPods()...)
-		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 		var pods []*corev1.Pod
 		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
 		o, _ := newTestPathOptions(f)
@@ -422,21 +337,7 @@ func TestTemporaryAgentPodsAreLockedDown(t *testing.T) {
 		if err := o.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		check(t, pods)
-	})
-	t.Run("ladder clients", func(t *testing.T) {
-		f := ladderCluster(t)
-		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
-		var pods []*corev1.Pod
-		f.OnCreate = func(p *corev1.Pod) { pods = append(pods, p.DeepCopy()) }
-		o, _ := newTestLadderOptions(f)
-		if err := o.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		check(t, pods)
+		LockedDown(t, pods)
 	})
 }
 
@@ -449,7 +350,7 @@ func TestAgentsTrustTheAPIServer(t *testing.T) {
 	if err := f.Cs.Tracker().Add(apiServer); err != nil {
 		t.Fatal(err)
 	}
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(serverReady), fakecluster.Then(clientOK)
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	o, _ := newTestPathOptions(f)
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)

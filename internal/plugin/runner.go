@@ -59,9 +59,9 @@ type figuresFirst interface {
 	figuresBeforePlan()
 }
 
-// run carries out one run of c. Whatever happens after open, the session is closed once (by the
-// deferred finish when an earlier step failed), and an interrupted run says what it left.
-func (o *commonOptions) run(ctx context.Context, start time.Time, c command) (err error) {
+// execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
+// deferred finish when an earlier step failed), and an interrupted execute says what it left.
+func (o *commonOptions) execute(ctx context.Context, start time.Time, c command) (err error) {
 	_, first := c.(figuresFirst)
 	if first {
 		if err := o.gates.check(c.plannedFigures()); err != nil {

@@ -180,7 +180,7 @@ func TestRunnerExitPaths(t *testing.T) {
 			if tc.first {
 				cmd = firstFigures{c}
 			}
-			err := o.run(ctx, time.Now(), cmd)
+			err := o.execute(ctx, time.Now(), cmd)
 			if !tc.wantErr(err) {
 				t.Errorf("error %v", err)
 			}

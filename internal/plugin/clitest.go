@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
@@ -12,7 +14,6 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // configure points a session's logs and proxy at the scripts and the record.
@@ -69,22 +70,21 @@ func useCluster(f *fakecluster.Cluster, c *commonOptions) {
 	}
 }
 
-func newTestPathOptions(f *fakecluster.Cluster) (*PathOptions, *strings.Builder) {
-	out := &strings.Builder{}
-	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
-	useCluster(f, &o.commonOptions)
-	o.SrcArg, o.DstArg = "client-1", "web-1"
-	o.Probes = []string{"rtt"}
-	o.Output = "json"
-	return o, out
-}
-
-// options are matrix options on this cluster, writing JSON to out.
-func matrixOptions(f *fakecluster.Fleet, out io.Writer) *MatrixOptions {
-	o := NewMatrixOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
-	o.client, o.namespace, o.Output = f.Cs, "netbench", "json"
-	o.NewRunID = func() string { return "run1" }
-	o.Progress = func(string, ...any) {}
-	o.configureSession = func(s *session.Session) { s.Request = f.Request }
-	return o
+// LockedDown fails the test unless every pod runs its agent as the restricted user, without
+// privileges, capabilities, a service-account token or the host network.
+func LockedDown(t *testing.T, pods []*corev1.Pod) {
+	t.Helper()
+	if len(pods) == 0 {
+		t.Fatal("no agent pod was created")
+	}
+	for _, p := range pods {
+		sc := p.Spec.Containers[0].SecurityContext
+		locked := sc != nil && *sc.RunAsUser == session.AgentUser && *sc.RunAsGroup == session.AgentUser && *sc.RunAsNonRoot &&
+			!*sc.AllowPrivilegeEscalation && *sc.ReadOnlyRootFilesystem && sc.Capabilities != nil &&
+			slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0 &&
+			sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+		if !locked || p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken || p.Spec.HostNetwork {
+			t.Errorf("pod %s: security context %+v, service-account token %v, host network %v", p.Name, sc, p.Spec.AutomountServiceAccountToken, p.Spec.HostNetwork)
+		}
+	}
 }
