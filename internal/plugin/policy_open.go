@@ -235,7 +235,7 @@ func (sc *policyScope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
 
 // policiesOf lists the policies the openings would create.
 func policiesOf(ops []*opening) []networkingv1.NetworkPolicy {
-	out := make([]networkingv1.NetworkPolicy, 0, len(ops))
+	var out []networkingv1.NetworkPolicy
 	for _, op := range ops {
 		out = append(out, *op.np)
 	}
