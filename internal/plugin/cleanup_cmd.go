@@ -15,13 +15,13 @@ import (
 
 // CleanupOptions holds `kubectl netbench cleanup`.
 type CleanupOptions struct {
-	commonOptions
+	CommonOptions
 	AllNamespaces bool
 	DryRun        bool
 }
 
-func newCleanupCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CleanupOptions{commonOptions: newCommonOptions(flags, streams)}
+func NewCleanupCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CleanupOptions{CommonOptions: NewCommonOptions(flags, streams)}
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Delete every temporary agent pod, DaemonSet, Service and NetworkPolicy netbench left (a run killed before its own cleanup)",
@@ -32,7 +32,7 @@ running (they cannot be removed from a pod; each ends by its own deadline).`,
   kubectl netbench cleanup -A --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.completeFlags(); err != nil {
+			if err := o.CompleteFlags(); err != nil {
 				return err
 			}
 			cmd.SilenceUsage = true
@@ -46,11 +46,11 @@ running (they cannot be removed from a pod; each ends by its own deadline).`,
 
 // Run deletes the agent pods and reports the running ephemeral agents.
 func (o *CleanupOptions) Run(ctx context.Context) error {
-	ns := o.namespace
+	ns := o.Namespace
 	if o.AllNamespaces {
 		ns = metav1.NamespaceAll
 	}
-	pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return fmt.Errorf("listing agent pods: %w", access.ForbiddenOr(err))
 	}
@@ -61,13 +61,13 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 	var grace int64
 	for _, p := range pods.Items {
 		if !o.DryRun {
-			if err := o.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			if err := o.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 				return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, access.ForbiddenOr(err))
 			}
 		}
-		fmt.Fprintf(o.Out, "%s pod %s/%s (%s, %s old)\n", verb, p.Namespace, p.Name, p.Status.Phase, age(p.CreationTimestamp.Time))
+		fmt.Fprintf(o.Out, "%s pod %s/%s (%s, %s old)\n", verb, p.Namespace, p.Name, p.Status.Phase, Age(p.CreationTimestamp.Time))
 	}
-	all, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	all, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", access.ForbiddenOr(err))
 	}
@@ -93,35 +93,35 @@ func (o *CleanupOptions) Run(ctx context.Context) error {
 // cleanDaemonSets deletes every DaemonSet of matrix agents netbench created (their pods go with
 // them); with --dry-run, lists them.
 func (o *CleanupOptions) cleanDaemonSets(ctx context.Context, ns, verb string) error {
-	list, err := o.client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	list, err := o.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return fmt.Errorf("listing agent DaemonSets: %w", access.ForbiddenOr(err))
 	}
 	bg := metav1.DeletePropagationBackground
 	for _, ds := range list.Items {
 		if !o.DryRun {
-			if err := o.client.AppsV1().DaemonSets(ds.Namespace).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+			if err := o.Client.AppsV1().DaemonSets(ds.Namespace).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 				return fmt.Errorf("deleting DaemonSet %s/%s: %w", ds.Namespace, ds.Name, access.ForbiddenOr(err))
 			}
 		}
-		fmt.Fprintf(o.Out, "%s DaemonSet %s/%s and its agent pods (%s old)\n", verb, ds.Namespace, ds.Name, age(ds.CreationTimestamp.Time))
+		fmt.Fprintf(o.Out, "%s DaemonSet %s/%s and its agent pods (%s old)\n", verb, ds.Namespace, ds.Name, Age(ds.CreationTimestamp.Time))
 	}
 	return nil
 }
 
 // cleanServices deletes every temporary Service netbench created (with --dry-run, lists them).
 func (o *CleanupOptions) cleanServices(ctx context.Context, ns, verb string) error {
-	svcs, err := o.client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	svcs, err := o.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return fmt.Errorf("listing temporary Services: %w", access.ForbiddenOr(err))
 	}
 	for _, svc := range svcs.Items {
 		if !o.DryRun {
-			if err := o.client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+			if err := o.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
 				return fmt.Errorf("deleting Service %s/%s: %w", svc.Namespace, svc.Name, access.ForbiddenOr(err))
 			}
 		}
-		fmt.Fprintf(o.Out, "%s Service %s/%s (%s old)\n", verb, svc.Namespace, svc.Name, age(svc.CreationTimestamp.Time))
+		fmt.Fprintf(o.Out, "%s Service %s/%s (%s old)\n", verb, svc.Namespace, svc.Name, Age(svc.CreationTimestamp.Time))
 	}
 	return nil
 }
@@ -129,7 +129,7 @@ func (o *CleanupOptions) cleanServices(ctx context.Context, ns, verb string) err
 // cleanPolicies deletes every temporary NetworkPolicy --allow-policy created (with --dry-run,
 // lists them).
 func (o *CleanupOptions) cleanPolicies(ctx context.Context, ns, verb string) error {
-	nps, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	nps, err := o.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if apierrors.IsForbidden(err) {
 		fmt.Fprintf(o.Out, "NetworkPolicies not checked: you may not list them (only --allow-policy creates any)\n")
 		return nil
@@ -139,11 +139,11 @@ func (o *CleanupOptions) cleanPolicies(ctx context.Context, ns, verb string) err
 	}
 	for _, np := range nps.Items {
 		if !o.DryRun {
-			if err := o.client.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
+			if err := o.Client.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
 				return fmt.Errorf("deleting NetworkPolicy %s/%s: %w", np.Namespace, np.Name, access.ForbiddenOr(err))
 			}
 		}
-		fmt.Fprintf(o.Out, "%s NetworkPolicy %s/%s (%s old)\n", verb, np.Namespace, np.Name, age(np.CreationTimestamp.Time))
+		fmt.Fprintf(o.Out, "%s NetworkPolicy %s/%s (%s old)\n", verb, np.Namespace, np.Name, Age(np.CreationTimestamp.Time))
 	}
 	return nil
 }

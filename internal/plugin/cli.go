@@ -41,7 +41,7 @@ func progressPrinter(w io.Writer) func(string, ...any) {
 	}
 }
 
-func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func FixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return values, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -83,20 +83,20 @@ func podCompletion(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []
 
 // commonOptions are what every measuring command shares: the kubeconfig flags and streams, the
 // agent image and start timeout, the output format, and the clients Complete fills in.
-type commonOptions struct {
+type CommonOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
 	Image          string
 	Output         string
-	html           bool // the command can write -o html
+	Html           bool // the command can write -o html
 	StartTimeout   time.Duration
 	AgentResources string
-	gates          gates
+	Gates          Gates
 
 	// Filled by complete.
-	namespace string
-	client    kubernetes.Interface
+	Namespace string
+	Client    kubernetes.Interface
 	getter    genericclioptions.RESTClientGetter
 	clock     *serverClock
 	resources *corev1.ResourceRequirements
@@ -108,33 +108,33 @@ type commonOptions struct {
 	// Resolve finds the running pod behind a command-line target (default: as kubectl exec does).
 	Resolve func(ctx context.Context, arg, container string, allowHostNetwork bool) (*session.Target, error)
 	// configureSession, when set, adjusts every new session (tests script logs and the proxy).
-	configureSession func(*session.Session)
+	ConfigureSession func(*session.Session)
 }
 
-func newCommonOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) commonOptions {
-	return commonOptions{
+func NewCommonOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) CommonOptions {
+	return CommonOptions{
 		ConfigFlags: flags, IOStreams: streams,
 		Image: version.AgentImage(), StartTimeout: 2 * time.Minute,
 		PodForObject: polymorphichelpers.AttachablePodForObjectFn, NewRunID: randomID,
 	}
 }
 
-func (o *commonOptions) addFlags(cmd *cobra.Command) {
+func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
 	formats := strings.Join(o.formats(), ", ")
-	if o.html {
+	if o.Html {
 		formats += " (html: one self-contained page)"
 	}
 	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report; junit: one test case per --fail-if)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
 	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi; none: the namespace's LimitRange decides (default: requests cpu=100m,memory=64Mi, limit memory=128Mi)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(o.formats()...))
+	_ = cmd.RegisterFlagCompletionFunc("output", FixedCompletion(o.formats()...))
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
 
 // completeFlags reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
-func (o *commonOptions) completeFlags() error {
+func (o *CommonOptions) CompleteFlags() error {
 	return o.completeWith(o.ConfigFlags)
 }
 
@@ -146,7 +146,7 @@ const (
 	clientBurst = 100
 )
 
-func (o *commonOptions) completeWith(getter genericclioptions.RESTClientGetter) error {
+func (o *CommonOptions) completeWith(getter genericclioptions.RESTClientGetter) error {
 	ns, _, err := getter.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
@@ -162,27 +162,27 @@ func (o *commonOptions) completeWith(getter genericclioptions.RESTClientGetter) 
 	// the renewals of its endpoint agents for seconds.
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { o.clock.next = rt; return o.clock })
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	o.namespace, o.getter = ns, getter
+	o.Namespace, o.getter = ns, getter
 	o.setDefaults()
 	return nil
 }
 
 // setDefaults fills what complete leaves to defaults (tests that set the client call it too).
-func (o *commonOptions) setDefaults() {
+func (o *CommonOptions) setDefaults() {
 	if o.Progress == nil {
 		o.Progress = progressPrinter(o.ErrOut)
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(ctx context.Context, arg, container string, allowHostNetwork bool) (*session.Target, error) {
-			return resolveTarget(ctx, o.getter, o.client, o.PodForObject, arg, o.namespace, container, allowHostNetwork)
+			return resolveTarget(ctx, o.getter, o.Client, o.PodForObject, arg, o.Namespace, container, allowHostNetwork)
 		}
 	}
 }
 
-func (o *commonOptions) serverNow() time.Time {
+func (o *CommonOptions) ServerNow() time.Time {
 	if o.clock == nil {
 		return time.Now()
 	}
@@ -190,20 +190,20 @@ func (o *commonOptions) serverNow() time.Time {
 }
 
 // formats are the -o values the command takes: json and yaml, and html where it has a page.
-func (o *commonOptions) formats() []string {
+func (o *CommonOptions) formats() []string {
 	f := []string{"json", "yaml", report.FormatOpenMetrics, report.FormatJUnit}
-	if o.html {
+	if o.Html {
 		f = append(f, "html")
 	}
 	return f
 }
 
-func (o *commonOptions) validateFlags() error {
+func (o *CommonOptions) ValidateFlags() error {
 	if o.Output != "" && !slices.Contains(o.formats(), o.Output) {
 		f := o.formats()
 		return fmt.Errorf("--output %q: want %s or %s", o.Output, strings.Join(f[:len(f)-1], ", "), f[len(f)-1])
 	}
-	if err := o.gates.parse(o.Output); err != nil {
+	if err := o.Gates.Parse(o.Output); err != nil {
 		return err
 	}
 	if o.Image == "" {

@@ -54,11 +54,11 @@ func configure(f *fakecluster.Cluster, s *session.Session) {
 }
 
 // options wires command options to the fake cluster.
-func useCluster(f *fakecluster.Cluster, c *commonOptions) {
-	c.client, c.namespace = f.Cs, "shop"
+func UseCluster(f *fakecluster.Cluster, c *CommonOptions) {
+	c.Client, c.Namespace = f.Cs, "shop"
 	c.NewRunID = func() string { return "run1" }
 	c.Progress = func(string, ...any) {}
-	c.configureSession = func(s *session.Session) { configure(f, s) }
+	c.ConfigureSession = func(s *session.Session) { configure(f, s) }
 	c.Resolve = func(ctx context.Context, arg, container string, allowHost bool) (*session.Target, error) {
 		name := arg[strings.LastIndex(arg, "/")+1:]
 		p, err := f.Cs.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
@@ -66,7 +66,7 @@ func useCluster(f *fakecluster.Cluster, c *commonOptions) {
 			return nil, err
 		}
 		t := &session.Target{Arg: arg, Namespace: p.Namespace, Pod: p}
-		return t, checkTarget(t, container, allowHost)
+		return t, CheckTarget(t, container, allowHost)
 	}
 }
 

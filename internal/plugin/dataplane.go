@@ -16,8 +16,8 @@ import (
 // ConfigMap as kubeadm writes it (kube-system/kube-proxy, key config.conf), else the
 // --proxy-mode flag of its DaemonSet; "unknown" with the reason otherwise (the nodes' rules
 // and kube-proxy's /configz are not a user's to read).
-func (o *commonOptions) dataplane(ctx context.Context) *report.Dataplane {
-	cm, cmErr := o.client.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+func (o *CommonOptions) Dataplane(ctx context.Context) *report.Dataplane {
+	cm, cmErr := o.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if cmErr == nil {
 		if conf, ok := cm.Data["config.conf"]; ok {
 			var c struct {
@@ -32,7 +32,7 @@ func (o *commonOptions) dataplane(ctx context.Context) *report.Dataplane {
 			}
 		}
 	}
-	ds, dsErr := o.client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	ds, dsErr := o.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if dsErr == nil {
 		for _, c := range ds.Spec.Template.Spec.Containers {
 			for _, a := range append(append([]string{}, c.Command...), c.Args...) {

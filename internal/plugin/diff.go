@@ -22,7 +22,7 @@ type DiffOptions struct {
 	Output           string
 }
 
-func newDiffCommand(streams genericiooptions.IOStreams) *cobra.Command {
+func NewDiffCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &DiffOptions{IOStreams: streams, Tolerance: 10, FailIfRegressed: -1}
 	cmd := &cobra.Command{
 		Use:   "diff OLD.json NEW.json",
@@ -53,7 +53,7 @@ at least PCT percent.`,
 	f.Float64Var(&o.Tolerance, "tolerance", o.Tolerance, "smallest change, in percent of the old value, that counts (0-1000)")
 	f.Float64Var(&o.FailIfRegressed, "fail-if-regressed", o.FailIfRegressed, fmt.Sprintf("exit %d when a figure regressed beyond the spread by at least this many percent (default: never)", ExitGateFailed))
 	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: a table)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("json", "yaml"))
+	_ = cmd.RegisterFlagCompletionFunc("output", FixedCompletion("json", "yaml"))
 	return cmd
 }
 

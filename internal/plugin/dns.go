@@ -26,7 +26,7 @@ import (
 
 // DNSOptions holds everything `kubectl netbench dns` needs.
 type DNSOptions struct {
-	commonOptions
+	CommonOptions
 
 	TargetArg        string
 	Names            []string
@@ -46,12 +46,12 @@ type DNSOptions struct {
 // NewDNSOptions returns options with the defaults.
 func NewDNSOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *DNSOptions {
 	return &DNSOptions{
-		commonOptions: newCommonOptions(flags, streams),
+		CommonOptions: NewCommonOptions(flags, streams),
 		Repeats:       20, ExternalName: "example.com", ClusterDomain: "cluster.local", DNSService: DefaultDNSService,
 	}
 }
 
-func newDNSCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewDNSCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewDNSOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "dns TARGET [NAME...]",
@@ -89,10 +89,10 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.StringVar(&o.DNSService, "dns-service", o.DNSService, "NAMESPACE/NAME of the cluster DNS Service whose replicas are asked one by one")
 	f.Float64Var(&o.LookupsPerSecond, "lookups-per-second", 0, "the application's lookups per second of the first name, to project the queries per second that cross a zone")
 	f.IntVar(&o.Race, "race", 0, "race check: this many lookups done exactly as the resolver sends A and AAAA, counting those that wait out a timeout (the conntrack race), with the fix measured the same way")
-	o.addFlags(cmd)
-	o.gates.addFlags(cmd, "'dns.kubernetes.default.queries > 2'")
+	o.AddFlags(cmd)
+	o.Gates.AddFlags(cmd, "'dns.kubernetes.default.queries > 2'")
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
-	_ = cmd.RegisterFlagCompletionFunc("resolver", fixedCompletion("glibc", "musl", "go"))
+	_ = cmd.RegisterFlagCompletionFunc("resolver", FixedCompletion("glibc", "musl", "go"))
 	return cmd
 }
 
@@ -102,7 +102,7 @@ func (o *DNSOptions) Complete(args []string) error {
 	if len(o.Names) == 0 {
 		o.Names = []string{"kubernetes.default", "kubernetes.default.svc." + o.ClusterDomain, o.ExternalName}
 	}
-	return o.completeFlags()
+	return o.CompleteFlags()
 }
 
 // Validate checks the flags.
@@ -123,10 +123,10 @@ func (o *DNSOptions) Validate() error {
 			return fmt.Errorf("--what-if-ndots %d: want 0-15", n)
 		}
 	}
-	if err := checkDNSName1(o.ExternalName, "--external-name"); err != nil {
+	if err := CheckDNSName1(o.ExternalName, "--external-name"); err != nil {
 		return err
 	}
-	if err := checkDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
+	if err := CheckDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
 		return err
 	}
 	if ns, name, ok := strings.Cut(o.DNSService, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
@@ -139,7 +139,7 @@ func (o *DNSOptions) Validate() error {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
 	}
 	for i, n := range o.Names {
-		ascii, note, err := checkDNSName(n)
+		ascii, note, err := CheckDNSName(n)
 		if err != nil {
 			return err
 		}
@@ -148,14 +148,14 @@ func (o *DNSOptions) Validate() error {
 		}
 		o.Names[i] = ascii
 	}
-	return o.validateFlags()
+	return o.ValidateFlags()
 }
 
 // Run adds the agent to the pod, measures and prints the report.
 func (o *DNSOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.DNSReport{APIVersion: report.APIVersion, Kind: "DNSReport", ToolVersion: version.Version, StartTime: start.UTC()}
-	return o.execute(ctx, start, &dnsRun{o: o, rep: rep})
+	return o.Execute(ctx, start, &dnsRun{o: o, rep: rep})
 }
 
 // dnsRun is one run of dns: the runner's steps (runner.go) and what they share.
@@ -185,8 +185,8 @@ func (r *dnsRun) plan(ctx context.Context) (err error) {
 	t := r.t
 	rep.Target = report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}
 	rep.Owner = o.owner(ctx, t.Pod)
-	rep.Warnings = append(rep.Warnings, targetWarnings(t)...)
-	if _, _, err := o.chooseMode(ctx, session.ModeEphemeral, t.Namespace); err != nil {
+	rep.Warnings = append(rep.Warnings, TargetWarnings(t)...)
+	if _, _, err := o.ChooseMode(ctx, session.ModeEphemeral, t.Namespace); err != nil {
 		return err
 	}
 	r.svcView, r.replicas = o.nameserverService(ctx, t)
@@ -194,7 +194,7 @@ func (r *dnsRun) plan(ctx context.Context) (err error) {
 }
 
 func (r *dnsRun) open(context.Context) (*session.Session, error) {
-	r.sess = r.o.newSession(session.ModeEphemeral)
+	r.sess = r.o.NewSession(session.ModeEphemeral)
 	return r.sess, nil
 }
 
@@ -232,9 +232,9 @@ func (r *dnsRun) finish(context.Context) {
 
 func (r *dnsRun) closed() {}
 
-func (r *dnsRun) output() runOutput {
-	return runOutput{timing: &r.rep.Timing, figures: r.rep.FigureValues, checks: &r.rep.Checks,
-		write: func() error { return report.WriteDNS(r.o.Out, r.o.Output, r.rep) }}
+func (r *dnsRun) output() RunOutput {
+	return RunOutput{Timing: &r.rep.Timing, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
+		Write: func() error { return report.WriteDNS(r.o.Out, r.o.Output, r.rep) }}
 }
 
 // observe captures the pod's own DNS traffic in a second, short-lived agent. It comes second,
@@ -285,7 +285,7 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 		}
 		switch ref.Kind {
 		case "ReplicaSet":
-			rs, err := o.client.AppsV1().ReplicaSets(p.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			rs, err := o.Client.AppsV1().ReplicaSets(p.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if err != nil {
 				return ""
 			}

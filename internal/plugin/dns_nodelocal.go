@@ -20,7 +20,7 @@ const NodeLocalDNSLabel = "k8s-app=node-local-dns"
 // nodeLocalCachePod finds the node-local DNS cache's running pod on node, in the namespace of the
 // cluster DNS Service. It returns "" when there is none, and an error when it may not look.
 func (o *DNSOptions) nodeLocalCachePod(ctx context.Context, namespace, node string) (string, error) {
-	pods, err := o.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+	pods, err := o.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: NodeLocalDNSLabel,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})

@@ -62,7 +62,7 @@ func TestNodeLocalCache(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)
 				})
 			}
-			o.client = cs
+			o.Client = cs
 			s, _ := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
 			o.finishNameserverView(context.Background(), s, &session.Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig(tc.nameserver)})
 			got := *s.NodeLocalCache

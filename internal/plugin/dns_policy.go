@@ -26,17 +26,17 @@ func (o *DNSOptions) checkDNSPolicy(ctx context.Context, t *session.Target, s *r
 	if s.ClusterIP == "" {
 		return nil // the pod does not ask the cluster DNS, or it cannot be read
 	}
-	sc := o.readPolicies(ctx, t.Namespace)
-	if sc.skipped != "" {
+	sc := o.ReadPolicies(ctx, t.Namespace)
+	if sc.Skipped != "" {
 		return nil
 	}
 	dnsNS := map[string]string{corev1.LabelMetadataName: s.Namespace}
-	if n, err := o.client.CoreV1().Namespaces().Get(ctx, s.Namespace, metav1.GetOptions{}); err == nil {
+	if n, err := o.Client.CoreV1().Namespaces().Get(ctx, s.Namespace, metav1.GetOptions{}); err == nil {
 		dnsNS = n.Labels
 	}
 	var blockers []string
 	for _, to := range o.dnsEndpoints(ctx, s, reps, dnsNS) {
-		v := netpolicy.Check(sc.policies, netpolicy.Flow{From: sc.endpoint(t.Pod), To: to, Protocol: corev1.ProtocolUDP, Port: 53})
+		v := netpolicy.Check(sc.Policies, netpolicy.Flow{From: sc.Endpoint(t.Pod), To: to, Protocol: corev1.ProtocolUDP, Port: 53})
 		if v.Egress.Allowed {
 			return nil
 		}
@@ -46,7 +46,7 @@ func (o *DNSOptions) checkDNSPolicy(ctx context.Context, t *session.Target, s *r
 		return nil
 	}
 	return fmt.Errorf("NetworkPolicy %s selects %s/%s and allows no DNS egress (UDP port 53) to the cluster DNS %s/%s (%s): every lookup would time out; nothing was started (allow egress to it on port 53, UDP and TCP): %w",
-		strings.Join(unique(blockers), ", "), t.Namespace, t.Pod.Name, s.Namespace, s.Name, s.ClusterIP, ErrDNSBlocked)
+		strings.Join(Unique(blockers), ", "), t.Namespace, t.Pod.Name, s.Namespace, s.Name, s.ClusterIP, ErrDNSBlocked)
 }
 
 // dnsEndpoints are the DNS replicas as policies see them (pods with their labels), or the
@@ -56,7 +56,7 @@ func (o *DNSOptions) dnsEndpoints(ctx context.Context, s *report.DNSService, rep
 	for _, r := range reps {
 		ip, _ := netip.ParseAddr(r.Address)
 		e := netpolicy.Endpoint{IP: ip}
-		if p, err := o.client.CoreV1().Pods(s.Namespace).Get(ctx, r.Pod, metav1.GetOptions{}); err == nil {
+		if p, err := o.Client.CoreV1().Pods(s.Namespace).Get(ctx, r.Pod, metav1.GetOptions{}); err == nil {
 			e.Pod, e.NamespaceLabels = p, nsLabels
 		}
 		out = append(out, e)

@@ -29,7 +29,7 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *session.Target) (
 		s.Skipped = fmt.Sprintf("skipped: the pod (dnsPolicy %s, hostNetwork %t) does not query the cluster DNS Service", p, t.Pod.Spec.HostNetwork)
 		return s, nil
 	}
-	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	svc, err := o.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		s.Skipped = fmt.Sprintf("skipped: reading Service %s: %v (--dns-service names another)", o.DNSService, access.ForbiddenOr(err))
 		return s, nil
@@ -42,7 +42,7 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *session.Target) (
 	if td := svc.Spec.TrafficDistribution; td != nil {
 		s.TrafficDistribution = *td
 	}
-	eps, err := readyEndpoints(ctx, o.client, ns, name)
+	eps, err := ReadyEndpoints(ctx, o.Client, ns, name)
 	if err != nil {
 		s.Skipped = "skipped: " + err.Error()
 		return s, nil
@@ -50,11 +50,11 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *session.Target) (
 	s.PodZone = o.nodeZone(ctx, t.Pod.Spec.NodeName)
 	var reps []probes.DNSReplica
 	for _, e := range eps {
-		if e.addr == "" || len(reps) == probes.MaxDNSReplicas {
+		if e.Addr == "" || len(reps) == probes.MaxDNSReplicas {
 			continue
 		}
-		reps = append(reps, probes.DNSReplica{Address: e.addr, Pod: e.pod, Node: e.node, Zone: e.zone})
-		if e.zone != "" && e.zone == s.PodZone {
+		reps = append(reps, probes.DNSReplica{Address: e.Addr, Pod: e.Pod, Node: e.Node, Zone: e.Zone})
+		if e.Zone != "" && e.Zone == s.PodZone {
 			s.SameZoneReplicas++
 		}
 	}
@@ -75,7 +75,7 @@ func asksClusterDNS(c *corev1.PodDNSConfig, clusterIP string) bool {
 
 // nodeZone is the node's zone label ("" when it has none or cannot be read).
 func (o *DNSOptions) nodeZone(ctx context.Context, node string) string {
-	n, err := o.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	n, err := o.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}

@@ -49,7 +49,7 @@ func TestNameserverService(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewDNSOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
-			o.client = kubeDNS(tc.td)
+			o.Client = kubeDNS(tc.td)
 			s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
 			want := []probes.DNSReplica{{Address: "10.244.1.3", Pod: "coredns-a", Node: "lab-a1", Zone: "zone-a"}, {Address: "10.244.3.3", Pod: "coredns-b", Node: "lab-b1", Zone: "zone-b"}}
 			if diff := cmp.Diff(want, reps); diff != "" {
@@ -72,7 +72,7 @@ func TestNameserverService(t *testing.T) {
 // does not use cluster DNS, or a Service that cannot be read, gets the reason instead of a view.
 func TestNameserverServiceSkipped(t *testing.T) {
 	o := NewDNSOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
-	o.client = kubeDNS("")
+	o.Client = kubeDNS("")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}, Spec: corev1.PodSpec{NodeName: "lab-a2"}}
 	s, _ := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
 	o.finishNameserverView(context.Background(), s, &session.Target{Pod: pod}, &probes.DNSResult{Config: resolverConfig("169.254.20.10")})

@@ -38,7 +38,7 @@ func TestDNSRun(t *testing.T) {
 			f.Script[string(session.RoleDNS)] = fakecluster.Then(dnsOK)
 			out := &strings.Builder{}
 			o := NewDNSOptions(nil, fakecluster.GenericStreamsTo(out))
-			useCluster(f, &o.commonOptions)
+			UseCluster(f, &o.CommonOptions)
 			o.TargetArg, o.Names = "web-1", []string{"example.com"}
 			tc.setup(f, o)
 			err := o.Run(context.Background())

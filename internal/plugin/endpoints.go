@@ -14,31 +14,31 @@ import (
 
 // endpoint is one ready endpoint pod of a Service; hints its EndpointSlice's topology hints
 // ("zones=…;nodes=…", "" without any), which decide where the dataplane sends connections.
-type endpoint struct{ pod, node, zone, addr, hints string }
+type Endpoint struct{ Pod, Node, Zone, Addr, Hints string }
 
 // readyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
-func readyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]endpoint, error) {
+func ReadyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]Endpoint, error) {
 	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
 		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
 	}
 	seen := map[string]bool{}
-	var out []endpoint
+	var out []Endpoint
 	for _, s := range slices.Items {
 		for _, e := range s.Endpoints {
 			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || (e.Conditions.Ready != nil && !*e.Conditions.Ready) || seen[e.TargetRef.Name] {
 				continue
 			}
 			seen[e.TargetRef.Name] = true
-			ep := endpoint{pod: e.TargetRef.Name, node: deref(e.NodeName), zone: deref(e.Zone)}
+			ep := Endpoint{Pod: e.TargetRef.Name, Node: Deref(e.NodeName), Zone: Deref(e.Zone)}
 			if len(e.Addresses) > 0 {
-				ep.addr = e.Addresses[0]
+				ep.Addr = e.Addresses[0]
 			}
-			ep.hints = hintString(e.Hints)
+			ep.Hints = hintString(e.Hints)
 			out = append(out, ep)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pod < out[j].pod })
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out, nil
 }
 

@@ -12,7 +12,7 @@ func FuzzCheckDNSName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		ascii, _, err := checkDNSName(name)
+		ascii, _, err := CheckDNSName(name)
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\x1b\r") {
 				t.Errorf("error carries control characters: %q", err)

@@ -37,18 +37,18 @@ func (e *GateError) Error() string {
 func (e *GateError) Unwrap() error { return ErrGateFailed }
 
 // gates are a command's --fail-if conditions.
-type gates struct {
+type Gates struct {
 	FailIf []string
 	conds  []*gate.Condition
 }
 
-func (g *gates) addFlags(cmd *cobra.Command, example string) {
+func (g *Gates) AddFlags(cmd *cobra.Command, example string) {
 	cmd.Flags().StringArrayVar(&g.FailIf, "fail-if", nil,
 		"fail (exit "+fmt.Sprint(ExitGateFailed)+") when this condition on the report's figures holds, e.g. "+example+"; repeatable (docs/gates.md)")
 }
 
 // parse reads every condition; a syntax error names the flag and the column.
-func (g *gates) parse(output string) error {
+func (g *Gates) Parse(output string) error {
 	g.conds = nil
 	for _, s := range g.FailIf {
 		c, err := gate.Parse(s)
@@ -64,7 +64,7 @@ func (g *gates) parse(output string) error {
 }
 
 // check verifies, before anything is created, that every figure named will be measured.
-func (g *gates) check(planned map[string]string) error {
+func (g *Gates) Check(planned map[string]string) error {
 	for _, c := range g.conds {
 		if err := c.Check(planned); err != nil {
 			return fmt.Errorf("--fail-if %w", err)
@@ -74,7 +74,7 @@ func (g *gates) check(planned map[string]string) error {
 }
 
 // evaluate checks every condition on the run's figures.
-func (g *gates) evaluate(fs []report.FigureValue) []gate.Result {
+func (g *Gates) Evaluate(fs []report.FigureValue) []gate.Result {
 	figs := report.Figures(fs)
 	var out []gate.Result
 	for _, c := range g.conds {
@@ -84,7 +84,7 @@ func (g *gates) evaluate(fs []report.FigureValue) []gate.Result {
 }
 
 // verdict is the run's error once the report is out: a GateError when a condition held.
-func verdict(results []gate.Result) error {
+func Verdict(results []gate.Result) error {
 	failed := slices.DeleteFunc(slices.Clone(results), func(r gate.Result) bool { return !r.Violated })
 	if len(failed) == 0 {
 		return nil

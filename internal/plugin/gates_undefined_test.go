@@ -18,17 +18,17 @@ import (
 // A --fail-if on a figure that has no value fails whatever it compares, names why, and the
 // report is still written in every format, showing the condition as failed.
 func TestFailIfOnAnUndefinedFigureFails(t *testing.T) {
-	g := &gates{FailIf: []string{"udp.loss / udp.loss > 1", "udp.loss / udp.loss <= 1", "udp.p50 > 1s"}}
-	if err := g.parse(report.FormatJUnit); err != nil {
+	g := &Gates{FailIf: []string{"udp.loss / udp.loss > 1", "udp.loss / udp.loss <= 1", "udp.p50 > 1s"}}
+	if err := g.Parse(report.FormatJUnit); err != nil {
 		t.Fatal(err)
 	}
 	specs := []agent.ProbeSpec{{Kind: agent.ProbeUDP}}
-	if err := g.check(report.PlannedFigures(specs)); err != nil {
+	if err := g.Check(report.PlannedFigures(specs)); err != nil {
 		t.Fatalf("refused before the run: %v", err)
 	}
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", Probes: []*agent.ProbeResult{{Name: "udp", Kind: agent.ProbeUDP,
 		RTT: &probes.RTTResult{Sent: 10, Received: 10, RTT: probes.Latency{Count: 10, P50Micros: 100, P99Micros: 120}}}}}
-	rep.Checks = g.evaluate(rep.FigureValues())
+	rep.Checks = g.Evaluate(rep.FigureValues())
 
 	var got []string
 	for _, c := range rep.Checks {
@@ -42,7 +42,7 @@ func TestFailIfOnAnUndefinedFigureFails(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("checks (-want +got):\n%s", diff)
 	}
-	err := verdict(rep.Checks)
+	err := Verdict(rep.Checks)
 	var ge *GateError
 	if !errors.Is(err, ErrGateFailed) || !errors.As(err, &ge) || len(ge.Failed) != 2 {
 		t.Errorf("verdict: %v", err)

@@ -44,11 +44,11 @@ type LadderOptions struct {
 // NewLadderOptions returns options with the defaults.
 func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
 	o := &LadderOptions{PathOptions: *NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
-	o.html = true
+	o.Html = true
 	return o
 }
 
-func newLadderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewLadderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewLadderOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "ladder DST",
@@ -72,7 +72,7 @@ network. -o html writes one self-contained page with the table and charts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.DstArg = args[0]
-			if err := o.completeFlags(); err != nil {
+			if err := o.CompleteFlags(); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -91,9 +91,9 @@ network. -o html writes one self-contained page with the table and charts.`,
 	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
 	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
-	o.addMeasureFlags(cmd)
-	o.addFlags(cmd)
-	o.gates.addFlags(cmd, "'cross-zone.http.p50 > 1.5 * same-zone.http.p50'")
+	o.AddMeasureFlags(cmd)
+	o.AddFlags(cmd)
+	o.Gates.AddFlags(cmd, "'cross-zone.http.p50 > 1.5 * same-zone.http.p50'")
 	return cmd
 }
 
@@ -127,13 +127,13 @@ func (o *LadderOptions) Validate() error {
 type ladderRun struct {
 	o     *LadderOptions
 	rep   *report.LadderReport
-	timer *phaseTimer
+	timer *PhaseTimer
 	dst   *session.Target
 	rungs []report.LadderRung
 	sr    *serviceRun
 	sess  *session.Session
 	// pp is what the NetworkPolicies let through.
-	pp *pathPolicy
+	pp *PathPolicy
 	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
 	srv, hostSrv *session.Agent
 	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
@@ -154,8 +154,8 @@ func (o *LadderOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
-	r.timer = newPhaseTimer(&r.rep.Timing, start)
-	return o.execute(ctx, start, r)
+	r.timer = NewPhaseTimer(&r.rep.Timing, start)
+	return o.Execute(ctx, start, r)
 }
 
 // plan resolves DST, places the rungs and reads the Service, before anything is created.
@@ -165,31 +165,31 @@ func (r *ladderRun) plan(ctx context.Context) (err error) {
 	if r.dst, err = o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork); err != nil {
 		return fmt.Errorf("DST: %w", err)
 	}
-	r.rep.Destination = o.endpoint(ctx, r.dst)
+	r.rep.Destination = o.Endpoint(ctx, r.dst)
 	if r.rungs, r.clientTol, err = o.plan(ctx, r.dst); err != nil {
 		return err
 	}
 	if o.HostBaseline {
 		r.rungs = append(r.rungs, hostRung(r.rungs))
 	}
-	r.rep.Warnings = append(r.rep.Warnings, targetWarnings(r.dst)...)
+	r.rep.Warnings = append(r.rep.Warnings, TargetWarnings(r.dst)...)
 	if ns, name := o.serviceName(); name != "" {
-		if err := access.CheckPermissions(ctx, o.client, []string{ns}, access.ServicePermissions); err != nil {
+		if err := access.CheckPermissions(ctx, o.Client, []string{ns}, access.ServicePermissions); err != nil {
 			return err
 		}
 		if r.sr, err = o.readService(ctx, r.dst, ns, name); err != nil {
 			return err
 		}
 		r.rep.Service = r.sr.info
-		r.rep.Service.Dataplane = o.dataplane(ctx)
+		r.rep.Service.Dataplane = o.Dataplane(ctx)
 	}
-	r.timer.phase("plan")
+	r.timer.Phase("plan")
 	return nil
 }
 
 // plannedFigures names the figures the planned rungs will report, for --fail-if.
 func (r *ladderRun) plannedFigures() map[string]string {
-	probes, appPort := r.o.probeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
 	all := append(probes, appPort...)
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...)
@@ -200,10 +200,10 @@ func (r *ladderRun) plannedFigures() map[string]string {
 // open checks every permission the run needs and opens its session.
 func (r *ladderRun) open(ctx context.Context) (*session.Session, error) {
 	o, ns := r.o, r.dst.Namespace
-	mode, note, err := o.chooseMode(ctx, o.Mode, ns)
+	mode, note, err := o.ChooseMode(ctx, o.Mode, ns)
 	if err == nil {
 		// Clients are temporary pods whatever the server's mode.
-		err = access.CheckPermissions(ctx, o.client, []string{ns}, access.NeededPermissions(true))
+		err = access.CheckPermissions(ctx, o.Client, []string{ns}, access.NeededPermissions(true))
 	}
 	if err != nil {
 		return nil, err
@@ -211,10 +211,10 @@ func (r *ladderRun) open(ctx context.Context) (*session.Session, error) {
 	if note != "" {
 		r.rep.Warnings = append(r.rep.Warnings, note)
 	}
-	r.sess = o.newSession(mode)
-	r.rep.Warnings = append(r.rep.Warnings, o.cleanStale(ctx, r.sess, ns)...)
+	r.sess = o.NewSession(mode)
+	r.rep.Warnings = append(r.rep.Warnings, o.CleanStale(ctx, r.sess, ns)...)
 	if r.sr != nil {
-		r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleServices(ctx, r.sr.svc.Namespace, o.serverNow())...)
+		r.rep.Warnings = append(r.rep.Warnings, o.CleanStaleServices(ctx, r.sr.svc.Namespace, o.ServerNow())...)
 	}
 	return r.sess, nil
 }
@@ -222,7 +222,7 @@ func (r *ladderRun) open(ctx context.Context) (*session.Session, error) {
 // start plans the temporary policies within the run's budget and starts the agents.
 func (r *ladderRun) start(ctx context.Context) error {
 	r.budget()
-	if err := r.planPolicy(ctx); err != nil {
+	if err := r.PlanPolicy(ctx); err != nil {
 		return err
 	}
 	return r.startAgents(ctx)
@@ -230,12 +230,12 @@ func (r *ladderRun) start(ctx context.Context) error {
 
 // budget sets how long a rung may take and how long the agents may live.
 func (r *ladderRun) budget() {
-	probes, appPort := r.o.probeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
 	all := append(probes, appPort...)
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
 	}
-	r.perRung = time.Duration(expectedSeconds(all)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
+	r.perRung = time.Duration(ExpectedSeconds(all)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
 	r.lifetime = time.Duration(len(measurable(r.rungs))*r.o.Rounds)*r.perRung + 30*time.Second
 }
 
@@ -244,22 +244,22 @@ func (r *ladderRun) budget() {
 // clients' job from the probes the policies let through.
 func (r *ladderRun) startAgents(ctx context.Context) error {
 	o := r.o
-	probes, appPort := o.probeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
 	r.hostProbes = probes
-	probes, appPort = r.pp.runnable(probes), r.pp.runnableApp(appPort)
+	probes, appPort = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
 	r.nProbes = len(probes)
 	r.rep.Mode = r.sess.Mode
-	if !r.pp.noServer {
+	if !r.pp.NoServer {
 		o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
-		srv, err := o.startServer(ctx, r.sess, r.dst, r.pp.srvPort, r.lifetime, &r.rep.Warnings)
+		srv, err := o.StartServer(ctx, r.sess, r.dst, r.pp.SrvPort, r.lifetime, &r.rep.Warnings)
 		if err != nil {
 			return err
 		}
 		r.srv, r.rep.Destination.AgentIP = srv, srv.IP
-		setAgentName(&r.rep.Destination, srv)
+		SetAgentName(&r.rep.Destination, srv)
 		r.job.Host, r.job.Port = srv.IP, srv.Port
 	}
-	r.timer.phase("start-server")
+	r.timer.Phase("start-server")
 	if err := r.startHostServer(ctx); err != nil {
 		return err
 	}
@@ -268,8 +268,8 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 		if err := o.startSpread(ctx, r.sess, r.sr, r.lifetime); err != nil {
 			return err
 		}
-		appPort = append(appPort, r.pp.runnableApp(o.serviceProbes(r.sr))...)
-		r.timer.phase("start-endpoints")
+		appPort = append(appPort, r.pp.RunnableApp(o.serviceProbes(r.sr))...)
+		r.timer.Phase("start-endpoints")
 	}
 	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(probes, appPort...)
 	return nil
@@ -296,7 +296,7 @@ func (r *ladderRun) measure(ctx context.Context) (time.Duration, error) {
 			rung.Results = append(rung.Results, res)
 		}
 	}
-	r.timer.phase("measure")
+	r.timer.Phase("measure")
 	return measuring, nil
 }
 
@@ -304,9 +304,9 @@ func (r *ladderRun) finish(context.Context) { r.summarize() }
 
 func (r *ladderRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
 
-func (r *ladderRun) output() runOutput {
-	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
-		write: func() error { return report.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
+func (r *ladderRun) output() RunOutput {
+	return RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
+		Write: func() error { return report.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
 }
 
 // summarize fills the report's rungs, costs, spreads and figures.
@@ -321,7 +321,7 @@ func (r *ladderRun) summarize() {
 
 // plan reads the nodes and places the rungs around DST's node, with the clients' tolerations.
 func (o *LadderOptions) plan(ctx context.Context, dst *session.Target) ([]report.LadderRung, []corev1.Toleration, error) {
-	list, err := o.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", access.ForbiddenOr(err))
 	}
@@ -374,7 +374,7 @@ func skippedList(rungs []report.LadderRung) string {
 func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) session.AgentSpec {
 	job := r.job
 	return session.AgentSpec{Role: session.RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}
+		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.CliPort, InlineJob: r.pp.InlineJob}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first
@@ -388,9 +388,9 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv 
 	}
 	began := time.Now()
 	from := &session.Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
-	res, err := o.collect(ctx, cli, srv, from, dst)
+	res, err := o.Collect(ctx, cli, srv, from, dst)
 	if err == nil {
-		err = res.missing(job.Probes[:nProbes], cli)
+		err = res.Missing(job.Probes[:nProbes], cli)
 	}
 	if err != nil {
 		return report.LadderRound{}, 0, err
@@ -398,7 +398,7 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv 
 	took := time.Since(began)
 	out := report.LadderRound{ClientPod: cli.Pod}
 	for i, p := range job.Probes {
-		if r := res.results[p.Label()]; r != nil && i < nProbes {
+		if r := res.Results[p.Label()]; r != nil && i < nProbes {
 			out.Probes = append(out.Probes, r)
 		} else if r != nil {
 			out.AppPort = append(out.AppPort, r)
@@ -456,10 +456,10 @@ func (o *LadderOptions) addSpread(rep *report.LadderReport, sr *serviceRun) {
 			continue
 		}
 		for z, n := range byZone {
-			sp.ZonePercent[z] = round1(100 * float64(n) / float64(sp.Answered))
+			sp.ZonePercent[z] = Round1(100 * float64(n) / float64(sp.Answered))
 		}
 		sp.SameZonePercent = sp.ZonePercent[r.Zone]
-		sp.MonthlyUSDPerGbps = round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
+		sp.MonthlyUSDPerGbps = Round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
 		if len(sr.measured) < len(sr.ready) {
 			sp.Estimate = fmt.Sprintf("%d of %d ready endpoints ran an agent (%v per zone of %v): connections to the others were refused and left out, so the shares are of the measured endpoints",
 				len(sr.measured), len(sr.ready), countZones(sr.measured), countZones(sr.ready))

@@ -58,7 +58,7 @@ func (r *ladderRun) startHostServer(ctx context.Context) error {
 		return err
 	}
 	r.hostSrv = a
-	r.timer.phase("start-host-server")
+	r.timer.Phase("start-host-server")
 	return nil
 }
 

@@ -24,9 +24,9 @@ func ladderClient(s *session.Session, dst *session.Target) *session.Target {
 // planPolicy reads the NetworkPolicies of DST's (and the Service's) namespace and works out,
 // as path does for its pair, what they let through from the rungs' clients to the server agent
 // and the app's port, then the Service's flows. --allow-policy opens what they block.
-func (r *ladderRun) planPolicy(ctx context.Context) error {
+func (r *ladderRun) PlanPolicy(ctx context.Context) error {
 	o := r.o
-	probes, appPort := o.probeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
 	namespaces := []string{r.dst.Namespace}
 	if r.sr != nil {
 		namespaces = append(namespaces, r.sr.svc.Namespace)
@@ -34,11 +34,11 @@ func (r *ladderRun) planPolicy(ctx context.Context) error {
 	if err := r.checkServiceNamespace(ctx); err != nil {
 		return err
 	}
-	sc := o.readPolicies(ctx, namespaces...)
+	sc := o.ReadPolicies(ctx, namespaces...)
 	cli := ladderClient(r.sess, r.dst)
-	pp, err := o.planPolicy(ctx, r.sess, sc, cli, r.dst, probes, appPort, r.lifetime)
-	r.pp, r.rep.Policy = pp, pp.check
-	if err != nil || r.sr == nil || sc.skipped != "" {
+	pp, err := o.PlanPolicy(ctx, r.sess, sc, cli, r.dst, probes, appPort, r.lifetime)
+	r.pp, r.rep.Policy = pp, pp.Check
+	if err != nil || r.sr == nil || sc.Skipped != "" {
 		return err
 	}
 	return r.servicePolicy(ctx, sc, cli.Pod)
@@ -54,12 +54,12 @@ func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
 	}
 	ns := r.sr.svc.Namespace
 	if r.sess.Mode == session.ModeEphemeral && len(r.sr.svc.Spec.Selector) > 0 {
-		if err := access.CheckPermissions(ctx, r.o.client, []string{ns}, access.NeededPermissions(false)); err != nil {
+		if err := access.CheckPermissions(ctx, r.o.Client, []string{ns}, access.NeededPermissions(false)); err != nil {
 			return err
 		}
 	}
 	if r.o.AllowPolicy {
-		return access.CheckPolicyPermissions(ctx, r.o.client, ns)
+		return access.CheckPolicyPermissions(ctx, r.o.Client, ns)
 	}
 	return nil
 }
@@ -67,20 +67,20 @@ func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
 // servicePolicy checks the Service's flows from the rungs' clients: through its ClusterIP to
 // its endpoints' target port (the svc- probes), and to the endpoint agents that count where
 // connections land.
-func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyScope, cliPod *corev1.Pod) error {
+func (r *ladderRun) servicePolicy(ctx context.Context, sc *PolicyScope, cliPod *corev1.Pod) error {
 	sr, pp := r.sr, r.pp
 	if err := r.o.endpointPods(ctx, sr); err != nil {
 		return err
 	}
-	cli := sc.endpoint(cliPod)
-	var b blocks
+	cli := sc.Endpoint(cliPod)
+	var b Blocks
 	for _, p := range sr.pods {
 		port := targetPort(sr.port, p)
-		if v := sc.check(cli, sc.endpoint(p), corev1.ProtocolTCP, port); !v.Allowed() {
+		if v := sc.Check(cli, sc.Endpoint(p), corev1.ProtocolTCP, port); !v.Allowed() {
 			flow := fmt.Sprintf("TCP through Service %s/%s to its endpoint %s port %d", sr.svc.Namespace, sr.svc.Name, p.Name, port)
 			for _, probe := range r.o.serviceProbes(sr) {
-				b.add(flow, v.Blockers(), probe.Label())
-				pp.skip[probe.Label()] = true
+				b.Add(flow, v.Blockers(), probe.Label())
+				pp.Skip[probe.Label()] = true
 			}
 			break
 		}
@@ -91,14 +91,14 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyScope, cliPod *
 			return err
 		}
 	}
-	pp.check.Blocked = append(pp.check.Blocked, b...)
-	r.o.tellPolicy(b, nil)
+	pp.Check.Blocked = append(pp.Check.Blocked, b...)
+	r.o.TellPolicy(b, nil)
 	return nil
 }
 
 // spreadPolicy checks the endpoint agents' port from the clients and from the API server (which
 // renews their leases); --allow-policy opens it for the run, else the spread is skipped.
-func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyScope, cli netpolicy.Endpoint, b *blocks) error {
+func (r *ladderRun) spreadPolicy(ctx context.Context, sc *PolicyScope, cli netpolicy.Endpoint, b *Blocks) error {
 	sr := r.sr
 	blockers := spreadBlockers(sc, cli, sr.pods, sr.agentPort)
 	if len(blockers) > 0 && r.o.AllowPolicy {
@@ -106,9 +106,9 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyScope, cli netpo
 		if err != nil {
 			return err
 		}
-		names, err := r.o.createPolicies(ctx, r.sess, sc, ops, r.lifetime)
-		r.pp.check.Temporary = append(r.pp.check.Temporary, names...)
-		r.o.tellPolicy(nil, names)
+		names, err := r.o.CreatePolicies(ctx, r.sess, sc, ops, r.lifetime)
+		r.pp.Check.Temporary = append(r.pp.Check.Temporary, names...)
+		r.o.TellPolicy(nil, names)
 		if err != nil {
 			return err
 		}
@@ -116,9 +116,9 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyScope, cli netpo
 	}
 	switch {
 	case len(blockers) > 0:
-		b.add(fmt.Sprintf("TCP to the Service's endpoint agents on port %d (from the clients and the API server)", sr.agentPort), blockers, "svc-spread")
+		b.Add(fmt.Sprintf("TCP to the Service's endpoint agents on port %d (from the clients and the API server)", sr.agentPort), blockers, "svc-spread")
 		sr.info.SpreadSkipped = fmt.Sprintf("NetworkPolicy %s blocks the endpoint agents' port (allow it for this run with --allow-policy)", strings.Join(blockers, ", "))
-	case r.pp.inlineJob:
+	case r.pp.InlineJob:
 		sr.info.SpreadSkipped = "a NetworkPolicy stops the API server handing the clients a job, and counting where connections land needs the run's token in it"
 	}
 	return nil
@@ -126,13 +126,13 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyScope, cli netpo
 
 // spreadBlockers are the policies that stop the clients or the API server reaching an endpoint
 // agent on port.
-func spreadBlockers(sc *policyScope, cli netpolicy.Endpoint, pods []*corev1.Pod, port int) []string {
+func spreadBlockers(sc *PolicyScope, cli netpolicy.Endpoint, pods []*corev1.Pod, port int) []string {
 	var out []string
 	for _, p := range pods {
-		out = append(out, sc.check(cli, sc.endpoint(p), corev1.ProtocolTCP, port).Blockers()...)
-		out = append(out, sc.fromAPIServer(p, port)...)
+		out = append(out, sc.Check(cli, sc.Endpoint(p), corev1.ProtocolTCP, port).Blockers()...)
+		out = append(out, sc.FromAPIServer(p, port)...)
 	}
-	return unique(out)
+	return Unique(out)
 }
 
 // spreadAllowance opens the endpoint agents' port for this run: ingress to the measured
@@ -140,7 +140,7 @@ func spreadBlockers(sc *policyScope, cli netpolicy.Endpoint, pods []*corev1.Pod,
 // pods' addresses, each only for pods a policy already isolates in that direction. Endpoint
 // pods are grouped by the policy that isolates them (one temporary policy each); a pod no
 // policy isolates is not selected at all.
-func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) ([]*opening, error) {
+func (r *ladderRun) spreadAllowance(sc *PolicyScope, cliPod *corev1.Pod) ([]*Opening, error) {
 	sr, port := r.sr, r.sr.agentPort
 	base := "netbench-" + r.sess.RunID
 	endpoints, err := r.sess.Peers(sr.pods...)
@@ -151,8 +151,8 @@ func (r *ladderRun) spreadAllowance(sc *policyScope, cliPod *corev1.Pod) ([]*ope
 	if err != nil {
 		return nil, err
 	}
-	in := sc.ingressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}},
-		sc.apiServerRules(port)...))
-	out := sc.egressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}})
-	return append(finalize(base+"-endpoints", in), finalize(base+"-client-endpoints", out)...), nil
+	in := sc.IngressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}},
+		sc.ApiServerRules(port)...))
+	out := sc.EgressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}})
+	return append(Finalize(base+"-endpoints", in), Finalize(base+"-client-endpoints", out)...), nil
 }

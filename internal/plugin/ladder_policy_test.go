@@ -113,7 +113,7 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, o, _ := shopCluster(t, append(endpoints, other), tc.policies...)
 			s := runSession(cs, session.ModeEphemeral)
-			sc := o.readPolicies(context.Background(), "shop")
+			sc := o.ReadPolicies(context.Background(), "shop")
 			dst := &session.Target{Namespace: "shop", Pod: v1}
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
 			r := &ladderRun{o: &LadderOptions{}, sess: s, dst: dst, sr: &serviceRun{svc: svc, pods: endpoints, agentPort: port}}
@@ -122,7 +122,7 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := policiesOf(ops)
+			got := PoliciesOf(ops)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("temporary policies (-want +got):\n%s", diff)
 			}
@@ -163,11 +163,11 @@ func TestLadderChecksTheServiceNamespace(t *testing.T) {
 }
 
 // shopCluster is the fake cluster of fakecluster.PolicyCluster with options that use it.
-func shopCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.NetworkPolicy) (*fake.Clientset, *commonOptions, *strings.Builder) {
+func shopCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.NetworkPolicy) (*fake.Clientset, *CommonOptions, *strings.Builder) {
 	t.Helper()
 	cs := fakecluster.PolicyCluster(pods, policies...)
 	errOut := &strings.Builder{}
-	o := &commonOptions{client: cs, namespace: "shop"}
+	o := &CommonOptions{Client: cs, Namespace: "shop"}
 	o.ErrOut = errOut
 	return cs, o, errOut
 }

@@ -33,8 +33,8 @@ const TopologyModeAnnotation = "service.kubernetes.io/topology-mode"
 type serviceRun struct {
 	svc      *corev1.Service
 	port     corev1.ServicePort
-	ready    []endpoint
-	measured []endpoint
+	ready    []Endpoint
+	measured []Endpoint
 	// pods are the measured endpoints' pods; agentPort the port their agents listen on.
 	pods      []*corev1.Pod
 	agentPort int
@@ -48,7 +48,7 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 	if arg == "" {
 		arg = o.DstArg
 	}
-	ns, res, err := splitTarget(arg, o.namespace)
+	ns, res, err := SplitTarget(arg, o.Namespace)
 	if err != nil {
 		return "", ""
 	}
@@ -63,7 +63,7 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 // readService reads the Service and its ready endpoints (nothing is created), and makes the
 // app's port behind the Service port the pod-IP side of the comparison unless --port is given.
 func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns, name string) (*serviceRun, error) {
-	svc, err := o.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	svc, err := o.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
 	}
@@ -75,11 +75,11 @@ func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns
 		o.Port = targetPort(sr.port, dst.Pod)
 	}
 	sr.info = &report.LadderService{Namespace: ns, Name: name, ClusterIP: svc.Spec.ClusterIP, Port: int(sr.port.Port),
-		TrafficDistribution: deref(svc.Spec.TrafficDistribution), TopologyMode: svc.Annotations[TopologyModeAnnotation]}
+		TrafficDistribution: Deref(svc.Spec.TrafficDistribution), TopologyMode: svc.Annotations[TopologyModeAnnotation]}
 	if p := svc.Spec.InternalTrafficPolicy; p != nil {
 		sr.info.InternalTrafficPolicy = string(*p)
 	}
-	if sr.ready, err = readyEndpoints(ctx, o.client, ns, name); err != nil {
+	if sr.ready, err = ReadyEndpoints(ctx, o.Client, ns, name); err != nil {
 		return nil, err
 	}
 	sr.info.ReadyEndpoints, sr.info.EndpointsByZone = len(sr.ready), countZones(sr.ready)
@@ -116,11 +116,11 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Sessio
 	var agents []*session.Agent
 	for i, ep := range sr.measured {
 		t := &session.Target{Namespace: sr.svc.Namespace, Pod: sr.pods[i]}
-		if err := checkTarget(t, "", true); err != nil {
+		if err := CheckTarget(t, "", true); err != nil {
 			return err
 		}
 		a, err := sess.Start(ctx, session.AgentSpec{Role: session.RoleEndpoint, Target: t, Serve: true, Lifetime: lifetime, Port: port,
-			Suffix: strconv.Itoa(i + 1), Identity: agent.Identity{Pod: ep.pod, Node: ep.node, Zone: ep.zone}})
+			Suffix: strconv.Itoa(i + 1), Identity: agent.Identity{Pod: ep.Pod, Node: ep.Node, Zone: ep.Zone}})
 		if err != nil {
 			return fmt.Errorf("starting the endpoint agent in %s/%s: %w", t.Namespace, t.Pod.Name, err)
 		}
@@ -159,9 +159,9 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 	}
 	sr.measured = chooseEndpoints(sr.ready, o.MaxEndpoints)
 	for _, ep := range sr.measured {
-		p, err := o.client.CoreV1().Pods(sr.svc.Namespace).Get(ctx, ep.pod, metav1.GetOptions{})
+		p, err := o.Client.CoreV1().Pods(sr.svc.Namespace).Get(ctx, ep.Pod, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.pod, access.ForbiddenOr(err))
+			return fmt.Errorf("endpoint pod %s/%s: %w", sr.svc.Namespace, ep.Pod, access.ForbiddenOr(err))
 		}
 		sr.pods = append(sr.pods, p)
 	}
@@ -173,10 +173,10 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 // to program them. Hints that do not come within hintsWait are a caveat on the spread, not an
 // error: the controller may legitimately decide otherwise for the copy.
 func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
-	var eps []endpoint
+	var eps []Endpoint
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.StartTimeout, true, func(ctx context.Context) (bool, error) {
 		var err error
-		eps, err = readyEndpoints(ctx, o.client, sr.temp.Namespace, sr.temp.Name)
+		eps, err = ReadyEndpoints(ctx, o.Client, sr.temp.Namespace, sr.temp.Name)
 		return err == nil && len(eps) >= len(sr.ready), nil
 	})
 	if err != nil {
@@ -190,7 +190,7 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 			return true, nil
 		}
 		var err error
-		eps, err = readyEndpoints(ctx, o.client, sr.temp.Namespace, sr.temp.Name)
+		eps, err = ReadyEndpoints(ctx, o.Client, sr.temp.Namespace, sr.temp.Name)
 		return false, err
 	})
 	if ctx.Err() != nil {
@@ -208,14 +208,14 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 }
 
 // hintsDiffer names the first endpoint pod whose hints in have differ from want's ("" if none).
-func hintsDiffer(want, have []endpoint) string {
+func hintsDiffer(want, have []Endpoint) string {
 	got := map[string]string{}
 	for _, e := range have {
-		got[e.pod] = e.hints
+		got[e.Pod] = e.Hints
 	}
 	for _, e := range want {
-		if h, ok := got[e.pod]; ok && h != e.hints {
-			return fmt.Sprintf("endpoint %s: %q, the Service's %q", e.pod, cmp.Or(h, "none"), cmp.Or(e.hints, "none"))
+		if h, ok := got[e.Pod]; ok && h != e.Hints {
+			return fmt.Sprintf("endpoint %s: %q, the Service's %q", e.Pod, cmp.Or(h, "none"), cmp.Or(e.Hints, "none"))
 		}
 	}
 	return ""
@@ -230,17 +230,17 @@ var hintsWait = 15 * time.Second
 const ServiceSettle = 2 * time.Second
 
 // chooseEndpoints takes up to n endpoints, alternating over zones so that each zone is seen.
-func chooseEndpoints(eps []endpoint, n int) []endpoint {
-	byZone := map[string][]endpoint{}
+func chooseEndpoints(eps []Endpoint, n int) []Endpoint {
+	byZone := map[string][]Endpoint{}
 	var zones []string
 	for _, e := range eps {
-		if byZone[e.zone] == nil {
-			zones = append(zones, e.zone)
+		if byZone[e.Zone] == nil {
+			zones = append(zones, e.Zone)
 		}
-		byZone[e.zone] = append(byZone[e.zone], e)
+		byZone[e.Zone] = append(byZone[e.Zone], e)
 	}
 	sort.Strings(zones)
-	var out []endpoint
+	var out []Endpoint
 	for len(out) < n && len(out) < len(eps) {
 		for _, z := range zones {
 			if len(byZone[z]) > 0 && len(out) < n {
@@ -252,10 +252,10 @@ func chooseEndpoints(eps []endpoint, n int) []endpoint {
 	return out
 }
 
-func countZones(eps []endpoint) map[string]int {
+func countZones(eps []Endpoint) map[string]int {
 	m := map[string]int{}
 	for _, e := range eps {
-		m[e.zone]++
+		m[e.Zone]++
 	}
 	return m
 }
@@ -264,17 +264,17 @@ func countZones(eps []endpoint) map[string]int {
 // (against the app, to set beside the app-* probes on the pod IP) and, when endpoint agents run,
 // where new connections land.
 func (o *LadderOptions) serviceProbes(sr *serviceRun) []agent.ProbeSpec {
-	pr := profiles[o.Profile]
+	pr := Profiles[o.Profile]
 	var out []agent.ProbeSpec
 	if ip := sr.svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
 		addr := net.JoinHostPort(ip, strconv.Itoa(int(sr.port.Port)))
-		h, nc := pr.http, pr.httpNewConn
+		h, nc := pr.Http, pr.HttpNewConn
 		h.Name, h.URL = "svc-http", "http://"+addr+o.HTTPPath
 		nc.Name, nc.URL = "svc-http-new-conn", "http://"+addr+o.HTTPPath
 		if o.Duration > 0 {
 			h.DurationSeconds, nc.DurationSeconds = o.Duration.Seconds(), o.Duration.Seconds()
 		}
-		out = append(out, agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "svc-tcp-rtt", Address: addr, Count: pr.rttCount, IntervalMillis: pr.rttInterval}, h, nc)
+		out = append(out, agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "svc-tcp-rtt", Address: addr, Count: pr.RttCount, IntervalMillis: pr.RttInterval}, h, nc)
 	}
 	if sr.temp != nil {
 		out = append(out, agent.ProbeSpec{Kind: agent.ProbeSpread, Name: "svc-spread",

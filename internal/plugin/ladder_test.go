@@ -52,7 +52,7 @@ func runLadder(t *testing.T, o *LadderOptions, out *strings.Builder) *report.Lad
 func newTestLadderOptions(f *fakecluster.Cluster) (*LadderOptions, *strings.Builder) {
 	out := &strings.Builder{}
 	o := NewLadderOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &strings.Builder{}})
-	useCluster(f, &o.commonOptions)
+	UseCluster(f, &o.CommonOptions)
 	o.DstArg, o.Probes, o.Output = "web-1", []string{"rtt"}, "json"
 	return o, out
 }

@@ -26,7 +26,7 @@ const (
 
 // MatrixOptions holds `kubectl netbench matrix`.
 type MatrixOptions struct {
-	commonOptions
+	CommonOptions
 	Scope             string
 	PairsPerCell      int
 	Sample            int
@@ -56,13 +56,13 @@ type MatrixOptions struct {
 
 // NewMatrixOptions returns options with the defaults.
 func NewMatrixOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MatrixOptions {
-	o := &MatrixOptions{commonOptions: newCommonOptions(flags, streams), Scope: placement.ScopeZones, PairsPerCell: 3, MaxPairs: 1000,
+	o := &MatrixOptions{CommonOptions: NewCommonOptions(flags, streams), Scope: placement.ScopeZones, PairsPerCell: 3, MaxPairs: 1000,
 		Concurrency: 10, Count: 50, Interval: 10 * time.Millisecond, OutlierFactor: 1.5, NodeFactor: 1.2, Port: DefaultMatrixPort, Seed: 1}
-	o.html = true
+	o.Html = true
 	return o
 }
 
-func newMatrixCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewMatrixCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewMatrixOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -92,7 +92,7 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 			if err := o.Validate(cmd); err != nil {
 				return err
 			}
-			if err := o.completeFlags(); err != nil {
+			if err := o.CompleteFlags(); err != nil {
 				return err
 			}
 			cmd.SilenceUsage = true
@@ -118,10 +118,10 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and create nothing")
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create a temporary one that lets exactly this run's agents reach each other and the API server reach their port (deleted at the end)")
-	o.addFlags(cmd)
+	o.AddFlags(cmd)
 	cmd.ValidArgsFunction = nil
-	o.gates.addFlags(cmd, "'cross-zone.rtt.p99 > 5ms'")
-	_ = cmd.RegisterFlagCompletionFunc("scope", fixedCompletion(placement.ScopeZones, placement.ScopeNodes, placement.ScopeSample))
+	o.Gates.AddFlags(cmd, "'cross-zone.rtt.p99 > 5ms'")
+	_ = cmd.RegisterFlagCompletionFunc("scope", FixedCompletion(placement.ScopeZones, placement.ScopeNodes, placement.ScopeSample))
 	return cmd
 }
 
@@ -148,7 +148,7 @@ func (o *MatrixOptions) Validate(cmd *cobra.Command) error {
 	if o.Output == "html" && o.DryRun {
 		return fmt.Errorf("--output html with --dry-run: a plan has no figures to draw (use -o json or the default)")
 	}
-	return o.validateFlags()
+	return o.ValidateFlags()
 }
 
 func (o *MatrixOptions) validateNumbers() error {

@@ -73,7 +73,7 @@ func BenchmarkMatrixOrchestration(b *testing.B) {
 					}
 					start := time.Now()
 					r := &matrixRun{o: o, rep: newMatrixReport(o, start)}
-					r.timer = newPhaseTimer(&r.rep.Timing, start)
+					r.timer = NewPhaseTimer(&r.rep.Timing, start)
 					if err := r.plan(context.Background()); err != nil {
 						b.Fatal(err)
 					}

@@ -19,7 +19,7 @@ import (
 // meshPod is what the policies see of every agent of the matrix: a pod of the run in the
 // namespace, with the run's mesh labels.
 func (r *matrixRun) meshPod() *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.namespace, Name: "netbench-" + r.sess.RunID + "-" + string(session.RoleMesh), Labels: r.sess.Labels(session.RoleMesh)}}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.Namespace, Name: "netbench-" + r.sess.RunID + "-" + string(session.RoleMesh), Labels: r.sess.Labels(session.RoleMesh)}}
 }
 
 // planPolicy reads the namespace's NetworkPolicies before any agent starts and works out which
@@ -27,29 +27,29 @@ func (r *matrixRun) meshPod() *corev1.Pod {
 // it moves the agents' port into a range a policy allows unless --agent-port was given, opens
 // the rest for this run with --allow-policy, and otherwise skips the blocked probes, naming
 // the policies; when nothing could be measured it fails before anything is created.
-func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
+func (r *matrixRun) PlanPolicy(ctx context.Context, portGiven bool) error {
 	o := r.o
 	if o.AllowPolicy {
-		if err := access.CheckPolicyPermissions(ctx, o.client, o.namespace); err != nil {
+		if err := access.CheckPolicyPermissions(ctx, o.Client, o.Namespace); err != nil {
 			return err
 		}
 	}
-	sc := o.readPolicies(ctx, o.namespace)
-	check := &report.PolicyCheck{Skipped: sc.skipped, Policies: sc.names()}
+	sc := o.ReadPolicies(ctx, o.Namespace)
+	check := &report.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}
 	r.rep.Policy, r.skip = check, map[string]bool{}
-	if sc.skipped != "" {
+	if sc.Skipped != "" {
 		if o.AllowPolicy {
-			return fmt.Errorf("--allow-policy: %s", sc.skipped)
+			return fmt.Errorf("--allow-policy: %s", sc.Skipped)
 		}
 		return nil
 	}
 	mesh := r.meshPod()
-	if p := portWithin(sc, mesh, mesh, nil); !portGiven && p != 0 && len(r.meshBlocks(sc, mesh, o.Port)) > 0 {
+	if p := PortWithin(sc, mesh, mesh, nil); !portGiven && p != 0 && len(r.meshBlocks(sc, mesh, o.Port)) > 0 {
 		o.Port, check.AgentPort = p, p
 	}
 	blocked := r.meshBlocks(sc, mesh, o.Port)
 	if len(blocked) > 0 && o.AllowPolicy {
-		names, err := o.createPolicies(ctx, r.sess, sc, r.meshAllowance(sc, mesh), r.lifetime())
+		names, err := o.CreatePolicies(ctx, r.sess, sc, r.meshAllowance(sc, mesh), r.lifetime())
 		check.Temporary = names
 		if err != nil {
 			return err
@@ -57,7 +57,7 @@ func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
 		blocked = r.meshBlocks(sc, mesh, o.Port)
 	}
 	check.Blocked = blocked
-	o.tellPolicy(blocked, check.Temporary)
+	o.TellPolicy(blocked, check.Temporary)
 	for _, b := range blocked {
 		for _, p := range b.Probes {
 			r.skip[p] = true
@@ -65,27 +65,27 @@ func (r *matrixRun) planPolicy(ctx context.Context, portGiven bool) error {
 	}
 	if len(r.job("").Probes) == 0 {
 		return fmt.Errorf("NetworkPolicy %s blocks every probe between the matrix's agents in namespace %s: nothing can be measured (allow them for this run with --allow-policy)",
-			strings.Join(blocked[0].Policies, ", "), o.namespace)
+			strings.Join(blocked[0].Policies, ", "), o.Namespace)
 	}
 	return nil
 }
 
 // meshBlocks are the flows the policies block: the API server's pod proxy to the agents' port
 // (every probe: the jobs go through it), then agent to agent.
-func (r *matrixRun) meshBlocks(sc *policyScope, mesh *corev1.Pod, port int) []report.PolicyBlock {
-	var b blocks
+func (r *matrixRun) meshBlocks(sc *PolicyScope, mesh *corev1.Pod, port int) []report.PolicyBlock {
+	var b Blocks
 	probes := r.o.job("").Probes
-	if pols := sc.fromAPIServer(mesh, port); len(pols) > 0 {
+	if pols := sc.FromAPIServer(mesh, port); len(pols) > 0 {
 		for _, p := range probes {
-			b.add(fmt.Sprintf("the API server's pod proxy to the agents' port %d (jobs are posted through it)", port), pols, p.Label())
+			b.Add(fmt.Sprintf("the API server's pod proxy to the agents' port %d (jobs are posted through it)", port), pols, p.Label())
 		}
 		return b
 	}
-	ep := sc.endpoint(mesh)
+	ep := sc.Endpoint(mesh)
 	for _, p := range probes {
-		proto, flow := flowOf(p)
-		if v := sc.check(ep, ep, proto, port); !v.Allowed() {
-			b.add(strings.Replace(flow, "the server agent's port", fmt.Sprintf("the agents' port %d", port), 1), v.Blockers(), p.Label())
+		proto, flow := FlowOf(p)
+		if v := sc.Check(ep, ep, proto, port); !v.Allowed() {
+			b.Add(strings.Replace(flow, "the server agent's port", fmt.Sprintf("the agents' port %d", port), 1), v.Blockers(), p.Label())
 		}
 	}
 	return b
@@ -94,12 +94,12 @@ func (r *matrixRun) meshBlocks(sc *policyScope, mesh *corev1.Pod, port int) []re
 // meshAllowance is the temporary policy of --allow-policy: the run's agents (pods nothing else
 // carries the labels of) may reach each other on every port and ICMP, and the API server may
 // reach their port; only in the directions a policy already isolates them.
-func (r *matrixRun) meshAllowance(sc *policyScope, mesh *corev1.Pod) []*opening {
+func (r *matrixRun) meshAllowance(sc *PolicyScope, mesh *corev1.Pod) []*Opening {
 	self := []networkingv1.NetworkPolicyPeer{session.PeerOf(mesh.Namespace, mesh.Labels)}
 	mine := []*corev1.Pod{mesh}
-	ops := append(sc.ingressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.apiServerRules(r.o.Port)...)),
-		sc.egressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)
-	return finalize(mesh.Name, ops)
+	ops := append(sc.IngressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.ApiServerRules(r.o.Port)...)),
+		sc.EgressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)
+	return Finalize(mesh.Name, ops)
 }
 
 // job is what the agent on a pair's From runs against the agent at ip: the matrix's probes

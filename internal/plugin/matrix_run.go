@@ -24,7 +24,7 @@ import (
 type matrixRun struct {
 	o      *MatrixOptions
 	rep    *report.MatrixReport
-	timer  *phaseTimer
+	timer  *PhaseTimer
 	nodes  []placement.Node // the usable nodes
 	pairs  []placement.Pair
 	rounds [][]int
@@ -41,15 +41,15 @@ type matrixRun struct {
 func (o *MatrixOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	r := &matrixRun{o: o, rep: newMatrixReport(o, start)}
-	r.timer = newPhaseTimer(&r.rep.Timing, start)
-	return o.execute(ctx, start, r)
+	r.timer = NewPhaseTimer(&r.rep.Timing, start)
+	return o.Execute(ctx, start, r)
 }
 
 func (r *matrixRun) dryRun() bool { return r.o.DryRun }
 
 func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 	return &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
-		StartTime: start.UTC(), Namespace: o.namespace, Scope: o.Scope}
+		StartTime: start.UTC(), Namespace: o.Namespace, Scope: o.Scope}
 }
 
 // open refuses, before anything is created, a user without the permissions and a namespace
@@ -57,16 +57,16 @@ func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 // terminals) and opens the session, whose agents are always temporary pods.
 func (r *matrixRun) open(ctx context.Context) (*session.Session, error) {
 	o := r.o
-	if err := access.CheckPermissions(ctx, o.client, []string{o.namespace}, access.MatrixPermissions); err != nil {
+	if err := access.CheckPermissions(ctx, o.Client, []string{o.Namespace}, access.MatrixPermissions); err != nil {
 		return nil, err
 	}
-	if _, err := o.client.CoreV1().Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.namespace)
+	if _, err := o.Client.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.Namespace)
 	}
 	fmt.Fprintf(o.ErrOut, "plan: %d pairs among %d agents on %d nodes, %d rounds of up to %d at once, ~%.0f s of measuring after the agents start\n",
 		len(r.pairs), len(r.agentNodes()), r.nodeCount, len(r.rounds), o.Concurrency, r.rep.Plan.EstimatedSeconds)
-	r.timer.phase("plan")
-	r.sess = o.newSession(session.ModePod)
+	r.timer.Phase("plan")
+	r.sess = o.NewSession(session.ModePod)
 	return r.sess, nil
 }
 
@@ -74,14 +74,14 @@ func (r *matrixRun) open(ctx context.Context) (*session.Session, error) {
 // agents.
 func (r *matrixRun) start(ctx context.Context) error {
 	o := r.o
-	r.rep.Warnings = append(r.rep.Warnings, o.cleanStaleDaemonSets(ctx, o.namespace, o.serverNow())...)
-	if err := r.planPolicy(ctx, o.portGiven); err != nil {
+	r.rep.Warnings = append(r.rep.Warnings, o.CleanStaleDaemonSets(ctx, o.Namespace, o.ServerNow())...)
+	if err := r.PlanPolicy(ctx, o.portGiven); err != nil {
 		return err
 	}
 	if err := r.startFleet(ctx); err != nil {
 		return err
 	}
-	r.timer.phase("start-agents")
+	r.timer.Phase("start-agents")
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (r *matrixRun) plan(ctx context.Context) error {
 	}
 	r.rounds = placement.Schedule(r.pairs, o.Concurrency)
 	r.rep.Plan = report.MatrixPlan{Pairs: len(r.pairs), Rounds: len(r.rounds), Concurrency: o.Concurrency, PerPairSeconds: o.perPair().Seconds(),
-		EstimatedSeconds: round1(float64(len(r.rounds)) * (o.perPair() + roundOverhead).Seconds())}
+		EstimatedSeconds: Round1(float64(len(r.rounds)) * (o.perPair() + roundOverhead).Seconds())}
 	if o.Scope == placement.ScopeZones {
 		r.rep.Plan.PairsPerCell = o.PairsPerCell
 	}
@@ -144,7 +144,7 @@ func listNodes(ctx context.Context, o *MatrixOptions) ([]placement.Node, error) 
 	var out []placement.Node
 	opts := metav1.ListOptions{Limit: 500}
 	for {
-		list, err := o.client.CoreV1().Nodes().List(ctx, opts)
+		list, err := o.Client.CoreV1().Nodes().List(ctx, opts)
 		if apierrors.IsForbidden(err) {
 			return nil, fmt.Errorf("the matrix places one agent per node and must list nodes: %w", access.Forbidden(err))
 		}
@@ -217,9 +217,9 @@ func (r *matrixRun) startFleet(ctx context.Context) error {
 	}
 	lifetime := r.lifetime()
 	o.Progress("starting %d agents (DaemonSet %s-%s-%s in %s, each stops serving %s after the plugin stops renewing its lease, and within %s at most)",
-		len(nodes), "netbench", r.sess.RunID, session.RoleMesh, o.namespace, session.FleetLeasePeriod, lifetime.Round(time.Second))
+		len(nodes), "netbench", r.sess.RunID, session.RoleMesh, o.Namespace, session.FleetLeasePeriod, lifetime.Round(time.Second))
 	var err error
-	r.fleet, err = r.sess.StartFleet(ctx, session.FleetSpec{Namespace: o.namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
+	r.fleet, err = r.sess.StartFleet(ctx, session.FleetSpec{Namespace: o.Namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
 		Port: o.Port, Lifetime: lifetime, Lease: session.FleetLeasePeriod})
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ func (r *matrixRun) measure(ctx context.Context) (time.Duration, error) {
 	if ctx.Err() != nil {
 		return measuring, ctx.Err()
 	}
-	r.timer.phase("measure")
+	r.timer.Phase("measure")
 	return measuring, nil
 }
 
@@ -321,8 +321,8 @@ func (r *matrixRun) build() {
 
 func (r *matrixRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
 
-func (r *matrixRun) output() runOutput {
-	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
-		complete: r.build,
-		write:    func() error { return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
+func (r *matrixRun) output() RunOutput {
+	return RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
+		Complete: r.build,
+		Write:    func() error { return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
 }

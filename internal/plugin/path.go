@@ -25,7 +25,7 @@ var probeGroups = []string{"rtt", "udp", "path-mtu", "http", "http-new-conn", "h
 
 // PathOptions holds everything `kubectl netbench path` needs.
 type PathOptions struct {
-	commonOptions
+	CommonOptions
 
 	SrcArg, DstArg             string
 	SrcContainer, DstContainer string
@@ -47,7 +47,7 @@ type PathOptions struct {
 // NewPathOptions returns options with the defaults.
 func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PathOptions {
 	return &PathOptions{
-		commonOptions: newCommonOptions(flags, streams),
+		CommonOptions: NewCommonOptions(flags, streams),
 		Mode:          session.ModeEphemeral,
 		Profile:       "quick",
 		Probes:        probeGroups,
@@ -56,7 +56,7 @@ func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 	}
 }
 
-func newPathCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewPathCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewPathOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "path SRC DST",
@@ -86,14 +86,14 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
-	o.addMeasureFlags(cmd)
-	o.addFlags(cmd)
-	o.gates.addFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
+	o.AddMeasureFlags(cmd)
+	o.AddFlags(cmd)
+	o.Gates.AddFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
 	return cmd
 }
 
 // addMeasureFlags adds the flags that choose what is measured and how (path and ladder).
-func (o *PathOptions) addMeasureFlags(cmd *cobra.Command) {
+func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Mode, "mode", o.Mode, "how to start the agents: ephemeral, pod, or auto")
 	f.StringVar(&o.Profile, "profile", o.Profile, "quick (whole run ≤ 30 s) or seed (the published methodology, ~8 min)")
@@ -108,14 +108,14 @@ func (o *PathOptions) addMeasureFlags(cmd *cobra.Command) {
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between its agents and pods (deleted at the end)")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
-	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion(session.ModeEphemeral, session.ModePod, session.ModeAuto))
-	_ = cmd.RegisterFlagCompletionFunc("profile", fixedCompletion("quick", "seed"))
+	_ = cmd.RegisterFlagCompletionFunc("mode", FixedCompletion(session.ModeEphemeral, session.ModePod, session.ModeAuto))
+	_ = cmd.RegisterFlagCompletionFunc("profile", FixedCompletion("quick", "seed"))
 }
 
 // Complete resolves the namespace and the clients.
 func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.SrcArg, o.DstArg = args[0], args[1]
-	return o.completeFlags()
+	return o.CompleteFlags()
 }
 
 // Validate checks the flags; every message names the flag.
@@ -125,7 +125,7 @@ func (o *PathOptions) Validate() error {
 	default:
 		return fmt.Errorf("--mode %q: want ephemeral, pod or auto", o.Mode)
 	}
-	if _, ok := profiles[o.Profile]; !ok {
+	if _, ok := Profiles[o.Profile]; !ok {
 		return fmt.Errorf("--profile %q: want quick or seed", o.Profile)
 	}
 	if len(o.Probes) == 0 {
@@ -136,7 +136,7 @@ func (o *PathOptions) Validate() error {
 			return fmt.Errorf("--probes: unknown probe %q (known: %s)", p, strings.Join(probeGroups, ","))
 		}
 	}
-	if err := o.validateFlags(); err != nil {
+	if err := o.ValidateFlags(); err != nil {
 		return err
 	}
 	if o.Port < 0 || o.Port > 65535 {
@@ -182,7 +182,7 @@ func (o *PathOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
-	return o.execute(ctx, start, &pathRun{o: o, rep: rep, timer: newPhaseTimer(&rep.Timing, start)})
+	return o.Execute(ctx, start, &pathRun{o: o, rep: rep, timer: NewPhaseTimer(&rep.Timing, start)})
 }
 
 // resolvePair resolves SRC and DST and refuses the same pod twice.
@@ -203,17 +203,17 @@ func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *session.Target
 }
 
 // ephemeralWarnAt is the number of ephemeral containers in a pod from which runs warn.
-const ephemeralWarnAt = 100
+const EphemeralWarnAt = 100
 
 // startServer starts the server agent and waits until it is ready; in auto mode a cluster
 // without ephemeral containers falls back to temporary pods.
-func (o *PathOptions) startServer(ctx context.Context, sess *session.Session, dst *session.Target, port int, lifetime time.Duration, warnings *[]string) (*session.Agent, error) {
+func (o *PathOptions) StartServer(ctx context.Context, sess *session.Session, dst *session.Target, port int, lifetime time.Duration, warnings *[]string) (*session.Agent, error) {
 	spec := session.AgentSpec{Role: session.RoleServer, Target: dst, Serve: true, Lifetime: lifetime, Port: port}
 	srv, err := sess.Start(ctx, spec)
 	if err != nil && o.Mode == session.ModeAuto && errors.Is(err, session.ErrEphemeralUnsupported) {
 		*warnings = append(*warnings, "ephemeral containers are not enabled on this cluster: used temporary pods instead")
 		o.Progress("ephemeral containers unavailable: falling back to temporary pods")
-		if perr := access.CheckPermissions(ctx, o.client, []string{dst.Namespace}, access.NeededPermissions(true)); perr != nil {
+		if perr := access.CheckPermissions(ctx, o.Client, []string{dst.Namespace}, access.NeededPermissions(true)); perr != nil {
 			return nil, perr
 		}
 		sess.Mode = session.ModePod
@@ -228,7 +228,7 @@ func (o *PathOptions) startServer(ctx context.Context, sess *session.Session, ds
 	return srv, nil
 }
 
-func setAgentName(e *report.Endpoint, a *session.Agent) {
+func SetAgentName(e *report.Endpoint, a *session.Agent) {
 	if a.Temporary {
 		e.AgentPod = a.Pod
 	} else {
@@ -238,9 +238,9 @@ func setAgentName(e *report.Endpoint, a *session.Agent) {
 
 // endpoint describes a target and its node's topology; missing labels or permissions leave the
 // zone empty, and the path class then says "unknown".
-func (o *PathOptions) endpoint(ctx context.Context, t *session.Target) report.Endpoint {
+func (o *PathOptions) Endpoint(ctx context.Context, t *session.Target) report.Endpoint {
 	e := report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}
-	if n, err := o.client.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{}); err == nil {
+	if n, err := o.Client.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{}); err == nil {
 		e.Zone = n.Labels[corev1.LabelTopologyZone]
 		e.Region = n.Labels[corev1.LabelTopologyRegion]
 	}

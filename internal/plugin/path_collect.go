@@ -14,7 +14,7 @@ import (
 
 // collected is what the client agent reported.
 type collected struct {
-	results map[string]*agent.ProbeResult
+	Results map[string]*agent.ProbeResult
 	failed  []string // app-port probes that failed, with the reason
 	exit    string   // the client's exit message
 	// footprints are what the agents cost, by role, as the client reported before its end.
@@ -24,15 +24,15 @@ type collected struct {
 
 // collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
 // run; an app-port probe that fails is reported next to the measured results.
-func (o *PathOptions) collect(ctx context.Context, cli, srv *session.Agent, src, dst *session.Target) (*collected, error) {
-	c := &collected{results: map[string]*agent.ProbeResult{}}
+func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src, dst *session.Target) (*collected, error) {
+	c := &collected{Results: map[string]*agent.ProbeResult{}}
 	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventProgress:
 			o.Progress("measuring: %s %s", ev.Probe, text.Sanitize(ev.Message))
 		case agent.EventResult:
 			if ev.Result != nil {
-				c.results[ev.Probe] = ev.Result
+				c.Results[ev.Probe] = ev.Result
 			}
 		case agent.EventError:
 			return false, o.probeError(ev, c, srv, src, dst)
@@ -48,10 +48,10 @@ func (o *PathOptions) collect(ctx context.Context, cli, srv *session.Agent, src,
 }
 
 // missing says which agent-to-agent probes have no result after the client exited.
-func (c *collected) missing(probes []agent.ProbeSpec, cli *session.Agent) error {
+func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error {
 	var none []string
 	for _, p := range probes {
-		if c.results[p.Label()] == nil {
+		if c.Results[p.Label()] == nil {
 			none = append(none, p.Label())
 		}
 	}
@@ -73,13 +73,13 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 		c.failed = append(c.failed, err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
 		return nil
-	case isAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
+	case IsAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
 		err := fmt.Errorf("nothing accepts connections on %s/%s port %d (%s): the agent-to-agent results above were measured",
 			dst.Namespace, dst.Pod.Name, o.Port, dstApp)
 		c.failed = append(c.failed, ev.Probe+": "+err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
 		return nil
-	case isAppProbe(ev.Probe):
+	case IsAppProbe(ev.Probe):
 		err := fmt.Errorf("probe %s to %s failed: %s", ev.Probe, dstApp, msg)
 		c.failed = append(c.failed, err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
@@ -102,7 +102,7 @@ func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agen
 	rep.AgentFootprint = c.footprints
 	var crossBytes int64
 	for _, p := range probes {
-		r := c.results[p.Label()]
+		r := c.Results[p.Label()]
 		if r == nil {
 			continue
 		}
@@ -118,7 +118,7 @@ func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agen
 		}
 	}
 	for _, p := range appPort {
-		if r := c.results[p.Label()]; r != nil {
+		if r := c.Results[p.Label()]; r != nil {
 			rep.AppPort = append(rep.AppPort, r)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 func newTestPathOptions(f *fakecluster.Cluster) (*PathOptions, *strings.Builder) {
 	out := &strings.Builder{}
 	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
-	useCluster(f, &o.commonOptions)
+	UseCluster(f, &o.CommonOptions)
 	o.SrcArg, o.DstArg = "client-1", "web-1"
 	o.Probes = []string{"rtt"}
 	o.Output = "json"

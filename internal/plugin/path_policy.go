@@ -14,48 +14,48 @@ import (
 // planPolicy works out from the policies read what they block between SRC and DST, tells the user,
 // and, with --allow-policy, creates the temporary policies that let this run's agents through
 // (the session deletes them). Bad input fails before anything is created.
-func (o *PathOptions) planPolicy(ctx context.Context, s *session.Session, sc *policyScope, src, dst *session.Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*pathPolicy, error) {
+func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *PolicyScope, src, dst *session.Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*PathPolicy, error) {
 	if o.AllowPolicy {
-		if err := access.CheckPolicyPermissions(ctx, o.client, src.Namespace, dst.Namespace); err != nil {
-			return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, err
+		if err := access.CheckPolicyPermissions(ctx, o.Client, src.Namespace, dst.Namespace); err != nil {
+			return &PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, err
 		}
 	}
-	if o.AllowPolicy && sc.skipped != "" {
-		return &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped}}, fmt.Errorf("--allow-policy: %s", sc.skipped)
+	if o.AllowPolicy && sc.Skipped != "" {
+		return &PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, fmt.Errorf("--allow-policy: %s", sc.Skipped)
 	}
-	srvPort, cliPort := choosePort(sc, s, src, dst), 0
+	srvPort, cliPort := ChoosePort(sc, s, src, dst), 0
 	var temporary []string
 	if o.AllowPolicy {
-		before := planPath(sc, s, src, dst, probes, appPort, srvPort, 0)
-		if len(before.check.Blocked) > 0 {
-			al := newAllowance(s, sc, src, dst)
-			srvPort, cliPort = al.srvPort, al.cliPort
+		before := PlanPath(sc, s, src, dst, probes, appPort, srvPort, 0)
+		if len(before.Check.Blocked) > 0 {
+			al := NewAllowance(s, sc, src, dst)
+			srvPort, cliPort = al.SrvPort, al.CliPort
 			names, err := o.allow(ctx, s, sc, al, lifetime)
 			temporary = names
 			if err != nil {
-				before.check.Temporary = names
+				before.Check.Temporary = names
 				return before, err
 			}
 		}
 	}
-	pp := planPath(sc, s, src, dst, probes, appPort, srvPort, cliPort)
-	pp.srvPort, pp.cliPort = srvPort, cliPort
+	pp := PlanPath(sc, s, src, dst, probes, appPort, srvPort, cliPort)
+	pp.SrvPort, pp.CliPort = srvPort, cliPort
 	if srvPort != 0 && len(temporary) == 0 {
-		pp.check.AgentPort = srvPort
+		pp.Check.AgentPort = srvPort
 	}
-	pp.check.Temporary = temporary
-	o.tellPolicy(pp.check.Blocked, temporary)
-	if len(pp.runnable(probes)) == 0 && len(pp.runnableApp(appPort)) == 0 {
+	pp.Check.Temporary = temporary
+	o.TellPolicy(pp.Check.Blocked, temporary)
+	if len(pp.Runnable(probes)) == 0 && len(pp.RunnableApp(appPort)) == 0 {
 		return pp, fmt.Errorf("NetworkPolicies block every probe of the agents and there is no --port to measure: nothing was measured (allow them for this run with --allow-policy, or measure the app's port with --port)")
 	}
 	return pp, nil
 }
 
 // allow creates the allowance's temporary policies.
-func (o *PathOptions) allow(ctx context.Context, s *session.Session, sc *policyScope, al *allowance, lifetime time.Duration) ([]string, error) {
-	ops, err := al.policies()
+func (o *PathOptions) allow(ctx context.Context, s *session.Session, sc *PolicyScope, al *Allowance, lifetime time.Duration) ([]string, error) {
+	ops, err := al.Policies()
 	if err != nil {
 		return nil, err
 	}
-	return o.createPolicies(ctx, s, sc, ops, lifetime)
+	return o.CreatePolicies(ctx, s, sc, ops, lifetime)
 }

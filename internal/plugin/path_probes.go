@@ -9,21 +9,21 @@ import (
 
 // profile is a set of probe settings.
 type profile struct {
-	rttCount    int
-	rttInterval float64 // ms
-	http        agent.ProbeSpec
-	httpNewConn agent.ProbeSpec
+	RttCount    int
+	RttInterval float64 // ms
+	Http        agent.ProbeSpec
+	HttpNewConn agent.ProbeSpec
 	httpMax     agent.ProbeSpec
 	grpc        agent.ProbeSpec
 	tcp         []agent.ProbeSpec
 	udp         agent.ProbeSpec
 }
 
-var profiles = map[string]profile{
+var Profiles = map[string]profile{
 	"quick": {
-		rttCount: 20, rttInterval: 50,
-		http:        agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: 4},
-		httpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 3},
+		RttCount: 20, RttInterval: 50,
+		Http:        agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: 4},
+		HttpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 3},
 		httpMax:     agent.ProbeSpec{Kind: agent.ProbeHTTPMax, Connections: 16, DurationSeconds: 3},
 		grpc:        agent.ProbeSpec{Kind: agent.ProbeGRPC, QPS: 100, Connections: 4, DurationSeconds: 3},
 		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 1000, IntervalMillis: 1, Size: udpSize},
@@ -33,9 +33,9 @@ var profiles = map[string]profile{
 		},
 	},
 	"seed": {
-		rttCount: 200, rttInterval: 50,
-		http:        agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: 60},
-		httpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 30},
+		RttCount: 200, RttInterval: 50,
+		Http:        agent.ProbeSpec{Kind: agent.ProbeHTTP, QPS: 100, Connections: 4, DurationSeconds: 60},
+		HttpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 30},
 		httpMax:     agent.ProbeSpec{Kind: agent.ProbeHTTPMax, Connections: 16, DurationSeconds: 20},
 		grpc:        agent.ProbeSpec{Kind: agent.ProbeGRPC, QPS: 100, Connections: 4, DurationSeconds: 30},
 		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 20000, IntervalMillis: 1, Size: udpSize},
@@ -55,8 +55,8 @@ const udpSize = 100
 const pmtuSeconds = 3
 
 // probeSpecs builds the agent-to-agent probes and the app-port probes from the profile and flags.
-func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpec) {
-	pr := profiles[o.Profile]
+func (o *PathOptions) ProbeSpecs(dstIP string) (probes, appPort []agent.ProbeSpec) {
+	pr := Profiles[o.Profile]
 	override := func(p agent.ProbeSpec) agent.ProbeSpec {
 		if o.Duration > 0 {
 			p.DurationSeconds = o.Duration.Seconds()
@@ -82,12 +82,12 @@ func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 		switch g {
 		case "rtt":
 			probes = append(probes,
-				agent.ProbeSpec{Kind: agent.ProbeICMP, Count: pr.rttCount, IntervalMillis: pr.rttInterval},
-				agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Count: pr.rttCount, IntervalMillis: pr.rttInterval})
+				agent.ProbeSpec{Kind: agent.ProbeICMP, Count: pr.RttCount, IntervalMillis: pr.RttInterval},
+				agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Count: pr.RttCount, IntervalMillis: pr.RttInterval})
 		case "http":
-			probes = append(probes, override(pr.http))
+			probes = append(probes, override(pr.Http))
 		case "http-new-conn":
-			probes = append(probes, override(pr.httpNewConn))
+			probes = append(probes, override(pr.HttpNewConn))
 		case "http-max":
 			probes = append(probes, override(pr.httpMax))
 		case "grpc":
@@ -105,10 +105,10 @@ func (o *PathOptions) probeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 	probes = uniqueLabels(probes)
 	if o.Port > 0 {
 		addr := net.JoinHostPort(dstIP, strconv.Itoa(o.Port))
-		h := override(pr.http)
+		h := override(pr.Http)
 		h.Name, h.URL = "app-http", "http://"+addr+o.HTTPPath
 		appPort = append(appPort,
-			agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "app-tcp-rtt", Address: addr, Count: pr.rttCount, IntervalMillis: pr.rttInterval},
+			agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "app-tcp-rtt", Address: addr, Count: pr.RttCount, IntervalMillis: pr.RttInterval},
 			h)
 	}
 	return probes, appPort
@@ -128,7 +128,7 @@ func uniqueLabels(specs []agent.ProbeSpec) []agent.ProbeSpec {
 	return out
 }
 
-func expectedSeconds(specs []agent.ProbeSpec) float64 {
+func ExpectedSeconds(specs []agent.ProbeSpec) float64 {
 	var s float64
 	for _, p := range specs {
 		s += p.DurationSeconds

@@ -14,11 +14,11 @@ import (
 type pathRun struct {
 	o           *PathOptions
 	rep         *report.PathReport
-	timer       *phaseTimer
+	timer       *PhaseTimer
 	src, dst    *session.Target
 	sess        *session.Session
 	probes, app []agent.ProbeSpec
-	pp          *pathPolicy
+	pp          *PathPolicy
 	cli, srv    *session.Agent
 	res         *collected
 }
@@ -26,7 +26,7 @@ type pathRun struct {
 func (r *pathRun) figuresBeforePlan() {}
 
 func (r *pathRun) plannedFigures() map[string]string {
-	planned, appPlanned := r.o.probeSpecs(netip.IPv4Unspecified().String())
+	planned, appPlanned := r.o.ProbeSpecs(netip.IPv4Unspecified().String())
 	return report.PlannedFigures(append(planned, appPlanned...))
 }
 
@@ -37,96 +37,96 @@ func (r *pathRun) plan(ctx context.Context) (err error) {
 	if r.src, r.dst, err = o.resolvePair(ctx); err != nil {
 		return err
 	}
-	rep.Source, rep.Destination = o.endpoint(ctx, r.src), o.endpoint(ctx, r.dst)
+	rep.Source, rep.Destination = o.Endpoint(ctx, r.src), o.Endpoint(ctx, r.dst)
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
-	rep.Path.Dataplane = o.dataplane(ctx)
-	rep.Warnings = append(rep.Warnings, targetWarnings(r.src, r.dst)...)
-	r.timer.phase("resolve")
+	rep.Path.Dataplane = o.Dataplane(ctx)
+	rep.Warnings = append(rep.Warnings, TargetWarnings(r.src, r.dst)...)
+	r.timer.Phase("resolve")
 	return nil
 }
 
 // open picks the agents' mode where the user may create them, and the session.
 func (r *pathRun) open(ctx context.Context) (*session.Session, error) {
-	mode, note, err := r.o.chooseMode(ctx, r.o.Mode, r.src.Namespace, r.dst.Namespace)
+	mode, note, err := r.o.ChooseMode(ctx, r.o.Mode, r.src.Namespace, r.dst.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	if note != "" {
 		r.rep.Warnings = append(r.rep.Warnings, note)
 	}
-	r.sess = r.o.newSession(mode)
+	r.sess = r.o.NewSession(mode)
 	return r.sess, nil
 }
 
 // start plans the temporary policies and starts the server agent, then the client with its job.
 func (r *pathRun) start(ctx context.Context) (err error) {
 	o, rep, src, dst := r.o, r.rep, r.src, r.dst
-	rep.Warnings = append(rep.Warnings, o.cleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
-	probes, appPort := o.probeSpecs(dst.Pod.Status.PodIP)
-	lifetime := time.Duration(expectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
-	r.pp, err = o.planPolicy(ctx, r.sess, o.readPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
-	rep.Policy = r.pp.check
+	rep.Warnings = append(rep.Warnings, o.CleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
+	probes, appPort := o.ProbeSpecs(dst.Pod.Status.PodIP)
+	lifetime := time.Duration(ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
+	r.pp, err = o.PlanPolicy(ctx, r.sess, o.ReadPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
+	rep.Policy = r.pp.Check
 	if err != nil {
 		return err
 	}
-	r.probes, r.app = r.pp.runnable(probes), r.pp.runnableApp(appPort)
+	r.probes, r.app = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
 	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: append(append([]agent.ProbeSpec{}, r.probes...), r.app...)}
-	if !r.pp.noServer {
+	if !r.pp.NoServer {
 		o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, r.sess.Mode)
-		if r.srv, err = o.startServer(ctx, r.sess, dst, r.pp.srvPort, lifetime, &rep.Warnings); err != nil {
+		if r.srv, err = o.StartServer(ctx, r.sess, dst, r.pp.SrvPort, lifetime, &rep.Warnings); err != nil {
 			return err
 		}
 		rep.Destination.AgentIP = r.srv.IP
-		setAgentName(&rep.Destination, r.srv)
+		SetAgentName(&rep.Destination, r.srv)
 		job.Host, job.Port = r.srv.IP, r.srv.Port
 	}
 	rep.Mode = r.sess.Mode
-	r.timer.phase("start-server")
+	r.timer.Phase("start-server")
 	return r.startClient(ctx, &job, lifetime)
 }
 
 func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time.Duration) error {
 	src := r.src
 	r.o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
-	cli, err := r.sess.StartReady(ctx, session.AgentSpec{Role: session.RoleClient, Target: src, Job: job, Lifetime: lifetime, Port: r.pp.cliPort, InlineJob: r.pp.inlineJob}, "the client agent")
+	cli, err := r.sess.StartReady(ctx, session.AgentSpec{Role: session.RoleClient, Target: src, Job: job, Lifetime: lifetime, Port: r.pp.CliPort, InlineJob: r.pp.InlineJob}, "the client agent")
 	if err != nil {
 		return err
 	}
 	r.cli = cli
-	setAgentName(&r.rep.Source, cli)
+	SetAgentName(&r.rep.Source, cli)
 	r.rep.Source.AgentIP = src.Pod.Status.PodIP
 	if cli.Temporary {
 		r.rep.Source.AgentIP = cli.IP
 	}
-	r.timer.phase("start-client")
+	r.timer.Phase("start-client")
 	return nil
 }
 
 // measure reads the client's results as they come.
 func (r *pathRun) measure(ctx context.Context) (time.Duration, error) {
 	since := time.Now()
-	res, err := r.o.collect(ctx, r.cli, r.srv, r.src, r.dst)
+	res, err := r.o.Collect(ctx, r.cli, r.srv, r.src, r.dst)
 	if err != nil {
 		return 0, err
 	}
-	if err := res.missing(r.probes, r.cli); err != nil {
+	if err := res.Missing(r.probes, r.cli); err != nil {
 		return 0, err
 	}
 	r.res = res
 	measuring := time.Since(since)
-	r.timer.phase("measure")
+	r.timer.Phase("measure")
 	return measuring, nil
 }
 
 func (r *pathRun) finish(context.Context) {
 	r.o.fillResults(r.rep, r.probes, r.app, r.res)
-	r.rep.Skipped = append(r.pp.skipped(), r.rep.Skipped...)
+	r.rep.Skipped = append(r.pp.Skipped(), r.rep.Skipped...)
 }
 
 func (r *pathRun) closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
 
-func (r *pathRun) output() runOutput {
-	return runOutput{timing: &r.rep.Timing, timer: r.timer, figures: r.rep.FigureValues, checks: &r.rep.Checks,
-		write: func() error { return report.Write(r.o.Out, r.o.Output, r.rep) },
-		err:   func() error { return r.res.appErr }}
+func (r *pathRun) output() RunOutput {
+	return RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
+		Write: func() error { return report.Write(r.o.Out, r.o.Output, r.rep) },
+		Err:   func() error { return r.res.appErr }}
 }

@@ -56,7 +56,7 @@ func TestProbeSpecs(t *testing.T) {
 	o.Probes = []string{"rtt", "tcp"}
 	o.Streams, o.Duration, o.Interval = 4, 10*time.Second, 2*time.Second
 	o.Port, o.HTTPPath = 8080, "/healthz"
-	got, app := o.probeSpecs("10.0.0.5")
+	got, app := o.ProbeSpecs("10.0.0.5")
 	want := []agent.ProbeSpec{
 		{Kind: agent.ProbeICMP, Count: 20, IntervalMillis: 50},
 		{Kind: agent.ProbeTCPRTT, Count: 20, IntervalMillis: 50},
@@ -75,8 +75,8 @@ func TestProbeSpecs(t *testing.T) {
 	}
 	// The quick profile must fit its promise of a whole run within 30 s.
 	q := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
-	all, _ := q.probeSpecs("10.0.0.5")
-	if s := expectedSeconds(all); s > 25 {
+	all, _ := q.ProbeSpecs("10.0.0.5")
+	if s := ExpectedSeconds(all); s > 25 {
 		t.Errorf("quick profile measures for %.0f s; the whole run must stay within 30 s", s)
 	}
 }

@@ -21,47 +21,47 @@ import (
 // policyScope is what the policy check reads before a run starts anything: the
 // NetworkPolicies of the run's namespaces, those namespaces' labels, and the API server's
 // addresses (the pod proxy, which hands agents their jobs and renews leases, connects from them).
-type policyScope struct {
-	policies  []networkingv1.NetworkPolicy
+type PolicyScope struct {
+	Policies  []networkingv1.NetworkPolicy
 	nsLabels  map[string]map[string]string
 	apiServer []netip.Addr
-	skipped   string
+	Skipped   string
 }
 
 // readPolicies reads the scope; without permission to list NetworkPolicies the check is skipped
 // and says so. A namespace that cannot be read keeps the label every namespace carries. Every
 // command reads its namespaces' policies before it starts anything, so this is also where the
 // temporary policies a killed run left are deleted once their not-after time has passed.
-func (o *commonOptions) readPolicies(ctx context.Context, namespaces ...string) *policyScope {
-	sc := &policyScope{nsLabels: map[string]map[string]string{}}
-	for _, ns := range unique(namespaces) {
-		list, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+func (o *CommonOptions) ReadPolicies(ctx context.Context, namespaces ...string) *PolicyScope {
+	sc := &PolicyScope{nsLabels: map[string]map[string]string{}}
+	for _, ns := range Unique(namespaces) {
+		list, err := o.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			sc.skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, access.ForbiddenOr(err))
+			sc.Skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, access.ForbiddenOr(err))
 			return sc
 		}
-		sc.policies = append(sc.policies, o.sweepPolicies(ctx, ns, list.Items)...)
+		sc.Policies = append(sc.Policies, o.sweepPolicies(ctx, ns, list.Items)...)
 		sc.nsLabels[ns] = map[string]string{}
-		if n, err := o.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		if n, err := o.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
 			maps.Copy(sc.nsLabels[ns], n.Labels)
 		}
 		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
 	}
-	sc.apiServer = session.ApiServerAddrs(ctx, o.client)
+	sc.apiServer = session.ApiServerAddrs(ctx, o.Client)
 	return sc
 }
 
 // names lists the policies read, namespace/name.
-func (sc *policyScope) names() []string {
+func (sc *PolicyScope) Names() []string {
 	var n []string
-	for _, p := range sc.policies {
+	for _, p := range sc.Policies {
 		n = append(n, p.Namespace+"/"+p.Name)
 	}
 	return n
 }
 
 // endpoint is a pod as the policies see it.
-func (sc *policyScope) endpoint(p *corev1.Pod) netpolicy.Endpoint {
+func (sc *PolicyScope) Endpoint(p *corev1.Pod) netpolicy.Endpoint {
 	ip, _ := netip.ParseAddr(p.Status.PodIP)
 	return netpolicy.Endpoint{Pod: p, NamespaceLabels: sc.nsLabels[p.Namespace], IP: ip}
 }
@@ -76,24 +76,24 @@ func policyPod(s *session.Session, t *session.Target, r session.Role) *corev1.Po
 }
 
 // check evaluates a flow; from the API server, any of its addresses must be allowed.
-func (sc *policyScope) check(from, to netpolicy.Endpoint, proto corev1.Protocol, port int) netpolicy.Verdict {
-	return netpolicy.Check(sc.policies, netpolicy.Flow{From: from, To: to, Protocol: proto, Port: port})
+func (sc *PolicyScope) Check(from, to netpolicy.Endpoint, proto corev1.Protocol, port int) netpolicy.Verdict {
+	return netpolicy.Check(sc.Policies, netpolicy.Flow{From: from, To: to, Protocol: proto, Port: port})
 }
 
 // fromAPIServer says which policies stop the API server reaching pod's port (none: allowed,
 // or the API server's addresses are unknown and it is assumed allowed).
-func (sc *policyScope) fromAPIServer(pod *corev1.Pod, port int) []string {
+func (sc *PolicyScope) FromAPIServer(pod *corev1.Pod, port int) []string {
 	for _, ip := range sc.apiServer {
-		v := sc.check(netpolicy.Endpoint{IP: ip}, sc.endpoint(pod), corev1.ProtocolTCP, port)
+		v := sc.Check(netpolicy.Endpoint{IP: ip}, sc.Endpoint(pod), corev1.ProtocolTCP, port)
 		if !v.Allowed() {
-			return unique(v.Blockers())
+			return Unique(v.Blockers())
 		}
 	}
 	return nil
 }
 
 // flowOf is the protocol a probe of the agents uses to the server agent.
-func flowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
+func FlowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
 	switch p.Kind {
 	case agent.ProbeICMP:
 		return netpolicy.ICMP, "ICMP echo"
@@ -104,82 +104,82 @@ func flowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
 }
 
 // blocks groups blocked probes by flow, in the order first seen.
-type blocks []report.PolicyBlock
+type Blocks []report.PolicyBlock
 
-func (b *blocks) add(flow string, policies []string, probe string) {
+func (b *Blocks) Add(flow string, policies []string, probe string) {
 	for i := range *b {
 		if (*b)[i].Flow == flow {
 			(*b)[i].Probes = append((*b)[i].Probes, probe)
 			return
 		}
 	}
-	*b = append(*b, report.PolicyBlock{Flow: flow, Policies: unique(policies), Probes: []string{probe}})
+	*b = append(*b, report.PolicyBlock{Flow: flow, Policies: Unique(policies), Probes: []string{probe}})
 }
 
 // pathPolicy is what the policy check decided for a path run.
-type pathPolicy struct {
-	check *report.PolicyCheck
+type PathPolicy struct {
+	Check *report.PolicyCheck
 	// skip holds the probes not to run; noServer says the server agent is not started at all
 	// (every agent-to-agent probe is blocked, or the API server cannot reach it).
-	skip     map[string]bool
-	noServer bool
+	Skip     map[string]bool
+	NoServer bool
 	// srvPort and cliPort are the agents' ports (0: a free one).
-	srvPort, cliPort int
+	SrvPort, CliPort int
 	// inlineJob: the API server cannot hand the client agent its job, so the job (app-port
 	// probes only: it holds no token) is given on its command line.
-	inlineJob bool
+	InlineJob bool
 }
 
 // planPath works out which probes the policies block between the run's agents, with the server
 // agent on port (0: a free port, which only port-less rules allow).
-func planPath(sc *policyScope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *pathPolicy {
-	pp := &pathPolicy{check: &report.PolicyCheck{Skipped: sc.skipped, Policies: sc.names()}, skip: map[string]bool{}}
-	if sc.skipped != "" {
+func PlanPath(sc *PolicyScope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *PathPolicy {
+	pp := &PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}, Skip: map[string]bool{}}
+	if sc.Skipped != "" {
 		return pp
 	}
-	cli, srv := sc.endpoint(policyPod(s, src, session.RoleClient)), sc.endpoint(policyPod(s, dst, session.RoleServer))
-	var b blocks
-	if pols := sc.fromAPIServer(srv.Pod, port); len(pols) > 0 {
-		pp.noServer = true
+	cli, srv := sc.Endpoint(policyPod(s, src, session.RoleClient)), sc.Endpoint(policyPod(s, dst, session.RoleServer))
+	var b Blocks
+	if pols := sc.FromAPIServer(srv.Pod, port); len(pols) > 0 {
+		pp.NoServer = true
 		for _, p := range probes {
-			b.add("the API server's pod proxy to the server agent (its lease and stop)", pols, p.Label())
+			b.Add("the API server's pod proxy to the server agent (its lease and stop)", pols, p.Label())
 		}
 	}
 	for _, p := range probes {
-		proto, flow := flowOf(p)
-		if v := sc.check(cli, srv, proto, port); !pp.noServer && !v.Allowed() {
-			b.add(flow, v.Blockers(), p.Label())
+		proto, flow := FlowOf(p)
+		if v := sc.Check(cli, srv, proto, port); !pp.NoServer && !v.Allowed() {
+			b.Add(flow, v.Blockers(), p.Label())
 		}
 	}
 	for _, blk := range b {
 		for _, p := range blk.Probes {
-			pp.skip[p] = true
+			pp.Skip[p] = true
 		}
 	}
-	pp.noServer = pp.noServer || len(pp.skip) == len(probes)
-	app := sc.endpoint(dst.Pod)
+	pp.NoServer = pp.NoServer || len(pp.Skip) == len(probes)
+	app := sc.Endpoint(dst.Pod)
 	if s.Mode == session.ModePod {
-		app = sc.endpoint(dst.Pod) // the app itself, not the temporary agent pod
+		app = sc.Endpoint(dst.Pod) // the app itself, not the temporary agent pod
 	}
 	for _, p := range appPort {
-		if v := sc.check(cli, app, corev1.ProtocolTCP, portOf(p)); !v.Allowed() {
-			b.add(fmt.Sprintf("TCP to %s/%s port %d", dst.Namespace, dst.Pod.Name, portOf(p)), v.Blockers(), p.Label())
-			pp.skip[p.Label()] = true
+		if v := sc.Check(cli, app, corev1.ProtocolTCP, portOf(p)); !v.Allowed() {
+			b.Add(fmt.Sprintf("TCP to %s/%s port %d", dst.Namespace, dst.Pod.Name, portOf(p)), v.Blockers(), p.Label())
+			pp.Skip[p.Label()] = true
 		}
 	}
-	if pols := sc.fromAPIServer(cli.Pod, cliPort); len(pols) > 0 {
-		pp.inlineJob = true
-		if !pp.noServer {
-			pp.noServer = true
+	if pols := sc.FromAPIServer(cli.Pod, cliPort); len(pols) > 0 {
+		pp.InlineJob = true
+		if !pp.NoServer {
+			pp.NoServer = true
 			for _, p := range probes {
-				if !pp.skip[p.Label()] {
-					b.add("the API server's pod proxy to the client agent (handing it a job that holds the run's token)", pols, p.Label())
-					pp.skip[p.Label()] = true
+				if !pp.Skip[p.Label()] {
+					b.Add("the API server's pod proxy to the client agent (handing it a job that holds the run's token)", pols, p.Label())
+					pp.Skip[p.Label()] = true
 				}
 			}
 		}
 	}
-	pp.check.Blocked = b
+	pp.Check.Blocked = b
 	return pp
 }
 
@@ -199,24 +199,24 @@ func portOf(p agent.ProbeSpec) int {
 
 // choosePort puts the server agent inside a port range the policies allow from the client and
 // the API server, avoiding the destination's declared ports; 0 when there is none.
-func choosePort(sc *policyScope, s *session.Session, src, dst *session.Target) int {
-	return portWithin(sc, policyPod(s, src, session.RoleClient), policyPod(s, dst, session.RoleServer), declaredPorts(dst.Pod))
+func ChoosePort(sc *PolicyScope, s *session.Session, src, dst *session.Target) int {
+	return PortWithin(sc, policyPod(s, src, session.RoleClient), policyPod(s, dst, session.RoleServer), declaredPorts(dst.Pod))
 }
 
 // portWithin is a port of 1024 or above, not taken, inside a range the policies allow over TCP
 // from one pod to another and from the API server to the latter; 0 when there is none (or the
 // policies were not read).
-func portWithin(sc *policyScope, from, to *corev1.Pod, taken []int) int {
-	if sc.skipped != "" {
+func PortWithin(sc *PolicyScope, from, to *corev1.Pod, taken []int) int {
+	if sc.Skipped != "" {
 		return 0
 	}
-	cli, srv := sc.endpoint(from), sc.endpoint(to)
-	for _, r := range netpolicy.AllowedRanges(sc.policies, corev1.ProtocolTCP) {
+	cli, srv := sc.Endpoint(from), sc.Endpoint(to)
+	for _, r := range netpolicy.AllowedRanges(sc.Policies, corev1.ProtocolTCP) {
 		for p := r.Last; p >= r.First && p > r.Last-64; p-- {
 			if p < 1024 || slices.Contains(taken, p) {
 				continue
 			}
-			if sc.check(cli, srv, corev1.ProtocolTCP, p).Allowed() && len(sc.fromAPIServer(to, p)) == 0 {
+			if sc.Check(cli, srv, corev1.ProtocolTCP, p).Allowed() && len(sc.FromAPIServer(to, p)) == 0 {
 				return p
 			}
 		}
@@ -235,24 +235,24 @@ func declaredPorts(p *corev1.Pod) []int {
 }
 
 // runnable are the probes the policies let through.
-func (pp *pathPolicy) runnable(probes []agent.ProbeSpec) []agent.ProbeSpec {
-	if pp.noServer {
+func (pp *PathPolicy) Runnable(probes []agent.ProbeSpec) []agent.ProbeSpec {
+	if pp.NoServer {
 		return nil
 	}
-	return slices.DeleteFunc(slices.Clone(probes), func(p agent.ProbeSpec) bool { return pp.skip[p.Label()] })
+	return slices.DeleteFunc(slices.Clone(probes), func(p agent.ProbeSpec) bool { return pp.Skip[p.Label()] })
 }
 
 // runnableApp are the app-port probes the policies let through.
-func (pp *pathPolicy) runnableApp(appPort []agent.ProbeSpec) []agent.ProbeSpec {
-	return slices.DeleteFunc(slices.Clone(appPort), func(p agent.ProbeSpec) bool { return pp.skip[p.Label()] })
+func (pp *PathPolicy) RunnableApp(appPort []agent.ProbeSpec) []agent.ProbeSpec {
+	return slices.DeleteFunc(slices.Clone(appPort), func(p agent.ProbeSpec) bool { return pp.Skip[p.Label()] })
 }
 
 // skipped are the report's lines for the probes not run.
-func (pp *pathPolicy) skipped() []string {
+func (pp *PathPolicy) Skipped() []string {
 	var out []string
-	for _, b := range pp.check.Blocked {
+	for _, b := range pp.Check.Blocked {
 		for _, p := range b.Probes {
-			if pp.skip[p] || pp.noServer && !isAppProbe(p) {
+			if pp.Skip[p] || pp.NoServer && !IsAppProbe(p) {
 				out = append(out, fmt.Sprintf("%s: %s is blocked by NetworkPolicy %s", p, b.Flow, strings.Join(b.Policies, ", ")))
 			}
 		}
@@ -261,7 +261,7 @@ func (pp *pathPolicy) skipped() []string {
 }
 
 // tellPolicy says up front what the policies block and what --allow-policy created.
-func (o *commonOptions) tellPolicy(blocked []report.PolicyBlock, temporary []string) {
+func (o *CommonOptions) TellPolicy(blocked []report.PolicyBlock, temporary []string) {
 	for _, b := range blocked {
 		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s\n", b)
 	}

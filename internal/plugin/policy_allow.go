@@ -15,17 +15,17 @@ import (
 // agent's port from the client agent (TCP and UDP; everything between the two agents when they
 // are temporary pods of the run, so ICMP too), and the agents' ports from the API server (the
 // pod proxy), each only for pods already isolated in that direction.
-type allowance struct {
+type Allowance struct {
 	s                *session.Session
-	sc               *policyScope
+	sc               *PolicyScope
 	src, dst         *session.Target
-	srvPort, cliPort int
+	SrvPort, CliPort int
 }
 
 // newAllowance picks the agents' ports (random, outside the pods' declared ports).
-func newAllowance(s *session.Session, sc *policyScope, src, dst *session.Target) *allowance {
-	a := &allowance{s: s, sc: sc, src: src, dst: dst}
-	a.srvPort, a.cliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
+func NewAllowance(s *session.Session, sc *PolicyScope, src, dst *session.Target) *Allowance {
+	a := &Allowance{s: s, sc: sc, src: src, dst: dst}
+	a.SrvPort, a.CliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
 	return a
 }
 
@@ -41,7 +41,7 @@ func freePortAvoiding(p *corev1.Pod) int {
 
 // policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
 // ingress, each only where a policy already isolates (none when nothing is isolated).
-func (a *allowance) policies() ([]*opening, error) {
+func (a *Allowance) Policies() ([]*Opening, error) {
 	cli, srv := policyPod(a.s, a.src, session.RoleClient), policyPod(a.s, a.dst, session.RoleServer)
 	cliPeers, err := a.s.Peers(cli)
 	if err != nil {
@@ -52,24 +52,24 @@ func (a *allowance) policies() ([]*opening, error) {
 		return nil, err
 	}
 	base := "netbench-" + a.s.RunID
-	server := a.sc.ingressOpenings([]*corev1.Pod{srv},
-		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.apiServerRules(a.srvPort)...))
-	client := append(a.sc.egressOpenings([]*corev1.Pod{cli}, []networkingv1.NetworkPolicyEgressRule{{To: srvPeers, Ports: a.agentPorts()}}),
-		a.sc.ingressOpenings([]*corev1.Pod{cli}, a.sc.apiServerRules(a.cliPort))...)
-	return append(finalize(base+"-server", server), finalize(base+"-client", client)...), nil
+	server := a.sc.IngressOpenings([]*corev1.Pod{srv},
+		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.ApiServerRules(a.SrvPort)...))
+	client := append(a.sc.EgressOpenings([]*corev1.Pod{cli}, []networkingv1.NetworkPolicyEgressRule{{To: srvPeers, Ports: a.agentPorts()}}),
+		a.sc.IngressOpenings([]*corev1.Pod{cli}, a.sc.ApiServerRules(a.CliPort))...)
+	return append(Finalize(base+"-server", server), Finalize(base+"-client", client)...), nil
 }
 
 // agentPorts: the server agent's port over TCP and UDP; nothing (every port and ICMP) between
 // two temporary agent pods, which nothing but this run's agents carry the labels of.
-func (a *allowance) agentPorts() []networkingv1.NetworkPolicyPort {
+func (a *Allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 	if a.s.Mode == session.ModePod {
 		return nil
 	}
-	return netpolicy.Ports(a.srvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
+	return netpolicy.Ports(a.SrvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
 }
 
 // apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
-func (sc *policyScope) apiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
+func (sc *PolicyScope) ApiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
 	if len(sc.apiServer) == 0 {
 		return nil
 	}

@@ -35,7 +35,7 @@ import (
 // not-after time passes and the next run (or `kubectl netbench cleanup`) deletes it.
 
 // opening is one temporary policy to create, with the policy that justifies each direction.
-type opening struct {
+type Opening struct {
 	np    *networkingv1.NetworkPolicy
 	basis []basis
 	// pods are the pods it is for (namespace/name), for the messages.
@@ -50,9 +50,9 @@ type basis struct {
 
 // basisOf is the policy that justifies selecting pod in direction dir: the first by name of
 // those that isolate it there, temporary policies of this tool aside; nil when none does.
-func (sc *policyScope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *networkingv1.NetworkPolicy {
+func (sc *PolicyScope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *networkingv1.NetworkPolicy {
 	var best *networkingv1.NetworkPolicy
-	for _, p := range netpolicy.Isolating(sc.policies, pod, dir) {
+	for _, p := range netpolicy.Isolating(sc.Policies, pod, dir) {
 		if p.Labels[session.ManagedByLabel] == session.ManagedByValue {
 			continue
 		}
@@ -69,7 +69,7 @@ func (sc *policyScope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *ne
 // openings are the temporary policies (not yet named, without rules) that select pods for
 // direction dir: one per existing policy that isolates some of them, selecting only pods that
 // policy isolates; pods no policy isolates in dir are left out.
-func (sc *policyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType) []*opening {
+func (sc *PolicyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType) []*Opening {
 	var keys []string
 	groups, bases := map[string][]*corev1.Pod{}, map[string]*networkingv1.NetworkPolicy{}
 	for _, p := range pods {
@@ -83,14 +83,14 @@ func (sc *policyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType)
 		}
 		groups[key] = append(groups[key], p)
 	}
-	var out []*opening
+	var out []*Opening
 	for _, key := range keys {
 		x := bases[key]
 		sel, ok := netpolicy.Narrow(x, groups[key])
 		if !ok {
 			continue // x selects each of them: cannot happen
 		}
-		op := &opening{np: &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: x.Namespace},
+		op := &Opening{np: &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: x.Namespace},
 			Spec: networkingv1.NetworkPolicySpec{PodSelector: sel, PolicyTypes: []networkingv1.PolicyType{dir}}},
 			basis: []basis{{dir: dir, x: x}}}
 		for _, p := range groups[key] {
@@ -102,7 +102,7 @@ func (sc *policyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType)
 }
 
 // ingressOpenings are the openings for pods' ingress, with rules.
-func (sc *policyScope) ingressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyIngressRule) []*opening {
+func (sc *PolicyScope) IngressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyIngressRule) []*Opening {
 	ops := sc.openings(pods, networkingv1.PolicyTypeIngress)
 	for _, op := range ops {
 		op.np.Spec.Ingress = slices.Clone(rules)
@@ -111,7 +111,7 @@ func (sc *policyScope) ingressOpenings(pods []*corev1.Pod, rules []networkingv1.
 }
 
 // egressOpenings are the openings for pods' egress, with rules.
-func (sc *policyScope) egressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyEgressRule) []*opening {
+func (sc *PolicyScope) EgressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyEgressRule) []*Opening {
 	ops := sc.openings(pods, networkingv1.PolicyTypeEgress)
 	for _, op := range ops {
 		op.np.Spec.Egress = slices.Clone(rules)
@@ -121,8 +121,8 @@ func (sc *policyScope) egressOpenings(pods []*corev1.Pod, rules []networkingv1.N
 
 // finalize merges the openings of one side that select the same pods (one policy for both
 // directions) and names them: base, or base-1, base-2 … when there are several.
-func finalize(base string, ops []*opening) []*opening {
-	var out []*opening
+func Finalize(base string, ops []*Opening) []*Opening {
+	var out []*Opening
 	for _, op := range ops {
 		if i := slices.IndexFunc(out, op.mergeable); i >= 0 {
 			out[i].merge(op)
@@ -141,13 +141,13 @@ func finalize(base string, ops []*opening) []*opening {
 
 // mergeable says whether op and other can be one policy: same namespace and selector, and
 // no direction in common.
-func (op *opening) mergeable(other *opening) bool {
+func (op *Opening) mergeable(other *Opening) bool {
 	return other.np.Namespace == op.np.Namespace && equality.Semantic.DeepEqual(other.np.Spec.PodSelector, op.np.Spec.PodSelector) &&
 		!slices.ContainsFunc(op.np.Spec.PolicyTypes, func(t networkingv1.PolicyType) bool { return slices.Contains(other.np.Spec.PolicyTypes, t) })
 }
 
 // merge adds other's direction, rules and basis to op.
-func (op *opening) merge(other *opening) {
+func (op *Opening) merge(other *Opening) {
 	op.np.Spec.PolicyTypes = append(op.np.Spec.PolicyTypes, other.np.Spec.PolicyTypes...)
 	op.np.Spec.Ingress = append(op.np.Spec.Ingress, other.np.Spec.Ingress...)
 	op.np.Spec.Egress = append(op.np.Spec.Egress, other.np.Spec.Egress...)
@@ -160,7 +160,7 @@ func (op *opening) merge(other *opening) {
 }
 
 // isolatedBy is the IsolatedByAnnotation's value: "ingress: ns/x, egress: ns/y".
-func (op *opening) isolatedBy() string {
+func (op *Opening) isolatedBy() string {
 	var parts []string
 	for _, b := range op.basis {
 		parts = append(parts, strings.ToLower(string(b.dir))+": "+b.x.Namespace+"/"+b.x.Name)
@@ -171,7 +171,7 @@ func (op *opening) isolatedBy() string {
 // stale says why the opening may no longer be created, judged by its namespace's policies as
 // read again (fresh): a policy it rests on was deleted, or changed its podSelector or no longer
 // isolates in that direction. "" when it may.
-func (op *opening) stale(fresh []networkingv1.NetworkPolicy) string {
+func (op *Opening) stale(fresh []networkingv1.NetworkPolicy) string {
 	for _, b := range op.basis {
 		i := slices.IndexFunc(fresh, func(p networkingv1.NetworkPolicy) bool { return p.Name == b.x.Name })
 		what := fmt.Sprintf("NetworkPolicy %s/%s, which isolated %s (%s) when the run started,", b.x.Namespace, b.x.Name,
@@ -193,10 +193,10 @@ func (op *opening) stale(fresh []networkingv1.NetworkPolicy) string {
 // policy is gone or changed (it could then select a pod no policy isolates). The scope then
 // holds the policies as read again and those created, so that the plan sees them. It returns
 // the names created (namespace/name), also those made before an error.
-func (o *commonOptions) createPolicies(ctx context.Context, s *session.Session, sc *policyScope, ops []*opening, lifetime time.Duration) ([]string, error) {
+func (o *CommonOptions) CreatePolicies(ctx context.Context, s *session.Session, sc *PolicyScope, ops []*Opening, lifetime time.Duration) ([]string, error) {
 	var names []string
 	for _, ns := range openingNamespaces(ops) {
-		fresh, err := o.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+		fresh, err := o.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return names, fmt.Errorf("--allow-policy: reading the NetworkPolicies of namespace %q again before creating temporary ones: %w", ns, err)
 		}
@@ -213,28 +213,28 @@ func (o *commonOptions) createPolicies(ctx context.Context, s *session.Session, 
 			if err := s.CreatePolicy(ctx, op.np, lifetime); err != nil {
 				return names, err
 			}
-			sc.policies = append(sc.policies, *op.np)
+			sc.Policies = append(sc.Policies, *op.np)
 			names = append(names, ns+"/"+op.np.Name)
 		}
 	}
 	return names, nil
 }
 
-func openingNamespaces(ops []*opening) []string {
+func openingNamespaces(ops []*Opening) []string {
 	var out []string
 	for _, op := range ops {
 		out = append(out, op.np.Namespace)
 	}
-	return unique(out)
+	return Unique(out)
 }
 
 // replace puts the policies of namespace ns as read again in place of those read before.
-func (sc *policyScope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
-	sc.policies = append(slices.DeleteFunc(sc.policies, func(p networkingv1.NetworkPolicy) bool { return p.Namespace == ns }), fresh...)
+func (sc *PolicyScope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
+	sc.Policies = append(slices.DeleteFunc(sc.Policies, func(p networkingv1.NetworkPolicy) bool { return p.Namespace == ns }), fresh...)
 }
 
 // policiesOf lists the policies the openings would create.
-func policiesOf(ops []*opening) []networkingv1.NetworkPolicy {
+func PoliciesOf(ops []*Opening) []networkingv1.NetworkPolicy {
 	var out []networkingv1.NetworkPolicy
 	for _, op := range ops {
 		out = append(out, *op.np)

@@ -92,14 +92,14 @@ func TestAllowanceSelectsOnlyIsolatedPods(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, o, _ := policyCluster(t, pods, tc.policies...)
 			s := testSession(cs, tc.mode)
-			sc := o.readPolicies(context.Background(), "shop")
-			al := newAllowance(s, sc, &session.Target{Namespace: "shop", Pod: tc.src}, &session.Target{Namespace: "shop", Pod: tc.dst})
-			ops, err := al.policies()
+			sc := o.ReadPolicies(context.Background(), "shop")
+			al := NewAllowance(s, sc, &session.Target{Namespace: "shop", Pod: tc.src}, &session.Target{Namespace: "shop", Pod: tc.dst})
+			ops, err := al.Policies()
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := policiesOf(ops)
-			if diff := cmp.Diff(tc.want(al.srvPort, al.cliPort), got); diff != "" {
+			got := PoliciesOf(ops)
+			if diff := cmp.Diff(tc.want(al.SrvPort, al.CliPort), got); diff != "" {
 				t.Errorf("temporary policies (-want +got):\n%s", diff)
 			}
 			fakecluster.OnlyIsolated(t, tc.policies, got, append(pods, policyPod(s, al.src, session.RoleClient), policyPod(s, al.dst, session.RoleServer)))
@@ -140,15 +140,15 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 			cs, o, errOut := policyCluster(t, []*corev1.Pod{web, client},
 				fakecluster.Netpol("deny-v2", fakecluster.MatchLabels(map[string]string{"version": "v2"}), fakecluster.IngressOnly), fakecluster.Netpol("unrelated", fakecluster.MatchLabels(map[string]string{"app": "db"}), fakecluster.IngressOnly))
 			s := testSession(cs, session.ModeEphemeral)
-			sc := o.readPolicies(context.Background(), "shop")
-			ops, err := newAllowance(s, sc, &session.Target{Namespace: "shop", Pod: client}, &session.Target{Namespace: "shop", Pod: web}).policies()
+			sc := o.ReadPolicies(context.Background(), "shop")
+			ops, err := NewAllowance(s, sc, &session.Target{Namespace: "shop", Pod: client}, &session.Target{Namespace: "shop", Pod: web}).Policies()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := tc.change(cs); err != nil {
 				t.Fatal(err)
 			}
-			got, err := o.createPolicies(context.Background(), s, sc, ops, time.Minute)
+			got, err := o.CreatePolicies(context.Background(), s, sc, ops, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,8 +171,8 @@ func TestCreatePoliciesRereadsIsolatingPolicy(t *testing.T) {
 				}
 			}
 			live, _ := cs.NetworkingV1().NetworkPolicies("shop").List(context.Background(), metav1.ListOptions{})
-			if len(sc.policies) != len(live.Items) {
-				t.Errorf("the scope holds %d policies, the namespace %d", len(sc.policies), len(live.Items))
+			if len(sc.Policies) != len(live.Items) {
+				t.Errorf("the scope holds %d policies, the namespace %d", len(sc.Policies), len(live.Items))
 			}
 		})
 	}
@@ -286,8 +286,8 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "networkpolicies"}, "x", errors.New("RBAC"))
 				})
 			}
-			sc := o.readPolicies(context.Background(), "shop")
-			if diff := cmp.Diff(tc.wantKept, fakecluster.PolicyNames(sc.policies)); diff != "" {
+			sc := o.ReadPolicies(context.Background(), "shop")
+			if diff := cmp.Diff(tc.wantKept, fakecluster.PolicyNames(sc.Policies)); diff != "" {
 				t.Errorf("policies in the scope (-want +got):\n%s", diff)
 			}
 			live, _ := cs.NetworkingV1().NetworkPolicies("shop").List(context.Background(), metav1.ListOptions{})
@@ -315,11 +315,11 @@ func TestReadPoliciesSweepsExpiredLeftovers(t *testing.T) {
 
 // policyCluster is a fake cluster holding pods and policies, the API server at 10.77.0.1, and
 // options reading it as a run does (stderr kept).
-func policyCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.NetworkPolicy) (*fake.Clientset, *commonOptions, *strings.Builder) {
+func policyCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.NetworkPolicy) (*fake.Clientset, *CommonOptions, *strings.Builder) {
 	t.Helper()
 	cs := fakecluster.PolicyCluster(pods, policies...)
 	errOut := &strings.Builder{}
-	o := &commonOptions{client: cs, namespace: "shop"}
+	o := &CommonOptions{Client: cs, Namespace: "shop"}
 	o.ErrOut = errOut
 	return cs, o, errOut
 }

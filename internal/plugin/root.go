@@ -45,7 +45,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 	a := agent.NewCommand(streams)
 	a.Hidden = true
-	cmd.AddCommand(newPathCommand(flags, streams), newLadderCommand(flags, streams), newDNSCommand(flags, streams), newDiffCommand(streams), newVersionCommand(streams), newCleanupCommand(flags, streams), newMatrixCommand(flags, streams), a)
+	cmd.AddCommand(NewPathCommand(flags, streams), NewLadderCommand(flags, streams), NewDNSCommand(flags, streams), NewDiffCommand(streams), newVersionCommand(streams), NewCleanupCommand(flags, streams), NewMatrixCommand(flags, streams), a)
 	return cmd
 }
 

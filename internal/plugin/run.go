@@ -16,33 +16,33 @@ import (
 )
 
 // phaseTimer records the wall time of a run's phases in its report.
-type phaseTimer struct {
+type PhaseTimer struct {
 	timing *report.Timing
 	last   time.Time
 }
 
-func newPhaseTimer(timing *report.Timing, start time.Time) *phaseTimer {
-	return &phaseTimer{timing: timing, last: start}
+func NewPhaseTimer(timing *report.Timing, start time.Time) *PhaseTimer {
+	return &PhaseTimer{timing: timing, last: start}
 }
 
-func (p *phaseTimer) phase(name string) {
+func (p *PhaseTimer) Phase(name string) {
 	now := time.Now()
-	p.timing.Phases = append(p.timing.Phases, report.Phase{Name: name, Seconds: round1(now.Sub(p.last).Seconds())})
+	p.timing.Phases = append(p.timing.Phases, report.Phase{Name: name, Seconds: Round1(now.Sub(p.last).Seconds())})
 	p.last = now
 }
 
 // chooseMode checks, before anything is created, that the user may do everything the run
 // needs, and picks the agents' mode: auto takes temporary pods where ephemeral containers are
 // not allowed. note says why auto chose pods.
-func (o *commonOptions) chooseMode(ctx context.Context, requested string, namespaces ...string) (mode, note string, err error) {
+func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namespaces ...string) (mode, note string, err error) {
 	mode = requested
 	if mode == session.ModeAuto {
 		mode = session.ModeEphemeral
 	}
-	err = access.CheckPermissions(ctx, o.client, namespaces, access.NeededPermissions(mode == session.ModePod))
+	err = access.CheckPermissions(ctx, o.Client, namespaces, access.NeededPermissions(mode == session.ModePod))
 	var pe *access.PermissionError
 	if err != nil && requested == session.ModeAuto && errors.As(err, &pe) {
-		if perr := access.CheckPermissions(ctx, o.client, namespaces, access.NeededPermissions(true)); perr == nil {
+		if perr := access.CheckPermissions(ctx, o.Client, namespaces, access.NeededPermissions(true)); perr == nil {
 			return session.ModePod, fmt.Sprintf("ephemeral containers not allowed (%v): used temporary pods instead", err), nil
 		}
 	}
@@ -50,13 +50,13 @@ func (o *commonOptions) chooseMode(ctx context.Context, requested string, namesp
 }
 
 // newSession starts a session for one run with a fresh id and token.
-func (o *commonOptions) newSession(mode string) *session.Session {
-	s := session.NewSession(o.client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
+func (o *CommonOptions) NewSession(mode string) *session.Session {
+	s := session.NewSession(o.Client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
 	s.Resources = o.resources
-	s.Now = o.serverNow
+	s.Now = o.ServerNow
 	s.Logf = func(format string, args ...any) { klog.V(2).Infof(format, args...) }
-	if o.configureSession != nil {
-		o.configureSession(s)
+	if o.ConfigureSession != nil {
+		o.ConfigureSession(s)
 	}
 	return s
 }
@@ -65,7 +65,7 @@ func (o *commonOptions) newSession(mode string) *session.Session {
 var ErrInterrupted = errors.New("interrupted")
 
 // finish closes the session and says what an interrupted or failed run left behind.
-func (o *commonOptions) finish(ctx context.Context, s *session.Session, err error) error {
+func (o *CommonOptions) finish(ctx context.Context, s *session.Session, err error) error {
 	cerr := s.Close()
 	if ctx.Err() != nil {
 		if cerr != nil {

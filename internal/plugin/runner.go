@@ -30,21 +30,21 @@ type command interface {
 	// closed completes the report once every agent has ended and every temporary object is gone.
 	closed()
 	// output is the report to time, check and write.
-	output() runOutput
+	output() RunOutput
 }
 
 // runOutput is a command's report as the runner needs it.
-type runOutput struct {
-	timing *report.Timing
-	timer  *phaseTimer // nil: the report has no phases
+type RunOutput struct {
+	Timing *report.Timing
+	Timer  *PhaseTimer // nil: the report has no phases
 	// figures are the report's figures for --fail-if; checks receives the results.
-	figures func() []report.FigureValue
-	checks  *[]gate.Result
-	write   func() error
+	Figures func() []report.FigureValue
+	Checks  *[]gate.Result
+	Write   func() error
 	// err, when set, is the run's error after a written report (path's app-port probes).
-	err func() error
+	Err func() error
 	// complete, when set, completes the report once cleanup is timed (matrix: its cells).
-	complete func()
+	Complete func()
 }
 
 // planWriter is a command that can stop after its plan (--dry-run) and write it.
@@ -61,10 +61,10 @@ type figuresFirst interface {
 
 // execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
 // deferred finish when an earlier step failed), and an interrupted execute says what it left.
-func (o *commonOptions) execute(ctx context.Context, start time.Time, c command) (err error) {
+func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c command) (err error) {
 	_, first := c.(figuresFirst)
 	if first {
-		if err := o.gates.check(c.plannedFigures()); err != nil {
+		if err := o.Gates.Check(c.plannedFigures()); err != nil {
 			return err
 		}
 	}
@@ -75,7 +75,7 @@ func (o *commonOptions) execute(ctx context.Context, start time.Time, c command)
 		return pw.writePlan()
 	}
 	if !first {
-		if err := o.gates.check(c.plannedFigures()); err != nil {
+		if err := o.Gates.Check(c.plannedFigures()); err != nil {
 			return err
 		}
 	}
@@ -94,7 +94,7 @@ func (o *commonOptions) execute(ctx context.Context, start time.Time, c command)
 		return err
 	}
 	out := c.output()
-	out.timing.MeasuringSeconds = round1(measuring.Seconds())
+	out.Timing.MeasuringSeconds = Round1(measuring.Seconds())
 	c.finish(ctx)
 	if err := sess.Close(); err != nil {
 		return err
@@ -104,23 +104,23 @@ func (o *commonOptions) execute(ctx context.Context, start time.Time, c command)
 }
 
 // conclude times, checks and writes a finished run's report, and gives its verdict.
-func (o *commonOptions) conclude(start time.Time, out runOutput) error {
-	if out.timer != nil {
-		out.timer.phase("cleanup")
+func (o *CommonOptions) conclude(start time.Time, out RunOutput) error {
+	if out.Timer != nil {
+		out.Timer.Phase("cleanup")
 	}
-	if out.complete != nil {
-		out.complete()
+	if out.Complete != nil {
+		out.Complete()
 	}
-	t := out.timing
-	t.WallSeconds = round1(time.Since(start).Seconds())
-	t.OverheadSeconds = round1(t.WallSeconds - t.MeasuringSeconds)
-	*out.checks = o.gates.evaluate(out.figures())
-	if err := out.write(); err != nil {
+	t := out.Timing
+	t.WallSeconds = Round1(time.Since(start).Seconds())
+	t.OverheadSeconds = Round1(t.WallSeconds - t.MeasuringSeconds)
+	*out.Checks = o.Gates.Evaluate(out.Figures())
+	if err := out.Write(); err != nil {
 		return err
 	}
 	var runErr error
-	if out.err != nil {
-		runErr = out.err()
+	if out.Err != nil {
+		runErr = out.Err()
 	}
-	return cmp.Or(runErr, verdict(*out.checks))
+	return cmp.Or(runErr, Verdict(*out.Checks))
 }

@@ -37,7 +37,7 @@ type fakeCommand struct {
 	rtt     float64
 	timing  report.Timing
 	checks  []gate.Result
-	timer   *phaseTimer
+	timer   *PhaseTimer
 	written bool
 }
 
@@ -100,17 +100,17 @@ func (c *fakeCommand) measure(ctx context.Context) (time.Duration, error) {
 func (c *fakeCommand) finish(context.Context) { c.steps = append(c.steps, "finish") }
 func (c *fakeCommand) closed()                { c.steps = append(c.steps, "closed") }
 
-func (c *fakeCommand) output() runOutput {
-	out := runOutput{timing: &c.timing, timer: c.timer, checks: &c.checks,
-		figures: func() []report.FigureValue {
+func (c *fakeCommand) output() RunOutput {
+	out := RunOutput{Timing: &c.timing, Timer: c.timer, Checks: &c.checks,
+		Figures: func() []report.FigureValue {
 			return []report.FigureValue{{Name: "rtt.p50", Unit: "µs", Value: c.rtt}}
 		},
-		write: func() error {
+		Write: func() error {
 			c.written = true
 			return c.step("write")
 		}}
 	if c.appErr {
-		out.err = func() error { return errApp }
+		out.Err = func() error { return errApp }
 	}
 	return out
 }
@@ -170,17 +170,17 @@ func TestRunnerExitPaths(t *testing.T) {
 				return true, nil, nil
 			})
 			if !tc.noTimer {
-				c.timer = newPhaseTimer(&c.timing, time.Now())
+				c.timer = NewPhaseTimer(&c.timing, time.Now())
 			}
-			o := &commonOptions{gates: gates{FailIf: tc.failIf}}
-			if err := o.gates.parse(""); err != nil {
+			o := &CommonOptions{Gates: Gates{FailIf: tc.failIf}}
+			if err := o.Gates.Parse(""); err != nil {
 				t.Fatal(err)
 			}
 			var cmd command = c
 			if tc.first {
 				cmd = firstFigures{c}
 			}
-			err := o.execute(ctx, time.Now(), cmd)
+			err := o.Execute(ctx, time.Now(), cmd)
 			if !tc.wantErr(err) {
 				t.Errorf("error %v", err)
 			}

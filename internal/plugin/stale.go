@@ -16,18 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-const managedSelector = session.ManagedByLabel + "=" + session.ManagedByValue
+const ManagedSelector = session.ManagedByLabel + "=" + session.ManagedByValue
 
 // cleanStale deletes temporary agent pods of earlier runs that have ended (a plugin killed
 // before its cleanup leaves them Succeeded or Failed). Pods of runs still going are left alone.
 // Only in pod mode: an ephemeral-only Role may not list or delete pods it did not create.
-func (o *commonOptions) cleanStale(ctx context.Context, s *session.Session, namespaces ...string) []string {
+func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, namespaces ...string) []string {
 	if s.Mode != session.ModePod {
 		return nil
 	}
 	var notes []string
-	for _, ns := range unique(namespaces) {
-		pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	for _, ns := range Unique(namespaces) {
+		pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 		if err != nil {
 			continue
 		}
@@ -36,8 +36,8 @@ func (o *commonOptions) cleanStale(ctx context.Context, s *session.Session, name
 				continue
 			}
 			var grace int64
-			if err := o.client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err == nil {
-				notes = append(notes, fmt.Sprintf("deleted agent pod %s/%s left by an earlier run (%s, %s old)", ns, p.Name, p.Status.Phase, age(p.CreationTimestamp.Time)))
+			if err := o.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err == nil {
+				notes = append(notes, fmt.Sprintf("deleted agent pod %s/%s left by an earlier run (%s, %s old)", ns, p.Name, p.Status.Phase, Age(p.CreationTimestamp.Time)))
 			}
 		}
 	}
@@ -46,8 +46,8 @@ func (o *commonOptions) cleanStale(ctx context.Context, s *session.Session, name
 
 // cleanStaleServices deletes temporary Services of earlier runs whose not-after time has
 // passed (a run killed before its cleanup leaves them; Services do not end by themselves).
-func (o *commonOptions) cleanStaleServices(ctx context.Context, ns string, now time.Time) []string {
-	svcs, err := o.client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+func (o *CommonOptions) CleanStaleServices(ctx context.Context, ns string, now time.Time) []string {
+	svcs, err := o.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return nil
 	}
@@ -56,8 +56,8 @@ func (o *commonOptions) cleanStaleServices(ctx context.Context, ns string, now t
 		if !expired(&svc, now) {
 			continue
 		}
-		if err := o.client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err == nil {
-			notes = append(notes, fmt.Sprintf("deleted temporary Service %s/%s left by an earlier run (%s old)", svc.Namespace, svc.Name, age(svc.CreationTimestamp.Time)))
+		if err := o.Client.CoreV1().Services(svc.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err == nil {
+			notes = append(notes, fmt.Sprintf("deleted temporary Service %s/%s left by an earlier run (%s old)", svc.Namespace, svc.Name, Age(svc.CreationTimestamp.Time)))
 		}
 	}
 	return notes
@@ -65,8 +65,8 @@ func (o *commonOptions) cleanStaleServices(ctx context.Context, ns string, now t
 
 // cleanStaleDaemonSets deletes matrix DaemonSets of earlier runs whose not-after time has
 // passed (a plugin killed outright leaves them; their agents have exited by then).
-func (o *commonOptions) cleanStaleDaemonSets(ctx context.Context, ns string, now time.Time) []string {
-	list, err := o.client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+func (o *CommonOptions) CleanStaleDaemonSets(ctx context.Context, ns string, now time.Time) []string {
+	list, err := o.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return nil
 	}
@@ -77,8 +77,8 @@ func (o *commonOptions) cleanStaleDaemonSets(ctx context.Context, ns string, now
 		if err != nil || !now.After(t) {
 			continue
 		}
-		if err := o.client.AppsV1().DaemonSets(ns).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err == nil {
-			notes = append(notes, fmt.Sprintf("deleted DaemonSet %s/%s left by an earlier run (%s old)", ns, ds.Name, age(ds.CreationTimestamp.Time)))
+		if err := o.Client.AppsV1().DaemonSets(ns).Delete(ctx, ds.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err == nil {
+			notes = append(notes, fmt.Sprintf("deleted DaemonSet %s/%s left by an earlier run (%s old)", ns, ds.Name, Age(ds.CreationTimestamp.Time)))
 		}
 	}
 	return notes
@@ -100,8 +100,8 @@ func pastNotAfter(annotations map[string]string, now time.Time) bool {
 // started in ns has ended (a plugin killed before its cleanup leaves them) — saying so, and
 // returns the others. Those it may not delete it names in one line and keeps (they are still
 // in force).
-func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []networkingv1.NetworkPolicy) []networkingv1.NetworkPolicy {
-	now := o.serverNow()
+func (o *CommonOptions) sweepPolicies(ctx context.Context, ns string, list []networkingv1.NetworkPolicy) []networkingv1.NetworkPolicy {
+	now := o.ServerNow()
 	over := o.runsOver(ctx, ns)
 	var kept []networkingv1.NetworkPolicy
 	var left []string
@@ -112,12 +112,12 @@ func (o *commonOptions) sweepPolicies(ctx context.Context, ns string, list []net
 			kept = append(kept, np)
 			continue
 		}
-		err := o.client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{})
+		err := o.Client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			kept, left, leftErr = append(kept, np), append(left, np.Name), err
 			continue
 		}
-		fmt.Fprintf(o.ErrOut, "NetworkPolicy: deleted %s/%s left by an earlier run (%s old, %s)\n", ns, np.Name, age(np.CreationTimestamp.Time), why)
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: deleted %s/%s left by an earlier run (%s old, %s)\n", ns, np.Name, Age(np.CreationTimestamp.Time), why)
 	}
 	if len(left) > 0 {
 		slices.Sort(left)
@@ -147,8 +147,8 @@ func sweepReason(np networkingv1.NetworkPolicy, now time.Time, over map[string]b
 // who may create pods can make one with a run's labels), a running one keeps its run alive. So
 // a run whose agents are all temporary pods (--mode pod, the matrix's DaemonSet) waits for its
 // not-after time.
-func (o *commonOptions) runsOver(ctx context.Context, ns string) map[string]bool {
-	pods, err := o.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+func (o *CommonOptions) runsOver(ctx context.Context, ns string) map[string]bool {
+	pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
@@ -198,9 +198,9 @@ func ended(p *corev1.Pod) bool {
 	return true
 }
 
-func age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }
+func Age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }
 
-func unique(s []string) []string {
+func Unique(s []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, v := range s {

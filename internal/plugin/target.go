@@ -21,7 +21,7 @@ import (
 )
 
 // splitTarget parses NAME, TYPE/NAME or NS/TYPE/NAME.
-func splitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
+func SplitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
 	parts := strings.Split(arg, "/")
 	switch {
 	case arg == "" || len(parts) > 3:
@@ -43,7 +43,7 @@ func splitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
 
 // resolveTarget finds the running pod behind arg, as kubectl exec does.
 func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGetter, client kubernetes.Interface, podFor polymorphichelpers.AttachablePodForObjectFunc, arg, defaultNS, container string, allowHostNetwork bool) (*session.Target, error) {
-	ns, res, err := splitTarget(arg, defaultNS)
+	ns, res, err := SplitTarget(arg, defaultNS)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func resolveTarget(ctx context.Context, getter genericclioptions.RESTClientGette
 		return nil, fmt.Errorf("finding a pod for %s in namespace %q: %w", res, ns, err)
 	}
 	t := &session.Target{Arg: arg, Namespace: pod.Namespace, Pod: pod}
-	if err := checkTarget(t, container, allowHostNetwork); err != nil {
+	if err := CheckTarget(t, container, allowHostNetwork); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -105,7 +105,7 @@ func hasRunningPod(ctx context.Context, client kubernetes.Interface, obj runtime
 }
 
 // checkTarget refuses pods the agent cannot measure from, with the reason and what to do.
-func checkTarget(t *session.Target, container string, allowHostNetwork bool) error {
+func CheckTarget(t *session.Target, container string, allowHostNetwork bool) error {
 	p := t.Pod
 	if p.DeletionTimestamp != nil {
 		return fmt.Errorf("pod %s/%s is being deleted: pick a running pod (kubectl get pods -n %s)", p.Namespace, p.Name, p.Namespace)

@@ -46,7 +46,7 @@ func TestSplitTarget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.arg, func(t *testing.T) {
-			ns, res, err := splitTarget(tc.arg, "def")
+			ns, res, err := SplitTarget(tc.arg, "def")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -87,7 +87,7 @@ func TestTargetCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := &session.Target{Pod: tc.pod, Namespace: tc.pod.Namespace}
-			err := checkTarget(tg, tc.container, tc.hostNet)
+			err := CheckTarget(tg, tc.container, tc.hostNet)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
