@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-3}
 out=benchmarks/MATRIX.md
-src=internal/plugin/matrix_bench_test.go
+src=internal/cmd/matrix/matrix_bench_test.go
 cmdline="hack/bench-matrix.sh${*:+ $*}" via=""
 [ -n "${MAKELEVEL:-}" ] && via=" (by \`make bench-matrix\`)"
 load0=$(cut -d' ' -f1 /proc/loadavg) # other work shares the cores: said in the file
@@ -19,7 +19,7 @@ if [ -z "$zones" ] || [ -z "$conc" ]; then
   echo "bench-matrix: cannot read the fake cluster's zones or the run's --concurrency from $src" >&2
   exit 1
 fi
-gotest=(go test -run '^$' -bench BenchmarkMatrixOrchestration -benchtime "${count}x" ./internal/plugin/)
+gotest=(go test -run '^$' -bench BenchmarkMatrixOrchestration -benchtime "${count}x" ./internal/cmd/matrix/)
 raw=$("${gotest[@]}")
 # rows: "scope nodes pairs agents calls plan-ms run-ms heap-MiB", one per benchmark.
 rows=$(echo "$raw" | awk '/^BenchmarkMatrixOrchestration\// {
@@ -58,7 +58,7 @@ load1=$(cut -d' ' -f1 /proc/loadavg)
       printf "- `--scope %s`: %s pairs; API calls beyond one per pair: %s\n", s, span(plo[s], phi[s]), span(xlo[s], xhi[s]) } }'
   echo
   echo "\`--scope nodes\` has N² − N pairs by definition and is bounded by \`--max-pairs\`."
-  echo "\`TestMatrixAPICallsGrowLinearly\` (internal/plugin) fails if the API calls per node grow with the cluster's size,"
+  echo "\`TestMatrixAPICallsGrowLinearly\` (internal/cmd/matrix) fails if the API calls per node grow with the cluster's size,"
   echo "or if \`--scope zones\` needs more calls in a larger cluster."
 } >"$out"
 cat "$out"

@@ -37,11 +37,11 @@ mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' 
 shellcheck -x -P SCRIPTDIR -P . "${scripts[@]}"
 
 step "go test -race (packages without sockets or root)"
-go test -count=1 -race ./pkg/report/ ./internal/plugin/ ./internal/gate/
+go test -count=1 -race ./pkg/report/ ./internal/cmdutil/... ./internal/cmd/... ./internal/session/ ./internal/gate/
 
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \
-  FuzzCheckDNSName:./internal/plugin FuzzDiff:./internal/plugin FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
+  FuzzCheckDNSName:./internal/cmdutil FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
   FuzzParseEvaluate:./internal/gate FuzzLoadRun:./pkg/report FuzzOpenDatagram:./internal/probes; do
   name=${target%%:*} pkg=${target#*:}
   # A failing input is written under testdata/fuzz and fails the step. A run that ends without

@@ -12,7 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/plugin"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 )
 
 func main() {
@@ -24,12 +25,12 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	cmd := plugin.NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	root := cmd.NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		stop()
-		if errors.Is(err, plugin.ErrGateFailed) {
-			os.Exit(plugin.ExitGateFailed)
+		if errors.Is(err, cmdutil.ErrGateFailed) {
+			os.Exit(cmdutil.ExitGateFailed)
 		}
 		os.Exit(1)
 	}

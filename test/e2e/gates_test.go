@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	nbplugin "github.com/kubectl-netbench/kubectl-netbench/internal/plugin"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
@@ -50,8 +50,8 @@ func TestFailIfGates(t *testing.T) {
 	}
 
 	out, stderr, err := netbench(t, append(base, "--fail-if", "rtt.p50 > 1us", "--fail-if", "rtt.p99 > 1s")...)
-	if code := exitCode(t, err); code != nbplugin.ExitGateFailed {
-		t.Fatalf("exit %d, want %d\n%s", code, nbplugin.ExitGateFailed, stderr)
+	if code := exitCode(t, err); code != cmdutil.ExitGateFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, cmdutil.ExitGateFailed, stderr)
 	}
 	for _, want := range []string{"1 of 2 --fail-if conditions failed", "rtt.p50 > 1us", "rtt.p50 = "} {
 		if !strings.Contains(stderr, want) {
@@ -79,7 +79,7 @@ func TestFailIfGates(t *testing.T) {
 	}
 
 	out, _, err = netbench(t, append(base, "--fail-if", "rtt.p50 > 1us", "--fail-if", "rtt.p50 > 1s", "-o", "junit")...)
-	if code := exitCode(t, err); code != nbplugin.ExitGateFailed {
+	if code := exitCode(t, err); code != cmdutil.ExitGateFailed {
 		t.Errorf("junit run: exit %d", code)
 	}
 	var suites struct {
@@ -126,7 +126,7 @@ func TestFailIfLadderAndDNS(t *testing.T) {
 	}
 	// kubernetes.default takes several queries from a pod (ndots 5): a gate at 1 fails.
 	_, stderr, err = netbench(t, "dns", "-n", ns, "deploy/client", "--fail-if", "dns.kubernetes.default.queries > 1", "--fail-if", "dns.kubernetes.default.p99 > 10s")
-	if code := exitCode(t, err); code != nbplugin.ExitGateFailed || !strings.Contains(stderr, "dns.kubernetes.default.queries = ") {
+	if code := exitCode(t, err); code != cmdutil.ExitGateFailed || !strings.Contains(stderr, "dns.kubernetes.default.queries = ") {
 		t.Errorf("dns gate: exit %d\n%s", code, stderr)
 	}
 }
@@ -311,7 +311,7 @@ func TestDiffSeesTheZoneDelay(t *testing.T) {
 	diff := func(old, cur string) (*report.DiffReport, int) {
 		out, stderr, err := netbench(t, "diff", old, cur, "-o", "json", "--fail-if-regressed", "50")
 		code := exitCode(t, err)
-		if code != 0 && code != nbplugin.ExitGateFailed {
+		if code != 0 && code != cmdutil.ExitGateFailed {
 			t.Fatalf("diff: exit %d\n%s", code, stderr)
 		}
 		return decodeStrict[report.DiffReport](t, out), code
@@ -325,7 +325,7 @@ func TestDiffSeesTheZoneDelay(t *testing.T) {
 	t.Cleanup(func() { labScript(t, "delay", "off") })
 	c := run("c.json")
 	slower, code := diff(a, c)
-	if code != nbplugin.ExitGateFailed || slower.Regressions == 0 {
+	if code != cmdutil.ExitGateFailed || slower.Regressions == 0 {
 		t.Fatalf("with 2 ms more each way: exit %d, %+v", code, slower.Figures)
 	}
 	for _, f := range slower.Figures {

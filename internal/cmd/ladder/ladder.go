@@ -1,0 +1,472 @@
+package ladder
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// MaxRounds bounds --repeat.
+const MaxRounds = 20
+
+// LadderOptions holds everything `kubectl netbench ladder` needs: what path measures, plus
+// where the clients may go and how many rounds.
+type LadderOptions struct {
+	path.PathOptions
+	NodeSelector string
+	Zones        []string
+	Rounds       int
+	// Service (svc/NAME) is measured from every rung; DST svc/NAME implies it.
+	Service            string
+	MaxEndpoints       int
+	ConnectionsPerRung int
+	// HostBaseline adds a node-to-node rung in the nodes' own network.
+	HostBaseline bool
+
+	filter placement.Filter
+}
+
+// NewLadderOptions returns options with the defaults.
+func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
+	o := &LadderOptions{PathOptions: *path.NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
+	o.Html = true
+	return o
+}
+
+func NewLadderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewLadderOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "ladder DST",
+		Short: "Measure one workload from the same node, the same zone and every other zone, side by side",
+		Long: `Measure what each step away costs: a server agent next to DST (as in path), and a client agent in a
+temporary pod on DST's node, on another node of its zone, on a node of each other zone and of
+each other region, one rung at a time, with the same probes. Rungs that cannot exist (no other
+node in the zone, nodes cordoned, tainted against DST's tolerations (clients never tolerate a
+control-plane taint, off DST's node), or left out by --nodes and --zones) are listed with the
+reason. --repeat runs the whole ladder several times, round-robin, and reports medians with
+their range.
+
+With DST svc/NAME (or --service), every rung also measures through the Service's ClusterIP next
+to the pod IP, and where its new connections land by zone (agents in its endpoint pods behind a
+temporary copy of the Service). --host-baseline adds a node-to-node rung in the nodes' own
+network. -o html writes one self-contained page with the table and charts.`,
+		Example: `  kubectl netbench ladder deploy/backend
+  kubectl netbench ladder shop/svc/api --probes rtt,http --repeat 3
+  kubectl netbench ladder deploy/db --nodes pool=general --zones eu-west-1a,eu-west-1b -o json
+  kubectl netbench ladder deploy/api --service svc/api --host-baseline -o html > ladder.html`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.DstArg = args[0]
+			if err := o.CompleteFlags(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			cmd.SilenceUsage = true
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	f.StringVar(&o.NodeSelector, "nodes", "", "label selector the clients' nodes must match, e.g. pool=general")
+	f.StringSliceVar(&o.Zones, "zones", nil, "other zones to measure (default: every zone)")
+	f.IntVar(&o.Rounds, "repeat", o.Rounds, "run the whole ladder this many times, round-robin (1-20)")
+	f.StringVar(&o.Service, "service", "", "also measure this Service (svc/NAME) from every rung: ClusterIP against pod IP, and which zones its connections reach (default: DST when it is svc/NAME)")
+	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
+	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
+	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
+	o.AddMeasureFlags(cmd)
+	o.AddFlags(cmd)
+	o.Gates.AddFlags(cmd, "'cross-zone.http.p50 > 1.5 * same-zone.http.p50'")
+	return cmd
+}
+
+// Validate checks the flags; every message names the flag.
+func (o *LadderOptions) Validate() error {
+	if err := o.PathOptions.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.Rounds < 1 || o.Rounds > MaxRounds:
+		return fmt.Errorf("--repeat %d: want 1-%d", o.Rounds, MaxRounds)
+	case o.MaxEndpoints < 1 || o.MaxEndpoints > 100:
+		return fmt.Errorf("--max-endpoints %d: want 1-100", o.MaxEndpoints)
+	case o.ConnectionsPerRung < 10 || o.ConnectionsPerRung > 10000:
+		return fmt.Errorf("--connections-per-rung %d: want 10-10000", o.ConnectionsPerRung)
+	}
+	if o.Service != "" {
+		if _, name := o.serviceName(); name == "" {
+			return fmt.Errorf("--service %q: want svc/NAME or NAMESPACE/svc/NAME", o.Service)
+		}
+	}
+	sel, err := labels.Parse(o.NodeSelector)
+	if err != nil {
+		return fmt.Errorf("--nodes %q: %w", o.NodeSelector, err)
+	}
+	o.filter = placement.Filter{Nodes: sel, Zones: o.Zones}
+	return nil
+}
+
+// ladderRun is one run of the ladder: what it planned and the agents it started.
+type ladderRun struct {
+	o     *LadderOptions
+	rep   *report.LadderReport
+	timer *cmdutil.PhaseTimer
+	dst   *session.Target
+	rungs []report.LadderRung
+	sr    *serviceRun
+	sess  *session.Session
+	// pp is what the NetworkPolicies let through.
+	pp *cmdutil.PathPolicy
+	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
+	srv, hostSrv *session.Agent
+	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
+	job     agent.Job
+	nProbes int
+	// hostProbes are the host-network rung's: every agent-to-agent probe (no NetworkPolicy
+	// applies in the nodes' own network).
+	hostProbes []agent.ProbeSpec
+	perRung    time.Duration
+	lifetime   time.Duration
+	// clientTol are the tolerations of clients on nodes other than DST's (clientTolerations).
+	clientTol []corev1.Toleration
+}
+
+// Run plans the rungs, starts the server agent(s), measures each rung in turn with a client
+// pod it deletes before the next, and prints the report.
+func (o *LadderOptions) Run(ctx context.Context) error {
+	start := time.Now()
+	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
+		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
+	r.timer = cmdutil.NewPhaseTimer(&r.rep.Timing, start)
+	return o.Execute(ctx, start, r)
+}
+
+// Plan resolves DST, places the rungs and reads the Service, before anything is created.
+func (r *ladderRun) Plan(ctx context.Context) (err error) {
+	o := r.o
+	o.Progress("resolving %s", o.DstArg)
+	if r.dst, err = o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork); err != nil {
+		return fmt.Errorf("DST: %w", err)
+	}
+	r.rep.Destination = o.Endpoint(ctx, r.dst)
+	if r.rungs, r.clientTol, err = o.Plan(ctx, r.dst); err != nil {
+		return err
+	}
+	if o.HostBaseline {
+		r.rungs = append(r.rungs, hostRung(r.rungs))
+	}
+	r.rep.Warnings = append(r.rep.Warnings, cmdutil.TargetWarnings(r.dst)...)
+	if ns, name := o.serviceName(); name != "" {
+		if err := access.CheckPermissions(ctx, o.Client, []string{ns}, access.ServicePermissions); err != nil {
+			return err
+		}
+		if r.sr, err = o.readService(ctx, r.dst, ns, name); err != nil {
+			return err
+		}
+		r.rep.Service = r.sr.info
+		r.rep.Service.Dataplane = o.Dataplane(ctx)
+	}
+	r.timer.Phase("plan")
+	return nil
+}
+
+// PlannedFigures names the figures the planned rungs will report, for --fail-if.
+func (r *ladderRun) PlannedFigures() map[string]string {
+	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
+	all := append(probes, appPort...)
+	if r.sr != nil {
+		all = append(all, r.o.serviceProbes(r.sr)...)
+	}
+	return report.LadderPlannedFigures(r.rungs, all)
+}
+
+// Open checks every permission the run needs and opens its session.
+func (r *ladderRun) Open(ctx context.Context) (*session.Session, error) {
+	o, ns := r.o, r.dst.Namespace
+	mode, note, err := o.ChooseMode(ctx, o.Mode, ns)
+	if err == nil {
+		// Clients are temporary pods whatever the server's mode.
+		err = access.CheckPermissions(ctx, o.Client, []string{ns}, access.NeededPermissions(true))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		r.rep.Warnings = append(r.rep.Warnings, note)
+	}
+	r.sess = o.NewSession(mode)
+	r.rep.Warnings = append(r.rep.Warnings, o.CleanStale(ctx, r.sess, ns)...)
+	if r.sr != nil {
+		r.rep.Warnings = append(r.rep.Warnings, o.CleanStaleServices(ctx, r.sr.svc.Namespace, o.ServerNow())...)
+	}
+	return r.sess, nil
+}
+
+// Start plans the temporary policies within the run's budget and starts the agents.
+func (r *ladderRun) Start(ctx context.Context) error {
+	r.budget()
+	if err := r.PlanPolicy(ctx); err != nil {
+		return err
+	}
+	return r.startAgents(ctx)
+}
+
+// budget sets how long a rung may take and how long the agents may live.
+func (r *ladderRun) budget() {
+	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
+	all := append(probes, appPort...)
+	if r.sr != nil {
+		all = append(all, r.o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
+	}
+	r.perRung = time.Duration(path.ExpectedSeconds(all)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
+	r.lifetime = time.Duration(len(measurable(r.rungs))*r.o.Rounds)*r.perRung + 30*time.Second
+}
+
+// startAgents starts the server next to DST (unless the NetworkPolicies block every probe to
+// it), the host-network server and the Service's endpoint agents when asked, and builds the
+// clients' job from the probes the policies let through.
+func (r *ladderRun) startAgents(ctx context.Context) error {
+	o := r.o
+	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
+	r.hostProbes = probes
+	probes, appPort = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
+	r.nProbes = len(probes)
+	r.rep.Mode = r.sess.Mode
+	if !r.pp.NoServer {
+		o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
+		srv, err := o.StartServer(ctx, r.sess, r.dst, r.pp.SrvPort, r.lifetime, &r.rep.Warnings)
+		if err != nil {
+			return err
+		}
+		r.srv, r.rep.Destination.AgentIP = srv, srv.IP
+		path.SetAgentName(&r.rep.Destination, srv)
+		r.job.Host, r.job.Port = srv.IP, srv.Port
+	}
+	r.timer.Phase("start-server")
+	if err := r.startHostServer(ctx); err != nil {
+		return err
+	}
+	if r.sr != nil {
+		o.Progress("measuring Service %s/%s too: starting agents in its endpoints", r.sr.svc.Namespace, r.sr.svc.Name)
+		if err := o.startSpread(ctx, r.sess, r.sr, r.lifetime); err != nil {
+			return err
+		}
+		appPort = append(appPort, r.pp.RunnableApp(o.serviceProbes(r.sr))...)
+		r.timer.Phase("start-endpoints")
+	}
+	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(probes, appPort...)
+	return nil
+}
+
+// Measure runs every measurable rung once per round, round-robin, and returns the time spent
+// measuring (client starts excluded).
+func (r *ladderRun) Measure(ctx context.Context) (time.Duration, error) {
+	var measuring time.Duration
+	for round := 1; round <= r.o.Rounds; round++ {
+		for _, i := range measurable(r.rungs) {
+			rung := &r.rungs[i]
+			r.o.Progress("round %d/%d, rung %s: client on node %s", round, r.o.Rounds, rung.Name, rung.Node)
+			srv, spec, n := r.srv, r.clientSpec(rung, round, i), r.nProbes
+			if rung.Class == HostNetworkClass {
+				srv, spec, n = r.hostSrv, r.hostClientSpec(rung, round, i), len(r.hostProbes)
+			}
+			res, took, err := r.o.runRung(ctx, r.sess, srv, spec, n)
+			if err != nil {
+				return 0, fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
+			}
+			measuring += took
+			res.Round = round
+			rung.Results = append(rung.Results, res)
+		}
+	}
+	r.timer.Phase("measure")
+	return measuring, nil
+}
+
+func (r *ladderRun) Finish(context.Context) { r.summarize() }
+
+func (r *ladderRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
+
+func (r *ladderRun) Output() cmdutil.RunOutput {
+	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
+		Write: func() error { return report.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
+}
+
+// summarize fills the report's rungs, costs, spreads and figures.
+func (r *ladderRun) summarize() {
+	r.rep.Rungs = r.rungs
+	r.o.addCosts(r.rep)
+	if r.sr != nil {
+		r.o.addSpread(r.rep, r.sr)
+	}
+	r.rep.Summarize()
+}
+
+// Plan reads the nodes and places the rungs around DST's node, with the clients' tolerations.
+func (o *LadderOptions) Plan(ctx context.Context, dst *session.Target) ([]report.LadderRung, []corev1.Toleration, error) {
+	list, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", access.ForbiddenOr(err))
+	}
+	var nodes []placement.Node
+	var dstNode *placement.Node
+	for i := range list.Items {
+		n := placement.NodeFrom(&list.Items[i])
+		nodes = append(nodes, n)
+		if n.Name == dst.Pod.Spec.NodeName {
+			dstNode = &n
+		}
+	}
+	if dstNode == nil {
+		return nil, nil, fmt.Errorf("DST %s/%s runs on node %q, which is not in the node list", dst.Namespace, dst.Pod.Name, dst.Pod.Spec.NodeName)
+	}
+	tol := clientTolerations(dst.Pod.Spec.Tolerations, nodes)
+	var rungs []report.LadderRung
+	for _, r := range placement.Ladder(*dstNode, nodes, tol, o.filter) {
+		rungs = append(rungs, report.LadderRung{Name: r.Name, Class: r.Class, Node: r.Node, Zone: r.Zone, Region: r.Region, Skipped: r.Skipped})
+	}
+	if len(measurable(rungs)) == 0 {
+		return nil, nil, fmt.Errorf("no rung can be measured for %s/%s: %s", dst.Namespace, dst.Pod.Name, skippedList(rungs))
+	}
+	return rungs, tol, nil
+}
+
+func measurable(rungs []report.LadderRung) []int {
+	var idx []int
+	for i, r := range rungs {
+		if r.Skipped == "" {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+func skippedList(rungs []report.LadderRung) string {
+	s := ""
+	for _, r := range rungs {
+		if s != "" {
+			s += "; "
+		}
+		s += r.Name + ": " + r.Skipped
+	}
+	return s
+}
+
+// clientSpec is round's client of rung i: a temporary pod on the rung's node with DST's pod's
+// tolerations but those of control-plane taints (tolerationsOn), on the port the policy plan chose.
+func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) session.AgentSpec {
+	job := r.job
+	return session.AgentSpec{Role: session.RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
+		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.CliPort, InlineJob: r.pp.InlineJob}
+}
+
+// runRung measures one rung once: a client pod on the rung's node runs the job (its first
+// nProbes probes agent to agent, the rest against the app's port) and is deleted before the
+// next rung starts.
+func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv *session.Agent, spec session.AgentSpec, nProbes int) (report.LadderRound, time.Duration, error) {
+	dst, job := spec.Target, *spec.Job
+	cli, err := sess.StartReady(ctx, spec, "the client agent")
+	if err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	began := time.Now()
+	from := &session.Target{Namespace: dst.Namespace, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: cli.Pod}}}
+	res, err := o.Collect(ctx, cli, srv, from, dst)
+	if err == nil {
+		err = res.Missing(job.Probes[:nProbes], cli)
+	}
+	if err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	took := time.Since(began)
+	out := report.LadderRound{ClientPod: cli.Pod}
+	for i, p := range job.Probes {
+		if r := res.Results[p.Label()]; r != nil && i < nProbes {
+			out.Probes = append(out.Probes, r)
+		} else if r != nil {
+			out.AppPort = append(out.AppPort, r)
+		}
+	}
+	if err := sess.Release(ctx, cli); err != nil {
+		return report.LadderRound{}, 0, err
+	}
+	return out, took, nil
+}
+
+// addCosts prices the bytes each cross-zone or cross-region rung's throughput probes moved.
+func (o *LadderOptions) addCosts(rep *report.LadderReport) {
+	for i := range rep.Rungs {
+		r := &rep.Rungs[i]
+		if r.Class != report.CrossZone && r.Class != report.CrossRegion {
+			continue
+		}
+		var bytes int64
+		for _, round := range r.Results {
+			for _, p := range round.Probes {
+				if p.Throughput != nil {
+					bytes += p.Throughput.BytesReceived
+				}
+			}
+		}
+		r.Cost = report.NewCost(bytes, o.PricePerGB)
+	}
+}
+
+// addSpread sums, per rung, where the Service's connections landed and what the share that
+// left the rung's zone costs.
+func (o *LadderOptions) addSpread(rep *report.LadderReport, sr *serviceRun) {
+	if sr.temp == nil {
+		return
+	}
+	for i := range rep.Rungs {
+		r := &rep.Rungs[i]
+		sp := &report.RungSpread{ZonePercent: map[string]float64{}}
+		byZone := map[string]int{}
+		for _, round := range r.Results {
+			for _, p := range round.AppPort {
+				if p.Spread == nil {
+					continue
+				}
+				sp.Connections += p.Spread.Connections
+				sp.Answered += p.Spread.Answered
+				sp.Unanswered += p.Spread.Unanswered
+				for z, n := range p.Spread.ByZone {
+					byZone[z] += n
+				}
+			}
+		}
+		if sp.Answered == 0 {
+			continue
+		}
+		for z, n := range byZone {
+			sp.ZonePercent[z] = cmdutil.Round1(100 * float64(n) / float64(sp.Answered))
+		}
+		sp.SameZonePercent = sp.ZonePercent[r.Zone]
+		sp.MonthlyUSDPerGbps = cmdutil.Round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
+		if len(sr.measured) < len(sr.ready) {
+			sp.Estimate = fmt.Sprintf("%d of %d ready endpoints ran an agent (%v per zone of %v): connections to the others were refused and left out, so the shares are of the measured endpoints",
+				len(sr.measured), len(sr.ready), countZones(sr.measured), countZones(sr.ready))
+		}
+		r.Spread = sp
+	}
+}

@@ -1,0 +1,53 @@
+package matrix
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+)
+
+// The matrix in a namespace whose policies block its agents fails before creating anything
+// and names the policy; with --allow-policy it measures behind one temporary policy that
+// selects its agents only, deleted at the end; where a policy allows a port range, the agents
+// move into it and ICMP, which no ported rule allows, is skipped.
+func TestMatrixUnderDefaultDeny(t *testing.T) {
+	f := fakecluster.NewFleet(4, 2)
+	fakecluster.AddPolicies(t, f.Cs, "netbench", 8080, 0)
+	_, err := runMatrix(t, f, func(o *MatrixOptions) {})
+	if err == nil || !strings.Contains(err.Error(), "netbench/default-deny") || !strings.Contains(err.Error(), "--allow-policy") {
+		t.Fatalf("err %v: want the policy named and --allow-policy suggested", err)
+	}
+	if left := f.Remaining(); len(left) != 0 {
+		t.Errorf("left %v", left)
+	}
+
+	r, err := runMatrix(t, f, func(o *MatrixOptions) { o.AllowPolicy = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Policy == nil || !slices.Equal(r.Policy.Temporary, []string{"netbench/netbench-run1-mesh"}) || !r.Policy.Removed || r.Probe != "icmp" {
+		t.Errorf("policy %+v, probe %s: want one temporary policy, removed, and ICMP measured", r.Policy, r.Probe)
+	}
+	if left := append(f.Remaining(), fakecluster.PoliciesLeft(t, f.Cs, "netbench")...); len(left) != 0 {
+		t.Errorf("left %v", left)
+	}
+
+	g := fakecluster.NewFleet(4, 2)
+	fakecluster.AddPolicies(t, g.Cs, "netbench", 9000, 9100)
+	pol, _ := g.Cs.NetworkingV1().NetworkPolicies("netbench").Get(context.Background(), "web", metav1.GetOptions{})
+	pol.Spec.PodSelector = metav1.LabelSelector{}
+	_, _ = g.Cs.NetworkingV1().NetworkPolicies("netbench").Update(context.Background(), pol, metav1.UpdateOptions{})
+	r, err = runMatrix(t, g, func(o *MatrixOptions) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Policy.AgentPort != 9100 || r.Probe != agent.ProbeTCPRTT || len(r.Policy.Blocked) != 1 || r.Policy.Blocked[0].Probes[0] != "icmp" {
+		t.Errorf("policy %+v, probe %s: want port 9100, ICMP blocked, tcp-rtt measured", r.Policy, r.Probe)
+	}
+}

@@ -1,0 +1,132 @@
+package path
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// collected is what the client agent reported.
+type collected struct {
+	Results map[string]*agent.ProbeResult
+	failed  []string // app-port probes that failed, with the reason
+	exit    string   // the client's exit message
+	// footprints are what the agents cost, by role, as the client reported before its end.
+	footprints map[string]agent.Footprint
+	appErr     error // the first app-port failure, returned after the report is printed
+}
+
+// collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
+// run; an app-port probe that fails is reported next to the measured results.
+func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src, dst *session.Target) (*collected, error) {
+	c := &collected{Results: map[string]*agent.ProbeResult{}}
+	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
+		switch ev.Type {
+		case agent.EventProgress:
+			o.Progress("measuring: %s %s", ev.Probe, text.Sanitize(ev.Message))
+		case agent.EventResult:
+			if ev.Result != nil {
+				c.Results[ev.Probe] = ev.Result
+			}
+		case agent.EventError:
+			return false, o.probeError(ev, c, srv, src, dst)
+		case agent.EventFootprint:
+			c.footprints = ev.Footprints
+		case agent.EventExit:
+			c.exit = text.Sanitize(ev.Message)
+			return true, nil
+		}
+		return false, nil
+	})
+	return c, err
+}
+
+// missing says which agent-to-agent probes have no result after the client exited.
+func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error {
+	var none []string
+	for _, p := range probes {
+		if c.Results[p.Label()] == nil {
+			none = append(none, p.Label())
+		}
+	}
+	if len(none) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the %s exited (%s) without results for %s: %w", cli, cmp.Or(c.exit, "no reason given"), strings.Join(none, ", "), session.ErrEndedWithoutResult)
+}
+
+// probeError explains a failed probe, or records an app-port failure and goes on.
+func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agent, src, dst *session.Target) error {
+	msg := text.Sanitize(ev.Message)
+	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
+	switch {
+	case ev.Probe == "":
+		return fmt.Errorf("client agent: %s", msg)
+	case strings.HasPrefix(ev.Probe, "svc-"):
+		err := fmt.Errorf("probe %s through the Service failed: %s", ev.Probe, msg)
+		c.failed = append(c.failed, err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
+	case cmdutil.IsAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
+		err := fmt.Errorf("nothing accepts connections on %s/%s port %d (%s): the agent-to-agent results above were measured",
+			dst.Namespace, dst.Pod.Name, o.Port, dstApp)
+		c.failed = append(c.failed, ev.Probe+": "+err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
+	case cmdutil.IsAppProbe(ev.Probe):
+		err := fmt.Errorf("probe %s to %s failed: %s", ev.Probe, dstApp, msg)
+		c.failed = append(c.failed, err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
+	case srv == nil:
+		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
+	}
+	hint := ""
+	if ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout {
+		hint = " (a NetworkPolicy may block the agent's port)"
+	}
+	if note := srv.ServerNote(); note != "" {
+		hint += "; the server agent said: " + note
+	}
+	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
+}
+
+// fillResults puts the results in the report in the order the probes were planned.
+func (o *PathOptions) fillResults(rep *report.PathReport, probes, appPort []agent.ProbeSpec, c *collected) {
+	rep.AgentFootprint = c.footprints
+	var crossBytes int64
+	for _, p := range probes {
+		r := c.Results[p.Label()]
+		if r == nil {
+			continue
+		}
+		rep.Probes = append(rep.Probes, r)
+		switch {
+		case r.Skipped != "" && r.Kind == agent.ProbeICMP:
+			rep.Skipped = append(rep.Skipped, r.Name+": "+r.Skipped+"; the TCP handshake RTT is measured instead")
+		case r.Skipped != "":
+			rep.Skipped = append(rep.Skipped, r.Name+": "+r.Skipped)
+		}
+		if r.Throughput != nil {
+			crossBytes += r.Throughput.BytesReceived
+		}
+	}
+	for _, p := range appPort {
+		if r := c.Results[p.Label()]; r != nil {
+			rep.AppPort = append(rep.AppPort, r)
+		}
+	}
+	rep.Skipped = append(rep.Skipped, c.failed...)
+	rep.Warnings = append(rep.Warnings, mtuWarnings(rep.Probes)...)
+	if rep.Path.Class == report.CrossZone || rep.Path.Class == report.CrossRegion {
+		rep.Cost = report.NewCost(crossBytes, o.PricePerGB)
+	}
+}

@@ -1,0 +1,134 @@
+package path
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// pathRun is one run of path: the runner's steps (runner.go) and what they share.
+type pathRun struct {
+	o           *PathOptions
+	rep         *report.PathReport
+	timer       *cmdutil.PhaseTimer
+	src, dst    *session.Target
+	sess        *session.Session
+	probes, app []agent.ProbeSpec
+	pp          *cmdutil.PathPolicy
+	cli, srv    *session.Agent
+	res         *collected
+}
+
+func (r *pathRun) FiguresBeforePlan() {}
+
+func (r *pathRun) PlannedFigures() map[string]string {
+	planned, appPlanned := r.o.ProbeSpecs(netip.IPv4Unspecified().String())
+	return report.PlannedFigures(append(planned, appPlanned...))
+}
+
+// Plan resolves SRC and DST and classifies the path between them.
+func (r *pathRun) Plan(ctx context.Context) (err error) {
+	o, rep := r.o, r.rep
+	o.Progress("resolving %s and %s", o.SrcArg, o.DstArg)
+	if r.src, r.dst, err = o.resolvePair(ctx); err != nil {
+		return err
+	}
+	rep.Source, rep.Destination = o.Endpoint(ctx, r.src), o.Endpoint(ctx, r.dst)
+	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
+	rep.Path.Dataplane = o.Dataplane(ctx)
+	rep.Warnings = append(rep.Warnings, cmdutil.TargetWarnings(r.src, r.dst)...)
+	r.timer.Phase("resolve")
+	return nil
+}
+
+// Open picks the agents' mode where the user may create them, and the session.
+func (r *pathRun) Open(ctx context.Context) (*session.Session, error) {
+	mode, note, err := r.o.ChooseMode(ctx, r.o.Mode, r.src.Namespace, r.dst.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		r.rep.Warnings = append(r.rep.Warnings, note)
+	}
+	r.sess = r.o.NewSession(mode)
+	return r.sess, nil
+}
+
+// Start plans the temporary policies and starts the server agent, then the client with its job.
+func (r *pathRun) Start(ctx context.Context) (err error) {
+	o, rep, src, dst := r.o, r.rep, r.src, r.dst
+	rep.Warnings = append(rep.Warnings, o.CleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
+	probes, appPort := o.ProbeSpecs(dst.Pod.Status.PodIP)
+	lifetime := time.Duration(ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
+	r.pp, err = o.PlanPolicy(ctx, r.sess, o.ReadPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
+	rep.Policy = r.pp.Check
+	if err != nil {
+		return err
+	}
+	r.probes, r.app = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
+	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: append(append([]agent.ProbeSpec{}, r.probes...), r.app...)}
+	if !r.pp.NoServer {
+		o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, r.sess.Mode)
+		if r.srv, err = o.StartServer(ctx, r.sess, dst, r.pp.SrvPort, lifetime, &rep.Warnings); err != nil {
+			return err
+		}
+		rep.Destination.AgentIP = r.srv.IP
+		SetAgentName(&rep.Destination, r.srv)
+		job.Host, job.Port = r.srv.IP, r.srv.Port
+	}
+	rep.Mode = r.sess.Mode
+	r.timer.Phase("start-server")
+	return r.startClient(ctx, &job, lifetime)
+}
+
+func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time.Duration) error {
+	src := r.src
+	r.o.Progress("starting the client agent next to %s/%s", src.Namespace, src.Pod.Name)
+	cli, err := r.sess.StartReady(ctx, session.AgentSpec{Role: session.RoleClient, Target: src, Job: job, Lifetime: lifetime, Port: r.pp.CliPort, InlineJob: r.pp.InlineJob}, "the client agent")
+	if err != nil {
+		return err
+	}
+	r.cli = cli
+	SetAgentName(&r.rep.Source, cli)
+	r.rep.Source.AgentIP = src.Pod.Status.PodIP
+	if cli.Temporary {
+		r.rep.Source.AgentIP = cli.IP
+	}
+	r.timer.Phase("start-client")
+	return nil
+}
+
+// Measure reads the client's results as they come.
+func (r *pathRun) Measure(ctx context.Context) (time.Duration, error) {
+	since := time.Now()
+	res, err := r.o.Collect(ctx, r.cli, r.srv, r.src, r.dst)
+	if err != nil {
+		return 0, err
+	}
+	if err := res.Missing(r.probes, r.cli); err != nil {
+		return 0, err
+	}
+	r.res = res
+	measuring := time.Since(since)
+	r.timer.Phase("measure")
+	return measuring, nil
+}
+
+func (r *pathRun) Finish(context.Context) {
+	r.o.fillResults(r.rep, r.probes, r.app, r.res)
+	r.rep.Skipped = append(r.pp.Skipped(), r.rep.Skipped...)
+}
+
+func (r *pathRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
+
+func (r *pathRun) Output() cmdutil.RunOutput {
+	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
+		Write: func() error { return report.Write(r.o.Out, r.o.Output, r.rep) },
+		Err:   func() error { return r.res.appErr }}
+}

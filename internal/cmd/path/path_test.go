@@ -1,0 +1,161 @@
+package path
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*PathOptions)
+		wantErr string
+	}{
+		{name: "defaults", change: func(*PathOptions) {}},
+		{name: "mode", change: func(o *PathOptions) { o.Mode = "daemonset" }, wantErr: `--mode "daemonset": want ephemeral, pod or auto`},
+		{name: "profile", change: func(o *PathOptions) { o.Profile = "slow" }, wantErr: `--profile "slow": want quick or seed`},
+		{name: "unknown probe", change: func(o *PathOptions) { o.Probes = []string{"rtt", "quic"} }, wantErr: `--probes: unknown probe "quic"`},
+		{name: "no probes", change: func(o *PathOptions) { o.Probes = nil }, wantErr: "--probes is empty"},
+		{name: "output", change: func(o *PathOptions) { o.Output = "wide" }, wantErr: `--output "wide": want json, yaml, openmetrics or junit`},
+		{name: "http path without port", change: func(o *PathOptions) { o.HTTPPath = "/healthz" }, wantErr: "--http-path needs --port"},
+		{name: "port range", change: func(o *PathOptions) { o.Port = 70000 }, wantErr: "--port 70000: want 1-65535"},
+		{name: "interval longer than duration", change: func(o *PathOptions) { o.Interval, o.Duration = 20*time.Second, 10*time.Second },
+			wantErr: "--interval 20s is longer than --duration 10s"},
+		{name: "negative", change: func(o *PathOptions) { o.QPS = -1 }, wantErr: "--qps -1: want 1-1e+06"},
+		{name: "empty image", change: func(o *PathOptions) { o.Image = "" }, wantErr: "--image is empty"},
+		{name: "agent memory too small", change: func(o *PathOptions) { o.AgentResources = "cpu=1,memory=16Mi" }, wantErr: `--agent-resources "cpu=1,memory=16Mi": memory=16Mi: the agent needs at least 40Mi`},
+		{name: "agent resources none", change: func(o *PathOptions) { o.AgentResources = "none" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+			tc.change(o)
+			err := o.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestProbeSpecs(t *testing.T) {
+	o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+	o.Probes = []string{"rtt", "tcp"}
+	o.Streams, o.Duration, o.Interval = 4, 10*time.Second, 2*time.Second
+	o.Port, o.HTTPPath = 8080, "/healthz"
+	got, app := o.ProbeSpecs("10.0.0.5")
+	want := []agent.ProbeSpec{
+		{Kind: agent.ProbeICMP, Count: 20, IntervalMillis: 50},
+		{Kind: agent.ProbeTCPRTT, Count: 20, IntervalMillis: 50},
+		{Kind: agent.ProbeTCP, Name: "tcp-1", Streams: 1, DurationSeconds: 10, ReportIntervalSeconds: 2},
+		{Kind: agent.ProbeTCP, Name: "tcp-4", Streams: 4, DurationSeconds: 10, ReportIntervalSeconds: 2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("probes (-want +got):\n%s", diff)
+	}
+	wantApp := []agent.ProbeSpec{
+		{Kind: agent.ProbeTCPRTT, Name: "app-tcp-rtt", Address: "10.0.0.5:8080", Count: 20, IntervalMillis: 50},
+		{Kind: agent.ProbeHTTP, Name: "app-http", URL: "http://10.0.0.5:8080/healthz", QPS: 100, Connections: 4, DurationSeconds: 10},
+	}
+	if diff := cmp.Diff(wantApp, app); diff != "" {
+		t.Errorf("app-port probes (-want +got):\n%s", diff)
+	}
+	// The quick profile must fit its promise of a whole run within 30 s.
+	q := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+	all, _ := q.ProbeSpecs("10.0.0.5")
+	if s := ExpectedSeconds(all); s > 25 {
+		t.Errorf("quick profile measures for %.0f s; the whole run must stay within 30 s", s)
+	}
+}
+
+func TestClassifyAndCost(t *testing.T) {
+	tests := []struct {
+		name                                 string
+		sn, dn, sz, dz, sr, dr, want, reason string
+	}{
+		{name: "same node", sn: "a", dn: "a", sz: "z1", dz: "z1", want: report.SameNode},
+		{name: "same zone", sn: "a", dn: "b", sz: "z1", dz: "z1", sr: "r", dr: "r", want: report.SameZone},
+		{name: "cross zone", sn: "a", dn: "b", sz: "z1", dz: "z2", sr: "r", dr: "r", want: report.CrossZone},
+		{name: "cross region", sn: "a", dn: "b", sz: "z1", dz: "z2", sr: "r1", dr: "r2", want: report.CrossRegion},
+		{name: "no labels", sn: "a", dn: "b", want: report.Unknown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := report.Classify(tc.sn, tc.dn, tc.sz, tc.dz, tc.sr, tc.dr); got.Class != tc.want {
+				t.Errorf("class %q, want %q", got.Class, tc.want)
+			}
+		})
+	}
+	c := report.NewCost(5e9, 0.01)
+	if c.RunCostUSD != 0.1 {
+		t.Errorf("5 GB at $0.01/GB on both sides: $%v, want $0.10", c.RunCostUSD)
+	}
+	if c.MonthlyUSDPerGbps != 6480 {
+		t.Errorf("1 Gbit/s for 30 days = 324000 GB: $%v, want $6480", c.MonthlyUSDPerGbps)
+	}
+}
+
+// Temporary agents get requests, a memory limit and no CPU limit by default; a memory limit
+// below the agent's own heap limit brings GOMEMLIMIT down with it; "none" leaves it all to the
+// namespace's LimitRange.
+func TestAgentResources(t *testing.T) {
+	tests := []struct {
+		flag, wantRequests, wantLimits, wantGoMemLimit string
+	}{
+		{"", "cpu=100m memory=64Mi", "memory=128Mi", ""},
+		{"none", "", "", ""},
+		{"cpu=200m,memory=64Mi", "cpu=200m memory=64Mi", "cpu=200m memory=64Mi", "50331648"},
+		{"memory=1Gi", "memory=1Gi", "memory=1Gi", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.flag, func(t *testing.T) {
+			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+			o.AgentResources = tc.flag
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			var c corev1.Container
+			session.SetResources(&c, o.Resources)
+			var goMem string
+			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					goMem = e.Value
+				}
+			}
+			if got := list(c.Resources.Requests); got != tc.wantRequests {
+				t.Errorf("requests %q, want %q", got, tc.wantRequests)
+			}
+			if got := list(c.Resources.Limits); got != tc.wantLimits {
+				t.Errorf("limits %q, want %q", got, tc.wantLimits)
+			}
+			if goMem != tc.wantGoMemLimit {
+				t.Errorf("GOMEMLIMIT %q, want %q", goMem, tc.wantGoMemLimit)
+			}
+		})
+	}
+}
+
+func list(r corev1.ResourceList) string {
+	var out []string
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := r[n]; ok {
+			out = append(out, string(n)+"="+q.String())
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,271 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// policyScope is what the policy check reads before a run starts anything: the
+// NetworkPolicies of the run's namespaces, those namespaces' labels, and the API server's
+// addresses (the pod proxy, which hands agents their jobs and renews leases, connects from them).
+type PolicyScope struct {
+	Policies  []networkingv1.NetworkPolicy
+	nsLabels  map[string]map[string]string
+	apiServer []netip.Addr
+	Skipped   string
+}
+
+// readPolicies reads the scope; without permission to list NetworkPolicies the check is skipped
+// and says so. A namespace that cannot be read keeps the label every namespace carries. Every
+// command reads its namespaces' policies before it starts anything, so this is also where the
+// temporary policies a killed run left are deleted once their not-after time has passed.
+func (o *CommonOptions) ReadPolicies(ctx context.Context, namespaces ...string) *PolicyScope {
+	sc := &PolicyScope{nsLabels: map[string]map[string]string{}}
+	for _, ns := range Unique(namespaces) {
+		list, err := o.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			sc.Skipped = fmt.Sprintf("listing networkpolicies in namespace %q failed (%v): blocked probes were not predicted", ns, access.ForbiddenOr(err))
+			return sc
+		}
+		sc.Policies = append(sc.Policies, o.sweepPolicies(ctx, ns, list.Items)...)
+		sc.nsLabels[ns] = map[string]string{}
+		if n, err := o.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+			maps.Copy(sc.nsLabels[ns], n.Labels)
+		}
+		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
+	}
+	sc.apiServer = session.ApiServerAddrs(ctx, o.Client)
+	return sc
+}
+
+// names lists the policies read, namespace/name.
+func (sc *PolicyScope) Names() []string {
+	var n []string
+	for _, p := range sc.Policies {
+		n = append(n, p.Namespace+"/"+p.Name)
+	}
+	return n
+}
+
+// endpoint is a pod as the policies see it.
+func (sc *PolicyScope) Endpoint(p *corev1.Pod) netpolicy.Endpoint {
+	ip, _ := netip.ParseAddr(p.Status.PodIP)
+	return netpolicy.Endpoint{Pod: p, NamespaceLabels: sc.nsLabels[p.Namespace], IP: ip}
+}
+
+// policyPod is what the policies see of an agent: the target pod itself (ephemeral containers
+// share its network and labels) or a temporary pod of the run in its namespace.
+func policyPod(s *session.Session, t *session.Target, r session.Role) *corev1.Pod {
+	if s.Mode != session.ModePod {
+		return t.Pod
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: s.Name(session.AgentSpec{Role: r}), Labels: s.Labels(r)}}
+}
+
+// check evaluates a flow; from the API server, any of its addresses must be allowed.
+func (sc *PolicyScope) Check(from, to netpolicy.Endpoint, proto corev1.Protocol, port int) netpolicy.Verdict {
+	return netpolicy.Check(sc.Policies, netpolicy.Flow{From: from, To: to, Protocol: proto, Port: port})
+}
+
+// fromAPIServer says which policies stop the API server reaching pod's port (none: allowed,
+// or the API server's addresses are unknown and it is assumed allowed).
+func (sc *PolicyScope) FromAPIServer(pod *corev1.Pod, port int) []string {
+	for _, ip := range sc.apiServer {
+		v := sc.Check(netpolicy.Endpoint{IP: ip}, sc.Endpoint(pod), corev1.ProtocolTCP, port)
+		if !v.Allowed() {
+			return Unique(v.Blockers())
+		}
+	}
+	return nil
+}
+
+// flowOf is the protocol a probe of the agents uses to the server agent.
+func FlowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
+	switch p.Kind {
+	case agent.ProbeICMP:
+		return netpolicy.ICMP, "ICMP echo"
+	case agent.ProbeUDP, agent.ProbePMTU:
+		return corev1.ProtocolUDP, "UDP to the server agent's port"
+	}
+	return corev1.ProtocolTCP, "TCP to the server agent's port"
+}
+
+// blocks groups blocked probes by flow, in the order first seen.
+type Blocks []report.PolicyBlock
+
+func (b *Blocks) Add(flow string, policies []string, probe string) {
+	for i := range *b {
+		if (*b)[i].Flow == flow {
+			(*b)[i].Probes = append((*b)[i].Probes, probe)
+			return
+		}
+	}
+	*b = append(*b, report.PolicyBlock{Flow: flow, Policies: Unique(policies), Probes: []string{probe}})
+}
+
+// pathPolicy is what the policy check decided for a path run.
+type PathPolicy struct {
+	Check *report.PolicyCheck
+	// skip holds the probes not to run; noServer says the server agent is not started at all
+	// (every agent-to-agent probe is blocked, or the API server cannot reach it).
+	Skip     map[string]bool
+	NoServer bool
+	// srvPort and cliPort are the agents' ports (0: a free one).
+	SrvPort, CliPort int
+	// inlineJob: the API server cannot hand the client agent its job, so the job (app-port
+	// probes only: it holds no token) is given on its command line.
+	InlineJob bool
+}
+
+// planPath works out which probes the policies block between the run's agents, with the server
+// agent on port (0: a free port, which only port-less rules allow).
+func PlanPath(sc *PolicyScope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *PathPolicy {
+	pp := &PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}, Skip: map[string]bool{}}
+	if sc.Skipped != "" {
+		return pp
+	}
+	cli, srv := sc.Endpoint(policyPod(s, src, session.RoleClient)), sc.Endpoint(policyPod(s, dst, session.RoleServer))
+	var b Blocks
+	if pols := sc.FromAPIServer(srv.Pod, port); len(pols) > 0 {
+		pp.NoServer = true
+		for _, p := range probes {
+			b.Add("the API server's pod proxy to the server agent (its lease and stop)", pols, p.Label())
+		}
+	}
+	for _, p := range probes {
+		proto, flow := FlowOf(p)
+		if v := sc.Check(cli, srv, proto, port); !pp.NoServer && !v.Allowed() {
+			b.Add(flow, v.Blockers(), p.Label())
+		}
+	}
+	for _, blk := range b {
+		for _, p := range blk.Probes {
+			pp.Skip[p] = true
+		}
+	}
+	pp.NoServer = pp.NoServer || len(pp.Skip) == len(probes)
+	app := sc.Endpoint(dst.Pod)
+	if s.Mode == session.ModePod {
+		app = sc.Endpoint(dst.Pod) // the app itself, not the temporary agent pod
+	}
+	for _, p := range appPort {
+		if v := sc.Check(cli, app, corev1.ProtocolTCP, portOf(p)); !v.Allowed() {
+			b.Add(fmt.Sprintf("TCP to %s/%s port %d", dst.Namespace, dst.Pod.Name, portOf(p)), v.Blockers(), p.Label())
+			pp.Skip[p.Label()] = true
+		}
+	}
+	if pols := sc.FromAPIServer(cli.Pod, cliPort); len(pols) > 0 {
+		pp.InlineJob = true
+		if !pp.NoServer {
+			pp.NoServer = true
+			for _, p := range probes {
+				if !pp.Skip[p.Label()] {
+					b.Add("the API server's pod proxy to the client agent (handing it a job that holds the run's token)", pols, p.Label())
+					pp.Skip[p.Label()] = true
+				}
+			}
+		}
+	}
+	pp.Check.Blocked = b
+	return pp
+}
+
+// portOf is the port an app-port probe connects to.
+func portOf(p agent.ProbeSpec) int {
+	addr := p.Address
+	if addr == "" {
+		addr = strings.TrimPrefix(p.URL, "http://")
+		addr, _, _ = strings.Cut(addr, "/")
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return 0
+	}
+	return int(ap.Port())
+}
+
+// choosePort puts the server agent inside a port range the policies allow from the client and
+// the API server, avoiding the destination's declared ports; 0 when there is none.
+func ChoosePort(sc *PolicyScope, s *session.Session, src, dst *session.Target) int {
+	return PortWithin(sc, policyPod(s, src, session.RoleClient), policyPod(s, dst, session.RoleServer), declaredPorts(dst.Pod))
+}
+
+// portWithin is a port of 1024 or above, not taken, inside a range the policies allow over TCP
+// from one pod to another and from the API server to the latter; 0 when there is none (or the
+// policies were not read).
+func PortWithin(sc *PolicyScope, from, to *corev1.Pod, taken []int) int {
+	if sc.Skipped != "" {
+		return 0
+	}
+	cli, srv := sc.Endpoint(from), sc.Endpoint(to)
+	for _, r := range netpolicy.AllowedRanges(sc.Policies, corev1.ProtocolTCP) {
+		for p := r.Last; p >= r.First && p > r.Last-64; p-- {
+			if p < 1024 || slices.Contains(taken, p) {
+				continue
+			}
+			if sc.Check(cli, srv, corev1.ProtocolTCP, p).Allowed() && len(sc.FromAPIServer(to, p)) == 0 {
+				return p
+			}
+		}
+	}
+	return 0
+}
+
+func declaredPorts(p *corev1.Pod) []int {
+	var out []int
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			out = append(out, int(cp.ContainerPort))
+		}
+	}
+	return out
+}
+
+// runnable are the probes the policies let through.
+func (pp *PathPolicy) Runnable(probes []agent.ProbeSpec) []agent.ProbeSpec {
+	if pp.NoServer {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(probes), func(p agent.ProbeSpec) bool { return pp.Skip[p.Label()] })
+}
+
+// runnableApp are the app-port probes the policies let through.
+func (pp *PathPolicy) RunnableApp(appPort []agent.ProbeSpec) []agent.ProbeSpec {
+	return slices.DeleteFunc(slices.Clone(appPort), func(p agent.ProbeSpec) bool { return pp.Skip[p.Label()] })
+}
+
+// skipped are the report's lines for the probes not run.
+func (pp *PathPolicy) Skipped() []string {
+	var out []string
+	for _, b := range pp.Check.Blocked {
+		for _, p := range b.Probes {
+			if pp.Skip[p] || pp.NoServer && !IsAppProbe(p) {
+				out = append(out, fmt.Sprintf("%s: %s is blocked by NetworkPolicy %s", p, b.Flow, strings.Join(b.Policies, ", ")))
+			}
+		}
+	}
+	return out
+}
+
+// tellPolicy says up front what the policies block and what --allow-policy created.
+func (o *CommonOptions) TellPolicy(blocked []report.PolicyBlock, temporary []string) {
+	for _, b := range blocked {
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s\n", b)
+	}
+	if len(temporary) > 0 {
+		fmt.Fprintf(o.ErrOut, "NetworkPolicy: --allow-policy created %s for this run\n", strings.Join(temporary, ", "))
+	}
+}

@@ -1,0 +1,126 @@
+package cmdutil
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+)
+
+// command is what a command supplies to the runner: its own plan, start, measure and report.
+// The runner owns the sequence they share, in this order: plan (nothing created) and --fail-if
+// checked against the planned figures (before the plan when they do not depend on it), open (permissions, the session and its deferred close),
+// Start, measure, finish, the session closed, closed, timing, gates evaluated, write, verdict.
+type command interface {
+	// Plan resolves the targets and places the agents; it creates nothing.
+	Plan(ctx context.Context) error
+	// PlannedFigures are the figures the report will have, for checking --fail-if.
+	PlannedFigures() map[string]string
+	// Open checks the user's permissions and opens the run's session.
+	Open(ctx context.Context) (*session.Session, error)
+	// Start creates what measuring needs (temporary policies, agents).
+	Start(ctx context.Context) error
+	// Measure runs the probes and says how long that took.
+	Measure(ctx context.Context) (time.Duration, error)
+	// Finish completes the report from what the agents reported, before the session closes.
+	Finish(ctx context.Context)
+	// Closed completes the report once every agent has ended and every temporary object is gone.
+	Closed()
+	// Output is the report to time, check and write.
+	Output() RunOutput
+}
+
+// runOutput is a command's report as the runner needs it.
+type RunOutput struct {
+	Timing *report.Timing
+	Timer  *PhaseTimer // nil: the report has no phases
+	// figures are the report's figures for --fail-if; checks receives the results.
+	Figures func() []report.FigureValue
+	Checks  *[]gate.Result
+	Write   func() error
+	// err, when set, is the run's error after a written report (path's app-port probes).
+	Err func() error
+	// complete, when set, completes the report once cleanup is timed (matrix: its cells).
+	Complete func()
+}
+
+// planWriter is a command that can stop after its plan (--dry-run) and write it.
+type planWriter interface {
+	DryRun() bool
+	WritePlan() error
+}
+
+// figuresFirst is a command whose planned figures do not depend on its plan: its --fail-if
+// conditions are checked before it resolves anything, so that a typo costs no API call.
+type figuresFirst interface {
+	FiguresBeforePlan()
+}
+
+// execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
+// deferred finish when an earlier step failed), and an interrupted execute says what it left.
+func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c command) (err error) {
+	_, first := c.(figuresFirst)
+	if first {
+		if err := o.Gates.Check(c.PlannedFigures()); err != nil {
+			return err
+		}
+	}
+	if err := c.Plan(ctx); err != nil {
+		return err
+	}
+	if pw, ok := c.(planWriter); ok && pw.DryRun() {
+		return pw.WritePlan()
+	}
+	if !first {
+		if err := o.Gates.Check(c.PlannedFigures()); err != nil {
+			return err
+		}
+	}
+	sess, err := c.Open(ctx)
+	if sess != nil {
+		defer func() { err = o.Finish(ctx, sess, err) }()
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	measuring, err := c.Measure(ctx)
+	if err != nil {
+		return err
+	}
+	out := c.Output()
+	out.Timing.MeasuringSeconds = Round1(measuring.Seconds())
+	c.Finish(ctx)
+	if err := sess.Close(); err != nil {
+		return err
+	}
+	c.Closed()
+	return o.conclude(start, out)
+}
+
+// conclude times, checks and writes a finished run's report, and gives its verdict.
+func (o *CommonOptions) conclude(start time.Time, out RunOutput) error {
+	if out.Timer != nil {
+		out.Timer.Phase("cleanup")
+	}
+	if out.Complete != nil {
+		out.Complete()
+	}
+	t := out.Timing
+	t.WallSeconds = Round1(time.Since(start).Seconds())
+	t.OverheadSeconds = Round1(t.WallSeconds - t.MeasuringSeconds)
+	*out.Checks = o.Gates.Evaluate(out.Figures())
+	if err := out.Write(); err != nil {
+		return err
+	}
+	var runErr error
+	if out.Err != nil {
+		runErr = out.Err()
+	}
+	return cmp.Or(runErr, Verdict(*out.Checks))
+}

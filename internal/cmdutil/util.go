@@ -1,0 +1,48 @@
+package cmdutil
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+)
+
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func Round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+// isAppProbe says whether a probe measures the application (its port, or its Service) rather
+// than the agent server: its failure is reported next to the results, not fatal.
+func IsAppProbe(name string) bool {
+	return strings.HasPrefix(name, "app-") || strings.HasPrefix(name, "svc-")
+}
+
+func TargetWarnings(ts ...*session.Target) []string {
+	var w []string
+	for _, t := range ts {
+		if t.Pod.Spec.HostNetwork {
+			w = append(w, fmt.Sprintf("%s/%s uses the host network: this measures the node's network, not a pod path", t.Namespace, t.Pod.Name))
+		}
+		if n := len(t.Pod.Spec.EphemeralContainers); n >= EphemeralWarnAt {
+			w = append(w, fmt.Sprintf("pod %s/%s already holds %d ephemeral containers; each run adds about 1.5 KB to the pod object, which etcd caps at 1.5 MiB: use --mode pod for repeated runs",
+				t.Namespace, t.Pod.Name, n))
+		}
+	}
+	return w
+}
+
+func Deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+// ephemeralWarnAt is the number of ephemeral containers in a pod from which runs warn.
+const EphemeralWarnAt = 100
