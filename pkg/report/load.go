@@ -6,40 +6,39 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // MaxReportBytes bounds a report LoadRun reads: far more than any run writes.
-const MaxReportBytes = 64 << 20
+const MaxReportBytes = v1alpha1.MaxReportBytes
 
 // maxFigure bounds a figure's magnitude in a report read back: no measurement comes near it
 // (1e15 µs is 31 years), and the differences and percentages of figures within it are finite.
 const maxFigure = 1e15
 
 // Errors of LoadRun; each is wrapped with the file's name and what is wrong, on one line.
+// All but ErrInternal are v1alpha1.Read's.
 var (
 	// ErrNotAReport: not JSON or YAML, or not a report of a run this version writes.
-	ErrNotAReport = errors.New("not a kubectl-netbench report")
+	ErrNotAReport = v1alpha1.ErrNotAReport
 	// ErrTooLarge: more than MaxReportBytes.
-	ErrTooLarge = errors.New("larger than any report")
+	ErrTooLarge = v1alpha1.ErrTooLarge
 	// ErrInvalid: a value of the wrong type, a negative count, a figure beyond any measurement.
-	ErrInvalid = errors.New("invalid report")
+	ErrInvalid = v1alpha1.ErrInvalid
 	// ErrIncomplete: something the report's figures are read from is missing.
-	ErrIncomplete = errors.New("incomplete report")
+	ErrIncomplete = v1alpha1.ErrIncomplete
 	// ErrInternal: reading the report failed in a way it never should (a bug to report).
 	ErrInternal = errors.New("internal error")
 )
 
-// reportKinds are the kinds LoadRun reads, as the error for another kind lists them.
-const reportKinds = "PathReport, LadderReport, DNSReport or MatrixReport"
+// runKinds are the kinds LoadRun reads: the reports of runs.
+var runKinds = []string{v1alpha1.KindPath, v1alpha1.KindLadder, v1alpha1.KindDNS, v1alpha1.KindMatrix}
 
 // LoadRun reads a report written with -o json or -o yaml, with its figures. What it cannot
 // compare it refuses with one line naming the file and what is wrong: not a report, another
@@ -59,41 +58,30 @@ func LoadRun(file string, data []byte) (run *LoadedRun, err error) {
 	return run, nil
 }
 
-// loadRun is LoadRun without the file's name.
+// loadRun is LoadRun without the file's name: the report as v1alpha1.Read decodes it, and its
+// figures.
 func loadRun(data []byte) (*LoadedRun, error) {
 	js, err := reportJSON(data)
 	if err != nil {
 		return nil, err
 	}
-	var head struct{ APIVersion, Kind string }
-	if err := decode(js, &head); err != nil {
-		return nil, err
-	}
-	switch {
-	case head.APIVersion == "":
-		return nil, fmt.Errorf("%w: no apiVersion (want %s, as -o json and -o yaml write it)", ErrNotAReport, APIVersion)
-	case head.APIVersion != APIVersion:
-		return nil, fmt.Errorf("%w: apiVersion %s, want %s", ErrNotAReport, quote(head.APIVersion), APIVersion)
-	}
-	var run *LoadedRun
-	switch head.Kind {
-	case "PathReport":
-		run, err = loadPath(js)
-	case "LadderReport":
-		run, err = loadLadder(js)
-	case "DNSReport":
-		run, err = loadDNS(js)
-	case "MatrixReport":
-		run, err = loadMatrix(js)
-	case "":
-		return nil, fmt.Errorf("%w: no kind (want %s)", ErrNotAReport, reportKinds)
-	default:
-		return nil, fmt.Errorf("%w: kind %s, want %s", ErrNotAReport, quote(head.Kind), reportKinds)
-	}
+	rep, err := v1alpha1.Read(js, runKinds...)
 	if err != nil {
 		return nil, err
 	}
-	run.Info.Kind = head.Kind
+	var run *LoadedRun
+	switch r := rep.(type) {
+	case *v1alpha1.PathReport:
+		run = pathRun((*PathReport)(r))
+	case *v1alpha1.LadderReport:
+		run = ladderRun((*LadderReport)(r))
+	case *v1alpha1.DNSReport:
+		run = dnsRun((*DNSReport)(r))
+	case *v1alpha1.MatrixReport:
+		run = matrixRun((*MatrixReport)(r))
+	default:
+		return nil, fmt.Errorf("%w: a %T", ErrInternal, rep)
+	}
 	return run, checkFigures(run.Figures)
 }
 
@@ -123,208 +111,24 @@ func reportJSON(data []byte) ([]byte, error) {
 	return js, nil
 }
 
-// decode reads js into v, saying where and what is wrong when it cannot.
-func decode(js []byte, v any) error {
-	err := json.Unmarshal(js, v)
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &se) && se.Offset >= int64(len(js)):
-		return fmt.Errorf("%w: the file ends early, at byte %d (truncated?)", ErrNotAReport, len(js))
-	case errors.As(err, &se):
-		return fmt.Errorf("%w: invalid JSON at byte %d: %s", ErrNotAReport, se.Offset, clip(se.Error()))
-	case errors.As(err, &te) && te.Field == "":
-		return fmt.Errorf("%w: %s where an object with apiVersion and kind is wanted", ErrNotAReport, jsonValue(te.Value))
-	case errors.As(err, &te):
-		return fmt.Errorf("%w: %s holds %s where %s is wanted", ErrInvalid, clip(te.Field), jsonValue(te.Value), jsonType(te.Type))
-	}
-	return fmt.Errorf("%w: %s", ErrNotAReport, clip(err.Error()))
+func pathRun(r *PathReport) *LoadedRun {
+	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{Kind: r.Kind, StartTime: r.StartTime, Profile: r.Profile,
+		Subject: endpoint(r.Source) + " → " + endpoint(r.Destination)}}
 }
 
-// jsonValue names a JSON value as encoding/json describes it ("string", "number 1e400").
-func jsonValue(v string) string {
-	switch {
-	case v == "array" || v == "object":
-		return "an " + v
-	case strings.HasPrefix(v, "number "):
-		return clip(v)
-	}
-	return "a " + clip(v)
+func ladderRun(r *LadderReport) *LoadedRun {
+	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{Kind: r.Kind, StartTime: r.StartTime, Profile: r.Profile,
+		Subject: "ladder to " + endpoint(r.Destination)}}
 }
 
-// jsonType names what a Go type is in JSON.
-func jsonType(t reflect.Type) string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil {
-		return "a value"
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return fmt.Sprintf("an integer of %d bits", t.Bits())
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return fmt.Sprintf("a non-negative integer of %d bits", t.Bits())
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	}
-	return "a value"
+func dnsRun(r *DNSReport) *LoadedRun {
+	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{Kind: r.Kind, StartTime: r.StartTime,
+		Subject: "dns in " + r.Target.Namespace + "/" + r.Target.Pod}}
 }
 
-func loadPath(js []byte) (*LoadedRun, error) {
-	var r PathReport
-	if err := decode(js, &r); err != nil {
-		return nil, err
-	}
-	if err := checkProbes("probes", r.Probes); err != nil {
-		return nil, err
-	}
-	if err := checkProbes("appPort", r.AppPort); err != nil {
-		return nil, err
-	}
-	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{StartTime: r.StartTime, Profile: r.Profile,
-		Subject: endpoint(r.Source) + " → " + endpoint(r.Destination)}}, nil
-}
-
-func loadLadder(js []byte) (*LoadedRun, error) {
-	var r LadderReport
-	if err := decode(js, &r); err != nil {
-		return nil, err
-	}
-	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{StartTime: r.StartTime, Profile: r.Profile,
-		Subject: "ladder to " + endpoint(r.Destination)}}, nil
-}
-
-func loadDNS(js []byte) (*LoadedRun, error) {
-	var r DNSReport
-	if err := decode(js, &r); err != nil {
-		return nil, err
-	}
-	if err := checkDNS(&r); err != nil {
-		return nil, err
-	}
-	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{StartTime: r.StartTime,
-		Subject: "dns in " + r.Target.Namespace + "/" + r.Target.Pod}}, nil
-}
-
-func loadMatrix(js []byte) (*LoadedRun, error) {
-	var r MatrixReport
-	if err := decode(js, &r); err != nil {
-		return nil, err
-	}
-	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{StartTime: r.StartTime,
-		Subject: "matrix of " + r.Namespace + " (" + r.Scope + ")"}}, nil
-}
-
-// checkProbes finds, in a list of probe results, the first that figures cannot be read from.
-func checkProbes(field string, rs []*agent.ProbeResult) error {
-	for i, p := range rs {
-		if what, err := probeProblem(p); err != nil {
-			return fmt.Errorf("%w: %s[%d] %s", err, field, i, what)
-		}
-	}
-	return nil
-}
-
-// probeProblem says what is wrong with a probe's result, if anything: a probe that ran (was
-// not skipped) carries the result block of its kind, with counts of 0 or more.
-func probeProblem(p *agent.ProbeResult) (string, error) {
-	if p == nil {
-		return "is null", ErrIncomplete
-	}
-	if p.Skipped != "" {
-		return "", nil
-	}
-	if p.Name == "" {
-		return "has no name", ErrIncomplete
-	}
-	b := resultBlock(p)
-	switch {
-	case b.name == "":
-		return "", nil // a kind without figures
-	case !b.present:
-		return fmt.Sprintf("%s (kind %s) has no %q result (a probe that was not skipped has one)", quote(p.Name), p.Kind, b.name), ErrIncomplete
-	case b.latency != nil:
-		if what, err := latencyProblem(*b.latency); err != nil {
-			return fmt.Sprintf("%s (kind %s): %s.%s", quote(p.Name), p.Kind, b.latencyPath, what), err
-		}
-	}
-	return "", nil
-}
-
-// block is where a probe of a kind with figures carries them: the block's JSON name, whether
-// the result has it, and its latency with that latency's JSON path (nil for kinds without one).
-type block struct {
-	name        string
-	present     bool
-	latency     *probes.Latency
-	latencyPath string
-}
-
-func resultBlock(p *agent.ProbeResult) block {
-	switch p.Kind {
-	case agent.ProbeICMP, agent.ProbeTCPRTT, agent.ProbeUDP:
-		if p.RTT != nil {
-			return block{"rtt", true, &p.RTT.RTT, "rtt.rtt"}
-		}
-		return block{name: "rtt"}
-	case agent.ProbeHTTP, agent.ProbeHTTPNewConn, agent.ProbeHTTPMax:
-		if p.HTTP != nil {
-			return block{"http", true, &p.HTTP.Latency, "http.latency"}
-		}
-		return block{name: "http"}
-	case agent.ProbeGRPC:
-		if p.GRPC != nil {
-			return block{"grpc", true, &p.GRPC.Latency, "grpc.latency"}
-		}
-		return block{name: "grpc"}
-	case agent.ProbeTCP:
-		return block{name: "throughput", present: p.Throughput != nil}
-	case agent.ProbePMTU:
-		return block{name: "pathMTU", present: p.PMTU != nil}
-	}
-	return block{}
-}
-
-// latencyProblem says which count of a latency is negative, if one is.
-func latencyProblem(l probes.Latency) (string, error) {
-	if l.Count < 0 {
-		return fmt.Sprintf("count is %d (want 0 or more)", l.Count), ErrInvalid
-	}
-	for i, b := range l.Histogram {
-		if b.Count < 0 {
-			return fmt.Sprintf("histogram[%d].count is %d (want 0 or more)", i, b.Count), ErrInvalid
-		}
-	}
-	return "", nil
-}
-
-// checkDNS wants the DNS result the figures are read from, with counts of 0 or more.
-func checkDNS(r *DNSReport) error {
-	switch {
-	case r.Result == nil:
-		return fmt.Errorf("%w: no result", ErrIncomplete)
-	case r.Result.DNSResult == nil:
-		return fmt.Errorf("%w: the result has no names measured", ErrIncomplete)
-	}
-	for i, n := range r.Result.Names {
-		if v := variant(n, "as configured"); v != nil {
-			if what, err := latencyProblem(v.Warm); err != nil {
-				return fmt.Errorf("%w: result.names[%d] (%s) as configured: warm.%s", err, i, quote(n.Name), what)
-			}
-		}
-	}
-	return nil
+func matrixRun(r *MatrixReport) *LoadedRun {
+	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{Kind: r.Kind, StartTime: r.StartTime,
+		Subject: "matrix of " + r.Namespace + " (" + r.Scope + ")"}}
 }
 
 // checkFigures wants every figure, and its range, within maxFigure.

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // Write renders v as "json", "yaml", or, for "", the human report.
@@ -108,14 +106,14 @@ func Human(w io.Writer, r *PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
-	writeFootprint(w, r.AgentFootprint, append(append([]*agent.ProbeResult(nil), r.Probes...), r.AppPort...))
+	writeFootprint(w, r.AgentFootprint, append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...))
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
 }
 
 // writeFootprint says what the agents cost, client then server, and the client's CPU per probe.
-func writeFootprint(w io.Writer, fp map[string]agent.Footprint, results []*agent.ProbeResult) {
+func writeFootprint(w io.Writer, fp map[string]v1alpha1.Footprint, results []*v1alpha1.ProbeResult) {
 	var parts []string
 	for _, role := range []string{"client", "server"} {
 		if f, ok := fp[role]; ok {
@@ -137,7 +135,7 @@ func writeFootprint(w io.Writer, fp map[string]agent.Footprint, results []*agent
 }
 
 // writeChecks prints each --fail-if condition and how it came out.
-func writeChecks(w io.Writer, checks []gate.Result) {
+func writeChecks(w io.Writer, checks []v1alpha1.CheckResult) {
 	if len(checks) == 0 {
 		return
 	}
@@ -163,8 +161,8 @@ func writeFooter(w io.Writer, warnings []string, t Timing) {
 	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", t.WallSeconds, t.MeasuringSeconds, t.OverheadSeconds, strings.Join(phases, ", "))
 }
 
-func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
-	var rtt, http, grpc, tput, mtu []*agent.ProbeResult
+func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
+	var rtt, http, grpc, tput, mtu []*v1alpha1.ProbeResult
 	for _, r := range results {
 		switch {
 		case r.PMTU != nil:
@@ -191,7 +189,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 		tw.Flush()
 		fmt.Fprintln(w, "  percentiles exact (nearest rank over every reply)")
 		for _, r := range rtt {
-			if r.Kind == agent.ProbeUDP {
+			if r.Kind == v1alpha1.ProbeUDP {
 				fmt.Fprintf(w, "  %s: jitter %s (RFC 3550 estimator over successive round trips), %d datagrams at %.3g ms intervals\n",
 					r.Name, Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
 				if d := r.RTT.ServerDwell; d != nil && d.Count > 0 {
@@ -205,7 +203,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 		fmt.Fprintf(w, "\nRequest latency, %s (fortio engine)\n", title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "probe\tconns\tqps asked\tqps done\trequests\terrors\tmin\tp50\tp90\tp99\tp99.9\tmax\t")
-		row := func(name string, conns int, asked, done float64, n, errs int64, l probes.Latency) {
+		row := func(name string, conns int, asked, done float64, n, errs int64, l v1alpha1.Latency) {
 			a := "max"
 			if asked > 0 {
 				a = fmt.Sprintf("%.0f", asked)
@@ -227,7 +225,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 		tw.Flush()
 		percentileBasis(w, lats)
 		for _, r := range http {
-			if r.HTTP.Mode == probes.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
+			if r.HTTP.Mode == v1alpha1.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
 				fmt.Fprintf(w, "  %s: achieved %.0f qps; Little's law (%d connections ÷ mean %s) expects %.0f qps\n",
 					r.Name, r.HTTP.AchievedQPS, r.HTTP.Connections, Micros(r.HTTP.Latency.AvgMicros), r.HTTP.LittleLawQPS)
 			}
@@ -288,7 +286,7 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 }
 
 // Histogram draws the latency histogram with bars of at most width characters.
-func Histogram(w io.Writer, l probes.Latency, width int) {
+func Histogram(w io.Writer, l v1alpha1.Latency, width int) {
 	var top int64
 	for _, b := range l.Histogram {
 		top = max(top, b.Count)
@@ -307,7 +305,7 @@ func Histogram(w io.Writer, l probes.Latency, width int) {
 
 type namedLatency struct {
 	name string
-	l    probes.Latency
+	l    v1alpha1.Latency
 }
 
 // percentileBasis says what the request percentiles were computed from: every request's latency
@@ -339,7 +337,7 @@ func percentileBasis(w io.Writer, lats []namedLatency) {
 
 // histogramCount says what a latency histogram's bars count: every request, or the sample the
 // percentiles came from.
-func histogramCount(l probes.Latency) string {
+func histogramCount(l v1alpha1.Latency) string {
 	if l.PercentilesFrom > 0 {
 		return fmt.Sprintf("a uniform sample of %d of %d requests", l.PercentilesFrom, l.Count)
 	}
