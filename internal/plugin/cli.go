@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // progressPrinter writes timed progress lines to w when it is a terminal (or when

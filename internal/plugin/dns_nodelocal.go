@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // NodeLocalDNSLabel selects NodeLocal DNSCache's pods, as its upstream manifest labels them.

@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func cachePod(name, node string, phase corev1.PodPhase) *corev1.Pod {

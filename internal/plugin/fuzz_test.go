@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // Names come from the command line: any input gives a valid ASCII name or an error, never a
@@ -38,7 +38,7 @@ func FuzzCheckDNSName(f *testing.F) {
 // Whatever file diff is given, it never panics: it compares (writing valid JSON) or refuses
 // with one line, against a real report and against itself.
 func FuzzDiff(f *testing.F) {
-	good, err := os.ReadFile("../../pkg/report/testdata/path-pod-mode-rtt-tcp.json")
+	good, err := os.ReadFile("../../internal/report/testdata/path-pod-mode-rtt-tcp.json")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // MaxRounds bounds --repeat.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // HostNetworkClass is the class of the --host-baseline rung: node to node, in the nodes' own

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // TopologyModeAnnotation is the topology-aware routing annotation a temporary Service copies.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func labNode(name, zone string, mod ...func(*corev1.Node)) *corev1.Node {

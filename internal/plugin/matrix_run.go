@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // matrixPermissions are what a matrix needs in its namespace: a DaemonSet of its own, a watch

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func runMatrix(t *testing.T, f *fleetCluster, mod func(*MatrixOptions)) (*report.MatrixReport, error) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // impostor is a ready pod with the run's labels on node-00001, created after the agents.

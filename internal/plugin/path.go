@@ -17,8 +17,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
 )
 
 // Probe groups selectable with --probes.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // collected is what the client agent reported.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // addPolicies stores a default-deny policy (both directions) and those that allow TCP to the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // command is what a command supplies to the runner: its own plan, start, measure and report.

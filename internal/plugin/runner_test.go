@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 var (

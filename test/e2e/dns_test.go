@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func dnsJSON(t *testing.T, args ...string) *report.DNSReport {

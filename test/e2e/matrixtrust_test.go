@@ -29,7 +29,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // During a matrix run, a pod that copies the run's labels (read from the DaemonSet the run

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // defaultDeny makes ns default-deny in both directions, allowing only TCP 8080 between its

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 var (

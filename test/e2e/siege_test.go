@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // Peers outside the run — two pods on two nodes — read the agents' ports as anyone who may get
