@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // ServeOptions configures the agent server.
@@ -57,12 +58,8 @@ type CPUReply struct {
 	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
 }
 
-// Footprint is what an agent process has cost so far: its CPU time (user and system) and the
-// high-water mark of its resident memory.
-type Footprint struct {
-	CPUSeconds   float64 `json:"cpuSeconds"`
-	PeakRSSBytes int64   `json:"peakRSSBytes"`
-}
+// Footprint is v1alpha1.Footprint, a type of the reports' schema.
+type Footprint = v1alpha1.Footprint
 
 // OwnFootprint is this process's footprint.
 func OwnFootprint() Footprint {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // APIVersion versions Job and Event. A change that is not backwards compatible bumps it.
@@ -28,24 +29,24 @@ const (
 	TokenEnv = "NETBENCH_TOKEN"
 )
 
-// Probe kinds.
+// Probe kinds (v1alpha1's: the kind of each result in a report).
 const (
-	ProbeICMP        = "icmp"
-	ProbeTCPRTT      = "tcp-rtt"
-	ProbeHTTP        = "http"          // keep-alive at fixed qps
-	ProbeHTTPNewConn = "http-new-conn" // a new connection per request at fixed qps
-	ProbeHTTPMax     = "http-max"      // closed loop
-	ProbeGRPC        = "grpc"
-	ProbeTCP         = "tcp" // throughput
-	ProbeDNS         = "dns" // the resolver's real queries for names, with what-ifs
+	ProbeICMP        = v1alpha1.ProbeICMP
+	ProbeTCPRTT      = v1alpha1.ProbeTCPRTT
+	ProbeHTTP        = v1alpha1.ProbeHTTP        // keep-alive at fixed qps
+	ProbeHTTPNewConn = v1alpha1.ProbeHTTPNewConn // a new connection per request at fixed qps
+	ProbeHTTPMax     = v1alpha1.ProbeHTTPMax     // closed loop
+	ProbeGRPC        = v1alpha1.ProbeGRPC
+	ProbeTCP         = v1alpha1.ProbeTCP // throughput
+	ProbeDNS         = v1alpha1.ProbeDNS // the resolver's real queries for names, with what-ifs
 	// ProbeSpread opens Count new connections to Address (a Service) and asks each agent
 	// endpoint who it is: where the Service sends connections from here.
-	ProbeSpread = "spread"
+	ProbeSpread = v1alpha1.ProbeSpread
 	// ProbeUDP sends Count datagrams at IntervalMillis to the server's UDP echo: RTT, loss
 	// and jitter.
-	ProbeUDP = "udp"
+	ProbeUDP = v1alpha1.ProbeUDP
 	// ProbePMTU finds the largest packet that crosses the path with "don't fragment" set.
-	ProbePMTU = "path-mtu"
+	ProbePMTU = v1alpha1.ProbePMTU
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
@@ -231,35 +232,12 @@ type Event struct {
 	Footprints map[string]Footprint `json:"footprints,omitempty"`
 }
 
-// ProbeResult holds exactly one of the typed results, or Skipped with the reason.
-type ProbeResult struct {
-	Name       string                   `json:"name"`
-	Kind       string                   `json:"kind"`
-	Skipped    string                   `json:"skipped,omitempty"`
-	RTT        *probes.RTTResult        `json:"rtt,omitempty"`
-	HTTP       *probes.HTTPResult       `json:"http,omitempty"`
-	GRPC       *probes.GRPCResult       `json:"grpc,omitempty"`
-	Throughput *probes.ThroughputResult `json:"throughput,omitempty"`
-	DNS        *DNSReport               `json:"dns,omitempty"`
-	Spread     *probes.SpreadResult     `json:"spread,omitempty"`
-	PMTU       *probes.PMTUResult       `json:"pathMTU,omitempty"`
-	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
-	// spent while it ran: the probe's cost to the pod it ran in.
-	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
-}
+// ProbeResult is v1alpha1.ProbeResult, a type of the reports' schema.
+type ProbeResult = v1alpha1.ProbeResult
 
-// DNSReport is the DNS probe's result with what the agent found in the pod.
-type DNSReport struct {
-	*probes.DNSResult
-	// ResolvConf is the resolv.conf as read from ResolvConfPath (the application container's
-	// own view where readable); Detection says how the resolver was chosen.
-	ResolvConf     string `json:"resolvConf"`
-	ResolvConfPath string `json:"resolvConfPath"`
-	Detection      string `json:"detection"`
-	// Observed is the passive capture (--observe); ObserveSkipped why there is none.
-	Observed       *probes.DNSObservation `json:"observed,omitempty"`
-	ObserveSkipped string                 `json:"observeSkipped,omitempty"`
-}
+// DNSReport is the DNS probe's result with what the agent found in the pod:
+// v1alpha1.DNSProbeResult, a type of the reports' schema.
+type DNSReport = v1alpha1.DNSProbeResult
 
 // Emitter writes events as JSON lines; safe for concurrent use.
 type Emitter struct {

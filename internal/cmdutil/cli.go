@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // progressPrinter writes timed progress lines to w when it is a terminal (or when

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // dataplane reads what a user may about how the cluster implements Services: kube-proxy's

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // ExitGateFailed is the exit code of a run whose --fail-if condition held (or whose

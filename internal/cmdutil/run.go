@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // phaseTimer records the wall time of a run's phases in its report.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // command is what a command supplies to the runner: its own plan, start, measure and report.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 var (

@@ -7,16 +7,18 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // Units of figures, as reports write them.
 const (
-	Micros  = "µs"
-	Gbps    = "Gbit/s"
-	ReqPerS = "req/s"
-	Count   = "count"
-	Percent = "%"
-	Bytes   = "bytes"
+	Micros  = v1alpha1.UnitMicros
+	Gbps    = v1alpha1.UnitGbps
+	ReqPerS = v1alpha1.UnitReqPerS
+	Count   = v1alpha1.UnitCount
+	Percent = v1alpha1.UnitPercent
+	Bytes   = v1alpha1.UnitBytes
 )
 
 // dimension of each figure unit: what it may be compared or added with.
@@ -43,11 +45,8 @@ func unitList() string {
 	return strings.Join(u, " ")
 }
 
-// Figure is one measured value in its unit.
-type Figure struct {
-	Value float64
-	Unit  string
-}
+// Figure is one measured value in its unit: v1alpha1.CheckValue, a type of the reports' schema.
+type Figure = v1alpha1.CheckValue
 
 // Figures maps figure names to values.
 type Figures map[string]Figure
@@ -80,7 +79,7 @@ func (e *UndefinedError) Unwrap() error { return ErrUndefined }
 func (c *Condition) Check(planned map[string]string) error {
 	values := Figures{}
 	for name, unit := range planned {
-		values[name] = Figure{1, unit}
+		values[name] = Figure{Value: 1, Unit: unit}
 	}
 	for _, n := range c.Figures() {
 		if _, ok := planned[n]; !ok {
@@ -275,26 +274,9 @@ func dimensionOf(unit string) string {
 	return dimensions[unit]
 }
 
-// Result is a condition checked against a run's figures.
-type Result struct {
-	Condition string `json:"condition"`
-	// Violated is true when the condition held (the run fails), or could not be evaluated:
-	// a figure it reads was not measured (Missing), or a figure or a step of its arithmetic has
-	// no finite value (Undefined).
-	Violated bool `json:"violated"`
-	// Left and Right are the two sides' values in Unit ("" for plain numbers); both 0 when the
-	// condition could not be evaluated.
-	Left   float64           `json:"left"`
-	Right  float64           `json:"right"`
-	Unit   string            `json:"unit,omitempty"`
-	Values map[string]Figure `json:"values,omitempty"`
-	// Missing names the figures the run did not measure.
-	Missing []string `json:"missing,omitempty"`
-	// Undefined is the part of the condition without a finite value (a figure that is NaN or
-	// infinite, "udp.loss / udp.loss" when the loss is 0); Message says why.
-	Undefined string `json:"undefined,omitempty"`
-	Message   string `json:"message"`
-}
+// Result is a condition checked against a run's figures: v1alpha1.CheckResult, a type of the
+// reports' schema.
+type Result = v1alpha1.CheckResult
 
 // Evaluate checks the condition on measured figures. A condition that cannot be evaluated
 // fails: a figure it reads was not measured, or a figure or a step of its arithmetic is NaN or

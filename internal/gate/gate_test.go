@@ -15,9 +15,9 @@ var planned = map[string]string{
 }
 
 var measured = Figures{
-	"rtt.p99": {2500, Micros}, "icmp.p50": {180, Micros}, "http.p99.9": {4200, Micros}, "tcp-1.gbps": {9.5, Gbps},
-	"dns.kubernetes.default.queries": {8, Count}, "cross-zone.http.p50": {2400, Micros}, "same-zone.http.p50": {300, Micros},
-	"http-max.qps": {5000, ReqPerS}, "udp.loss": {0, Percent}, "path-mtu.bytes": {1400, Bytes},
+	"rtt.p99": {Value: 2500, Unit: Micros}, "icmp.p50": {Value: 180, Unit: Micros}, "http.p99.9": {Value: 4200, Unit: Micros}, "tcp-1.gbps": {Value: 9.5, Unit: Gbps},
+	"dns.kubernetes.default.queries": {Value: 8, Unit: Count}, "cross-zone.http.p50": {Value: 2400, Unit: Micros}, "same-zone.http.p50": {Value: 300, Unit: Micros},
+	"http-max.qps": {Value: 5000, Unit: ReqPerS}, "udp.loss": {Value: 0, Unit: Percent}, "path-mtu.bytes": {Value: 1400, Unit: Bytes},
 }
 
 func TestValidConditions(t *testing.T) {

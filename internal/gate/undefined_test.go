@@ -18,10 +18,10 @@ func TestUndefinedFailsTheGate(t *testing.T) {
 		for k, x := range measured {
 			f[k] = x
 		}
-		f[name] = Figure{v, f[name].Unit}
+		f[name] = Figure{Value: v, Unit: f[name].Unit}
 		return f
 	}
-	loss0 := map[string]Figure{"udp.loss": {0, Percent}}
+	loss0 := map[string]Figure{"udp.loss": {Value: 0, Unit: Percent}}
 	for _, c := range []struct {
 		cond string
 		figs Figures
@@ -37,11 +37,11 @@ func TestUndefinedFailsTheGate(t *testing.T) {
 			Message: "udp.loss is undefined (not a number), so the condition cannot pass"}},
 		{"tcp-1.gbps < 1", with("tcp-1.gbps", math.Inf(1)), Result{Violated: true, Values: map[string]Figure{}, Undefined: "tcp-1.gbps",
 			Message: "tcp-1.gbps is undefined (infinite), so the condition cannot pass"}},
-		{"rtt.p99 > -icmp.p50", with("icmp.p50", math.Inf(-1)), Result{Violated: true, Values: map[string]Figure{"rtt.p99": {2500, Micros}}, Undefined: "icmp.p50",
+		{"rtt.p99 > -icmp.p50", with("icmp.p50", math.Inf(-1)), Result{Violated: true, Values: map[string]Figure{"rtt.p99": {Value: 2500, Unit: Micros}}, Undefined: "icmp.p50",
 			Message: "rtt.p99 = 2.5 ms; icmp.p50 is undefined (infinite), so the condition cannot pass"}},
-		{"rtt.p99 / (icmp.p50 - icmp.p50) > 1", measured, Result{Violated: true, Values: map[string]Figure{"rtt.p99": {2500, Micros}, "icmp.p50": {180, Micros}},
+		{"rtt.p99 / (icmp.p50 - icmp.p50) > 1", measured, Result{Violated: true, Values: map[string]Figure{"rtt.p99": {Value: 2500, Unit: Micros}, "icmp.p50": {Value: 180, Unit: Micros}},
 			Undefined: "rtt.p99 / (icmp.p50 - icmp.p50)", Message: "rtt.p99 = 2.5 ms; icmp.p50 = 180 µs; rtt.p99 / (icmp.p50 - icmp.p50) is undefined (division by zero), so the condition cannot pass"}},
-		{"rtt.p99 * 1e300 * 1e300 > 1ms", measured, Result{Violated: true, Values: map[string]Figure{"rtt.p99": {2500, Micros}},
+		{"rtt.p99 * 1e300 * 1e300 > 1ms", measured, Result{Violated: true, Values: map[string]Figure{"rtt.p99": {Value: 2500, Unit: Micros}},
 			Undefined: "rtt.p99 * 1e+300 * 1e+300", Message: "rtt.p99 = 2.5 ms; rtt.p99 * 1e+300 * 1e+300 is undefined (overflow), so the condition cannot pass"}},
 		{"-(udp.loss / udp.loss) != 0", measured, Result{Violated: true, Values: loss0, Undefined: "udp.loss / udp.loss",
 			Message: "udp.loss = 0 %; udp.loss / udp.loss is undefined (0/0), so the condition cannot pass"}},
@@ -170,7 +170,7 @@ func FuzzParseEvaluate(f *testing.F) {
 			if i%2 == 1 {
 				v = math.Float64frombits(b)
 			}
-			figs[n] = Figure{v, Micros}
+			figs[n] = Figure{Value: v, Unit: Micros}
 			undefined = undefined || math.IsNaN(v) || math.IsInf(v, 0)
 		}
 		r := c.Evaluate(figs)

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // DNSSpec configures the active DNS amplification probe: every name is looked up the way the
@@ -34,69 +35,17 @@ type DNSSpec struct {
 	Race int
 }
 
-// DNSQuery is one query of a cold lookup's timeline.
-type DNSQuery struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	// SentMicros is when it was sent, from the start of the lookup; RTTMicros how long the
-	// answer took.
-	SentMicros float64        `json:"sentMicros"`
-	RTTMicros  float64        `json:"rttMicros"`
-	Rcode      resolver.Rcode `json:"rcode"`
-	// Transport is "tcp" for a query resent over TCP after a truncated answer ("" = UDP);
-	// Truncated marks a UDP answer with the TC bit (too large for 512 bytes).
-	Transport string `json:"transport,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
-}
+// DNSQuery is v1alpha1.DNSQuery, a type of the reports' schema.
+type DNSQuery = v1alpha1.DNSQuery
 
-// DNSVariant is one way of looking a name up (as configured, or a what-if).
-type DNSVariant struct {
-	Label string `json:"label"`
-	// Lookup is the name as the application passes it (a trailing dot for that what-if).
-	Lookup string `json:"lookup"`
-	Ndots  int    `json:"ndots"`
-	// Queries the resolver sends for one lookup, retries and TCP resends included; NXDomains
-	// how many of them come back NXDOMAIN; AnsweredBy the candidate that answered ("" = lookup
-	// failed); Truncated the UDP answers too large for 512 bytes and TCPQueries the queries the
-	// resolver sends again over TCP because of them (counted in Queries).
-	Queries    int `json:"queries"`
-	Truncated  int `json:"truncated,omitempty"`
-	TCPQueries int `json:"tcpQueries,omitempty"`
-	// ServerSearch is the name the server answered for when it walked the search path itself
-	// (CoreDNS autopath: the first candidate's answer is a CNAME to it); ClientSideQueries is
-	// then what the resolver would send if the server did not (each candidate asked in turn).
-	ServerSearch      string `json:"serverSearch,omitempty"`
-	ClientSideQueries int    `json:"clientSideQueries,omitempty"`
-	NXDomains         int    `json:"nxdomains"`
-	AnsweredBy        string `json:"answeredBy,omitempty"`
-	// Amplification is Queries ÷ 2 (the minimum: one A and one AAAA query).
-	Amplification float64 `json:"amplification"`
-	// Warm is the latency of whole lookups (every candidate, as the resolver walks them) over
-	// Repeats runs, with caches warm.
-	Warm Latency `json:"warm"`
-}
+// DNSVariant is v1alpha1.DNSVariant, a type of the reports' schema.
+type DNSVariant = v1alpha1.DNSVariant
 
-// DNSName is the report for one name.
-type DNSName struct {
-	Name string `json:"name"`
-	// Timeline is the cold lookup, query by query.
-	Timeline []DNSQuery   `json:"timeline"`
-	Variants []DNSVariant `json:"variants"`
-}
+// DNSName is v1alpha1.DNSName, a type of the reports' schema.
+type DNSName = v1alpha1.DNSName
 
-// DNSResult is the outcome of the DNS probe.
-type DNSResult struct {
-	Resolver   resolver.Kind   `json:"resolver"`
-	Nameserver string          `json:"nameserver"`
-	Config     resolver.Config `json:"config"`
-	Repeats    int             `json:"repeats"`
-	Names      []DNSName       `json:"names"`
-	// ReplicaView is the nameserver and each replica behind it asked the same query (when the
-	// replicas were given).
-	ReplicaView *DNSReplicaView `json:"replicaView,omitempty"`
-	// Race is the race check (--race).
-	Race *DNSRace `json:"race,omitempty"`
-}
+// DNSResult is v1alpha1.DNSResult, a type of the reports' schema.
+type DNSResult = v1alpha1.DNSResult
 
 // dnsClient sends queries and remembers each candidate's outcome.
 type dnsClient struct {

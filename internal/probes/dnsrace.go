@@ -14,24 +14,19 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// RaceMode is how a resolver sends a lookup's A and AAAA queries over UDP.
-type RaceMode string
+// RaceMode is v1alpha1.RaceMode, a type of the reports' schema.
+type RaceMode = v1alpha1.RaceMode
 
-// The ways resolvers send A and AAAA.
+// The ways resolvers send A and AAAA (see v1alpha1.RaceTogether and the others).
 const (
-	// RaceTogether: both at once from one socket (glibc by default, musl): through a Service's
-	// DNAT the second can lose the conntrack race and be dropped.
-	RaceTogether RaceMode = "together"
-	// RaceSequential: one socket, AAAA once A is answered (glibc single-request).
-	RaceSequential RaceMode = "single-request"
-	// RaceReopen: AAAA once A is answered, from a new socket (glibc single-request-reopen).
-	RaceReopen RaceMode = "single-request-reopen"
-	// RaceSeparate: both at once, each from its own socket (Go).
-	RaceSeparate RaceMode = "separate sockets"
-	// RaceTCP: over TCP (glibc use-vc): no UDP race; not measured.
-	RaceTCP RaceMode = "use-vc"
+	RaceTogether   = v1alpha1.RaceTogether
+	RaceSequential = v1alpha1.RaceSequential
+	RaceReopen     = v1alpha1.RaceReopen
+	RaceSeparate   = v1alpha1.RaceSeparate
+	RaceTCP        = v1alpha1.RaceTCP
 )
 
 // MaxRaceLookups bounds --race; RaceBudget bounds how long one run of it may take.
@@ -58,31 +53,11 @@ func RaceModeOf(k resolver.Kind, c resolver.Config) RaceMode {
 	return RaceTogether
 }
 
-// DNSRaceRun is one series of lookups done one way.
-type DNSRaceRun struct {
-	Mode RaceMode `json:"mode"`
-	// Lookups done (fewer than asked when the time budget ran out); Slow those that waited out
-	// a timeout (a query lost); Lost the queries without an answer within their timeout;
-	// Failed the lookups still without both answers after every attempt.
-	Lookups int     `json:"lookups"`
-	Slow    int     `json:"slow"`
-	Lost    int     `json:"lost"`
-	Failed  int     `json:"failed,omitempty"`
-	Latency Latency `json:"latency"`
-}
+// DNSRaceRun is v1alpha1.DNSRaceRun, a type of the reports' schema.
+type DNSRaceRun = v1alpha1.DNSRaceRun
 
-// DNSRace is the race check: lookups of one name done exactly as the resolver does them, and,
-// where an option changes how it sends them, the same with that option.
-type DNSRace struct {
-	Name           string `json:"name"`
-	TimeoutSeconds int    `json:"timeoutSeconds"`
-	Attempts       int    `json:"attempts"`
-	// Concurrency is how many lookups run at once, each with its own sockets, as independent
-	// threads of an application would.
-	Concurrency int         `json:"concurrency"`
-	Measured    DNSRaceRun  `json:"measured"`
-	Fix         *DNSRaceRun `json:"fix,omitempty"`
-}
+// DNSRace is v1alpha1.DNSRace, a type of the reports' schema.
+type DNSRace = v1alpha1.DNSRace
 
 // raceTimeouts is how long resolver k waits for an attempt's answers, and how many attempts it
 // makes: glibc and Go wait the whole timeout per attempt; musl resends what is unanswered every

@@ -7,33 +7,18 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// DNSReplica is one server behind the pod's nameserver (a CoreDNS pod behind kube-dns), to be
-// asked directly.
-type DNSReplica struct {
-	Address string `json:"address"`
-	Pod     string `json:"pod,omitempty"`
-	Node    string `json:"node,omitempty"`
-	Zone    string `json:"zone,omitempty"`
-}
+// DNSReplica is v1alpha1.DNSReplica, a type of the reports' schema.
+type DNSReplica = v1alpha1.DNSReplica
 
-// DNSReplicaLatency is how fast one replica (or the nameserver itself) answered the same query.
-type DNSReplicaLatency struct {
-	DNSReplica
-	Latency Latency `json:"latency"`
-	// Errors counts queries that got no answer within the timeout.
-	Errors int `json:"errors,omitempty"`
-}
+// DNSReplicaLatency is v1alpha1.DNSReplicaLatency, a type of the reports' schema.
+type DNSReplicaLatency = v1alpha1.DNSReplicaLatency
 
-// DNSReplicaView is the same query asked of the nameserver and of each replica behind it, in
-// turns, with caches warm.
-type DNSReplicaView struct {
-	// Query is the name asked (type A): the first name's answering candidate.
-	Query      string              `json:"query"`
-	Nameserver DNSReplicaLatency   `json:"nameserver"`
-	Replicas   []DNSReplicaLatency `json:"replicas"`
-}
+// DNSReplicaView is v1alpha1.DNSReplicaView, a type of the reports' schema.
+type DNSReplicaView = v1alpha1.DNSReplicaView
 
 // MaxDNSReplicas bounds how many replicas one probe asks.
 const MaxDNSReplicas = 64

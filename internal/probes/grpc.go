@@ -9,6 +9,8 @@ import (
 	"fortio.org/fortio/fgrpc"
 	"fortio.org/fortio/periodic"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // GRPCSpec configures a gRPC unary ping latency probe (fortio's ping service).
@@ -22,18 +24,8 @@ type GRPCSpec struct {
 	Metadata map[string]string
 }
 
-// GRPCResult is the outcome of a gRPC ping run.
-type GRPCResult struct {
-	Address         string           `json:"address"`
-	Connections     int              `json:"connections"`
-	RequestedQPS    float64          `json:"requestedQPS"`
-	AchievedQPS     float64          `json:"achievedQPS"`
-	DurationSeconds float64          `json:"durationSeconds"`
-	Latency         Latency          `json:"latency"`
-	Requests        int64            `json:"requests"`
-	Errors          int64            `json:"errors"`
-	ErrorsByKind    map[string]int64 `json:"errorsByKind,omitempty"`
-}
+// GRPCResult is v1alpha1.GRPCResult, a type of the reports' schema.
+type GRPCResult = v1alpha1.GRPCResult
 
 // GRPCLatency runs fortio's gRPC engine (unary Ping) against spec.Address.
 func GRPCLatency(ctx context.Context, spec GRPCSpec) (*GRPCResult, error) {

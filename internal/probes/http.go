@@ -14,13 +14,14 @@ import (
 	"fortio.org/log"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // HTTP load modes, as reported in HTTPResult.Mode.
 const (
-	HTTPKeepAlive  = "keep-alive"  // fixed qps over N persistent connections
-	HTTPNewConn    = "new-conn"    // fixed qps, a new TCP connection for every request
-	HTTPClosedLoop = "closed-loop" // as many requests as N connections can do
+	HTTPKeepAlive  = v1alpha1.HTTPKeepAlive  // fixed qps over N persistent connections
+	HTTPNewConn    = v1alpha1.HTTPNewConn    // fixed qps, a new TCP connection for every request
+	HTTPClosedLoop = v1alpha1.HTTPClosedLoop // as many requests as N connections can do
 )
 
 // HTTPSpec configures an HTTP/1.1 latency probe run by fortio's load engine.
@@ -61,26 +62,8 @@ func (s *HTTPSpec) defaults() error {
 	return nil
 }
 
-// HTTPResult is the outcome of one HTTP latency run.
-type HTTPResult struct {
-	Mode            string  `json:"mode"`
-	URL             string  `json:"url"`
-	Connections     int     `json:"connections"`
-	RequestedQPS    float64 `json:"requestedQPS"` // 0 = unlimited (closed loop)
-	AchievedQPS     float64 `json:"achievedQPS"`
-	DurationSeconds float64 `json:"durationSeconds"`
-	// Latency of every request, errors included (as fortio's runner times it).
-	Latency Latency `json:"latency"`
-	// Requests is the number of requests done, Errors those that failed.
-	Requests int64 `json:"requests"`
-	Errors   int64 `json:"errors"`
-	// ErrorsByKind counts failures by HTTP status ("503") or "socket" for connection errors.
-	ErrorsByKind map[string]int64 `json:"errorsByKind,omitempty"`
-	// SocketsOpened is how many TCP connections the run opened.
-	SocketsOpened int64 `json:"socketsOpened"`
-	// LittleLawQPS is connections ÷ mean latency: the rate a closed loop should reach.
-	LittleLawQPS float64 `json:"littleLawQPS,omitempty"`
-}
+// HTTPResult is v1alpha1.HTTPResult, a type of the reports' schema.
+type HTTPResult = v1alpha1.HTTPResult
 
 var fortioLogOnce sync.Once
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"fortio.org/fortio/stats"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // drawResolution is the finest bucket of Latency.Histogram, which is for drawing only: its
@@ -15,33 +17,11 @@ import (
 // never come from it.
 const drawResolution = 10 * time.Microsecond
 
-// Latency summarises a set of durations. All values are microseconds.
-type Latency struct {
-	Count        int64   `json:"count"`
-	MinMicros    float64 `json:"minMicros"`
-	AvgMicros    float64 `json:"avgMicros"`
-	P50Micros    float64 `json:"p50Micros"`
-	P90Micros    float64 `json:"p90Micros"`
-	P99Micros    float64 `json:"p99Micros"`
-	P999Micros   float64 `json:"p999Micros"`
-	MaxMicros    float64 `json:"maxMicros"`
-	StdDevMicros float64 `json:"stdDevMicros"`
-	// ResolutionMicros is the width of the finest histogram bucket the percentiles were computed
-	// from; 0 means the percentiles are exact (computed from every sample, nanosecond clock).
-	ResolutionMicros float64 `json:"resolutionMicros"`
-	// PercentilesFrom, when set, is how many of the Count samples the percentiles were computed
-	// from: a uniform random sample, kept when a run had more than MaxExactSamples requests.
-	PercentilesFrom int64 `json:"percentilesFrom,omitempty"`
-	// Histogram holds the non-empty buckets, for drawing.
-	Histogram []Bucket `json:"histogram,omitempty"`
-}
+// Latency is v1alpha1.Latency, a type of the reports' schema.
+type Latency = v1alpha1.Latency
 
-// Bucket is one histogram bucket: (StartMicros, EndMicros] holding Count samples.
-type Bucket struct {
-	StartMicros float64 `json:"startMicros"`
-	EndMicros   float64 `json:"endMicros"`
-	Count       int64   `json:"count"`
-}
+// Bucket is v1alpha1.Bucket, a type of the reports' schema.
+type Bucket = v1alpha1.Bucket
 
 func micros(seconds float64) float64 { return math.Round(seconds*1e9) / 1e3 }
 

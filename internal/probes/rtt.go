@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // RTT methods, as reported in RTTResult.Method.
@@ -56,33 +57,8 @@ func (s *RTTSpec) defaults() {
 	}
 }
 
-// RTTResult is the outcome of an ICMP or TCP-connect RTT probe.
-type RTTResult struct {
-	Method         string  `json:"method"`
-	Target         string  `json:"target"`
-	RequestedCount int     `json:"requestedCount"`
-	IntervalMillis float64 `json:"intervalMillis"`
-	Sent           int     `json:"sent"`
-	Received       int     `json:"received"`
-	LossPercent    float64 `json:"lossPercent"`
-	RTT            Latency `json:"rtt"`
-	MdevMicros     float64 `json:"mdevMicros"`
-	// JitterMicros (udp only) is the RFC 3550 interarrival jitter estimator applied to
-	// successive round trips: J += (|D| − J) / 16, D the difference of two consecutive RTTs.
-	JitterMicros float64 `json:"jitterMicros,omitempty"`
-	// ServerDwell (udp only) is the time each datagram spent in the server agent, from the
-	// kernel's receive time stamp there to its answer's transmit time stamp (or its send, where
-	// the follow-up with that stamp did not come): taken off each round trip above, so that RTT
-	// is the network's (the kernel's ICMP echo has none).
-	ServerDwell     *Latency `json:"serverDwell,omitempty"`
-	DurationSeconds float64  `json:"durationSeconds"`
-	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the
-	// kernel's own handshake RTT sample from TCP_INFO) or "userspace".
-	Timestamps string `json:"timestamps"`
-	// ConnectLatency (tcp-connect only) is how long connect(2) took as the process saw it:
-	// the handshake plus the wake-up of the calling goroutine.
-	ConnectLatency *Latency `json:"connectLatency,omitempty"`
-}
+// RTTResult is v1alpha1.RTTResult, a type of the reports' schema.
+type RTTResult = v1alpha1.RTTResult
 
 // ICMPMethod reports which ICMP socket this process can use, or ErrICMPNotPermitted.
 func ICMPMethod() (string, error) {

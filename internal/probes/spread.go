@@ -12,6 +12,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // SpreadSpec: open Connections new TCP connections, one after the other, to Address (a
@@ -26,19 +28,8 @@ type SpreadSpec struct {
 	Timeout time.Duration // per connection (default 2 s)
 }
 
-// SpreadResult counts where a Service's connections landed.
-type SpreadResult struct {
-	Address     string `json:"address"`
-	Connections int    `json:"connections"`
-	// Answered connections reached an endpoint that said who it is; Unanswered the rest
-	// (refused, timed out, or an endpoint without an agent), by error kind.
-	Answered     int            `json:"answered"`
-	Unanswered   int            `json:"unanswered"`
-	ErrorsByKind map[string]int `json:"errorsByKind,omitempty"`
-	// ByZone and ByPod count answered connections per endpoint zone ("" when unknown) and pod.
-	ByZone map[string]int `json:"byZone"`
-	ByPod  map[string]int `json:"byPod"`
-}
+// SpreadResult is v1alpha1.SpreadResult, a type of the reports' schema.
+type SpreadResult = v1alpha1.SpreadResult
 
 type spreadAnswer struct {
 	Pod  string `json:"pod"`

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // ThroughputMagic opens every throughput stream; a server that multiplexes one port can route on it.
@@ -35,43 +37,14 @@ type ThroughputSpec struct {
 	ServerCPU func(ctx context.Context) (time.Duration, error)
 }
 
-// StreamResult is one TCP stream's sender-side view.
-type StreamResult struct {
-	BytesSent      int64   `json:"bytesSent"`
-	BytesReceived  int64   `json:"bytesReceived"`
-	BitsPerSecond  float64 `json:"bitsPerSecond"`
-	Retransmits    int64   `json:"retransmits"`
-	MeanRTTMicros  float64 `json:"meanRTTMicros"` // mean of the kernel's smoothed RTT, sampled every 100 ms
-	MaxCwndBytes   int64   `json:"maxCwndBytes"`
-	MSSBytes       int64   `json:"mssBytes"`
-	TCPInfoSamples int     `json:"tcpInfoSamples"`
-}
+// StreamResult is v1alpha1.StreamResult, a type of the reports' schema.
+type StreamResult = v1alpha1.StreamResult
 
-// ThroughputInterval is the transfer of all streams within one reporting interval.
-type ThroughputInterval struct {
-	StartSeconds  float64 `json:"startSeconds"`
-	EndSeconds    float64 `json:"endSeconds"`
-	BytesSent     int64   `json:"bytesSent"`
-	BitsPerSecond float64 `json:"bitsPerSecond"`
-	Retransmits   int64   `json:"retransmits"`
-}
+// ThroughputInterval is v1alpha1.ThroughputInterval, a type of the reports' schema.
+type ThroughputInterval = v1alpha1.ThroughputInterval
 
-// ThroughputResult is the outcome of a throughput run.
-type ThroughputResult struct {
-	Address               string               `json:"address"`
-	Streams               int                  `json:"streams"`
-	RequestedSeconds      float64              `json:"requestedSeconds"`
-	DurationSeconds       float64              `json:"durationSeconds"`
-	BytesSent             int64                `json:"bytesSent"`
-	BytesReceived         int64                `json:"bytesReceived"`
-	BitsPerSecondSent     float64              `json:"bitsPerSecondSent"`
-	BitsPerSecondReceived float64              `json:"bitsPerSecondReceived"`
-	Retransmits           int64                `json:"retransmits"`
-	ClientCPUPercent      float64              `json:"clientCPUPercent"` // of one core
-	ServerCPUPercent      float64              `json:"serverCPUPercent,omitempty"`
-	PerStream             []StreamResult       `json:"perStream"`
-	Intervals             []ThroughputInterval `json:"intervals,omitempty"`
-}
+// ThroughputResult is v1alpha1.ThroughputResult, a type of the reports' schema.
+type ThroughputResult = v1alpha1.ThroughputResult
 
 type streamState struct {
 	conn     *net.TCPConn

@@ -5,16 +5,18 @@ import (
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// Kind names a stub resolver implementation.
-type Kind string
+// Kind names a stub resolver implementation: v1alpha1.ResolverKind, a type of the reports'
+// schema.
+type Kind = v1alpha1.ResolverKind
 
 // The resolvers modelled.
 const (
-	Glibc Kind = "glibc" // glibc 2.3x getaddrinfo (nss dns), AF_UNSPEC
-	Musl  Kind = "musl"  // musl 1.2 getaddrinfo, AF_UNSPEC
-	Go    Kind = "go"    // Go's pure resolver (net.Resolver, PreferGo or CGO_ENABLED=0)
+	Glibc = v1alpha1.ResolverGlibc // glibc 2.3x getaddrinfo (nss dns), AF_UNSPEC
+	Musl  = v1alpha1.ResolverMusl  // musl 1.2 getaddrinfo, AF_UNSPEC
+	Go    = v1alpha1.ResolverGo    // Go's pure resolver (net.Resolver, PreferGo or CGO_ENABLED=0)
 )
 
 // Kinds lists every modelled resolver.
@@ -30,15 +32,16 @@ func ParseKind(s string) (Kind, error) {
 	return "", fmt.Errorf("unknown resolver %q (want glibc, musl or go)", s)
 }
 
-// Rcode is the outcome of one query as the walk sees it.
-type Rcode string
+// Rcode is the outcome of one query as the walk sees it: v1alpha1.Rcode, a type of the
+// reports' schema.
+type Rcode = v1alpha1.Rcode
 
 // Outcomes of a query.
 const (
-	NoError  Rcode = "NOERROR"  // with at least one address
-	NoData   Rcode = "NODATA"   // NOERROR without an address of the asked type
-	NXDomain Rcode = "NXDOMAIN" // the name does not exist
-	ServFail Rcode = "SERVFAIL"
+	NoError  = v1alpha1.RcodeNoError  // with at least one address
+	NoData   = v1alpha1.RcodeNoData   // NOERROR without an address of the asked type
+	NXDomain = v1alpha1.RcodeNXDomain // the name does not exist
+	ServFail = v1alpha1.RcodeServFail
 )
 
 // Query types sent for an AF_UNSPEC lookup.
@@ -99,7 +102,7 @@ func fqdn(n string) string {
 	return n + "."
 }
 
-func (c Config) search() []string {
+func search(c Config) []string {
 	if len(c.Search) == 0 && c.LocalDomain != "" {
 		return []string{c.LocalDomain}
 	}
@@ -141,7 +144,7 @@ func Candidates(k Kind, c Config, name string) []string {
 		if dots >= c.Ndots {
 			out = append(out, fqdn(base))
 		}
-		suffixed(c.search())
+		suffixed(search(c))
 		if dots < c.Ndots {
 			out = append(out, fqdn(base))
 		}
@@ -153,7 +156,7 @@ func Candidates(k Kind, c Config, name string) []string {
 		}
 		// Search only names without a trailing dot (glibc: RES_DEFNAMES/RES_DNSRCH are on).
 		if !trailing {
-			suffixed(c.search())
+			suffixed(search(c))
 		}
 		if !asIsFirst {
 			out = append(out, fqdn(base))

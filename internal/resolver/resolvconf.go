@@ -7,27 +7,13 @@ package resolver
 import (
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// Config is what a stub resolver reads from /etc/resolv.conf.
-type Config struct {
-	Nameservers []string `json:"nameservers"`
-	Search      []string `json:"search"`
-	Ndots       int      `json:"ndots"`
-	Attempts    int      `json:"attempts"`
-	// TimeoutSeconds per attempt.
-	TimeoutSeconds int `json:"timeoutSeconds"`
-	// SingleRequest sends A and AAAA one after the other instead of together (glibc, Go).
-	SingleRequest bool `json:"singleRequest,omitempty"`
-	// SingleRequestReopen (glibc) also sends the second query from a new socket; UseVC (glibc)
-	// asks over TCP.
-	SingleRequestReopen bool `json:"singleRequestReopen,omitempty"`
-	UseVC               bool `json:"useVC,omitempty"`
-	Rotate              bool `json:"rotate,omitempty"`
-	// LocalDomain is the search list glibc and Go fall back to when resolv.conf has none: the
-	// domain part of the host name (usually empty in a pod).
-	LocalDomain string `json:"localDomain,omitempty"`
-}
+// Config is what a stub resolver reads from /etc/resolv.conf: v1alpha1.ResolverConfig, a
+// type of the reports' schema (its String method renders it as resolv.conf text).
+type Config = v1alpha1.ResolverConfig
 
 // ParseResolvConf reads resolv.conf text with the defaults all three resolvers share
 // (ndots 1, attempts 2, timeout 5 s). "domain" is the one-entry form of "search"; the last of
@@ -76,30 +62,4 @@ func ParseResolvConf(text string) Config {
 		}
 	}
 	return c
-}
-
-// String renders the configuration as resolv.conf text.
-func (c Config) String() string {
-	var b strings.Builder
-	if len(c.Search) > 0 {
-		b.WriteString("search " + strings.Join(c.Search, " ") + "\n")
-	}
-	for _, n := range c.Nameservers {
-		b.WriteString("nameserver " + n + "\n")
-	}
-	opts := []string{"ndots:" + strconv.Itoa(c.Ndots), "attempts:" + strconv.Itoa(c.Attempts), "timeout:" + strconv.Itoa(c.TimeoutSeconds)}
-	switch {
-	case c.SingleRequestReopen:
-		opts = append(opts, "single-request-reopen")
-	case c.SingleRequest:
-		opts = append(opts, "single-request")
-	}
-	if c.UseVC {
-		opts = append(opts, "use-vc")
-	}
-	if c.Rotate {
-		opts = append(opts, "rotate")
-	}
-	b.WriteString("options " + strings.Join(opts, " ") + "\n")
-	return b.String()
 }

@@ -12,19 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-func dnsJSON(t *testing.T, args ...string) *report.DNSReport {
+func dnsJSON(t *testing.T, args ...string) *v1alpha1.DNSReport {
 	t.Helper()
-	r := runJSON[report.DNSReport](t, append([]string{"dns"}, args...)...)
-	if r.APIVersion != report.APIVersion || r.Kind != "DNSReport" || r.Result == nil || r.Result.ResolvConf == "" || r.Result.Detection == "" {
+	r := runJSON[v1alpha1.DNSReport](t, append([]string{"dns"}, args...)...)
+	if r.APIVersion != v1alpha1.APIVersion || r.Kind != "DNSReport" || r.Result == nil || r.Result.ResolvConf == "" || r.Result.Detection == "" {
 		t.Fatalf("required fields missing: %+v", r)
 	}
 	return r
 }
 
-func variantOf(t *testing.T, r *report.DNSReport, name, label string) (queries, nx int, answered string) {
+func variantOf(t *testing.T, r *v1alpha1.DNSReport, name, label string) (queries, nx int, answered string) {
 	t.Helper()
 	for _, n := range r.Result.Names {
 		if n.Name != name {

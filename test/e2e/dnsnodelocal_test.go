@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // corednsNode is the node of a ready kube-dns replica.
@@ -71,7 +71,7 @@ func TestDNSNodeLocalCache(t *testing.T) {
 	off := dnsJSON(t, "-n", ns, "deploy/app", "kubernetes.default")
 	c := off.NameserverService.NodeLocalCache
 	t.Logf("without a cache: %+v", c)
-	if c == nil || c.State != report.NodeLocalNotInUse || !c.SameNode || c.NearestP50Micros <= 0 || c.ServiceP50Micros <= 0 || off.NameserverService.CrossZoneShare < 0 {
+	if c == nil || c.State != v1alpha1.NodeLocalNotInUse || !c.SameNode || c.NearestP50Micros <= 0 || c.ServiceP50Micros <= 0 || off.NameserverService.CrossZoneShare < 0 {
 		t.Fatalf("without a cache, want not in use and a what-if from a replica on %s: %+v", node, c)
 	}
 
@@ -82,7 +82,7 @@ func TestDNSNodeLocalCache(t *testing.T) {
 	hits := cacheHits(t, node, "10.96.0.10") - before
 	c, view := on.NameserverService.NodeLocalCache, on.Result.ReplicaView
 	t.Logf("with the cache: %+v; %d queries answered on the node", c, hits)
-	if c == nil || c.State != report.NodeLocalInUse || !strings.HasPrefix(c.Pod, "node-local-dns-") || on.NameserverService.CrossZoneShare >= 0 {
+	if c == nil || c.State != v1alpha1.NodeLocalInUse || !strings.HasPrefix(c.Pod, "node-local-dns-") || on.NameserverService.CrossZoneShare >= 0 {
 		t.Errorf("with the cache on, want it in use with its pod named: %+v", c)
 	}
 	if view == nil || view.Nameserver.Latency.Count == 0 || len(view.Replicas) == 0 || view.Replicas[0].Latency.Count == 0 {
@@ -105,7 +105,7 @@ func TestDNSNodeLocalCache(t *testing.T) {
 	createPod(t, cs, ns, p)
 	waitPod(t, cs, ns, "linklocal", time.Minute, "running", running)
 	ll := dnsJSON(t, "-n", ns, "pod/linklocal", "kubernetes.default")
-	if c := ll.NameserverService.NodeLocalCache; c == nil || c.State != report.NodeLocalInUse || !strings.Contains(c.Basis, "link-local") {
+	if c := ll.NameserverService.NodeLocalCache; c == nil || c.State != v1alpha1.NodeLocalInUse || !strings.Contains(c.Basis, "link-local") {
 		t.Errorf("a pod asking 169.254.20.10: %+v", ll.NameserverService)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // With a CoreDNS replica in each zone and the zone delay on, a zone-a pod's report lists both
@@ -95,7 +95,7 @@ func TestDNSReplicasByZone(t *testing.T) {
 // checkCrossZoneShare compares the report's cross-zone share with the flows the node's
 // connection tracking saw go to the zone-b replica: within 4 binomial standard deviations of
 // the share over that many flows (none at all for a share of 0).
-func checkCrossZoneShare(t *testing.T, when string, s *report.DNSService, flows map[string]int, nearIP, farIP string) {
+func checkCrossZoneShare(t *testing.T, when string, s *v1alpha1.DNSService, flows map[string]int, nearIP, farIP string) {
 	t.Helper()
 	n, all := flows[nearIP]+flows[farIP], 0
 	for _, c := range flows {

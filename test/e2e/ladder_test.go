@@ -14,14 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // ladderJSON runs `ladder` with -o json and decodes the report strictly.
-func ladderJSON(t *testing.T, args ...string) *report.LadderReport {
+func ladderJSON(t *testing.T, args ...string) *v1alpha1.LadderReport {
 	t.Helper()
-	r := runJSON[report.LadderReport](t, append([]string{"ladder"}, args...)...)
-	if r.Kind != "LadderReport" || r.APIVersion != report.APIVersion || len(r.Rungs) == 0 || len(r.Figures) == 0 {
+	r := runJSON[v1alpha1.LadderReport](t, append([]string{"ladder"}, args...)...)
+	if r.Kind != "LadderReport" || r.APIVersion != v1alpha1.APIVersion || len(r.Rungs) == 0 || len(r.Figures) == 0 {
 		t.Fatalf("required fields missing: %+v", r)
 	}
 	return r

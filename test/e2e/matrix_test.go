@@ -17,15 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 const managed = "app.kubernetes.io/managed-by=kubectl-netbench"
 
-func matrixJSON(t *testing.T, args ...string) *report.MatrixReport {
+func matrixJSON(t *testing.T, args ...string) *v1alpha1.MatrixReport {
 	t.Helper()
-	r := runJSON[report.MatrixReport](t, append([]string{"matrix"}, args...)...)
-	if r.Kind != "MatrixReport" || r.APIVersion != report.APIVersion || len(r.Pairs) == 0 || len(r.Zones) == 0 || r.Plan.Pairs != len(r.Pairs) {
+	r := runJSON[v1alpha1.MatrixReport](t, append([]string{"matrix"}, args...)...)
+	if r.Kind != "MatrixReport" || r.APIVersion != v1alpha1.APIVersion || len(r.Pairs) == 0 || len(r.Zones) == 0 || r.Plan.Pairs != len(r.Pairs) {
 		t.Fatalf("required fields missing: %+v", r)
 	}
 	// A reply lost on the lab's user-space delay line is loss the report counts, not an error: at

@@ -29,7 +29,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // During a matrix run, a pod that copies the run's labels (read from the DaemonSet the run
@@ -100,7 +100,7 @@ func lookAlikeRun(t *testing.T, cs kubernetes.Interface, ns string, controller *
 	if reqs := rec.requests(); len(reqs) > 0 {
 		t.Errorf("the look-alike was sent %d requests (the run's token with them): %v", len(reqs), reqs)
 	}
-	r := decodeStrict[report.MatrixReport](t, out.String())
+	r := decodeStrict[v1alpha1.MatrixReport](t, out.String())
 	for _, n := range r.Nodes {
 		if n.Pod == fake.Name || (n.IP != "" && n.IP == fake.Status.PodIP) || (n.Pod != "" && !strings.HasPrefix(n.Pod, ds.Name+"-")) {
 			t.Errorf("report row %+v: not one of the DaemonSet's agents", n)
@@ -114,7 +114,7 @@ func lookAlikeRun(t *testing.T, cs kubernetes.Interface, ns string, controller *
 
 // checkPairs fails unless the 12 pairs of the four nodes are in the report, each measured;
 // with lab-a1 excused, its pairs must say that its only pod, the look-alike, is not trusted.
-func checkPairs(t *testing.T, r *report.MatrixReport, excuseA1 bool) {
+func checkPairs(t *testing.T, r *v1alpha1.MatrixReport, excuseA1 bool) {
 	t.Helper()
 	if len(r.Pairs) != 12 {
 		t.Errorf("%d pairs: want the 12 of the four nodes", len(r.Pairs))

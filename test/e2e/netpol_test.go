@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // defaultDeny makes ns default-deny in both directions, allowing only TCP 8080 between its
@@ -73,7 +73,7 @@ func TestPathUnderDefaultDeny(t *testing.T) {
 	defaultDeny(t, cs, ns)
 
 	t.Run("blocked", func(t *testing.T) {
-		r := runJSON[report.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--port", "8080", "--probes", "rtt,http")
+		r := runJSON[v1alpha1.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--port", "8080", "--probes", "rtt,http")
 		if len(r.Probes) != 0 {
 			t.Errorf("agent probes ran: %d", len(r.Probes))
 		}

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 var (
@@ -78,7 +78,7 @@ func netbench(t *testing.T, args ...string) (string, string, error) {
 
 // pathJSON runs `path` with -o json and decodes the report strictly (the documented schema:
 // every field known, required fields present).
-func pathJSON(t *testing.T, args ...string) *report.PathReport {
+func pathJSON(t *testing.T, args ...string) *v1alpha1.PathReport {
 	t.Helper()
 	out, stderr, err := netbench(t, append([]string{"path", "-o", "json"}, args...)...)
 	if err != nil {
@@ -87,10 +87,10 @@ func pathJSON(t *testing.T, args ...string) *report.PathReport {
 	return decodeReport(t, out)
 }
 
-func decodeReport(t *testing.T, out string) *report.PathReport {
+func decodeReport(t *testing.T, out string) *v1alpha1.PathReport {
 	t.Helper()
-	r := decodeStrict[report.PathReport](t, out)
-	if r.APIVersion != report.APIVersion || r.Kind != "PathReport" || r.Source.PodIP == "" || r.Destination.PodIP == "" ||
+	r := decodeStrict[v1alpha1.PathReport](t, out)
+	if r.APIVersion != v1alpha1.APIVersion || r.Kind != "PathReport" || r.Source.PodIP == "" || r.Destination.PodIP == "" ||
 		r.Path.Class == "" || r.StartTime.IsZero() || len(r.Probes) == 0 || r.Timing.WallSeconds <= 0 {
 		t.Fatalf("required fields missing: %s", out)
 	}
@@ -241,9 +241,9 @@ func TestPathClassesAndLatencyLadder(t *testing.T) {
 	t.Cleanup(func() { labScript(t, "delay", "off") })
 
 	cases := []struct{ dst, class, node string }{
-		{"pod/peer", report.SameNode, "lab-a1"},
-		{"sts/db", report.SameZone, "lab-a2"},
-		{"svc/web", report.CrossZone, "lab-b1"},
+		{"pod/peer", v1alpha1.SameNode, "lab-a1"},
+		{"sts/db", v1alpha1.SameZone, "lab-a2"},
+		{"svc/web", v1alpha1.CrossZone, "lab-b1"},
 	}
 	rtt, http := map[string]float64{}, map[string]float64{}
 	for _, c := range cases {
@@ -251,7 +251,7 @@ func TestPathClassesAndLatencyLadder(t *testing.T) {
 		if r.Path.Class != c.class || r.Destination.Node != c.node || r.Source.Node != "lab-a1" || r.Source.Zone != "zone-a" {
 			t.Errorf("%s: class %s, %s (%s) → %s (%s); want %s", c.dst, r.Path.Class, r.Source.Node, r.Source.Zone, r.Destination.Node, r.Destination.Zone, c.class)
 		}
-		if (r.Cost != nil) != (c.class == report.CrossZone) {
+		if (r.Cost != nil) != (c.class == v1alpha1.CrossZone) {
 			t.Errorf("%s: cost %+v, want one exactly for cross-zone", c.dst, r.Cost)
 		}
 		if r.Mode != "ephemeral" || !strings.HasPrefix(r.Destination.AgentContainer, "netbench-") {
@@ -271,7 +271,7 @@ func TestPathClassesAndLatencyLadder(t *testing.T) {
 	}
 	t.Logf("RTT p50 µs: %v; HTTP p50 µs: %v", rtt, http)
 	for name, m := range map[string]map[string]float64{"RTT": rtt, "HTTP": http} {
-		if !(m[report.SameNode] < m[report.SameZone] && m[report.SameZone] < m[report.CrossZone]) {
+		if !(m[v1alpha1.SameNode] < m[v1alpha1.SameZone] && m[v1alpha1.SameZone] < m[v1alpha1.CrossZone]) {
 			t.Errorf("%s p50 does not order same-node < same-zone < cross-zone: %v", name, m)
 		}
 	}
@@ -315,7 +315,7 @@ func TestPathTargetsNamespacesAndContext(t *testing.T) {
 	}
 	waitPodsRunning(t, cs, other, 1)
 	r := pathJSON(t, "--context", "netbench-lab", "-n", ns, "pod/peer", other+"/deploy/api", "--probes", "rtt")
-	if r.Source.Pod != "peer" || r.Destination.Namespace != other || !strings.HasPrefix(r.Destination.Pod, "api-") || r.Path.Class != report.SameZone {
+	if r.Source.Pod != "peer" || r.Destination.Namespace != other || !strings.HasPrefix(r.Destination.Pod, "api-") || r.Path.Class != v1alpha1.SameZone {
 		t.Errorf("peer → %s/deploy/api: %+v %+v %s", other, r.Source, r.Destination, r.Path.Class)
 	}
 	r = pathJSON(t, "-n", ns, "peer", "sts/db", "--probes", "rtt")
@@ -344,7 +344,7 @@ func TestPathPodMode(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	r := pathJSON(t, "-n", ns, "deploy/client", "svc/web", "--mode", "pod", "--probes", "rtt,tcp", "--duration", "1s", "--port", "8080")
-	if r.Mode != "pod" || r.Path.Class != report.CrossZone || !strings.HasPrefix(r.Destination.AgentPod, "netbench-") {
+	if r.Mode != "pod" || r.Path.Class != v1alpha1.CrossZone || !strings.HasPrefix(r.Destination.AgentPod, "netbench-") {
 		t.Errorf("pod mode: %s %s %q", r.Mode, r.Path.Class, r.Destination.AgentPod)
 	}
 	if r.Destination.AgentIP == r.Destination.PodIP {

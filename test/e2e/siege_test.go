@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/hostile"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // Peers outside the run — two pods on two nodes — read the agents' ports as anyone who may get
@@ -44,13 +44,13 @@ func TestAgentSiegeInCluster(t *testing.T) {
 		strangers[p.Status.PodIP] = podNetns(t, p.Spec.NodeName, p.Status.PodIP)
 	}
 	args := []string{"-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,http,udp", "--duration", "3s"}
-	var base []*report.PathReport
+	var base []*v1alpha1.PathReport
 	for range 2 {
 		base = append(base, pathJSON(t, args...))
 	}
 
 	out := underSiege(t, cs, ns, strangers, "path under siege", append([]string{"path", "-o", "json"}, args...))
-	var r report.PathReport
+	var r v1alpha1.PathReport
 	if err := json.Unmarshal([]byte(out.stdout), &r); err != nil {
 		t.Fatalf("report under siege: %v", err)
 	}
@@ -87,7 +87,7 @@ func siegeMatrix(t *testing.T, cs kubernetes.Interface, ns string, strangers map
 	t.Helper()
 	out := underSiege(t, cs, ns, strangers, "matrix under siege",
 		[]string{"matrix", "-o", "json", "-n", ns, "--scope", "nodes", "--count", "100"})
-	r := decodeStrict[report.MatrixReport](t, out.stdout)
+	r := decodeStrict[v1alpha1.MatrixReport](t, out.stdout)
 	if out.landed() == 0 {
 		t.Errorf("the siege found %d matrix agent ports and landed connections on none", len(out.opened))
 	}
@@ -101,7 +101,7 @@ func siegeLadder(t *testing.T, cs kubernetes.Interface, ns string, strangers map
 	t.Helper()
 	out := underSiege(t, cs, ns, strangers, "ladder under siege",
 		[]string{"ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50"})
-	r := decodeStrict[report.LadderReport](t, out.stdout)
+	r := decodeStrict[v1alpha1.LadderReport](t, out.stdout)
 	if len(out.opened) < 3 || out.landed() < 2 {
 		t.Errorf("the siege found %d ladder agent ports and landed connections on %d, want the server's, the endpoint agents' and the clients' found, and the first two besieged", len(out.opened), out.landed())
 	}
@@ -121,7 +121,7 @@ func siegePodMode(t *testing.T, cs kubernetes.Interface, ns string, strangers ma
 	t.Helper()
 	out := underSiege(t, cs, ns, strangers, "path --mode pod under siege",
 		[]string{"path", "-o", "json", "-n", ns, "deploy/client", "deploy/web", "--mode", "pod", "--probes", "rtt,tcp,udp", "--duration", "3s"})
-	var r report.PathReport
+	var r v1alpha1.PathReport
 	if err := json.Unmarshal([]byte(out.stdout), &r); err != nil {
 		t.Fatalf("report under siege: %v", err)
 	}
@@ -233,9 +233,9 @@ func specDigest(args []string) string {
 
 // compareUnderSiege holds a probe's p50 under siege to the runs without it: within their own
 // spread three times over, plus 100 µs (the lab's timer and scheduling floor).
-func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, siege *report.PathReport) {
+func compareUnderSiege(t *testing.T, name string, base []*v1alpha1.PathReport, siege *v1alpha1.PathReport) {
 	t.Helper()
-	p50 := func(r *report.PathReport) float64 {
+	p50 := func(r *v1alpha1.PathReport) float64 {
 		res := resultNamed(r, name)
 		switch {
 		case res == nil:
@@ -256,7 +256,7 @@ func compareUnderSiege(t *testing.T, name string, base []*report.PathReport, sie
 }
 
 // resultNamed is the report's result of the probe with this name (nil if none).
-func resultNamed(r *report.PathReport, name string) *agent.ProbeResult {
+func resultNamed(r *v1alpha1.PathReport, name string) *agent.ProbeResult {
 	for _, p := range r.Probes {
 		if p.Name == name {
 			return p

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // Whatever file diff is given, it never panics: it compares (writing valid JSON) or refuses
 // with one line, against a real report and against itself.
 func FuzzDiff(f *testing.F) {
-	good, err := os.ReadFile("../../../pkg/report/testdata/path-pod-mode-rtt-tcp.json")
+	good, err := os.ReadFile("../../report/testdata/path-pod-mode-rtt-tcp.json")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // NodeLocalDNSLabel selects NodeLocal DNSCache's pods, as its upstream manifest labels them.

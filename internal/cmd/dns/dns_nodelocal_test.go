@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func cachePod(name, node string, phase corev1.PodPhase) *corev1.Pod {

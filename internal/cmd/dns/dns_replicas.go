@@ -15,7 +15,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // DefaultDNSService is where a cluster's DNS Service usually is.

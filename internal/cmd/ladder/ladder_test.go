@@ -21,7 +21,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // ladderCluster: web-1 on n2 in zone-b with n3 (cordoned) beside it, n1 in zone-a.

@@ -15,7 +15,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // meshPod is what the policies see of every agent of the matrix: a pod of the run in the

@@ -19,7 +19,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // matrixRun is one run of the matrix: its plan, its fleet and its report.

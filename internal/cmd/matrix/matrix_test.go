@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func runMatrix(t *testing.T, f *fakecluster.Fleet, mod func(*MatrixOptions)) (*report.MatrixReport, error) {

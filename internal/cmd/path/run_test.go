@@ -23,7 +23,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/pkg/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func TestPathRunSucceeds(t *testing.T) {

@@ -83,7 +83,7 @@ func writeMatrixHeader(w io.Writer, r *MatrixReport) {
 func samplesOf(pairs []MatrixPair) string {
 	lo, hi := -1, -1
 	for _, p := range pairs {
-		if !p.measured() {
+		if !measured(p) {
 			continue
 		}
 		if lo < 0 || p.Samples < lo {

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // Write renders v as "json", "yaml", or, for "", the human report.
@@ -108,14 +106,14 @@ func Human(w io.Writer, r *PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
-	writeFootprint(w, r.AgentFootprint, append(append([]*agent.ProbeResult(nil), r.Probes...), r.AppPort...))
+	writeFootprint(w, r.AgentFootprint, append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...))
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
 }
 
 // writeFootprint says what the agents cost, client then server, and the client's CPU per probe.
-func writeFootprint(w io.Writer, fp map[string]agent.Footprint, results []*agent.ProbeResult) {
+func writeFootprint(w io.Writer, fp map[string]v1alpha1.Footprint, results []*v1alpha1.ProbeResult) {
 	var parts []string
 	for _, role := range []string{"client", "server"} {
 		if f, ok := fp[role]; ok {
@@ -137,7 +135,7 @@ func writeFootprint(w io.Writer, fp map[string]agent.Footprint, results []*agent
 }
 
 // writeChecks prints each --fail-if condition and how it came out.
-func writeChecks(w io.Writer, checks []gate.Result) {
+func writeChecks(w io.Writer, checks []v1alpha1.CheckResult) {
 	if len(checks) == 0 {
 		return
 	}
@@ -163,8 +161,10 @@ func writeFooter(w io.Writer, warnings []string, t Timing) {
 	fmt.Fprintf(w, "\nwall %.1f s = measuring %.1f s + overhead %.1f s (%s)\n", t.WallSeconds, t.MeasuringSeconds, t.OverheadSeconds, strings.Join(phases, ", "))
 }
 
-func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
-	var rtt, http, grpc, tput, mtu []*agent.ProbeResult
+// writeProbes writes the sections of a list of probe results: RTT, request latency, TCP
+// throughput and path MTU, each where a result has it.
+func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
+	var rtt, http, grpc, tput, mtu []*v1alpha1.ProbeResult
 	for _, r := range results {
 		switch {
 		case r.PMTU != nil:
@@ -180,115 +180,138 @@ func writeProbes(w io.Writer, title string, results []*agent.ProbeResult) {
 		}
 	}
 	if len(rtt) > 0 {
-		fmt.Fprintf(w, "\nRTT, %s\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "probe\tmethod\treplies\tloss\tmin\tp50\tavg\tp99\tmax\tmdev\ttimestamps\t")
-		for _, r := range rtt {
-			x := r.RTT
-			fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f %%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, x.Method, x.Received, x.Sent, x.LossPercent,
-				Micros(x.RTT.MinMicros), Micros(x.RTT.P50Micros), Micros(x.RTT.AvgMicros), Micros(x.RTT.P99Micros), Micros(x.RTT.MaxMicros), Micros(x.MdevMicros), x.Timestamps)
-		}
-		tw.Flush()
-		fmt.Fprintln(w, "  percentiles exact (nearest rank over every reply)")
-		for _, r := range rtt {
-			if r.Kind == agent.ProbeUDP {
-				fmt.Fprintf(w, "  %s: jitter %s (RFC 3550 estimator over successive round trips), %d datagrams at %.3g ms intervals\n",
-					r.Name, Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
-				if d := r.RTT.ServerDwell; d != nil && d.Count > 0 {
-					fmt.Fprintf(w, "  %s: the server agent held each datagram %s (p50; p99 %s) from the kernel's receive to its answer's transmit: taken off each round trip\n",
-						r.Name, Micros(d.P50Micros), Micros(d.P99Micros))
-				}
-			}
-		}
+		writeRTT(w, title, rtt)
 	}
 	if len(http) > 0 || len(grpc) > 0 {
-		fmt.Fprintf(w, "\nRequest latency, %s (fortio engine)\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "probe\tconns\tqps asked\tqps done\trequests\terrors\tmin\tp50\tp90\tp99\tp99.9\tmax\t")
-		row := func(name string, conns int, asked, done float64, n, errs int64, l probes.Latency) {
-			a := "max"
-			if asked > 0 {
-				a = fmt.Sprintf("%.0f", asked)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, conns, a, done, n, errs,
-				Micros(l.MinMicros), Micros(l.P50Micros), Micros(l.P90Micros), Micros(l.P99Micros), Micros(l.P999Micros), Micros(l.MaxMicros))
-		}
-		var lats []namedLatency
-		for _, r := range http {
-			h := r.HTTP
-			row(r.Name+" ("+h.Mode+")", h.Connections, h.RequestedQPS, h.AchievedQPS, h.Requests, h.Errors, h.Latency)
-			lats = append(lats, namedLatency{r.Name, h.Latency})
-		}
-		for _, r := range grpc {
-			g := r.GRPC
-			row(r.Name+" (unary ping)", g.Connections, g.RequestedQPS, g.AchievedQPS, g.Requests, g.Errors, g.Latency)
-			lats = append(lats, namedLatency{r.Name, g.Latency})
-		}
-		tw.Flush()
-		percentileBasis(w, lats)
-		for _, r := range http {
-			if r.HTTP.Mode == probes.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
-				fmt.Fprintf(w, "  %s: achieved %.0f qps; Little's law (%d connections ÷ mean %s) expects %.0f qps\n",
-					r.Name, r.HTTP.AchievedQPS, r.HTTP.Connections, Micros(r.HTTP.Latency.AvgMicros), r.HTTP.LittleLawQPS)
-			}
-			if len(r.HTTP.ErrorsByKind) > 0 {
-				fmt.Fprintf(w, "  %s errors by kind: %v\n", r.Name, r.HTTP.ErrorsByKind)
-			}
-		}
-		if len(http) > 0 {
-			fmt.Fprintf(w, "\nLatency histogram, %s (%s, %s)\n", http[0].Name, http[0].HTTP.Mode, histogramCount(http[0].HTTP.Latency))
-			Histogram(w, http[0].HTTP.Latency, 40)
-		}
+		writeRequests(w, title, http, grpc)
 	}
 	if len(tput) > 0 {
-		fmt.Fprintf(w, "\nTCP throughput, %s\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "probe\tstreams\tseconds\tsent\treceived\tbytes received\tretransmits\tclient CPU\tserver CPU\tmean RTT\tmax cwnd\tMSS\t")
-		for _, r := range tput {
-			t := r.Throughput
-			var rtt float64
-			var cwnd int64
-			for _, s := range t.PerStream {
-				rtt += s.MeanRTTMicros / float64(len(t.PerStream))
-				cwnd = max(cwnd, s.MaxCwndBytes)
-			}
-			srv := "n/a"
-			if t.ServerCPUPercent > 0 {
-				srv = fmt.Sprintf("%.0f %%", t.ServerCPUPercent)
-			}
-			mss, _ := minMSS(r)
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", r.Name, t.Streams, t.DurationSeconds,
-				Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
-				t.ClientCPUPercent, srv, Micros(rtt), bytesStr(cwnd), mss)
-		}
-		tw.Flush()
-		fmt.Fprintln(w, "  CPU in % of one core; mean RTT, max cwnd and MSS (the smallest of the streams') from TCP_INFO, sampled every 100 ms")
-		for _, r := range tput {
-			for _, iv := range r.Throughput.Intervals {
-				fmt.Fprintf(w, "  %s %5.0f–%-5.0f s  %s  retransmits %d\n", r.Name, iv.StartSeconds, iv.EndSeconds, Bits(iv.BitsPerSecond), iv.Retransmits)
-			}
-		}
+		writeThroughput(w, title, tput)
 	}
 	for _, r := range mtu {
-		m := r.PMTU
-		fmt.Fprintf(w, "\nPath MTU, %s: %d bytes cross to the server with don't-fragment set\n", title, m.PathMTU)
-		how := "larger ones were dropped silently"
-		if m.FragNeeded {
-			how = `a hop refused larger ones with ICMP "fragmentation needed"`
-		}
-		if m.PathMTU >= m.LocalMTU {
-			how = "as large as the interface allows"
-		}
-		packets := fmt.Sprintf("%d packets", m.Probes)
-		if m.Probes == 1 {
-			packets = "1 packet"
-		}
-		fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %s (%s): %s\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, packets, m.Method, how)
+		writePMTU(w, title, r.PMTU)
 	}
 }
 
+// writeRTT writes the RTT table of the results with an RTT block, and the UDP probes' jitter and
+// server dwell.
+func writeRTT(w io.Writer, title string, rtt []*v1alpha1.ProbeResult) {
+	fmt.Fprintf(w, "\nRTT, %s\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "probe\tmethod\treplies\tloss\tmin\tp50\tavg\tp99\tmax\tmdev\ttimestamps\t")
+	for _, r := range rtt {
+		x := r.RTT
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f %%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, x.Method, x.Received, x.Sent, x.LossPercent,
+			Micros(x.RTT.MinMicros), Micros(x.RTT.P50Micros), Micros(x.RTT.AvgMicros), Micros(x.RTT.P99Micros), Micros(x.RTT.MaxMicros), Micros(x.MdevMicros), x.Timestamps)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "  percentiles exact (nearest rank over every reply)")
+	for _, r := range rtt {
+		if r.Kind == v1alpha1.ProbeUDP {
+			fmt.Fprintf(w, "  %s: jitter %s (RFC 3550 estimator over successive round trips), %d datagrams at %.3g ms intervals\n",
+				r.Name, Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
+			if d := r.RTT.ServerDwell; d != nil && d.Count > 0 {
+				fmt.Fprintf(w, "  %s: the server agent held each datagram %s (p50; p99 %s) from the kernel's receive to its answer's transmit: taken off each round trip\n",
+					r.Name, Micros(d.P50Micros), Micros(d.P99Micros))
+			}
+		}
+	}
+}
+
+// writeRequests writes the request latency table of the HTTP and gRPC results, what their
+// percentiles come from, Little's law for closed loops, errors by kind and the first HTTP
+// probe's histogram.
+func writeRequests(w io.Writer, title string, http, grpc []*v1alpha1.ProbeResult) {
+	fmt.Fprintf(w, "\nRequest latency, %s (fortio engine)\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "probe\tconns\tqps asked\tqps done\trequests\terrors\tmin\tp50\tp90\tp99\tp99.9\tmax\t")
+	row := func(name string, conns int, asked, done float64, n, errs int64, l v1alpha1.Latency) {
+		a := "max"
+		if asked > 0 {
+			a = fmt.Sprintf("%.0f", asked)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, conns, a, done, n, errs,
+			Micros(l.MinMicros), Micros(l.P50Micros), Micros(l.P90Micros), Micros(l.P99Micros), Micros(l.P999Micros), Micros(l.MaxMicros))
+	}
+	var lats []namedLatency
+	for _, r := range http {
+		h := r.HTTP
+		row(r.Name+" ("+h.Mode+")", h.Connections, h.RequestedQPS, h.AchievedQPS, h.Requests, h.Errors, h.Latency)
+		lats = append(lats, namedLatency{r.Name, h.Latency})
+	}
+	for _, r := range grpc {
+		g := r.GRPC
+		row(r.Name+" (unary ping)", g.Connections, g.RequestedQPS, g.AchievedQPS, g.Requests, g.Errors, g.Latency)
+		lats = append(lats, namedLatency{r.Name, g.Latency})
+	}
+	tw.Flush()
+	percentileBasis(w, lats)
+	for _, r := range http {
+		if r.HTTP.Mode == v1alpha1.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
+			fmt.Fprintf(w, "  %s: achieved %.0f qps; Little's law (%d connections ÷ mean %s) expects %.0f qps\n",
+				r.Name, r.HTTP.AchievedQPS, r.HTTP.Connections, Micros(r.HTTP.Latency.AvgMicros), r.HTTP.LittleLawQPS)
+		}
+		if len(r.HTTP.ErrorsByKind) > 0 {
+			fmt.Fprintf(w, "  %s errors by kind: %v\n", r.Name, r.HTTP.ErrorsByKind)
+		}
+	}
+	if len(http) > 0 {
+		fmt.Fprintf(w, "\nLatency histogram, %s (%s, %s)\n", http[0].Name, http[0].HTTP.Mode, histogramCount(http[0].HTTP.Latency))
+		Histogram(w, http[0].HTTP.Latency, 40)
+	}
+}
+
+// writeThroughput writes the TCP throughput table of the throughput results and their
+// intervals.
+func writeThroughput(w io.Writer, title string, tput []*v1alpha1.ProbeResult) {
+	fmt.Fprintf(w, "\nTCP throughput, %s\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "probe\tstreams\tseconds\tsent\treceived\tbytes received\tretransmits\tclient CPU\tserver CPU\tmean RTT\tmax cwnd\tMSS\t")
+	for _, r := range tput {
+		t := r.Throughput
+		var rtt float64
+		var cwnd int64
+		for _, s := range t.PerStream {
+			rtt += s.MeanRTTMicros / float64(len(t.PerStream))
+			cwnd = max(cwnd, s.MaxCwndBytes)
+		}
+		srv := "n/a"
+		if t.ServerCPUPercent > 0 {
+			srv = fmt.Sprintf("%.0f %%", t.ServerCPUPercent)
+		}
+		mss, _ := minMSS(r)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", r.Name, t.Streams, t.DurationSeconds,
+			Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
+			t.ClientCPUPercent, srv, Micros(rtt), bytesStr(cwnd), mss)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "  CPU in % of one core; mean RTT, max cwnd and MSS (the smallest of the streams') from TCP_INFO, sampled every 100 ms")
+	for _, r := range tput {
+		for _, iv := range r.Throughput.Intervals {
+			fmt.Fprintf(w, "  %s %5.0f–%-5.0f s  %s  retransmits %d\n", r.Name, iv.StartSeconds, iv.EndSeconds, Bits(iv.BitsPerSecond), iv.Retransmits)
+		}
+	}
+}
+
+// writePMTU writes what the path-MTU probe found.
+func writePMTU(w io.Writer, title string, m *v1alpha1.PMTUResult) {
+	fmt.Fprintf(w, "\nPath MTU, %s: %d bytes cross to the server with don't-fragment set\n", title, m.PathMTU)
+	how := "larger ones were dropped silently"
+	if m.FragNeeded {
+		how = `a hop refused larger ones with ICMP "fragmentation needed"`
+	}
+	if m.PathMTU >= m.LocalMTU {
+		how = "as large as the interface allows"
+	}
+	packets := fmt.Sprintf("%d packets", m.Probes)
+	if m.Probes == 1 {
+		packets = "1 packet"
+	}
+	fmt.Fprintf(w, "  interfaces: %d here, %d at the server; kernel's path MTU %d; %s (%s): %s\n", m.LocalMTU, m.RemoteMTU, m.KernelPMTU, packets, m.Method, how)
+}
+
 // Histogram draws the latency histogram with bars of at most width characters.
-func Histogram(w io.Writer, l probes.Latency, width int) {
+func Histogram(w io.Writer, l v1alpha1.Latency, width int) {
 	var top int64
 	for _, b := range l.Histogram {
 		top = max(top, b.Count)
@@ -307,7 +330,7 @@ func Histogram(w io.Writer, l probes.Latency, width int) {
 
 type namedLatency struct {
 	name string
-	l    probes.Latency
+	l    v1alpha1.Latency
 }
 
 // percentileBasis says what the request percentiles were computed from: every request's latency
@@ -339,7 +362,7 @@ func percentileBasis(w io.Writer, lats []namedLatency) {
 
 // histogramCount says what a latency histogram's bars count: every request, or the sample the
 // percentiles came from.
-func histogramCount(l probes.Latency) string {
+func histogramCount(l v1alpha1.Latency) string {
 	if l.PercentilesFrom > 0 {
 		return fmt.Sprintf("a uniform sample of %d of %d requests", l.PercentilesFrom, l.Count)
 	}

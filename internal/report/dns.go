@@ -8,61 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
-
-// DNSReport is the result of `kubectl netbench dns`.
-type DNSReport struct {
-	APIVersion  string    `json:"apiVersion"`
-	Kind        string    `json:"kind"`
-	ToolVersion string    `json:"toolVersion"`
-	StartTime   time.Time `json:"startTime"`
-	Target      Endpoint  `json:"target"`
-	// Owner is the workload whose pod template the fix patches (e.g. deployment/web).
-	Owner  string           `json:"owner,omitempty"`
-	Result *agent.DNSReport `json:"result"`
-	// NameserverService is the Service behind the pod's nameserver, its replicas' zones and the
-	// share of queries that cross a zone (the replicas' latencies are in Result.ReplicaView).
-	NameserverService *DNSService `json:"nameserverService,omitempty"`
-	// Fixes holds the cheapest fix per name; Patch the pod-wide dnsConfig change.
-	Fixes []DNSFix `json:"fixes"`
-	Patch *Patch   `json:"patch,omitempty"`
-	// RaceAdvice is what the race check (--race) recommends, with its patch.
-	RaceAdvice *RaceAdvice `json:"raceAdvice,omitempty"`
-	Timing     Timing      `json:"timing"`
-	Warnings   []string    `json:"warnings,omitempty"`
-	// Checks are the --fail-if conditions and how they came out.
-	Checks []gate.Result `json:"checks,omitempty"`
-}
-
-// DNSFix is the cheapest change for one name.
-type DNSFix struct {
-	Name    string `json:"name"`
-	Queries int    `json:"queries"`
-	// Fix is what to change; FixedQueries the queries per lookup after it.
-	Fix          string `json:"fix"`
-	FixedQueries int    `json:"fixedQueries"`
-}
-
-// Patch is a ready-to-apply dnsConfig change for the owning workload.
-type Patch struct {
-	Ndots   int    `json:"ndots"`
-	Command string `json:"command"`
-	// QueriesBefore and QueriesAfter add up one lookup of every name.
-	QueriesBefore int      `json:"queriesBefore"`
-	QueriesAfter  int      `json:"queriesAfter"`
-	SideEffects   []string `json:"sideEffects,omitempty"`
-}
 
 // PlanDNSFixes picks the cheapest fix per name and the ndots that sends the fewest queries while
 // every name that resolved still resolves from the same answer.
-func PlanDNSFixes(r *probes.DNSResult, owner, namespace string, options []DNSOption) ([]DNSFix, *Patch) {
+func PlanDNSFixes(r *v1alpha1.DNSResult, owner, namespace string, options []DNSOption) ([]DNSFix, *Patch) {
 	var fixes []DNSFix
 	byNdots := map[int]int{}
 	current := 0
@@ -135,14 +88,14 @@ func PlanDNSFixes(r *probes.DNSResult, owner, namespace string, options []DNSOpt
 
 // resolvedName is the name whose addresses a lookup got: the candidate that answered, or the
 // name the server answered it for when it walked the search path itself.
-func resolvedName(v probes.DNSVariant) string {
+func resolvedName(v v1alpha1.DNSVariant) string {
 	if v.ServerSearch != "" {
 		return v.ServerSearch
 	}
 	return v.AnsweredBy
 }
 
-func variant(n probes.DNSName, label string) *probes.DNSVariant {
+func variant(n v1alpha1.DNSName, label string) *v1alpha1.DNSVariant {
 	for i := range n.Variants {
 		if n.Variants[i].Label == label {
 			return &n.Variants[i]
@@ -233,7 +186,7 @@ func WriteDNS(w io.Writer, format string, r *DNSReport) error {
 }
 
 // writeTruncation says, per name and way of looking it up, what answers too large for UDP cost.
-func writeTruncation(w io.Writer, res *probes.DNSResult) {
+func writeTruncation(w io.Writer, res *v1alpha1.DNSResult) {
 	for _, n := range res.Names {
 		for _, v := range n.Variants {
 			if v.Truncated == 0 {
@@ -241,7 +194,7 @@ func writeTruncation(w io.Writer, res *probes.DNSResult) {
 			}
 			fmt.Fprintf(w, "  %s (%s): truncated UDP answers (over 512 bytes) %d, queries sent again over TCP %d (counted above)",
 				n.Name, v.Label, v.Truncated, v.TCPQueries)
-			if res.Resolver == resolver.Musl {
+			if res.Resolver == v1alpha1.ResolverMusl {
 				fmt.Fprint(w, " (musl 1.2.4 and later; earlier musl keeps the truncated answer)")
 			}
 			fmt.Fprintln(w)
@@ -250,7 +203,7 @@ func writeTruncation(w io.Writer, res *probes.DNSResult) {
 }
 
 // writeServerSearch says where the server walked the search path itself, and what that saved.
-func writeServerSearch(w io.Writer, names []probes.DNSName) {
+func writeServerSearch(w io.Writer, names []v1alpha1.DNSName) {
 	for _, n := range names {
 		for _, v := range n.Variants {
 			if v.ServerSearch == "" {
@@ -264,7 +217,7 @@ func writeServerSearch(w io.Writer, names []probes.DNSName) {
 
 // writeTimelines prints the cold lookup of the most amplified name, query by query, and of every
 // name whose lookup went over TCP.
-func writeTimelines(w io.Writer, names []probes.DNSName) {
+func writeTimelines(w io.Writer, names []v1alpha1.DNSName) {
 	worst := -1
 	for i := range names {
 		if worst < 0 || len(names[i].Timeline) > len(names[worst].Timeline) {
@@ -272,7 +225,7 @@ func writeTimelines(w io.Writer, names []probes.DNSName) {
 		}
 	}
 	for i, n := range names {
-		tcp := slices.ContainsFunc(n.Timeline, func(q probes.DNSQuery) bool { return q.Transport == "tcp" })
+		tcp := slices.ContainsFunc(n.Timeline, func(q v1alpha1.DNSQuery) bool { return q.Transport == "tcp" })
 		if i != worst && !tcp {
 			continue
 		}
@@ -301,7 +254,7 @@ func writeTimelines(w io.Writer, names []probes.DNSName) {
 }
 
 // writeObservedTCP says how much of the observed traffic went over TCP and why.
-func writeObservedTCP(w io.Writer, o *probes.DNSObservation) {
+func writeObservedTCP(w io.Writer, o *v1alpha1.DNSObservation) {
 	if o.TCPQueries == 0 && o.Truncated == 0 {
 		return
 	}

@@ -6,56 +6,6 @@ import (
 	"text/tabwriter"
 )
 
-// DNSService is the Service behind the pod's nameserver (kube-dns) and how its queries spread
-// over the replicas' zones.
-type DNSService struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	ClusterIP string `json:"clusterIP"`
-	// TrafficDistribution is the Service's spec.trafficDistribution ("" = none).
-	TrafficDistribution string `json:"trafficDistribution,omitempty"`
-	ReadyReplicas       int    `json:"readyReplicas"`
-	// PodZone is the measured pod's zone; SameZoneReplicas how many ready replicas share it.
-	PodZone          string `json:"podZone,omitempty"`
-	SameZoneReplicas int    `json:"sameZoneReplicas"`
-	// CrossZoneShare is the share of the pod's queries through the Service that reach a replica
-	// in another zone (0–1; -1 when the zones are unknown), and ShareBasis why.
-	CrossZoneShare float64 `json:"crossZoneShare"`
-	ShareBasis     string  `json:"shareBasis"`
-	// LookupsPerSecond (--lookups-per-second) and what it makes of the share: queries per
-	// second that cross a zone, for lookups of the first name as configured.
-	LookupsPerSecond          float64 `json:"lookupsPerSecond,omitempty"`
-	CrossZoneQueriesPerSecond float64 `json:"crossZoneQueriesPerSecond,omitempty"`
-	// NodeLocalCache says whether a node-local DNS cache answers the pod's queries.
-	NodeLocalCache *NodeLocalDNS `json:"nodeLocalCache,omitempty"`
-	// Skipped says why there is no per-replica view.
-	Skipped string `json:"skipped,omitempty"`
-}
-
-// States of a pod's node-local DNS cache.
-const (
-	NodeLocalInUse    = "in use"
-	NodeLocalNotInUse = "not in use"
-	NodeLocalUnknown  = "unknown"
-)
-
-// NodeLocalDNS is a node-local DNS cache (NodeLocal DNSCache) as this pod meets it.
-type NodeLocalDNS struct {
-	// State is "in use", "not in use" or "unknown"; Basis says how it was told.
-	State string `json:"state"`
-	Basis string `json:"basis"`
-	// Pod is the cache's pod on the pod's node; Address the nameserver the pod asks.
-	Pod     string `json:"pod,omitempty"`
-	Address string `json:"address,omitempty"`
-	// Without a cache: the Service's p50 and the nearest replica's, asked directly from the
-	// pod — on its node (SameNode) or else the fastest in its zone — for what answering close
-	// by would save.
-	ServiceP50Micros float64 `json:"serviceP50Micros,omitempty"`
-	NearestReplica   string  `json:"nearestReplica,omitempty"`
-	NearestP50Micros float64 `json:"nearestP50Micros,omitempty"`
-	SameNode         bool    `json:"sameNode,omitempty"`
-}
-
 // writeDNSService prints the nameserver Service's replicas, each asked directly, and the share of
 // queries that cross a zone.
 func writeDNSService(w io.Writer, r *DNSReport) {

@@ -9,8 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 //go:embed ladder.html.tmpl
@@ -178,7 +177,7 @@ func shareChart(rungs []*LadderRung) template.HTML {
 func cdfChart(rungs []*LadderRung) template.HTML {
 	type series struct {
 		name string
-		h    probes.Latency
+		h    v1alpha1.Latency
 	}
 	var ss []series
 	probe := ""
@@ -235,9 +234,9 @@ func cdfChart(rungs []*LadderRung) template.HTML {
 	return template.HTML(b.String())
 }
 
-func histogramOf(p *agent.ProbeResult) *probes.Latency {
+func histogramOf(p *v1alpha1.ProbeResult) *v1alpha1.Latency {
 	switch {
-	case p.HTTP != nil && p.Kind == agent.ProbeHTTP && len(p.HTTP.Latency.Histogram) > 0 && p.HTTP.Latency.Count > 0:
+	case p.HTTP != nil && p.Kind == v1alpha1.ProbeHTTP && len(p.HTTP.Latency.Histogram) > 0 && p.HTTP.Latency.Count > 0:
 		return &p.HTTP.Latency
 	case p.GRPC != nil && len(p.GRPC.Latency.Histogram) > 0 && p.GRPC.Latency.Count > 0:
 		return &p.GRPC.Latency

@@ -5,17 +5,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-)
-
-// Units of figures.
-const (
-	UnitMicros  = gate.Micros
-	UnitReqPerS = gate.ReqPerS
-	UnitGbps    = gate.Gbps
-	UnitCount   = gate.Count
-	UnitPercent = gate.Percent
-	UnitBytes   = gate.Bytes
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // FigureValue is one figure of one run: <probe>.<stat>, its unit and value, and where the run
@@ -29,36 +19,20 @@ type FigureValue struct {
 	Alias bool
 }
 
-// Range is a figure's own spread: the rounds' min–max, or the 95 % confidence interval of a
-// percentile from its samples. High is nil when the samples bound it only from below (a p99 of
-// 20 samples: no rank of 20 holds the p99 with 95 % confidence).
-type Range struct {
-	Low  float64  `json:"low"`
-	High *float64 `json:"high,omitempty"`
-}
-
-// Overlaps says whether two ranges share a value.
-func (r *Range) Overlaps(o *Range) bool {
-	return (r.High == nil || o.Low <= *r.High) && (o.High == nil || r.Low <= *o.High)
-}
-
-// Holds says whether v lies in the range.
-func (r *Range) Holds(v float64) bool { return r.Low <= v && (r.High == nil || v <= *r.High) }
-
 // stat is one statistic a probe kind reports.
 type stat struct {
 	name, unit string
-	get        func(r *agent.ProbeResult) (v float64, spread *Range, ok bool)
+	get        func(r *v1alpha1.ProbeResult) (v float64, spread *Range, ok bool)
 }
 
 // quantiles name the latency percentiles figures carry.
 var quantiles = map[string]float64{"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 
-func latencyStats(l func(r *agent.ProbeResult) *probes.Latency, names ...string) []stat {
+func latencyStats(l func(r *v1alpha1.ProbeResult) *v1alpha1.Latency, names ...string) []stat {
 	var out []stat
 	for _, name := range names {
 		q := quantiles[name]
-		out = append(out, stat{name, UnitMicros, func(r *agent.ProbeResult) (float64, *Range, bool) {
+		out = append(out, stat{name, UnitMicros, func(r *v1alpha1.ProbeResult) (float64, *Range, bool) {
 			lat := l(r)
 			if lat == nil || lat.Count == 0 {
 				return 0, nil, false
@@ -69,8 +43,8 @@ func latencyStats(l func(r *agent.ProbeResult) *probes.Latency, names ...string)
 	return out
 }
 
-func value(unit, name string, f func(r *agent.ProbeResult) (float64, bool)) stat {
-	return stat{name, unit, func(r *agent.ProbeResult) (float64, *Range, bool) {
+func value(unit, name string, f func(r *v1alpha1.ProbeResult) (float64, bool)) stat {
+	return stat{name, unit, func(r *v1alpha1.ProbeResult) (float64, *Range, bool) {
 		v, ok := f(r)
 		return v, nil, ok
 	}}
@@ -78,53 +52,53 @@ func value(unit, name string, f func(r *agent.ProbeResult) (float64, bool)) stat
 
 // kindStats lists the statistics of each probe kind, in display order.
 func kindStats(kind string) []stat {
-	rttLatency := func(r *agent.ProbeResult) *probes.Latency {
+	rttLatency := func(r *v1alpha1.ProbeResult) *v1alpha1.Latency {
 		if r.RTT == nil || r.RTT.Received == 0 {
 			return nil
 		}
 		return &r.RTT.RTT
 	}
 	switch kind {
-	case agent.ProbeICMP, agent.ProbeTCPRTT:
+	case v1alpha1.ProbeICMP, v1alpha1.ProbeTCPRTT:
 		return latencyStats(rttLatency, "p50", "p99")
-	case agent.ProbeUDP:
+	case v1alpha1.ProbeUDP:
 		return append(latencyStats(rttLatency, "p50", "p99"),
-			value(UnitPercent, "loss", from(rttBlock, func(b *probes.RTTResult) (float64, bool) { return b.LossPercent, true })),
-			value(UnitMicros, "jitter", from(rttBlock, func(b *probes.RTTResult) (float64, bool) { return b.JitterMicros, b.Received > 1 })))
-	case agent.ProbeHTTPMax:
+			value(UnitPercent, "loss", from(rttBlock, func(b *v1alpha1.RTTResult) (float64, bool) { return b.LossPercent, true })),
+			value(UnitMicros, "jitter", from(rttBlock, func(b *v1alpha1.RTTResult) (float64, bool) { return b.JitterMicros, b.Received > 1 })))
+	case v1alpha1.ProbeHTTPMax:
 		return []stat{
-			value(UnitReqPerS, "qps", from(httpBlock, func(b *probes.HTTPResult) (float64, bool) { return b.AchievedQPS, true })),
-			value(UnitReqPerS, "littles-law-qps", from(httpBlock, func(b *probes.HTTPResult) (float64, bool) { return b.LittleLawQPS, true })),
+			value(UnitReqPerS, "qps", from(httpBlock, func(b *v1alpha1.HTTPResult) (float64, bool) { return b.AchievedQPS, true })),
+			value(UnitReqPerS, "littles-law-qps", from(httpBlock, func(b *v1alpha1.HTTPResult) (float64, bool) { return b.LittleLawQPS, true })),
 		}
-	case agent.ProbeHTTP, agent.ProbeHTTPNewConn:
-		return latencyStats(func(r *agent.ProbeResult) *probes.Latency {
+	case v1alpha1.ProbeHTTP, v1alpha1.ProbeHTTPNewConn:
+		return latencyStats(func(r *v1alpha1.ProbeResult) *v1alpha1.Latency {
 			if r.HTTP == nil {
 				return nil
 			}
 			return &r.HTTP.Latency
 		}, "p50", "p99", "p99.9")
-	case agent.ProbeGRPC:
-		return latencyStats(func(r *agent.ProbeResult) *probes.Latency {
+	case v1alpha1.ProbeGRPC:
+		return latencyStats(func(r *v1alpha1.ProbeResult) *v1alpha1.Latency {
 			if r.GRPC == nil {
 				return nil
 			}
 			return &r.GRPC.Latency
 		}, "p50", "p99")
-	case agent.ProbeTCP:
+	case v1alpha1.ProbeTCP:
 		return []stat{
-			value(UnitGbps, "gbps", from(throughputBlock, func(b *probes.ThroughputResult) (float64, bool) { return b.BitsPerSecondReceived / 1e9, true })),
-			value(UnitCount, "retransmits", from(throughputBlock, func(b *probes.ThroughputResult) (float64, bool) { return float64(b.Retransmits), true })),
+			value(UnitGbps, "gbps", from(throughputBlock, func(b *v1alpha1.ThroughputResult) (float64, bool) { return b.BitsPerSecondReceived / 1e9, true })),
+			value(UnitCount, "retransmits", from(throughputBlock, func(b *v1alpha1.ThroughputResult) (float64, bool) { return float64(b.Retransmits), true })),
 			value(UnitBytes, "mss", minMSS),
 		}
-	case agent.ProbePMTU:
-		return []stat{value(UnitBytes, "bytes", from(pmtuBlock, func(b *probes.PMTUResult) (float64, bool) { return float64(b.PathMTU), b.PathMTU > 0 }))}
+	case v1alpha1.ProbePMTU:
+		return []stat{value(UnitBytes, "bytes", from(pmtuBlock, func(b *v1alpha1.PMTUResult) (float64, bool) { return float64(b.PathMTU), b.PathMTU > 0 }))}
 	}
 	return nil
 }
 
 // from reads a statistic from a result's block of type B; none when the result lacks the block.
-func from[B any](block func(*agent.ProbeResult) *B, get func(*B) (float64, bool)) func(*agent.ProbeResult) (float64, bool) {
-	return func(r *agent.ProbeResult) (float64, bool) {
+func from[B any](block func(*v1alpha1.ProbeResult) *B, get func(*B) (float64, bool)) func(*v1alpha1.ProbeResult) (float64, bool) {
+	return func(r *v1alpha1.ProbeResult) (float64, bool) {
 		if b := block(r); b != nil {
 			return get(b)
 		}
@@ -132,13 +106,13 @@ func from[B any](block func(*agent.ProbeResult) *B, get func(*B) (float64, bool)
 	}
 }
 
-func rttBlock(r *agent.ProbeResult) *probes.RTTResult               { return r.RTT }
-func httpBlock(r *agent.ProbeResult) *probes.HTTPResult             { return r.HTTP }
-func throughputBlock(r *agent.ProbeResult) *probes.ThroughputResult { return r.Throughput }
-func pmtuBlock(r *agent.ProbeResult) *probes.PMTUResult             { return r.PMTU }
+func rttBlock(r *v1alpha1.ProbeResult) *v1alpha1.RTTResult               { return r.RTT }
+func httpBlock(r *v1alpha1.ProbeResult) *v1alpha1.HTTPResult             { return r.HTTP }
+func throughputBlock(r *v1alpha1.ProbeResult) *v1alpha1.ThroughputResult { return r.Throughput }
+func pmtuBlock(r *v1alpha1.ProbeResult) *v1alpha1.PMTUResult             { return r.PMTU }
 
 // minMSS is the smallest MSS any stream of a throughput probe negotiated.
-func minMSS(r *agent.ProbeResult) (float64, bool) {
+func minMSS(r *v1alpha1.ProbeResult) (float64, bool) {
 	if r.Throughput == nil {
 		return 0, false
 	}
@@ -154,7 +128,7 @@ func minMSS(r *agent.ProbeResult) (float64, bool) {
 // ProbeFigures names the figures of one round's results: <probe>.<statistic>, e.g. icmp.p50,
 // http.p99.9, http-new-conn.extra-p50, http-max.qps, tcp-8.gbps; plus rtt.* (the ICMP figures,
 // else the TCP handshake's) and the Service's overhead over the pod IP.
-func ProbeFigures(results []*agent.ProbeResult) []FigureValue {
+func ProbeFigures(results []*v1alpha1.ProbeResult) []FigureValue {
 	var out []FigureValue
 	for _, r := range results {
 		if r == nil || r.Skipped != "" {
@@ -215,7 +189,7 @@ func rttAliases(v map[string]FigureValue) []FigureValue {
 // PlannedFigures names the figures a run of these probes will report (when they succeed), with
 // their units: what --fail-if may name before anything is measured.
 func PlannedFigures(specs []agent.ProbeSpec) map[string]string {
-	var fake []*agent.ProbeResult
+	var fake []*v1alpha1.ProbeResult
 	for _, p := range specs {
 		fake = append(fake, fullResult(p.Label(), p.Kind))
 	}
@@ -227,26 +201,26 @@ func PlannedFigures(specs []agent.ProbeSpec) map[string]string {
 }
 
 // fullResult is a result of the kind with every statistic present, for planning.
-func fullResult(name, kind string) *agent.ProbeResult {
-	lat := probes.Latency{Count: 1, P50Micros: 1}
-	r := &agent.ProbeResult{Name: name, Kind: kind}
+func fullResult(name, kind string) *v1alpha1.ProbeResult {
+	lat := v1alpha1.Latency{Count: 1, P50Micros: 1}
+	r := &v1alpha1.ProbeResult{Name: name, Kind: kind}
 	switch kind {
-	case agent.ProbeICMP, agent.ProbeTCPRTT, agent.ProbeUDP:
-		r.RTT = &probes.RTTResult{Received: 2, RTT: lat}
-	case agent.ProbeHTTP, agent.ProbeHTTPNewConn, agent.ProbeHTTPMax:
-		r.HTTP = &probes.HTTPResult{Latency: lat}
-	case agent.ProbeGRPC:
-		r.GRPC = &probes.GRPCResult{Latency: lat}
-	case agent.ProbeTCP:
-		r.Throughput = &probes.ThroughputResult{PerStream: []probes.StreamResult{{MSSBytes: 1}}}
-	case agent.ProbePMTU:
-		r.PMTU = &probes.PMTUResult{PathMTU: 1}
+	case v1alpha1.ProbeICMP, v1alpha1.ProbeTCPRTT, v1alpha1.ProbeUDP:
+		r.RTT = &v1alpha1.RTTResult{Received: 2, RTT: lat}
+	case v1alpha1.ProbeHTTP, v1alpha1.ProbeHTTPNewConn, v1alpha1.ProbeHTTPMax:
+		r.HTTP = &v1alpha1.HTTPResult{Latency: lat}
+	case v1alpha1.ProbeGRPC:
+		r.GRPC = &v1alpha1.GRPCResult{Latency: lat}
+	case v1alpha1.ProbeTCP:
+		r.Throughput = &v1alpha1.ThroughputResult{PerStream: []v1alpha1.StreamResult{{MSSBytes: 1}}}
+	case v1alpha1.ProbePMTU:
+		r.PMTU = &v1alpha1.PMTUResult{PathMTU: 1}
 	}
 	return r
 }
 
 // percentileOf reads the report's own percentile where it has one.
-func percentileOf(l probes.Latency, q float64) float64 {
+func percentileOf(l v1alpha1.Latency, q float64) float64 {
 	switch q {
 	case 0.5:
 		return l.P50Micros
@@ -261,7 +235,7 @@ func percentileOf(l probes.Latency, q float64) float64 {
 // percentileInterval is the distribution-free 95 % confidence interval of the q-quantile of the
 // samples: the values at the order statistics whose ranks hold it with 95 % confidence (from the
 // binomial distribution, see orderRanks), read from the histogram; nil without a histogram.
-func percentileInterval(l probes.Latency, q float64) *Range {
+func percentileInterval(l v1alpha1.Latency, q float64) *Range {
 	if len(l.Histogram) == 0 || l.Count == 0 {
 		return nil
 	}
@@ -361,7 +335,7 @@ func clampRank(x float64, n int64) int64 {
 }
 
 // rankValue is the value of the k-th smallest sample (1-based), interpolated within its bucket.
-func rankValue(l probes.Latency, k float64) float64 {
+func rankValue(l v1alpha1.Latency, k float64) float64 {
 	var seen float64
 	for _, b := range l.Histogram {
 		c := float64(b.Count)

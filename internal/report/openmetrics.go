@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // family is one OpenMetrics metric family a figure maps to.
@@ -141,7 +141,7 @@ func (m *metricsWriter) addFigures(fs []FigureValue, common [][2]string) {
 	}
 }
 
-func (m *metricsWriter) addChecks(checks []gate.Result, common [][2]string) {
+func (m *metricsWriter) addChecks(checks []v1alpha1.CheckResult, common [][2]string) {
 	for _, c := range checks {
 		v := 0.0
 		if c.Violated {
@@ -180,7 +180,7 @@ func WritePathMetrics(w io.Writer, r *PathReport) error {
 }
 
 // writeRunMetrics writes one run's figures and checks, every sample with the common labels.
-func writeRunMetrics(w io.Writer, fs []FigureValue, checks []gate.Result, common [][2]string) error {
+func writeRunMetrics(w io.Writer, fs []FigureValue, checks []v1alpha1.CheckResult, common [][2]string) error {
 	m := newMetricsWriter()
 	m.addFigures(fs, common)
 	m.addChecks(checks, common)
@@ -256,7 +256,7 @@ func WriteMatrixMetrics(w io.Writer, r *MatrixReport) error {
 		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps), common)
 	}
 	for _, p := range r.Pairs {
-		if p.measured() {
+		if measured(p) {
 			common := [][2]string{{"cell", "pair"}, {"source_node", p.From}, {"source_zone", p.FromZone}, {"destination_node", p.To}, {"destination_zone", p.ToZone}}
 			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common)
 		}

@@ -6,8 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // DNSOption is one of a pod template's dnsConfig options, as the API has it.
@@ -36,26 +35,20 @@ func DNSOptionsPatch(namespace, owner string, current []DNSOption, name, value s
 	return fmt.Sprintf("kubectl patch -n %s %s --type=strategic -p '%s'", namespace, owner, b)
 }
 
-// RaceAdvice is what the race check recommends for the resolver it found, and the patch.
-type RaceAdvice struct {
-	Advice  string `json:"advice"`
-	Command string `json:"command,omitempty"`
-}
-
 // PlanRaceFix turns the race check into advice that fits the resolver.
-func PlanRaceFix(r *probes.DNSResult, owner, namespace string, current []DNSOption) *RaceAdvice {
+func PlanRaceFix(r *v1alpha1.DNSResult, owner, namespace string, current []DNSOption) *RaceAdvice {
 	if r == nil || r.Race == nil {
 		return nil
 	}
 	m, fix := r.Race.Measured, r.Race.Fix
 	switch {
-	case m.Mode == probes.RaceTCP:
+	case m.Mode == v1alpha1.RaceTCP:
 		return &RaceAdvice{Advice: "the resolver asks over TCP (use-vc): no UDP race to check"}
-	case m.Mode == probes.RaceSeparate:
+	case m.Mode == v1alpha1.RaceSeparate:
 		return &RaceAdvice{Advice: "Go's resolver sends A and AAAA from separate sockets: not exposed to the race"}
-	case r.Resolver == resolver.Musl:
+	case r.Resolver == v1alpha1.ResolverMusl:
 		return &RaceAdvice{Advice: fmt.Sprintf("musl sends A and AAAA at once from one socket and has no option to change that (no single-request, no single-request-reopen, no use-vc): %d of %d lookups waited out a timeout; a node-local DNS cache (no DNAT between the pod and its nameserver) avoids the race", m.Slow, m.Lookups)}
-	case m.Mode != probes.RaceTogether:
+	case m.Mode != v1alpha1.RaceTogether:
 		return &RaceAdvice{Advice: fmt.Sprintf("%s is set: A and AAAA are not sent at once from one socket; %d of %d lookups waited out a timeout", m.Mode, m.Slow, m.Lookups)}
 	case fix == nil:
 		return &RaceAdvice{Advice: fmt.Sprintf("%d of %d lookups waited out a timeout", m.Slow, m.Lookups)}
@@ -77,8 +70,8 @@ func writeRace(w io.Writer, r *DNSReport) {
 	}
 	fmt.Fprintf(w, "\nRace check: %s asked %d times, as the %s resolver sends A and AAAA (%s), %d lookups at once, timeout %d s × %d attempts\n",
 		rc.Name, rc.Measured.Lookups, r.Result.Resolver, rc.Measured.Mode, rc.Concurrency, rc.TimeoutSeconds, rc.Attempts)
-	for _, run := range []*probes.DNSRaceRun{&rc.Measured, rc.Fix} {
-		if run == nil || run.Mode == probes.RaceTCP {
+	for _, run := range []*v1alpha1.DNSRaceRun{&rc.Measured, rc.Fix} {
+		if run == nil || run.Mode == v1alpha1.RaceTCP {
 			continue
 		}
 		fmt.Fprintf(w, "  %-22s %d of %d lookups waited out a timeout (%s), %d queries lost, %d failed; p50 %s, p99 %s, max %s\n",

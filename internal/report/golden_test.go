@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ f
 
 // The human reports, rendered from reports that real runs on the lab produced (testdata/*.json),
 // must match testdata/*.golden byte for byte. After an intended change to the layout, review the
-// difference and run: go test ./pkg/report/ -run Golden -update
+// difference and run: go test ./internal/report/ -run Golden -update
 func TestGoldenHumanReports(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.json")
 	if err != nil || len(inputs) == 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // HigherIsWorse says which way a figure of this unit gets worse: latencies, counts and loss up,
@@ -19,7 +20,7 @@ func HigherIsWorse(unit string) bool {
 
 // FigureValues lists the path report's figures (agent-to-agent and app-port probes).
 func (r *PathReport) FigureValues() []FigureValue {
-	return ProbeFigures(append(append([]*agent.ProbeResult{}, r.Probes...), r.AppPort...))
+	return ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, r.Probes...), r.AppPort...))
 }
 
 // dnsStats are the figures of each name: the queries one lookup sends as configured, the

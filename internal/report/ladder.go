@@ -1,0 +1,104 @@
+package report
+
+import (
+	"math"
+	"sort"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// Summarize fills each measured rung's Figures from its rounds and the comparison with the
+// same-node rung, and the report's figure order.
+func (r *LadderReport) Summarize() {
+	r.Figures = nil
+	seen := map[string]bool{}
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		values, units := map[string][]float64{}, map[string]string{}
+		for _, round := range rung.Results {
+			for _, nv := range ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, round.Probes...), round.AppPort...)) {
+				if nv.Probe == "rtt" {
+					continue // an alias, named again by FigureValues
+				}
+				values[nv.Name] = append(values[nv.Name], nv.Value)
+				units[nv.Name] = nv.Unit
+				if !seen[nv.Name] {
+					seen[nv.Name] = true
+					r.Figures = append(r.Figures, nv.Name)
+				}
+			}
+		}
+		if len(values) == 0 {
+			continue
+		}
+		rung.Figures = map[string]Figure{}
+		for name, vs := range values {
+			rung.Figures[name] = summarize(units[name], vs)
+		}
+	}
+	r.compareBaselines()
+	var base *LadderRung
+	for i := range r.Rungs {
+		if r.Rungs[i].Class == SameNode && r.Rungs[i].Figures != nil {
+			base = &r.Rungs[i]
+		}
+	}
+	if base == nil {
+		return
+	}
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		if rung == base {
+			continue
+		}
+		for name, f := range rung.Figures {
+			b, ok := base.Figures[name]
+			if !ok {
+				continue
+			}
+			d := round3(f.Median - b.Median)
+			f.VsSameNode = &d
+			if b.Median > 0 {
+				p := round1(100 * d / b.Median)
+				f.VsSameNodePercent = &p
+			}
+			rung.Figures[name] = f
+		}
+	}
+}
+
+func summarize(unit string, vs []float64) Figure {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Figure{Unit: unit, Median: round3(med), Min: round3(s[0]), Max: round3(s[len(s)-1]), Samples: len(s)}
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// compareBaselines sets, on a rung with a Baseline (the host-network rung), the baseline rung's
+// median minus its own for every figure both have: what the pod network adds on that path.
+func (r *LadderReport) compareBaselines() {
+	for i := range r.Rungs {
+		rung := &r.Rungs[i]
+		if rung.Baseline == "" || rung.Figures == nil {
+			continue
+		}
+		for j := range r.Rungs {
+			b := &r.Rungs[j]
+			if b.Name != rung.Baseline || b.Figures == nil {
+				continue
+			}
+			rung.VsBaseline = map[string]float64{}
+			for name, f := range rung.Figures {
+				if bf, ok := b.Figures[name]; ok {
+					rung.VsBaseline[name] = round3(bf.Median - f.Median)
+				}
+			}
+		}
+	}
+}

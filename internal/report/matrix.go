@@ -1,0 +1,131 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// BuildMatrix fills the pairs' figures, the cells, the per-node summary and the outliers from
+// the pairs' results. factor is how many times its cell's other pairs a pair must be to be
+// called an outlier, nodeFactor the same for the median of a node's pairs (lower: a median
+// over many pairs moves less than one pair's figure).
+func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
+	r.Factor, r.NodeFactor, r.Outliers = factor, nodeFactor, nil
+	r.Probe = v1alpha1.ProbeICMP
+	for _, p := range r.Pairs {
+		if p.Error == "" && rttOf(p.Results, v1alpha1.ProbeICMP) == nil {
+			r.Probe = v1alpha1.ProbeTCPRTT
+		}
+	}
+	for i := range r.Pairs {
+		fillPair(&r.Pairs[i], r.Probe)
+	}
+	r.Zones = cells(r.Pairs, func(p MatrixPair) (string, string) { return p.FromZone, p.ToZone })
+	if r.Scope == "nodes" {
+		r.NodeGrid = cells(r.Pairs, func(p MatrixPair) (string, string) { return p.From, p.To })
+	}
+	ix := newCellIndex(r.Pairs)
+	r.summarizeNodes(ix)
+	r.flagPairs(ix)
+}
+
+func rttOf(results []*v1alpha1.ProbeResult, kind string) *v1alpha1.ProbeResult {
+	for _, res := range results {
+		if res.Kind == kind && res.Skipped == "" && res.RTT != nil && res.RTT.Received > 0 {
+			return res
+		}
+	}
+	return nil
+}
+
+// fillPair sets a measured pair's figures from its results: probe's RTT, and the throughput.
+func fillPair(p *MatrixPair, probe string) {
+	if p.Error != "" {
+		return
+	}
+	res := rttOf(p.Results, probe)
+	if res == nil {
+		p.Error = "no " + probe + " result"
+		return
+	}
+	l := res.RTT.RTT
+	p.P50Micros, p.P99Micros, p.Samples = l.P50Micros, l.P99Micros, res.RTT.Received
+	p.ResolutionMicros, p.LossPercent = l.ResolutionMicros, res.RTT.LossPercent
+	for _, res := range p.Results {
+		if res.Throughput != nil && res.Skipped == "" {
+			g := round3(res.Throughput.BitsPerSecondReceived / 1e9)
+			p.Gbps = &g
+		}
+	}
+}
+
+// measured says whether a pair has figures.
+func measured(p MatrixPair) bool { return p.Error == "" && p.Samples > 0 }
+
+// cells groups the measured pairs by key, in key order.
+func cells(pairs []MatrixPair, key func(MatrixPair) (string, string)) []MatrixCell {
+	groups := map[[2]string][]MatrixPair{}
+	for _, p := range pairs {
+		if measured(p) {
+			a, b := key(p)
+			groups[[2]string{a, b}] = append(groups[[2]string{a, b}], p)
+		}
+	}
+	keys := make([][2]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y [2]string) int {
+		if x[0] != y[0] {
+			return cmpString(x[0], y[0])
+		}
+		return cmpString(x[1], y[1])
+	})
+	out := make([]MatrixCell, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, cellOf(k[0], k[1], groups[k]))
+	}
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cellOf(from, to string, ps []MatrixPair) MatrixCell {
+	var p50, p99, gbps []float64
+	for _, p := range ps {
+		p50, p99 = append(p50, p.P50Micros), append(p99, p.P99Micros)
+		if p.Gbps != nil {
+			gbps = append(gbps, *p.Gbps)
+		}
+	}
+	c := MatrixCell{From: from, To: to, Pairs: len(ps), P50Micros: round1(median(p50)), P99Micros: round1(median(p99)),
+		MinP50: round1(slices.Min(p50)), MaxP50: round1(slices.Max(p50))}
+	if len(gbps) > 0 {
+		g := round3(median(gbps))
+		c.Gbps = &g
+	}
+	return c
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

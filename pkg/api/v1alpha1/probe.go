@@ -1,0 +1,206 @@
+package v1alpha1
+
+// Probe kinds.
+const (
+	ProbeICMP        = "icmp"
+	ProbeTCPRTT      = "tcp-rtt"
+	ProbeHTTP        = "http"          // keep-alive at fixed qps
+	ProbeHTTPNewConn = "http-new-conn" // a new connection per request at fixed qps
+	ProbeHTTPMax     = "http-max"      // closed loop
+	ProbeGRPC        = "grpc"
+	ProbeTCP         = "tcp" // throughput
+	ProbeDNS         = "dns" // the resolver's real queries for names, with what-ifs
+	// ProbeSpread opens Count new connections to Address (a Service) and asks each agent
+	// endpoint who it is: where the Service sends connections from here.
+	ProbeSpread = "spread"
+	// ProbeUDP sends Count datagrams at IntervalMillis to the server's UDP echo: RTT, loss
+	// and jitter.
+	ProbeUDP = "udp"
+	// ProbePMTU finds the largest packet that crosses the path with "don't fragment" set.
+	ProbePMTU = "path-mtu"
+)
+
+// ProbeResult holds exactly one of the typed results, or Skipped with the reason.
+type ProbeResult struct {
+	Name       string            `json:"name"`
+	Kind       string            `json:"kind"`
+	Skipped    string            `json:"skipped,omitempty"`
+	RTT        *RTTResult        `json:"rtt,omitempty"`
+	HTTP       *HTTPResult       `json:"http,omitempty"`
+	GRPC       *GRPCResult       `json:"grpc,omitempty"`
+	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	DNS        *DNSProbeResult   `json:"dns,omitempty"`
+	Spread     *SpreadResult     `json:"spread,omitempty"`
+	PMTU       *PMTUResult       `json:"pathMTU,omitempty"`
+	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
+	// spent while it ran: the probe's cost to the pod it ran in.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+}
+
+// Latency summarises a set of durations. All values are microseconds.
+type Latency struct {
+	Count        int64   `json:"count"`
+	MinMicros    float64 `json:"minMicros"`
+	AvgMicros    float64 `json:"avgMicros"`
+	P50Micros    float64 `json:"p50Micros"`
+	P90Micros    float64 `json:"p90Micros"`
+	P99Micros    float64 `json:"p99Micros"`
+	P999Micros   float64 `json:"p999Micros"`
+	MaxMicros    float64 `json:"maxMicros"`
+	StdDevMicros float64 `json:"stdDevMicros"`
+	// ResolutionMicros is the width of the finest histogram bucket the percentiles were computed
+	// from; 0 means the percentiles are exact (computed from every sample, nanosecond clock).
+	ResolutionMicros float64 `json:"resolutionMicros"`
+	// PercentilesFrom, when set, is how many of the Count samples the percentiles were computed
+	// from: a uniform random sample, kept when a run had more requests than the agent keeps
+	// (2^20).
+	PercentilesFrom int64 `json:"percentilesFrom,omitempty"`
+	// Histogram holds the non-empty buckets, for drawing.
+	Histogram []Bucket `json:"histogram,omitempty"`
+}
+
+// Bucket is one histogram bucket: (StartMicros, EndMicros] holding Count samples.
+type Bucket struct {
+	StartMicros float64 `json:"startMicros"`
+	EndMicros   float64 `json:"endMicros"`
+	Count       int64   `json:"count"`
+}
+
+// RTTResult is the outcome of an ICMP or TCP-connect RTT probe.
+type RTTResult struct {
+	Method         string  `json:"method"`
+	Target         string  `json:"target"`
+	RequestedCount int     `json:"requestedCount"`
+	IntervalMillis float64 `json:"intervalMillis"`
+	Sent           int     `json:"sent"`
+	Received       int     `json:"received"`
+	LossPercent    float64 `json:"lossPercent"`
+	RTT            Latency `json:"rtt"`
+	MdevMicros     float64 `json:"mdevMicros"`
+	// JitterMicros (udp only) is the RFC 3550 interarrival jitter estimator applied to
+	// successive round trips: J += (|D| − J) / 16, D the difference of two consecutive RTTs.
+	JitterMicros float64 `json:"jitterMicros,omitempty"`
+	// ServerDwell (udp only) is the time each datagram spent in the server agent, from the
+	// kernel's receive time stamp there to its answer's transmit time stamp (or its send, where
+	// the follow-up with that stamp did not come): taken off each round trip above, so that RTT
+	// is the network's (the kernel's ICMP echo has none).
+	ServerDwell     *Latency `json:"serverDwell,omitempty"`
+	DurationSeconds float64  `json:"durationSeconds"`
+	// Timestamps says where the RTT comes from: "kernel" (ICMP receive time stamps; the
+	// kernel's own handshake RTT sample from TCP_INFO) or "userspace".
+	Timestamps string `json:"timestamps"`
+	// ConnectLatency (tcp-connect only) is how long connect(2) took as the process saw it:
+	// the handshake plus the wake-up of the calling goroutine.
+	ConnectLatency *Latency `json:"connectLatency,omitempty"`
+}
+
+// HTTP load modes, as reported in HTTPResult.Mode.
+const (
+	HTTPKeepAlive  = "keep-alive"  // fixed qps over N persistent connections
+	HTTPNewConn    = "new-conn"    // fixed qps, a new TCP connection for every request
+	HTTPClosedLoop = "closed-loop" // as many requests as N connections can do
+)
+
+// HTTPResult is the outcome of one HTTP latency run.
+type HTTPResult struct {
+	Mode            string  `json:"mode"`
+	URL             string  `json:"url"`
+	Connections     int     `json:"connections"`
+	RequestedQPS    float64 `json:"requestedQPS"` // 0 = unlimited (closed loop)
+	AchievedQPS     float64 `json:"achievedQPS"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Latency of every request, errors included (as fortio's runner times it).
+	Latency Latency `json:"latency"`
+	// Requests is the number of requests done, Errors those that failed.
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// ErrorsByKind counts failures by HTTP status ("503") or "socket" for connection errors.
+	ErrorsByKind map[string]int64 `json:"errorsByKind,omitempty"`
+	// SocketsOpened is how many TCP connections the run opened.
+	SocketsOpened int64 `json:"socketsOpened"`
+	// LittleLawQPS is connections ÷ mean latency: the rate a closed loop should reach.
+	LittleLawQPS float64 `json:"littleLawQPS,omitempty"`
+}
+
+// GRPCResult is the outcome of a gRPC ping run.
+type GRPCResult struct {
+	Address         string           `json:"address"`
+	Connections     int              `json:"connections"`
+	RequestedQPS    float64          `json:"requestedQPS"`
+	AchievedQPS     float64          `json:"achievedQPS"`
+	DurationSeconds float64          `json:"durationSeconds"`
+	Latency         Latency          `json:"latency"`
+	Requests        int64            `json:"requests"`
+	Errors          int64            `json:"errors"`
+	ErrorsByKind    map[string]int64 `json:"errorsByKind,omitempty"`
+}
+
+// StreamResult is one TCP stream's sender-side view.
+type StreamResult struct {
+	BytesSent      int64   `json:"bytesSent"`
+	BytesReceived  int64   `json:"bytesReceived"`
+	BitsPerSecond  float64 `json:"bitsPerSecond"`
+	Retransmits    int64   `json:"retransmits"`
+	MeanRTTMicros  float64 `json:"meanRTTMicros"` // mean of the kernel's smoothed RTT, sampled every 100 ms
+	MaxCwndBytes   int64   `json:"maxCwndBytes"`
+	MSSBytes       int64   `json:"mssBytes"`
+	TCPInfoSamples int     `json:"tcpInfoSamples"`
+}
+
+// ThroughputInterval is the transfer of all streams within one reporting interval.
+type ThroughputInterval struct {
+	StartSeconds  float64 `json:"startSeconds"`
+	EndSeconds    float64 `json:"endSeconds"`
+	BytesSent     int64   `json:"bytesSent"`
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	Retransmits   int64   `json:"retransmits"`
+}
+
+// ThroughputResult is the outcome of a throughput run.
+type ThroughputResult struct {
+	Address               string               `json:"address"`
+	Streams               int                  `json:"streams"`
+	RequestedSeconds      float64              `json:"requestedSeconds"`
+	DurationSeconds       float64              `json:"durationSeconds"`
+	BytesSent             int64                `json:"bytesSent"`
+	BytesReceived         int64                `json:"bytesReceived"`
+	BitsPerSecondSent     float64              `json:"bitsPerSecondSent"`
+	BitsPerSecondReceived float64              `json:"bitsPerSecondReceived"`
+	Retransmits           int64                `json:"retransmits"`
+	ClientCPUPercent      float64              `json:"clientCPUPercent"` // of one core
+	ServerCPUPercent      float64              `json:"serverCPUPercent,omitempty"`
+	PerStream             []StreamResult       `json:"perStream"`
+	Intervals             []ThroughputInterval `json:"intervals,omitempty"`
+}
+
+// SpreadResult counts where a Service's connections landed.
+type SpreadResult struct {
+	Address     string `json:"address"`
+	Connections int    `json:"connections"`
+	// Answered connections reached an endpoint that said who it is; Unanswered the rest
+	// (refused, timed out, or an endpoint without an agent), by error kind.
+	Answered     int            `json:"answered"`
+	Unanswered   int            `json:"unanswered"`
+	ErrorsByKind map[string]int `json:"errorsByKind,omitempty"`
+	// ByZone and ByPod count answered connections per endpoint zone ("" when unknown) and pod.
+	ByZone map[string]int `json:"byZone"`
+	ByPod  map[string]int `json:"byPod"`
+}
+
+// PMTUResult is what the path-MTU probe found.
+type PMTUResult struct {
+	// PathMTU is the largest IP packet, in bytes, that crossed the path to the server and
+	// was answered, with "don't fragment" set; Method how it was found.
+	PathMTU int    `json:"pathMTU"`
+	Method  string `json:"method"`
+	// LocalMTU is the MTU of the interface the probe left by, RemoteMTU the server's (as it
+	// reported it); KernelPMTU the kernel's cached path MTU after probing (ICMP "fragmentation
+	// needed" lowers it).
+	LocalMTU   int `json:"localMTU"`
+	RemoteMTU  int `json:"remoteMTU,omitempty"`
+	KernelPMTU int `json:"kernelPMTU,omitempty"`
+	// Probes is how many packets were sent; FragNeeded says a hop answered a size with ICMP
+	// "fragmentation needed" (else sizes that did not cross were dropped silently).
+	Probes     int  `json:"probes"`
+	FragNeeded bool `json:"fragNeeded,omitempty"`
+}
