@@ -41,7 +41,7 @@ go test -count=1 -race ./internal/report/ ./pkg/api/v1alpha1/ ./internal/cmdutil
 
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \
-  FuzzCheckDNSName:./internal/cmdutil FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
+  FuzzCheckDNSName:./internal/cmd/dns FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
   FuzzParseEvaluate:./internal/gate FuzzLoadRun:./internal/report FuzzOpenDatagram:./internal/probes; do
   name=${target%%:*} pkg=${target#*:}
   # A failing input is written under testdata/fuzz and fails the step. A run that ends without

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // progressPrinter writes timed progress lines to w when it is a terminal (or when
@@ -81,7 +81,7 @@ func podCompletion(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []
 	}
 }
 
-// commonOptions are what every measuring command shares: the kubeconfig flags and streams, the
+// CommonOptions are what every measuring command shares: the kubeconfig flags and streams, the
 // agent image and start timeout, the output format, and the clients Complete fills in.
 type CommonOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
@@ -107,7 +107,7 @@ type CommonOptions struct {
 	Progress     func(format string, args ...any)
 	// Resolve finds the running pod behind a command-line target (default: as kubectl exec does).
 	Resolve func(ctx context.Context, arg, container string, allowHostNetwork bool) (*session.Target, error)
-	// configureSession, when set, adjusts every new session (tests script logs and the proxy).
+	// ConfigureSession, when set, adjusts every new session (tests script logs and the proxy).
 	ConfigureSession func(*session.Session)
 }
 
@@ -133,7 +133,7 @@ func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
 
-// completeFlags reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
+// CompleteFlags reads the kubeconfig (every kubectl flag) into the default namespace and a clientset.
 func (o *CommonOptions) CompleteFlags() error {
 	return o.completeWith(o.ConfigFlags)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
-// dataplane reads what a user may about how the cluster implements Services: kube-proxy's
+// Dataplane reads what a user may about how the cluster implements Services: kube-proxy's
 // ConfigMap as kubeadm writes it (kube-system/kube-proxy, key config.conf), else the
 // --proxy-mode flag of its DaemonSet; "unknown" with the reason otherwise (the nodes' rules
 // and kube-proxy's /configz are not a user's to read).

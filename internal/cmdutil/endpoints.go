@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// endpoint is one ready endpoint pod of a Service; hints its EndpointSlice's topology hints
+// Endpoint is one ready endpoint pod of a Service; hints its EndpointSlice's topology hints
 // ("zones=…;nodes=…", "" without any), which decide where the dataplane sends connections.
 type Endpoint struct{ Pod, Node, Zone, Addr, Hints string }
 
-// readyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
+// ReadyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
 func ReadyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]Endpoint, error) {
 	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {

@@ -36,7 +36,7 @@ func (e *GateError) Error() string {
 // Unwrap lets errors.Is(err, ErrGateFailed) hold.
 func (e *GateError) Unwrap() error { return ErrGateFailed }
 
-// gates are a command's --fail-if conditions.
+// Gates are a command's --fail-if conditions.
 type Gates struct {
 	FailIf []string
 	conds  []*gate.Condition
@@ -47,7 +47,7 @@ func (g *Gates) AddFlags(cmd *cobra.Command, example string) {
 		"fail (exit "+fmt.Sprint(ExitGateFailed)+") when this condition on the report's figures holds, e.g. "+example+"; repeatable (docs/gates.md)")
 }
 
-// parse reads every condition; a syntax error names the flag and the column.
+// Parse reads every condition; a syntax error names the flag and the column.
 func (g *Gates) Parse(output string) error {
 	g.conds = nil
 	for _, s := range g.FailIf {
@@ -63,7 +63,7 @@ func (g *Gates) Parse(output string) error {
 	return nil
 }
 
-// check verifies, before anything is created, that every figure named will be measured.
+// Check verifies, before anything is created, that every figure named will be measured.
 func (g *Gates) Check(planned map[string]string) error {
 	for _, c := range g.conds {
 		if err := c.Check(planned); err != nil {
@@ -73,7 +73,7 @@ func (g *Gates) Check(planned map[string]string) error {
 	return nil
 }
 
-// evaluate checks every condition on the run's figures.
+// Evaluate checks every condition on the run's figures.
 func (g *Gates) Evaluate(fs []report.FigureValue) []gate.Result {
 	figs := report.Figures(fs)
 	var out []gate.Result
@@ -83,7 +83,7 @@ func (g *Gates) Evaluate(fs []report.FigureValue) []gate.Result {
 	return out
 }
 
-// verdict is the run's error once the report is out: a GateError when a condition held.
+// Verdict is the run's error once the report is out: a GateError when a condition held.
 func Verdict(results []gate.Result) error {
 	failed := slices.DeleteFunc(slices.Clone(results), func(r gate.Result) bool { return !r.Violated })
 	if len(failed) == 0 {

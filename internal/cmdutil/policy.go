@@ -11,14 +11,14 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// policyScope is what the policy check reads before a run starts anything: the
+// PolicyScope is what the policy check reads before a run starts anything: the
 // NetworkPolicies of the run's namespaces, those namespaces' labels, and the API server's
 // addresses (the pod proxy, which hands agents their jobs and renews leases, connects from them).
 type PolicyScope struct {
@@ -28,7 +28,7 @@ type PolicyScope struct {
 	Skipped   string
 }
 
-// readPolicies reads the scope; without permission to list NetworkPolicies the check is skipped
+// ReadPolicies reads the scope; without permission to list NetworkPolicies the check is skipped
 // and says so. A namespace that cannot be read keeps the label every namespace carries. Every
 // command reads its namespaces' policies before it starts anything, so this is also where the
 // temporary policies a killed run left are deleted once their not-after time has passed.
@@ -51,7 +51,7 @@ func (o *CommonOptions) ReadPolicies(ctx context.Context, namespaces ...string) 
 	return sc
 }
 
-// names lists the policies read, namespace/name.
+// Names lists the policies read, namespace/name.
 func (sc *PolicyScope) Names() []string {
 	var n []string
 	for _, p := range sc.Policies {
@@ -60,7 +60,7 @@ func (sc *PolicyScope) Names() []string {
 	return n
 }
 
-// endpoint is a pod as the policies see it.
+// Endpoint is a pod as the policies see it.
 func (sc *PolicyScope) Endpoint(p *corev1.Pod) netpolicy.Endpoint {
 	ip, _ := netip.ParseAddr(p.Status.PodIP)
 	return netpolicy.Endpoint{Pod: p, NamespaceLabels: sc.nsLabels[p.Namespace], IP: ip}
@@ -75,12 +75,12 @@ func policyPod(s *session.Session, t *session.Target, r session.Role) *corev1.Po
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: s.Name(session.AgentSpec{Role: r}), Labels: s.Labels(r)}}
 }
 
-// check evaluates a flow; from the API server, any of its addresses must be allowed.
+// Check evaluates a flow; from the API server, any of its addresses must be allowed.
 func (sc *PolicyScope) Check(from, to netpolicy.Endpoint, proto corev1.Protocol, port int) netpolicy.Verdict {
 	return netpolicy.Check(sc.Policies, netpolicy.Flow{From: from, To: to, Protocol: proto, Port: port})
 }
 
-// fromAPIServer says which policies stop the API server reaching pod's port (none: allowed,
+// FromAPIServer says which policies stop the API server reaching pod's port (none: allowed,
 // or the API server's addresses are unknown and it is assumed allowed).
 func (sc *PolicyScope) FromAPIServer(pod *corev1.Pod, port int) []string {
 	for _, ip := range sc.apiServer {
@@ -92,7 +92,7 @@ func (sc *PolicyScope) FromAPIServer(pod *corev1.Pod, port int) []string {
 	return nil
 }
 
-// flowOf is the protocol a probe of the agents uses to the server agent.
+// FlowOf is the protocol a probe of the agents uses to the server agent.
 func FlowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
 	switch p.Kind {
 	case agent.ProbeICMP:
@@ -103,7 +103,7 @@ func FlowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
 	return corev1.ProtocolTCP, "TCP to the server agent's port"
 }
 
-// blocks groups blocked probes by flow, in the order first seen.
+// Blocks groups blocked probes by flow, in the order first seen.
 type Blocks []report.PolicyBlock
 
 func (b *Blocks) Add(flow string, policies []string, probe string) {
@@ -116,21 +116,21 @@ func (b *Blocks) Add(flow string, policies []string, probe string) {
 	*b = append(*b, report.PolicyBlock{Flow: flow, Policies: Unique(policies), Probes: []string{probe}})
 }
 
-// pathPolicy is what the policy check decided for a path run.
+// PathPolicy is what the policy check decided for a path run.
 type PathPolicy struct {
 	Check *report.PolicyCheck
-	// skip holds the probes not to run; noServer says the server agent is not started at all
+	// Skip holds the probes not to run; noServer says the server agent is not started at all
 	// (every agent-to-agent probe is blocked, or the API server cannot reach it).
 	Skip     map[string]bool
 	NoServer bool
-	// srvPort and cliPort are the agents' ports (0: a free one).
+	// SrvPort and cliPort are the agents' ports (0: a free one).
 	SrvPort, CliPort int
-	// inlineJob: the API server cannot hand the client agent its job, so the job (app-port
+	// InlineJob: the API server cannot hand the client agent its job, so the job (app-port
 	// probes only: it holds no token) is given on its command line.
 	InlineJob bool
 }
 
-// planPath works out which probes the policies block between the run's agents, with the server
+// PlanPath works out which probes the policies block between the run's agents, with the server
 // agent on port (0: a free port, which only port-less rules allow).
 func PlanPath(sc *PolicyScope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *PathPolicy {
 	pp := &PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}, Skip: map[string]bool{}}
@@ -197,13 +197,13 @@ func portOf(p agent.ProbeSpec) int {
 	return int(ap.Port())
 }
 
-// choosePort puts the server agent inside a port range the policies allow from the client and
+// ChoosePort puts the server agent inside a port range the policies allow from the client and
 // the API server, avoiding the destination's declared ports; 0 when there is none.
 func ChoosePort(sc *PolicyScope, s *session.Session, src, dst *session.Target) int {
 	return PortWithin(sc, policyPod(s, src, session.RoleClient), policyPod(s, dst, session.RoleServer), declaredPorts(dst.Pod))
 }
 
-// portWithin is a port of 1024 or above, not taken, inside a range the policies allow over TCP
+// PortWithin is a port of 1024 or above, not taken, inside a range the policies allow over TCP
 // from one pod to another and from the API server to the latter; 0 when there is none (or the
 // policies were not read).
 func PortWithin(sc *PolicyScope, from, to *corev1.Pod, taken []int) int {
@@ -234,7 +234,7 @@ func declaredPorts(p *corev1.Pod) []int {
 	return out
 }
 
-// runnable are the probes the policies let through.
+// Runnable are the probes the policies let through.
 func (pp *PathPolicy) Runnable(probes []agent.ProbeSpec) []agent.ProbeSpec {
 	if pp.NoServer {
 		return nil
@@ -242,12 +242,12 @@ func (pp *PathPolicy) Runnable(probes []agent.ProbeSpec) []agent.ProbeSpec {
 	return slices.DeleteFunc(slices.Clone(probes), func(p agent.ProbeSpec) bool { return pp.Skip[p.Label()] })
 }
 
-// runnableApp are the app-port probes the policies let through.
+// RunnableApp are the app-port probes the policies let through.
 func (pp *PathPolicy) RunnableApp(appPort []agent.ProbeSpec) []agent.ProbeSpec {
 	return slices.DeleteFunc(slices.Clone(appPort), func(p agent.ProbeSpec) bool { return pp.Skip[p.Label()] })
 }
 
-// skipped are the report's lines for the probes not run.
+// Skipped are the report's lines for the probes not run.
 func (pp *PathPolicy) Skipped() []string {
 	var out []string
 	for _, b := range pp.Check.Blocked {
@@ -260,7 +260,7 @@ func (pp *PathPolicy) Skipped() []string {
 	return out
 }
 
-// tellPolicy says up front what the policies block and what --allow-policy created.
+// TellPolicy says up front what the policies block and what --allow-policy created.
 func (o *CommonOptions) TellPolicy(blocked []report.PolicyBlock, temporary []string) {
 	for _, b := range blocked {
 		fmt.Fprintf(o.ErrOut, "NetworkPolicy: %s\n", b)

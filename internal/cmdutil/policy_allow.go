@@ -11,7 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// allowance is what --allow-policy opens for one path (or a ladder's server): the server
+// Allowance is what --allow-policy opens for one path (or a ladder's server): the server
 // agent's port from the client agent (TCP and UDP; everything between the two agents when they
 // are temporary pods of the run, so ICMP too), and the agents' ports from the API server (the
 // pod proxy), each only for pods already isolated in that direction.
@@ -22,7 +22,7 @@ type Allowance struct {
 	SrvPort, CliPort int
 }
 
-// newAllowance picks the agents' ports (random, outside the pods' declared ports).
+// NewAllowance picks the agents' ports (random, outside the pods' declared ports).
 func NewAllowance(s *session.Session, sc *PolicyScope, src, dst *session.Target) *Allowance {
 	a := &Allowance{s: s, sc: sc, src: src, dst: dst}
 	a.SrvPort, a.CliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
@@ -39,7 +39,7 @@ func freePortAvoiding(p *corev1.Pod) int {
 	}
 }
 
-// policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
+// Policies builds the temporary NetworkPolicies: the server's ingress, the client's egress and
 // ingress, each only where a policy already isolates (none when nothing is isolated).
 func (a *Allowance) Policies() ([]*Opening, error) {
 	cli, srv := policyPod(a.s, a.src, session.RoleClient), policyPod(a.s, a.dst, session.RoleServer)
@@ -68,7 +68,7 @@ func (a *Allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 	return netpolicy.Ports(a.SrvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
 }
 
-// apiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
+// ApiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
 func (sc *PolicyScope) ApiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
 	if len(sc.apiServer) == 0 {
 		return nil

@@ -34,7 +34,7 @@ import (
 // selecting pods X no longer isolates, until the run deletes it or, after a killed plugin, its
 // not-after time passes and the next run (or `kubectl netbench cleanup`) deletes it.
 
-// opening is one temporary policy to create, with the policy that justifies each direction.
+// Opening is one temporary policy to create, with the policy that justifies each direction.
 type Opening struct {
 	np    *networkingv1.NetworkPolicy
 	basis []basis
@@ -101,7 +101,7 @@ func (sc *PolicyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType)
 	return out
 }
 
-// ingressOpenings are the openings for pods' ingress, with rules.
+// IngressOpenings are the openings for pods' ingress, with rules.
 func (sc *PolicyScope) IngressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyIngressRule) []*Opening {
 	ops := sc.openings(pods, networkingv1.PolicyTypeIngress)
 	for _, op := range ops {
@@ -110,7 +110,7 @@ func (sc *PolicyScope) IngressOpenings(pods []*corev1.Pod, rules []networkingv1.
 	return ops
 }
 
-// egressOpenings are the openings for pods' egress, with rules.
+// EgressOpenings are the openings for pods' egress, with rules.
 func (sc *PolicyScope) EgressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyEgressRule) []*Opening {
 	ops := sc.openings(pods, networkingv1.PolicyTypeEgress)
 	for _, op := range ops {
@@ -119,7 +119,7 @@ func (sc *PolicyScope) EgressOpenings(pods []*corev1.Pod, rules []networkingv1.N
 	return ops
 }
 
-// finalize merges the openings of one side that select the same pods (one policy for both
+// Finalize merges the openings of one side that select the same pods (one policy for both
 // directions) and names them: base, or base-1, base-2 … when there are several.
 func Finalize(base string, ops []*Opening) []*Opening {
 	var out []*Opening
@@ -188,7 +188,7 @@ func (op *Opening) stale(fresh []networkingv1.NetworkPolicy) string {
 	return ""
 }
 
-// createPolicies creates temporary policies of the session. Just before, it reads each of
+// CreatePolicies creates temporary policies of the session. Just before, it reads each of
 // their namespaces' policies again and leaves out, saying why, an opening whose isolating
 // policy is gone or changed (it could then select a pod no policy isolates). The scope then
 // holds the policies as read again and those created, so that the plan sees them. It returns
@@ -233,7 +233,7 @@ func (sc *PolicyScope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
 	sc.Policies = append(slices.DeleteFunc(sc.Policies, func(p networkingv1.NetworkPolicy) bool { return p.Namespace == ns }), fresh...)
 }
 
-// policiesOf lists the policies the openings would create.
+// PoliciesOf lists the policies the openings would create.
 func PoliciesOf(ops []*Opening) []networkingv1.NetworkPolicy {
 	var out []networkingv1.NetworkPolicy
 	for _, op := range ops {

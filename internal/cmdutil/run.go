@@ -11,11 +11,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
-// phaseTimer records the wall time of a run's phases in its report.
+// PhaseTimer records the wall time of a run's phases in its report.
 type PhaseTimer struct {
 	timing *report.Timing
 	last   time.Time
@@ -27,11 +27,11 @@ func NewPhaseTimer(timing *report.Timing, start time.Time) *PhaseTimer {
 
 func (p *PhaseTimer) Phase(name string) {
 	now := time.Now()
-	p.timing.Phases = append(p.timing.Phases, report.Phase{Name: name, Seconds: Round1(now.Sub(p.last).Seconds())})
+	p.timing.Phases = append(p.timing.Phases, report.Phase{Name: name, Seconds: report.Round1(now.Sub(p.last).Seconds())})
 	p.last = now
 }
 
-// chooseMode checks, before anything is created, that the user may do everything the run
+// ChooseMode checks, before anything is created, that the user may do everything the run
 // needs, and picks the agents' mode: auto takes temporary pods where ephemeral containers are
 // not allowed. note says why auto chose pods.
 func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namespaces ...string) (mode, note string, err error) {
@@ -49,7 +49,7 @@ func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namesp
 	return mode, "", err
 }
 
-// newSession starts a session for one run with a fresh id and token.
+// NewSession starts a session for one run with a fresh id and token.
 func (o *CommonOptions) NewSession(mode string) *session.Session {
 	s := session.NewSession(o.Client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
 	s.Resources = o.Resources

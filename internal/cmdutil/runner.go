@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // command is what a command supplies to the runner: its own plan, start, measure and report.
@@ -33,17 +33,17 @@ type command interface {
 	Output() RunOutput
 }
 
-// runOutput is a command's report as the runner needs it.
+// RunOutput is a command's report as the runner needs it.
 type RunOutput struct {
 	Timing *report.Timing
 	Timer  *PhaseTimer // nil: the report has no phases
-	// figures are the report's figures for --fail-if; checks receives the results.
+	// Figures are the report's figures for --fail-if; checks receives the results.
 	Figures func() []report.FigureValue
 	Checks  *[]gate.Result
 	Write   func() error
-	// err, when set, is the run's error after a written report (path's app-port probes).
+	// Err, when set, is the run's error after a written report (path's app-port probes).
 	Err func() error
-	// complete, when set, completes the report once cleanup is timed (matrix: its cells).
+	// Complete, when set, completes the report once cleanup is timed (matrix: its cells).
 	Complete func()
 }
 
@@ -59,7 +59,7 @@ type figuresFirst interface {
 	FiguresBeforePlan()
 }
 
-// execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
+// Execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
 // deferred finish when an earlier step failed), and an interrupted execute says what it left.
 func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c command) (err error) {
 	_, first := c.(figuresFirst)
@@ -94,7 +94,7 @@ func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c command)
 		return err
 	}
 	out := c.Output()
-	out.Timing.MeasuringSeconds = Round1(measuring.Seconds())
+	out.Timing.MeasuringSeconds = report.Round1(measuring.Seconds())
 	c.Finish(ctx)
 	if err := sess.Close(); err != nil {
 		return err
@@ -112,8 +112,8 @@ func (o *CommonOptions) conclude(start time.Time, out RunOutput) error {
 		out.Complete()
 	}
 	t := out.Timing
-	t.WallSeconds = Round1(time.Since(start).Seconds())
-	t.OverheadSeconds = Round1(t.WallSeconds - t.MeasuringSeconds)
+	t.WallSeconds = report.Round1(time.Since(start).Seconds())
+	t.OverheadSeconds = report.Round1(t.WallSeconds - t.MeasuringSeconds)
 	*out.Checks = o.Gates.Evaluate(out.Figures())
 	if err := out.Write(); err != nil {
 		return err

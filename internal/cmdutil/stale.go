@@ -18,7 +18,7 @@ import (
 
 const ManagedSelector = session.ManagedByLabel + "=" + session.ManagedByValue
 
-// cleanStale deletes temporary agent pods of earlier runs that have ended (a plugin killed
+// CleanStale deletes temporary agent pods of earlier runs that have ended (a plugin killed
 // before its cleanup leaves them Succeeded or Failed). Pods of runs still going are left alone.
 // Only in pod mode: an ephemeral-only Role may not list or delete pods it did not create.
 func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, namespaces ...string) []string {
@@ -44,7 +44,7 @@ func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, name
 	return notes
 }
 
-// cleanStaleServices deletes temporary Services of earlier runs whose not-after time has
+// CleanStaleServices deletes temporary Services of earlier runs whose not-after time has
 // passed (a run killed before its cleanup leaves them; Services do not end by themselves).
 func (o *CommonOptions) CleanStaleServices(ctx context.Context, ns string, now time.Time) []string {
 	svcs, err := o.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
@@ -63,7 +63,7 @@ func (o *CommonOptions) CleanStaleServices(ctx context.Context, ns string, now t
 	return notes
 }
 
-// cleanStaleDaemonSets deletes matrix DaemonSets of earlier runs whose not-after time has
+// CleanStaleDaemonSets deletes matrix DaemonSets of earlier runs whose not-after time has
 // passed (a plugin killed outright leaves them; their agents have exited by then).
 func (o *CommonOptions) CleanStaleDaemonSets(ctx context.Context, ns string, now time.Time) []string {
 	list, err := o.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})

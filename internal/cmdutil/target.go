@@ -20,7 +20,7 @@ import (
 	"k8s.io/kubectl/pkg/scheme"
 )
 
-// splitTarget parses NAME, TYPE/NAME or NS/TYPE/NAME.
+// SplitTarget parses NAME, TYPE/NAME or NS/TYPE/NAME.
 func SplitTarget(arg, defaultNS string) (ns, resourceArg string, err error) {
 	parts := strings.Split(arg, "/")
 	switch {
@@ -104,7 +104,7 @@ func hasRunningPod(ctx context.Context, client kubernetes.Interface, obj runtime
 	return fmt.Errorf("%s in namespace %q has %d pods and none is running (kubectl get pods -n %s -l %s)", res, ns, len(pods.Items), ns, selector)
 }
 
-// checkTarget refuses pods the agent cannot measure from, with the reason and what to do.
+// CheckTarget refuses pods the agent cannot measure from, with the reason and what to do.
 func CheckTarget(t *session.Target, container string, allowHostNetwork bool) error {
 	p := t.Pod
 	if p.DeletionTimestamp != nil {

@@ -15,9 +15,7 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-func Round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
-
-// isAppProbe says whether a probe measures the application (its port, or its Service) rather
+// IsAppProbe says whether a probe measures the application (its port, or its Service) rather
 // than the agent server: its failure is reported next to the results, not fatal.
 func IsAppProbe(name string) bool {
 	return strings.HasPrefix(name, "app-") || strings.HasPrefix(name, "svc-")
@@ -44,5 +42,5 @@ func Deref[T ~string](p *T) string {
 	return string(*p)
 }
 
-// ephemeralWarnAt is the number of ephemeral containers in a pod from which runs warn.
+// EphemeralWarnAt is the number of ephemeral containers in a pod from which runs warn.
 const EphemeralWarnAt = 100

@@ -32,14 +32,14 @@ func LabNode(name, zone string, mod ...func(*corev1.Node)) *corev1.Node {
 }
 
 // Impostor is a ready pod with the run's labels on node-00001, created after the agents.
-func Impostor(f *Fleet, ds *appsv1.DaemonSet, mod func(p *corev1.Pod)) *corev1.Pod {
+func Impostor(f *Cluster, ds *appsv1.DaemonSet, mod func(p *corev1.Pod)) *corev1.Pod {
 	p := f.readyPod("impostor", ds.Namespace, "node-00001", ds.Spec.Template.Labels)
 	mod(p)
 	return p
 }
 
 // CreatedDaemonSet is the DaemonSet the run created.
-func CreatedDaemonSet(t *testing.T, f *Fleet) *appsv1.DaemonSet {
+func CreatedDaemonSet(t *testing.T, f *Cluster) *appsv1.DaemonSet {
 	t.Helper()
 	for _, a := range f.Cs.Actions() {
 		if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource == "daemonsets" {

@@ -8,12 +8,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,35 +23,9 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
-// fleetCluster is a fake clientset that behaves as a cluster does for a matrix: a DaemonSet's
-// pods appear at once, ready, on the nodes its affinity names (delivered on the pods' watch);
-// deleting the DaemonSet deletes them; each agent answers a job with an RTT that depends on
-// the zones of its pair, plus slowBy on pairs that involve the slow node.
-type Fleet struct {
-	Cs      *fake.Clientset
-	watcher *watch.FakeWatcher
-	Zones   map[string]string // node → zone
-	Ips     map[string]string // pod IP → node
-	Denied  map[string]bool   // "create daemonsets"
-	Slow    string
-	SlowBy  float64
-	Jobs    atomic.Int64
-	// inFlight tracks the nodes in a job at this moment, to catch a node used twice at once.
-	Mu       sync.Mutex
-	inFlight map[string]bool
-	Overlap  []string
-	// BeforeJob, when set, runs before each job is answered (tests interrupt there).
-	BeforeJob func()
-	// LookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
-	// seen right after the DaemonSet's pod on its node (the last word on that node in the watch).
-	LookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
-	// Posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
-	Posted, JobTargets []string
-}
-
-func NewFleet(nodes, zones int) *Fleet {
-	f := &Fleet{Cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
-		Zones: map[string]string{}, Ips: map[string]string{}, Denied: map[string]bool{}, inFlight: map[string]bool{}}
+func NewFleet(nodes, zones int) *Cluster {
+	f := &Cluster{Cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
+		Zones: map[string]string{}, IPs: map[string]string{}, Denied: map[string]bool{}, inFlight: map[string]bool{}}
 	_ = f.Cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
 	for i := range nodes {
 		name, zone := fmt.Sprintf("node-%05d", i), fmt.Sprintf("zone-%c", 'a'+i%zones)
@@ -63,11 +34,7 @@ func NewFleet(nodes, zones int) *Fleet {
 		_ = f.Cs.Tracker().Add(n)
 		f.Zones[name] = zone
 	}
-	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
-		r.Status.Allowed = !f.Denied[r.Spec.ResourceAttributes.Verb+" "+r.Spec.ResourceAttributes.Resource]
-		return true, r, nil
-	})
+	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
 	f.Cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
 	f.Cs.PrependReactor("create", "daemonsets", f.createDaemonSet)
 	f.Cs.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
@@ -76,7 +43,7 @@ func NewFleet(nodes, zones int) *Fleet {
 
 // createDaemonSet gives the DaemonSet a UID and places one ready pod of its template, which it
 // controls, on each node its affinity selects, with the look-alikes.
-func (f *Fleet) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Cluster) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ds := a.(k8stesting.CreateAction).GetObject().(*appsv1.DaemonSet)
 	ds.UID = types.UID("uid-" + ds.Name)
 	created := metav1.NewTime(time.Now().Add(-time.Minute))
@@ -107,22 +74,22 @@ func (f *Fleet) createDaemonSet(a k8stesting.Action) (bool, runtime.Object, erro
 }
 
 // readyPod is a running, ready pod on node with the next pod IP.
-func (f *Fleet) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
-	ip := fmt.Sprintf("10.%d.%d.%d", len(f.Ips)/65536, len(f.Ips)/256%256, len(f.Ips)%256)
-	f.Ips[ip] = node
+func (f *Cluster) readyPod(name, namespace, node string, labels map[string]string) *corev1.Pod {
+	ip := fmt.Sprintf("10.%d.%d.%d", len(f.IPs)/65536, len(f.IPs)/256%256, len(f.IPs)%256)
+	f.IPs[ip] = node
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, CreationTimestamp: metav1.Now()},
 		Spec: corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
 
-func (f *Fleet) addPod(p *corev1.Pod) {
+func (f *Cluster) addPod(p *corev1.Pod) {
 	_ = f.Cs.Tracker().Add(p)
 	f.watcher.Add(p)
 }
 
 // deleteDaemonSet deletes the pods it controls as the garbage collector would (look-alikes stay).
-func (f *Fleet) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
+func (f *Cluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ns, uid := a.GetNamespace(), types.UID("uid-"+a.(k8stesting.DeleteAction).GetName())
 	pods, _ := f.Cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
 	for _, p := range pods.(*corev1.PodList).Items {
@@ -135,7 +102,7 @@ func (f *Fleet) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, erro
 
 // Request answers a job posted to the agent of pod (named DS-NODE): tcp-rtt and icmp results;
 // a lease renewal is answered empty.
-func (f *Fleet) Request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
+func (f *Cluster) Request(ctx context.Context, _, pod string, _ int, _, path string, body []byte) ([]byte, error) {
 	f.Jobs.Add(1)
 	f.Mu.Lock()
 	f.Posted = append(f.Posted, pod+" "+path)
@@ -150,7 +117,7 @@ func (f *Fleet) Request(ctx context.Context, _, pod string, _ int, _, path strin
 	f.Mu.Lock()
 	f.JobTargets = append(f.JobTargets, net.JoinHostPort(job.Host, strconv.Itoa(job.Port)))
 	f.Mu.Unlock()
-	from, to := pod[strings.LastIndex(pod, "-node-")+1:], f.Ips[job.Host]
+	from, to := pod[strings.LastIndex(pod, "-node-")+1:], f.IPs[job.Host]
 	if err := f.enter(from, to); err != nil {
 		return nil, err
 	}
@@ -178,7 +145,7 @@ func (f *Fleet) Request(ctx context.Context, _, pod string, _ int, _, path strin
 	return out.Bytes(), nil
 }
 
-func (f *Fleet) enter(nodes ...string) error {
+func (f *Cluster) enter(nodes ...string) error {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	for _, n := range nodes {
@@ -190,7 +157,7 @@ func (f *Fleet) enter(nodes ...string) error {
 	return nil
 }
 
-func (f *Fleet) leave(nodes ...string) {
+func (f *Cluster) leave(nodes ...string) {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	for _, n := range nodes {
@@ -198,11 +165,11 @@ func (f *Fleet) leave(nodes ...string) {
 	}
 }
 
-// ApiCalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
-func (f *Fleet) ApiCalls() int { return len(f.Cs.Actions()) + int(f.Jobs.Load()) }
+// APICalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
+func (f *Cluster) APICalls() int { return len(f.Cs.Actions()) + int(f.Jobs.Load()) }
 
 // Remaining lists what the run left in its namespace.
-func (f *Fleet) Remaining() []string {
+func (f *Cluster) Remaining() []string {
 	var left []string
 	dss, _ := f.Cs.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
 	for _, d := range dss.Items {

@@ -7,13 +7,16 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -23,8 +26,10 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
-// fakeCluster is a fake clientset that behaves like a cluster where agents start at once, with
-// scripted agent output and a recorded pod proxy.
+// Cluster is the one fake cluster of the command tests: a fake clientset that behaves as a
+// cluster does where agents start at once, with scripted agent output and a recorded pod proxy
+// (New: path, ladder, dns), and with a DaemonSet controller and agents that answer jobs
+// (NewFleet: matrix).
 type Cluster struct {
 	t  *testing.T
 	Cs *fake.Clientset
@@ -50,6 +55,24 @@ type Cluster struct {
 	CreateErr error
 	Proxied   []string
 	nextIP    int
+
+	// The DaemonSet side (NewFleet): a matrix's agents.
+	watcher *watch.FakeWatcher
+	Zones   map[string]string // node → zone
+	IPs     map[string]string // pod IP → node
+	Slow    string
+	SlowBy  float64
+	Jobs    atomic.Int64
+	// inFlight tracks the nodes in a job at this moment, to catch a node used twice at once.
+	inFlight map[string]bool
+	Overlap  []string
+	// BeforeJob, when set, runs before each job is answered (tests interrupt there).
+	BeforeJob func()
+	// LookAlikes, when set, makes pods someone else creates once the DaemonSet exists: each is
+	// seen right after the DaemonSet's pod on its node (the last word on that node in the watch).
+	LookAlikes func(ds *appsv1.DaemonSet) []*corev1.Pod
+	// Posted records each proxied call as "POD PATH", jobTargets each job's "HOST:PORT".
+	Posted, JobTargets []string
 }
 
 func New(t *testing.T, pods ...*corev1.Pod) *Cluster {
@@ -58,23 +81,27 @@ func New(t *testing.T, pods ...*corev1.Pod) *Cluster {
 		objs = append(objs, p)
 	}
 	f := &Cluster{t: t, Cs: fake.NewClientset(objs...), Script: map[string]func(context.Context) io.ReadCloser{}, Denied: map[string]bool{}}
-	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", f.review)
+	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
 	f.Cs.PrependReactor("patch", "pods", f.patchEphemeral)
 	f.Cs.PrependReactor("create", "pods", f.createPod)
 	return f
 }
 
-func (f *Cluster) review(a k8stesting.Action) (bool, runtime.Object, error) {
-	r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
-	ra := r.Spec.ResourceAttributes
-	name := ra.Verb + " " + ra.Resource
-	if ra.Subresource != "" {
-		name = ra.Verb + " pods/" + ra.Subresource
+// review answers a SelfSubjectAccessReview: allowed unless denied names its "VERB RESOURCE"
+// (or "VERB pods/SUBRESOURCE"); New and NewFleet both answer with it.
+func review(mu sync.Locker, denied map[string]bool) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		ra := r.Spec.ResourceAttributes
+		name := ra.Verb + " " + ra.Resource
+		if ra.Subresource != "" {
+			name = ra.Verb + " pods/" + ra.Subresource
+		}
+		mu.Lock()
+		r.Status.Allowed = !denied[name]
+		mu.Unlock()
+		return true, r, nil
 	}
-	f.Mu.Lock()
-	r.Status.Allowed = !f.Denied[name]
-	f.Mu.Unlock()
-	return true, r, nil
 }
 
 func (f *Cluster) containerStatus(name string) corev1.ContainerStatus {

@@ -161,7 +161,7 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 			r.ServerCPUPercent = round3(100 * (v - serverCPU0).Seconds() / el)
 		}
 	}
-	r.addStreams(streams, el)
+	addStreams(r, streams, el)
 	return r, nil
 }
 
@@ -264,7 +264,7 @@ func readSinkCounts(streams []*streamState) error {
 }
 
 // addStreams adds each stream's result and their totals to r, over el seconds of sending.
-func (r *ThroughputResult) addStreams(streams []*streamState, el float64) {
+func addStreams(r *ThroughputResult, streams []*streamState, el float64) {
 	for _, s := range streams {
 		sent := s.sent.Load()
 		sr := StreamResult{

@@ -72,7 +72,7 @@ func compareFigure(o, n FigureValue, tol float64) FigureChange {
 	c := FigureChange{Name: n.Name, Unit: n.Unit, Old: o.Value, New: n.Value, Change: round3(n.Value - o.Value),
 		OldRange: o.Spread, NewRange: n.Spread, Verdict: WithinSpread}
 	pct := math.Inf(1) // from 0, or from a value too close to 0 for a percentage, to another
-	switch p := round1(100 * (n.Value - o.Value) / math.Abs(o.Value)); {
+	switch p := Round1(100 * (n.Value - o.Value) / math.Abs(o.Value)); {
 	case !math.IsInf(p, 0) && !math.IsNaN(p):
 		c.ChangePercent, pct = &p, math.Abs(p)
 	case n.Value == o.Value:

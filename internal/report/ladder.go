@@ -59,7 +59,7 @@ func (r *LadderReport) Summarize() {
 			d := round3(f.Median - b.Median)
 			f.VsSameNode = &d
 			if b.Median > 0 {
-				p := round1(100 * d / b.Median)
+				p := Round1(100 * d / b.Median)
 				f.VsSameNodePercent = &p
 			}
 			rung.Figures[name] = f
@@ -78,7 +78,9 @@ func summarize(unit string, vs []float64) Figure {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// Round1 rounds to one decimal, halves away from zero (negative figures too).
+func Round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 // compareBaselines sets, on a rung with a Baseline (the host-network rung), the baseline rung's
 // median minus its own for every figure both have: what the pod network adds on that path.

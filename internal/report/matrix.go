@@ -109,8 +109,8 @@ func cellOf(from, to string, ps []MatrixPair) MatrixCell {
 			gbps = append(gbps, *p.Gbps)
 		}
 	}
-	c := MatrixCell{From: from, To: to, Pairs: len(ps), P50Micros: round1(median(p50)), P99Micros: round1(median(p99)),
-		MinP50: round1(slices.Min(p50)), MaxP50: round1(slices.Max(p50))}
+	c := MatrixCell{From: from, To: to, Pairs: len(ps), P50Micros: Round1(median(p50)), P99Micros: Round1(median(p99)),
+		MinP50: Round1(slices.Min(p50)), MaxP50: Round1(slices.Max(p50))}
 	if len(gbps) > 0 {
 		g := round3(median(gbps))
 		c.Gbps = &g

@@ -116,7 +116,7 @@ func (r *MatrixReport) summarizeNodes(ix *cellIndex) {
 		}
 		s.Compared = len(ratios)
 		if len(ratios) > 0 {
-			s.Ratio, s.ExcessMicros = round3(median(ratios)), round1(median(excess))
+			s.Ratio, s.ExcessMicros = round3(median(ratios)), Round1(median(excess))
 			s.Outlier = s.Ratio >= r.NodeFactor && s.ExcessMicros >= MinOutlierExcessMicros
 		}
 		if s.Outlier {

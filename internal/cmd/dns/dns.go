@@ -125,10 +125,10 @@ func (o *DNSOptions) Validate() error {
 			return fmt.Errorf("--what-if-ndots %d: want 0-15", n)
 		}
 	}
-	if err := cmdutil.CheckDNSName1(o.ExternalName, "--external-name"); err != nil {
+	if err := checkFlagName(o.ExternalName, "--external-name"); err != nil {
 		return err
 	}
-	if err := cmdutil.CheckDNSName1(o.ClusterDomain, "--cluster-domain"); err != nil {
+	if err := checkFlagName(o.ClusterDomain, "--cluster-domain"); err != nil {
 		return err
 	}
 	if ns, name, ok := strings.Cut(o.DNSService, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
@@ -141,7 +141,7 @@ func (o *DNSOptions) Validate() error {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
 	}
 	for i, n := range o.Names {
-		ascii, note, err := cmdutil.CheckDNSName(n)
+		ascii, note, err := checkDNSName(n)
 		if err != nil {
 			return err
 		}

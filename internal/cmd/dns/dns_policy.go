@@ -14,8 +14,8 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // ErrDNSBlocked: a NetworkPolicy stops the pod's DNS queries, so every lookup would time out.

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // kubeDNS is a cluster whose kube-dns has one replica per zone and whose client pod runs in

@@ -19,9 +19,9 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // MaxRounds bounds --repeat.
@@ -459,10 +459,10 @@ func (o *LadderOptions) addSpread(rep *report.LadderReport, sr *serviceRun) {
 			continue
 		}
 		for z, n := range byZone {
-			sp.ZonePercent[z] = cmdutil.Round1(100 * float64(n) / float64(sp.Answered))
+			sp.ZonePercent[z] = report.Round1(100 * float64(n) / float64(sp.Answered))
 		}
 		sp.SameZonePercent = sp.ZonePercent[r.Zone]
-		sp.MonthlyUSDPerGbps = cmdutil.Round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
+		sp.MonthlyUSDPerGbps = report.Round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
 		if len(sr.measured) < len(sr.ready) {
 			sp.Estimate = fmt.Sprintf("%d of %d ready endpoints ran an agent (%v per zone of %v): connections to the others were refused and left out, so the shares are of the measured endpoints",
 				len(sr.measured), len(sr.ready), countZones(sr.measured), countZones(sr.ready))

@@ -86,7 +86,7 @@ func BenchmarkMatrixOrchestration(b *testing.B) {
 						b.Fatal(err)
 					}
 					peak += float64(stop())
-					calls, pairs, agents = float64(f.ApiCalls()), float64(len(r.pairs)), float64(len(r.agentNodes()))
+					calls, pairs, agents = float64(f.APICalls()), float64(len(r.pairs)), float64(len(r.agentNodes()))
 				}
 				runs := float64(b.N)
 				b.ReportMetric(calls, "api-calls/run")

@@ -14,8 +14,8 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // meshPod is what the policies see of every agent of the matrix: a pod of the run in the
@@ -24,7 +24,7 @@ func (r *matrixRun) meshPod() *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.Namespace, Name: "netbench-" + r.sess.RunID + "-" + string(session.RoleMesh), Labels: r.sess.Labels(session.RoleMesh)}}
 }
 
-// planPolicy reads the namespace's NetworkPolicies before any agent starts and works out which
+// PlanPolicy reads the namespace's NetworkPolicies before any agent starts and works out which
 // probes they let through between the agents, and from the API server (which posts the jobs):
 // it moves the agents' port into a range a policy allows unless --agent-port was given, opens
 // the rest for this run with --allow-policy, and otherwise skips the blocked probes, naming

@@ -17,9 +17,9 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // matrixRun is one run of the matrix: its plan, its fleet and its report.
@@ -111,7 +111,7 @@ func (r *matrixRun) Plan(ctx context.Context) error {
 	}
 	r.rounds = placement.Schedule(r.pairs, o.Concurrency)
 	r.rep.Plan = report.MatrixPlan{Pairs: len(r.pairs), Rounds: len(r.rounds), Concurrency: o.Concurrency, PerPairSeconds: o.perPair().Seconds(),
-		EstimatedSeconds: cmdutil.Round1(float64(len(r.rounds)) * (o.perPair() + roundOverhead).Seconds())}
+		EstimatedSeconds: report.Round1(float64(len(r.rounds)) * (o.perPair() + roundOverhead).Seconds())}
 	if o.Scope == placement.ScopeZones {
 		r.rep.Plan.PairsPerCell = o.PairsPerCell
 	}

@@ -15,11 +15,11 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
-func runMatrix(t *testing.T, f *fakecluster.Fleet, mod func(*MatrixOptions)) (*report.MatrixReport, error) {
+func runMatrix(t *testing.T, f *fakecluster.Cluster, mod func(*MatrixOptions)) (*report.MatrixReport, error) {
 	t.Helper()
 	out := &strings.Builder{}
 	o := matrixOptions(f, out)
@@ -147,7 +147,7 @@ func TestMatrixAPICallsGrowLinearly(t *testing.T) {
 		if _, err := runMatrix(t, f, mod); err != nil {
 			t.Fatal(err)
 		}
-		return f.ApiCalls()
+		return f.APICalls()
 	}
 	perNode := map[int]float64{}
 	zones := map[int]int{}

@@ -88,7 +88,7 @@ func TestMatrixTrustsOnlyTheDaemonSetsPods(t *testing.T) {
 			}
 			agents := map[string]string{} // pod IP → pod, of the DaemonSet's pods
 			var want []report.MatrixNode
-			for ip, n := range f.Ips {
+			for ip, n := range f.IPs {
 				if ip != fake.Status.PodIP {
 					agents[ip] = "netbench-run1-mesh-" + n
 					want = append(want, report.MatrixNode{Name: n, Zone: f.Zones[n], Pod: agents[ip], IP: ip})

@@ -12,9 +12,9 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +94,7 @@ ephemeral containers are unavailable).`,
 	return cmd
 }
 
-// addMeasureFlags adds the flags that choose what is measured and how (path and ladder).
+// AddMeasureFlags adds the flags that choose what is measured and how (path and ladder).
 func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Mode, "mode", o.Mode, "how to start the agents: ephemeral, pod, or auto")
@@ -204,7 +204,7 @@ func (o *PathOptions) resolvePair(ctx context.Context) (src, dst *session.Target
 	return src, dst, nil
 }
 
-// startServer starts the server agent and waits until it is ready; in auto mode a cluster
+// StartServer starts the server agent and waits until it is ready; in auto mode a cluster
 // without ephemeral containers falls back to temporary pods.
 func (o *PathOptions) StartServer(ctx context.Context, sess *session.Session, dst *session.Target, port int, lifetime time.Duration, warnings *[]string) (*session.Agent, error) {
 	spec := session.AgentSpec{Role: session.RoleServer, Target: dst, Serve: true, Lifetime: lifetime, Port: port}
@@ -235,7 +235,7 @@ func SetAgentName(e *report.Endpoint, a *session.Agent) {
 	}
 }
 
-// endpoint describes a target and its node's topology; missing labels or permissions leave the
+// Endpoint describes a target and its node's topology; missing labels or permissions leave the
 // zone empty, and the path class then says "unknown".
 func (o *PathOptions) Endpoint(ctx context.Context, t *session.Target) report.Endpoint {
 	e := report.Endpoint{Namespace: t.Namespace, Pod: t.Pod.Name, Container: t.Container, PodIP: t.Pod.Status.PodIP, Node: t.Pod.Spec.NodeName}

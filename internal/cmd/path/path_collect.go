@@ -9,9 +9,9 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // collected is what the client agent reported.
@@ -24,7 +24,7 @@ type collected struct {
 	appErr     error // the first app-port failure, returned after the report is printed
 }
 
-// collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
+// Collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
 // run; an app-port probe that fails is reported next to the measured results.
 func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src, dst *session.Target) (*collected, error) {
 	c := &collected{Results: map[string]*agent.ProbeResult{}}
@@ -49,7 +49,7 @@ func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src,
 	return c, err
 }
 
-// missing says which agent-to-agent probes have no result after the client exited.
+// Missing says which agent-to-agent probes have no result after the client exited.
 func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error {
 	var none []string
 	for _, p := range probes {

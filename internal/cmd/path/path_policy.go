@@ -9,11 +9,11 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
-// planPolicy works out from the policies read what they block between SRC and DST, tells the user,
+// PlanPolicy works out from the policies read what they block between SRC and DST, tells the user,
 // and, with --allow-policy, creates the temporary policies that let this run's agents through
 // (the session deletes them). Bad input fails before anything is created.
 func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *cmdutil.PolicyScope, src, dst *session.Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*cmdutil.PathPolicy, error) {

@@ -54,7 +54,7 @@ const udpSize = 100
 // about five sizes that do not cross, three tries of 200 ms each (one probe when it is not).
 const pmtuSeconds = 3
 
-// probeSpecs builds the agent-to-agent probes and the app-port probes from the profile and flags.
+// ProbeSpecs builds the agent-to-agent probes and the app-port probes from the profile and flags.
 func (o *PathOptions) ProbeSpecs(dstIP string) (probes, appPort []agent.ProbeSpec) {
 	pr := Profiles[o.Profile]
 	override := func(p agent.ProbeSpec) agent.ProbeSpec {

@@ -8,8 +8,8 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // pathRun is one run of path: the runner's steps (runner.go) and what they share.

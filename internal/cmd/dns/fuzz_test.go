@@ -1,4 +1,4 @@
-package cmdutil
+package dns
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ func FuzzCheckDNSName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		ascii, _, err := CheckDNSName(name)
+		ascii, _, err := checkDNSName(name)
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\x1b\r") {
 				t.Errorf("error carries control characters: %q", err)

@@ -1,4 +1,4 @@
-package cmdutil
+package dns
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // checkDNSName validates a name as a resolver would: at most 253 characters, labels of 1 to
 // 63 letters, digits, hyphens or underscores, an optional trailing dot. A name with non-ASCII
 // letters (an IDN) is converted to its punycode form, which is what goes on the wire; note says so.
-func CheckDNSName(name string) (ascii, note string, err error) {
+func checkDNSName(name string) (ascii, note string, err error) {
 	ascii = name
 	if !isASCII(name) {
 		ascii, err = idna.Lookup.ToASCII(strings.TrimSuffix(name, "."))
@@ -29,8 +29,8 @@ func CheckDNSName(name string) (ascii, note string, err error) {
 	return ascii, note, nil
 }
 
-// checkDNSName1 checks a name given in a flag.
-func CheckDNSName1(name, flag string) error {
+// checkFlagName checks a DNS name given in the flag named flag.
+func checkFlagName(name, flag string) error {
 	if err := checkASCIIName(name); err != nil {
 		return fmt.Errorf("%s %q is not a DNS name: %w", flag, name, err)
 	}
