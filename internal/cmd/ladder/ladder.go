@@ -3,7 +3,6 @@ package ladder
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
@@ -126,31 +124,6 @@ func (o *LadderOptions) Validate() error {
 	return nil
 }
 
-// ladderRun is one run of the ladder: what it planned and the agents it started.
-type ladderRun struct {
-	o     *LadderOptions
-	rep   *report.LadderReport
-	timer *cmdutil.PhaseTimer
-	dst   *session.Target
-	rungs []report.LadderRung
-	sr    *serviceRun
-	sess  *session.Session
-	// pp is what the NetworkPolicies let through.
-	pp *cmdutil.PathPolicy
-	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
-	srv, hostSrv *session.Agent
-	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
-	job     agent.Job
-	nProbes int
-	// hostProbes are the host-network rung's: every agent-to-agent probe (no NetworkPolicy
-	// applies in the nodes' own network).
-	hostProbes []agent.ProbeSpec
-	perRung    time.Duration
-	lifetime   time.Duration
-	// clientTol are the tolerations of clients on nodes other than DST's (clientTolerations).
-	clientTol []corev1.Toleration
-}
-
 // Run plans the rungs, starts the server agent(s), measures each rung in turn with a client
 // pod it deletes before the next, and prints the report.
 func (o *LadderOptions) Run(ctx context.Context) error {
@@ -159,167 +132,6 @@ func (o *LadderOptions) Run(ctx context.Context) error {
 		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
 	r.timer = cmdutil.NewPhaseTimer(&r.rep.Timing, start)
 	return o.Execute(ctx, start, r)
-}
-
-// Plan resolves DST, places the rungs and reads the Service, before anything is created.
-func (r *ladderRun) Plan(ctx context.Context) (err error) {
-	o := r.o
-	o.Progress("resolving %s", o.DstArg)
-	if r.dst, err = o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork); err != nil {
-		return fmt.Errorf("DST: %w", err)
-	}
-	r.rep.Destination = o.Endpoint(ctx, r.dst)
-	if r.rungs, r.clientTol, err = o.Plan(ctx, r.dst); err != nil {
-		return err
-	}
-	if o.HostBaseline {
-		r.rungs = append(r.rungs, hostRung(r.rungs))
-	}
-	r.rep.Warnings = append(r.rep.Warnings, cmdutil.TargetWarnings(r.dst)...)
-	if ns, name := o.serviceName(); name != "" {
-		if err := access.CheckPermissions(ctx, o.Client, []string{ns}, access.ServicePermissions); err != nil {
-			return err
-		}
-		if r.sr, err = o.readService(ctx, r.dst, ns, name); err != nil {
-			return err
-		}
-		r.rep.Service = r.sr.info
-		r.rep.Service.Dataplane = o.Dataplane(ctx)
-	}
-	r.timer.Phase("plan")
-	return nil
-}
-
-// PlannedFigures names the figures the planned rungs will report, for --fail-if.
-func (r *ladderRun) PlannedFigures() map[string]string {
-	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
-	all := append(probes, appPort...)
-	if r.sr != nil {
-		all = append(all, r.o.serviceProbes(r.sr)...)
-	}
-	return report.LadderPlannedFigures(r.rungs, all)
-}
-
-// Open checks every permission the run needs and opens its session.
-func (r *ladderRun) Open(ctx context.Context) (*session.Session, error) {
-	o, ns := r.o, r.dst.Namespace
-	mode, note, err := o.ChooseMode(ctx, o.Mode, ns)
-	if err == nil {
-		// Clients are temporary pods whatever the server's mode.
-		err = access.CheckPermissions(ctx, o.Client, []string{ns}, access.NeededPermissions(true))
-	}
-	if err != nil {
-		return nil, err
-	}
-	if note != "" {
-		r.rep.Warnings = append(r.rep.Warnings, note)
-	}
-	r.sess = o.NewSession(mode)
-	r.rep.Warnings = append(r.rep.Warnings, o.CleanStale(ctx, r.sess, ns)...)
-	if r.sr != nil {
-		r.rep.Warnings = append(r.rep.Warnings, o.CleanStaleServices(ctx, r.sr.svc.Namespace, o.ServerNow())...)
-	}
-	return r.sess, nil
-}
-
-// Start plans the temporary policies within the run's budget and starts the agents.
-func (r *ladderRun) Start(ctx context.Context) error {
-	r.budget()
-	if err := r.PlanPolicy(ctx); err != nil {
-		return err
-	}
-	return r.startAgents(ctx)
-}
-
-// budget sets how long a rung may take and how long the agents may live.
-func (r *ladderRun) budget() {
-	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
-	all := append(probes, appPort...)
-	if r.sr != nil {
-		all = append(all, r.o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
-	}
-	r.perRung = time.Duration(path.ExpectedSeconds(all)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
-	r.lifetime = time.Duration(len(measurable(r.rungs))*r.o.Rounds)*r.perRung + 30*time.Second
-}
-
-// startAgents starts the server next to DST (unless the NetworkPolicies block every probe to
-// it), the host-network server and the Service's endpoint agents when asked, and builds the
-// clients' job from the probes the policies let through.
-func (r *ladderRun) startAgents(ctx context.Context) error {
-	o := r.o
-	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
-	r.hostProbes = probes
-	probes, appPort = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
-	r.nProbes = len(probes)
-	r.rep.Mode = r.sess.Mode
-	if !r.pp.NoServer {
-		o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
-		srv, err := o.StartServer(ctx, r.sess, r.dst, r.pp.SrvPort, r.lifetime, &r.rep.Warnings)
-		if err != nil {
-			return err
-		}
-		r.srv, r.rep.Destination.AgentIP = srv, srv.IP
-		path.SetAgentName(&r.rep.Destination, srv)
-		r.job.Host, r.job.Port = srv.IP, srv.Port
-	}
-	r.timer.Phase("start-server")
-	if err := r.startHostServer(ctx); err != nil {
-		return err
-	}
-	if r.sr != nil {
-		o.Progress("measuring Service %s/%s too: starting agents in its endpoints", r.sr.svc.Namespace, r.sr.svc.Name)
-		if err := o.startSpread(ctx, r.sess, r.sr, r.lifetime); err != nil {
-			return err
-		}
-		appPort = append(appPort, r.pp.RunnableApp(o.serviceProbes(r.sr))...)
-		r.timer.Phase("start-endpoints")
-	}
-	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(probes, appPort...)
-	return nil
-}
-
-// Measure runs every measurable rung once per round, round-robin, and returns the time spent
-// measuring (client starts excluded).
-func (r *ladderRun) Measure(ctx context.Context) (time.Duration, error) {
-	var measuring time.Duration
-	for round := 1; round <= r.o.Rounds; round++ {
-		for _, i := range measurable(r.rungs) {
-			rung := &r.rungs[i]
-			r.o.Progress("round %d/%d, rung %s: client on node %s", round, r.o.Rounds, rung.Name, rung.Node)
-			srv, spec, n := r.srv, r.clientSpec(rung, round, i), r.nProbes
-			if rung.Class == HostNetworkClass {
-				srv, spec, n = r.hostSrv, r.hostClientSpec(rung, round, i), len(r.hostProbes)
-			}
-			res, took, err := r.o.runRung(ctx, r.sess, srv, spec, n)
-			if err != nil {
-				return 0, fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
-			}
-			measuring += took
-			res.Round = round
-			rung.Results = append(rung.Results, res)
-		}
-	}
-	r.timer.Phase("measure")
-	return measuring, nil
-}
-
-func (r *ladderRun) Finish(context.Context) { r.summarize() }
-
-func (r *ladderRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }
-
-func (r *ladderRun) Output() cmdutil.RunOutput {
-	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
-		Write: func() error { return report.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
-}
-
-// summarize fills the report's rungs, costs, spreads and figures.
-func (r *ladderRun) summarize() {
-	r.rep.Rungs = r.rungs
-	r.o.addCosts(r.rep)
-	if r.sr != nil {
-		r.o.addSpread(r.rep, r.sr)
-	}
-	r.rep.Summarize()
 }
 
 // Plan reads the nodes and places the rungs around DST's node, with the clients' tolerations.
@@ -370,14 +182,6 @@ func skippedList(rungs []report.LadderRung) string {
 		s += r.Name + ": " + r.Skipped
 	}
 	return s
-}
-
-// clientSpec is round's client of rung i: a temporary pod on the rung's node with DST's pod's
-// tolerations but those of control-plane taints (tolerationsOn), on the port the policy plan chose.
-func (r *ladderRun) clientSpec(rung *report.LadderRung, round, i int) session.AgentSpec {
-	job := r.job
-	return session.AgentSpec{Role: session.RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
-		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node)}, Port: r.pp.CliPort, InlineJob: r.pp.InlineJob}
 }
 
 // runRung measures one rung once: a client pod on the rung's node runs the job (its first
