@@ -10,11 +10,12 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
-// command is what a command supplies to the runner: its own plan, start, measure and report.
+// Command is what a command supplies to the runner: its own plan, start, measure and report.
 // The runner owns the sequence they share, in this order: plan (nothing created) and --fail-if
-// checked against the planned figures (before the plan when they do not depend on it), open (permissions, the session and its deferred close),
-// Start, measure, finish, the session closed, closed, timing, gates evaluated, write, verdict.
-type command interface {
+// checked against the planned figures (before the plan when they do not depend on it), open
+// (permissions, the session and its deferred close), start, measure, finish, the session
+// closed, closed, timing, gates evaluated, write, verdict.
+type Command interface {
 	// Plan resolves the targets and places the agents; it creates nothing.
 	Plan(ctx context.Context) error
 	// PlannedFigures are the figures the report will have, for checking --fail-if.
@@ -61,7 +62,7 @@ type figuresFirst interface {
 
 // Execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
 // deferred finish when an earlier step failed), and an interrupted execute says what it left.
-func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c command) (err error) {
+func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c Command) (err error) {
 	_, first := c.(figuresFirst)
 	if first {
 		if err := o.Gates.Check(c.PlannedFigures()); err != nil {

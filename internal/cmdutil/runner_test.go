@@ -176,7 +176,7 @@ func TestRunnerExitPaths(t *testing.T) {
 			if err := o.Gates.Parse(""); err != nil {
 				t.Fatal(err)
 			}
-			var cmd command = c
+			var cmd Command = c
 			if tc.first {
 				cmd = firstFigures{c}
 			}

@@ -134,8 +134,8 @@ func (o *LadderOptions) Run(ctx context.Context) error {
 	return o.Execute(ctx, start, r)
 }
 
-// Plan reads the nodes and places the rungs around DST's node, with the clients' tolerations.
-func (o *LadderOptions) Plan(ctx context.Context, dst *session.Target) ([]report.LadderRung, []corev1.Toleration, error) {
+// planRungs reads the nodes and places the rungs around DST's node, with the clients' tolerations.
+func (o *LadderOptions) planRungs(ctx context.Context, dst *session.Target) ([]report.LadderRung, []corev1.Toleration, error) {
 	list, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing nodes to place the rungs (the ladder needs list on nodes, cluster-wide): %w", access.ForbiddenOr(err))

@@ -23,10 +23,10 @@ func ladderClient(s *session.Session, dst *session.Target) *session.Target {
 	return &session.Target{Namespace: dst.Namespace, Pod: pod}
 }
 
-// PlanPolicy reads the NetworkPolicies of DST's (and the Service's) namespace and works out,
+// planPolicies reads the NetworkPolicies of DST's (and the Service's) namespace and works out,
 // as path does for its pair, what they let through from the rungs' clients to the server agent
 // and the app's port, then the Service's flows. --allow-policy opens what they block.
-func (r *ladderRun) PlanPolicy(ctx context.Context) error {
+func (r *ladderRun) planPolicies(ctx context.Context) error {
 	o := r.o
 	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
 	namespaces := []string{r.dst.Namespace}

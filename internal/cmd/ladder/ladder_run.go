@@ -48,7 +48,7 @@ func (r *ladderRun) Plan(ctx context.Context) (err error) {
 		return fmt.Errorf("DST: %w", err)
 	}
 	r.rep.Destination = o.Endpoint(ctx, r.dst)
-	if r.rungs, r.clientTol, err = o.Plan(ctx, r.dst); err != nil {
+	if r.rungs, r.clientTol, err = o.planRungs(ctx, r.dst); err != nil {
 		return err
 	}
 	if o.HostBaseline {
@@ -104,7 +104,7 @@ func (r *ladderRun) Open(ctx context.Context) (*session.Session, error) {
 // Start plans the temporary policies within the run's budget and starts the agents.
 func (r *ladderRun) Start(ctx context.Context) error {
 	r.budget()
-	if err := r.PlanPolicy(ctx); err != nil {
+	if err := r.planPolicies(ctx); err != nil {
 		return err
 	}
 	return r.startAgents(ctx)

@@ -24,12 +24,12 @@ func (r *matrixRun) meshPod() *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.Namespace, Name: "netbench-" + r.sess.RunID + "-" + string(session.RoleMesh), Labels: r.sess.Labels(session.RoleMesh)}}
 }
 
-// PlanPolicy reads the namespace's NetworkPolicies before any agent starts and works out which
+// planMeshPolicies reads the namespace's NetworkPolicies before any agent starts and works out which
 // probes they let through between the agents, and from the API server (which posts the jobs):
 // it moves the agents' port into a range a policy allows unless --agent-port was given, opens
 // the rest for this run with --allow-policy, and otherwise skips the blocked probes, naming
 // the policies; when nothing could be measured it fails before anything is created.
-func (r *matrixRun) PlanPolicy(ctx context.Context, portGiven bool) error {
+func (r *matrixRun) planMeshPolicies(ctx context.Context, portGiven bool) error {
 	o := r.o
 	if o.AllowPolicy {
 		if err := access.CheckPolicyPermissions(ctx, o.Client, o.Namespace); err != nil {

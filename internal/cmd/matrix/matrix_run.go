@@ -77,7 +77,7 @@ func (r *matrixRun) Open(ctx context.Context) (*session.Session, error) {
 func (r *matrixRun) Start(ctx context.Context) error {
 	o := r.o
 	r.rep.Warnings = append(r.rep.Warnings, o.CleanStaleDaemonSets(ctx, o.Namespace, o.ServerNow())...)
-	if err := r.PlanPolicy(ctx, o.portGiven); err != nil {
+	if err := r.planMeshPolicies(ctx, o.portGiven); err != nil {
 		return err
 	}
 	if err := r.startFleet(ctx); err != nil {
