@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-3}
 out=benchmarks/MATRIX.md
-src=internal/cmd/matrix/matrix_bench_test.go
+src=internal/cmd/matrix/bench_test.go
 cmdline="hack/bench-matrix.sh${*:+ $*}" via=""
 [ -n "${MAKELEVEL:-}" ] && via=" (by \`make bench-matrix\`)"
 load0=$(cut -d' ' -f1 /proc/loadavg) # other work shares the cores: said in the file

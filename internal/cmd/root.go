@@ -1,4 +1,5 @@
-// Package plugin holds the kubectl-netbench commands.
+// Package cmd is the root command of kubectl-netbench: kubectl's config flags and the subcommands,
+// one package each under internal/cmd.
 package cmd
 
 import (

@@ -47,7 +47,7 @@ func (o *CommonOptions) ReadPolicies(ctx context.Context, namespaces ...string) 
 		}
 		sc.nsLabels[ns][corev1.LabelMetadataName] = ns // set by the API server on every namespace
 	}
-	sc.apiServer = session.ApiServerAddrs(ctx, o.Client)
+	sc.apiServer = session.APIServerAddrs(ctx, o.Client)
 	return sc
 }
 

@@ -53,9 +53,9 @@ func (a *Allowance) Policies() ([]*Opening, error) {
 	}
 	base := "netbench-" + a.s.RunID
 	server := a.sc.IngressOpenings([]*corev1.Pod{srv},
-		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.ApiServerRules(a.SrvPort)...))
+		append([]networkingv1.NetworkPolicyIngressRule{{From: cliPeers, Ports: a.agentPorts()}}, a.sc.APIServerRules(a.SrvPort)...))
 	client := append(a.sc.EgressOpenings([]*corev1.Pod{cli}, []networkingv1.NetworkPolicyEgressRule{{To: srvPeers, Ports: a.agentPorts()}}),
-		a.sc.IngressOpenings([]*corev1.Pod{cli}, a.sc.ApiServerRules(a.CliPort))...)
+		a.sc.IngressOpenings([]*corev1.Pod{cli}, a.sc.APIServerRules(a.CliPort))...)
 	return append(Finalize(base+"-server", server), Finalize(base+"-client", client)...), nil
 }
 
@@ -68,8 +68,8 @@ func (a *Allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 	return netpolicy.Ports(a.SrvPort, corev1.ProtocolTCP, corev1.ProtocolUDP)
 }
 
-// ApiServerRules allow the API server's addresses to one TCP port (none when they are unknown).
-func (sc *PolicyScope) ApiServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
+// APIServerRules allow the API server's addresses to one TCP port (none when they are unknown).
+func (sc *PolicyScope) APIServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
 	if len(sc.apiServer) == 0 {
 		return nil
 	}

@@ -248,7 +248,7 @@ func (a *Agent) args(trust []string) ([]string, error) {
 func (s *Session) trust(ctx context.Context) []string {
 	s.trustOnce.Do(func() {
 		var addrs []string
-		for _, a := range ApiServerAddrs(ctx, s.Client) {
+		for _, a := range APIServerAddrs(ctx, s.Client) {
 			addrs = append(addrs, a.String())
 		}
 		if len(addrs) > 0 {

@@ -154,7 +154,7 @@ func (r *ladderRun) spreadAllowance(sc *cmdutil.PolicyScope, cliPod *corev1.Pod)
 		return nil, err
 	}
 	in := sc.IngressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}},
-		sc.ApiServerRules(port)...))
+		sc.APIServerRules(port)...))
 	out := sc.EgressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}})
 	return append(cmdutil.Finalize(base+"-endpoints", in), cmdutil.Finalize(base+"-client-endpoints", out)...), nil
 }

@@ -124,10 +124,10 @@ func PeerOf(ns string, l map[string]string) networkingv1.NetworkPolicyPeer {
 	}
 }
 
-// ApiServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
+// APIServerAddrs are the addresses of the API server's own EndpointSlice (default/kubernetes,
 // which only the API server writes, read by name: a slice another writer labelled for the
 // Service is not taken), or none.
-func ApiServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
+func APIServerAddrs(ctx context.Context, client kubernetes.Interface) []netip.Addr {
 	slice, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		return nil

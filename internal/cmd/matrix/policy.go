@@ -99,7 +99,7 @@ func (r *matrixRun) meshBlocks(sc *cmdutil.PolicyScope, mesh *corev1.Pod, port i
 func (r *matrixRun) meshAllowance(sc *cmdutil.PolicyScope, mesh *corev1.Pod) []*cmdutil.Opening {
 	self := []networkingv1.NetworkPolicyPeer{session.PeerOf(mesh.Namespace, mesh.Labels)}
 	mine := []*corev1.Pod{mesh}
-	ops := append(sc.IngressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.ApiServerRules(r.o.Port)...)),
+	ops := append(sc.IngressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.APIServerRules(r.o.Port)...)),
 		sc.EgressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)
 	return cmdutil.Finalize(mesh.Name, ops)
 }

@@ -1,0 +1,2 @@
+// Package diff is `kubectl netbench diff OLD NEW`: two reports compared figure by figure.
+package diff
