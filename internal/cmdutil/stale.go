@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +27,7 @@ func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, name
 		return nil
 	}
 	var notes []string
-	for _, ns := range Unique(namespaces) {
+	for _, ns := range text.Unique(namespaces) {
 		pods, err := o.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 		if err != nil {
 			continue
@@ -198,16 +199,5 @@ func ended(p *corev1.Pod) bool {
 	return true
 }
 
+// Age is how long ago t was, as kubectl says it.
 func Age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }
-
-func Unique(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range s {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out
-}

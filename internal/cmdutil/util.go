@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
@@ -13,12 +12,6 @@ func randomID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// IsAppProbe says whether a probe measures the application (its port, or its Service) rather
-// than the agent server: its failure is reported next to the results, not fatal.
-func IsAppProbe(name string) bool {
-	return strings.HasPrefix(name, "app-") || strings.HasPrefix(name, "svc-")
 }
 
 func TargetWarnings(ts ...*session.Target) []string {

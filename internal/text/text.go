@@ -29,3 +29,16 @@ func Sanitize(s string) string { return Clean(strings.ReplaceAll(s, "\n", " ")) 
 
 // JoinHostPort is net.JoinHostPort with a numeric port.
 func JoinHostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+// Unique is s without repeats, in the order of their first appearance.
+func Unique(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}

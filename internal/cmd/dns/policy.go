@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // ErrDNSBlocked: a NetworkPolicy stops the pod's DNS queries, so every lookup would time out.
@@ -48,7 +47,7 @@ func (o *DNSOptions) checkDNSPolicy(ctx context.Context, t *session.Target, s *r
 		return nil
 	}
 	return fmt.Errorf("NetworkPolicy %s selects %s/%s and allows no DNS egress (UDP port 53) to the cluster DNS %s/%s (%s): every lookup would time out; nothing was started (allow egress to it on port 53, UDP and TCP): %w",
-		strings.Join(cmdutil.Unique(blockers), ", "), t.Namespace, t.Pod.Name, s.Namespace, s.Name, s.ClusterIP, ErrDNSBlocked)
+		strings.Join(text.Unique(blockers), ", "), t.Namespace, t.Pod.Name, s.Namespace, s.Name, s.ClusterIP, ErrDNSBlocked)
 }
 
 // dnsEndpoints are the DNS replicas as policies see them (pods with their labels), or the

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // ladderClient is what the policies see of every rung's client: a temporary pod of the run in
@@ -69,13 +69,13 @@ func (r *ladderRun) checkServiceNamespace(ctx context.Context) error {
 // servicePolicy checks the Service's flows from the rungs' clients: through its ClusterIP to
 // its endpoints' target port (the svc- probes), and to the endpoint agents that count where
 // connections land.
-func (r *ladderRun) servicePolicy(ctx context.Context, sc *cmdutil.PolicyScope, cliPod *corev1.Pod) error {
+func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyplan.Scope, cliPod *corev1.Pod) error {
 	sr, pp := r.sr, r.pp
 	if err := r.o.endpointPods(ctx, sr); err != nil {
 		return err
 	}
 	cli := sc.Endpoint(cliPod)
-	var b cmdutil.Blocks
+	var b policyplan.Blocks
 	for _, p := range sr.pods {
 		port := targetPort(sr.port, p)
 		if v := sc.Check(cli, sc.Endpoint(p), corev1.ProtocolTCP, port); !v.Allowed() {
@@ -100,7 +100,7 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *cmdutil.PolicyScope, 
 
 // spreadPolicy checks the endpoint agents' port from the clients and from the API server (which
 // renews their leases); --allow-policy opens it for the run, else the spread is skipped.
-func (r *ladderRun) spreadPolicy(ctx context.Context, sc *cmdutil.PolicyScope, cli netpolicy.Endpoint, b *cmdutil.Blocks) error {
+func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyplan.Scope, cli netpolicy.Endpoint, b *policyplan.Blocks) error {
 	sr := r.sr
 	blockers := spreadBlockers(sc, cli, sr.pods, sr.agentPort)
 	if len(blockers) > 0 && r.o.AllowPolicy {
@@ -108,7 +108,7 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *cmdutil.PolicyScope, c
 		if err != nil {
 			return err
 		}
-		names, err := r.o.CreatePolicies(ctx, r.sess, sc, ops, r.lifetime)
+		names, err := sc.Create(ctx, r.sess, ops, r.lifetime)
 		r.pp.Check.Temporary = append(r.pp.Check.Temporary, names...)
 		r.o.TellPolicy(nil, names)
 		if err != nil {
@@ -128,13 +128,13 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *cmdutil.PolicyScope, c
 
 // spreadBlockers are the policies that stop the clients or the API server reaching an endpoint
 // agent on port.
-func spreadBlockers(sc *cmdutil.PolicyScope, cli netpolicy.Endpoint, pods []*corev1.Pod, port int) []string {
+func spreadBlockers(sc *policyplan.Scope, cli netpolicy.Endpoint, pods []*corev1.Pod, port int) []string {
 	var out []string
 	for _, p := range pods {
 		out = append(out, sc.Check(cli, sc.Endpoint(p), corev1.ProtocolTCP, port).Blockers()...)
 		out = append(out, sc.FromAPIServer(p, port)...)
 	}
-	return cmdutil.Unique(out)
+	return text.Unique(out)
 }
 
 // spreadAllowance opens the endpoint agents' port for this run: ingress to the measured
@@ -142,7 +142,7 @@ func spreadBlockers(sc *cmdutil.PolicyScope, cli netpolicy.Endpoint, pods []*cor
 // pods' addresses, each only for pods a policy already isolates in that direction. Endpoint
 // pods are grouped by the policy that isolates them (one temporary policy each); a pod no
 // policy isolates is not selected at all.
-func (r *ladderRun) spreadAllowance(sc *cmdutil.PolicyScope, cliPod *corev1.Pod) ([]*cmdutil.Opening, error) {
+func (r *ladderRun) spreadAllowance(sc *policyplan.Scope, cliPod *corev1.Pod) ([]*policyplan.Opening, error) {
 	sr, port := r.sr, r.sr.agentPort
 	base := "netbench-" + r.sess.RunID
 	endpoints, err := r.sess.Peers(sr.pods...)
@@ -156,5 +156,5 @@ func (r *ladderRun) spreadAllowance(sc *cmdutil.PolicyScope, cliPod *corev1.Pod)
 	in := sc.IngressOpenings(sr.pods, append([]networkingv1.NetworkPolicyIngressRule{{From: clients, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}},
 		sc.APIServerRules(port)...))
 	out := sc.EgressOpenings([]*corev1.Pod{cliPod}, []networkingv1.NetworkPolicyEgressRule{{To: endpoints, Ports: netpolicy.Ports(port, corev1.ProtocolTCP)}})
-	return append(cmdutil.Finalize(base+"-endpoints", in), cmdutil.Finalize(base+"-client-endpoints", out)...), nil
+	return append(policyplan.Finalize(base+"-endpoints", in), policyplan.Finalize(base+"-client-endpoints", out)...), nil
 }

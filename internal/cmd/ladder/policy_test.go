@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
@@ -124,7 +125,7 @@ func TestSpreadAllowanceOnlyIsolatedEndpoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := cmdutil.PoliciesOf(ops)
+			got := policyplan.PoliciesOf(ops)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("temporary policies (-want +got):\n%s", diff)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,7 @@ type ladderRun struct {
 	sr    *serviceRun
 	sess  *session.Session
 	// pp is what the NetworkPolicies let through.
-	pp *cmdutil.PathPolicy
+	pp *policyplan.PathPolicy
 	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
 	srv, hostSrv *session.Agent
 	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).

@@ -6,14 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
@@ -46,12 +45,12 @@ func (r *matrixRun) planMeshPolicies(ctx context.Context, portGiven bool) error 
 		return nil
 	}
 	mesh := r.meshPod()
-	if p := cmdutil.PortWithin(sc, mesh, mesh, nil); !portGiven && p != 0 && len(r.meshBlocks(sc, mesh, o.Port)) > 0 {
+	if p := policyplan.PortWithin(sc, mesh, mesh, nil); !portGiven && p != 0 && len(r.meshBlocks(sc, mesh, o.Port)) > 0 {
 		o.Port, check.AgentPort = p, p
 	}
 	blocked := r.meshBlocks(sc, mesh, o.Port)
 	if len(blocked) > 0 && o.AllowPolicy {
-		names, err := o.CreatePolicies(ctx, r.sess, sc, r.meshAllowance(sc, mesh), r.lifetime())
+		names, err := sc.Create(ctx, r.sess, r.meshAllowance(sc, mesh), r.lifetime())
 		check.Temporary = names
 		if err != nil {
 			return err
@@ -74,8 +73,8 @@ func (r *matrixRun) planMeshPolicies(ctx context.Context, portGiven bool) error 
 
 // meshBlocks are the flows the policies block: the API server's pod proxy to the agents' port
 // (every probe: the jobs go through it), then agent to agent.
-func (r *matrixRun) meshBlocks(sc *cmdutil.PolicyScope, mesh *corev1.Pod, port int) []report.PolicyBlock {
-	var b cmdutil.Blocks
+func (r *matrixRun) meshBlocks(sc *policyplan.Scope, mesh *corev1.Pod, port int) []report.PolicyBlock {
+	var b policyplan.Blocks
 	probes := r.o.job("").Probes
 	if pols := sc.FromAPIServer(mesh, port); len(pols) > 0 {
 		for _, p := range probes {
@@ -85,7 +84,7 @@ func (r *matrixRun) meshBlocks(sc *cmdutil.PolicyScope, mesh *corev1.Pod, port i
 	}
 	ep := sc.Endpoint(mesh)
 	for _, p := range probes {
-		proto, flow := cmdutil.FlowOf(p)
+		proto, flow := policyplan.FlowOf(p)
 		if v := sc.Check(ep, ep, proto, port); !v.Allowed() {
 			b.Add(strings.Replace(flow, "the server agent's port", fmt.Sprintf("the agents' port %d", port), 1), v.Blockers(), p.Label())
 		}
@@ -96,12 +95,12 @@ func (r *matrixRun) meshBlocks(sc *cmdutil.PolicyScope, mesh *corev1.Pod, port i
 // meshAllowance is the temporary policy of --allow-policy: the run's agents (pods nothing else
 // carries the labels of) may reach each other on every port and ICMP, and the API server may
 // reach their port; only in the directions a policy already isolates them.
-func (r *matrixRun) meshAllowance(sc *cmdutil.PolicyScope, mesh *corev1.Pod) []*cmdutil.Opening {
+func (r *matrixRun) meshAllowance(sc *policyplan.Scope, mesh *corev1.Pod) []*policyplan.Opening {
 	self := []networkingv1.NetworkPolicyPeer{session.PeerOf(mesh.Namespace, mesh.Labels)}
 	mine := []*corev1.Pod{mesh}
 	ops := append(sc.IngressOpenings(mine, append([]networkingv1.NetworkPolicyIngressRule{{From: self}}, sc.APIServerRules(r.o.Port)...)),
 		sc.EgressOpenings(mine, []networkingv1.NetworkPolicyEgressRule{{To: self}})...)
-	return cmdutil.Finalize(mesh.Name, ops)
+	return policyplan.Finalize(mesh.Name, ops)
 }
 
 // job is what the agent on a pair's From runs against the agent at ip: the matrix's probes

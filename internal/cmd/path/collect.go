@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
-
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
@@ -75,13 +74,13 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 		c.failed = append(c.failed, err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
 		return nil
-	case cmdutil.IsAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
+	case policyplan.IsAppProbe(ev.Probe) && ev.Reason == agent.ReasonRefused:
 		err := fmt.Errorf("nothing accepts connections on %s/%s port %d (%s): the agent-to-agent results above were measured",
 			dst.Namespace, dst.Pod.Name, o.Port, dstApp)
 		c.failed = append(c.failed, ev.Probe+": "+err.Error())
 		c.appErr = cmp.Or(c.appErr, err)
 		return nil
-	case cmdutil.IsAppProbe(ev.Probe):
+	case policyplan.IsAppProbe(ev.Probe):
 		err := fmt.Errorf("probe %s to %s failed: %s", ev.Probe, dstApp, msg)
 		c.failed = append(c.failed, err.Error())
 		c.appErr = cmp.Or(c.appErr, err)

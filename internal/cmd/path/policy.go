@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
-
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
@@ -16,21 +15,21 @@ import (
 // PlanPolicy works out from the policies read what they block between SRC and DST, tells the user,
 // and, with --allow-policy, creates the temporary policies that let this run's agents through
 // (the session deletes them). Bad input fails before anything is created.
-func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *cmdutil.PolicyScope, src, dst *session.Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*cmdutil.PathPolicy, error) {
+func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *policyplan.Scope, src, dst *session.Target, probes, appPort []agent.ProbeSpec, lifetime time.Duration) (*policyplan.PathPolicy, error) {
 	if o.AllowPolicy {
 		if err := access.CheckPolicyPermissions(ctx, o.Client, src.Namespace, dst.Namespace); err != nil {
-			return &cmdutil.PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, err
+			return &policyplan.PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, err
 		}
 	}
 	if o.AllowPolicy && sc.Skipped != "" {
-		return &cmdutil.PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, fmt.Errorf("--allow-policy: %s", sc.Skipped)
+		return &policyplan.PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, fmt.Errorf("--allow-policy: %s", sc.Skipped)
 	}
-	srvPort, cliPort := cmdutil.ChoosePort(sc, s, src, dst), 0
+	srvPort, cliPort := policyplan.ChoosePort(sc, s, src, dst), 0
 	var temporary []string
 	if o.AllowPolicy {
-		before := cmdutil.PlanPath(sc, s, src, dst, probes, appPort, srvPort, 0)
+		before := policyplan.PlanPath(sc, s, src, dst, probes, appPort, srvPort, 0)
 		if len(before.Check.Blocked) > 0 {
-			al := cmdutil.NewAllowance(s, sc, src, dst)
+			al := policyplan.NewAllowance(s, sc, src, dst)
 			srvPort, cliPort = al.SrvPort, al.CliPort
 			names, err := o.allow(ctx, s, sc, al, lifetime)
 			temporary = names
@@ -40,7 +39,7 @@ func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *cm
 			}
 		}
 	}
-	pp := cmdutil.PlanPath(sc, s, src, dst, probes, appPort, srvPort, cliPort)
+	pp := policyplan.PlanPath(sc, s, src, dst, probes, appPort, srvPort, cliPort)
 	pp.SrvPort, pp.CliPort = srvPort, cliPort
 	if srvPort != 0 && len(temporary) == 0 {
 		pp.Check.AgentPort = srvPort
@@ -54,10 +53,10 @@ func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *cm
 }
 
 // allow creates the allowance's temporary policies.
-func (o *PathOptions) allow(ctx context.Context, s *session.Session, sc *cmdutil.PolicyScope, al *cmdutil.Allowance, lifetime time.Duration) ([]string, error) {
+func (o *PathOptions) allow(ctx context.Context, s *session.Session, sc *policyplan.Scope, al *policyplan.Allowance, lifetime time.Duration) ([]string, error) {
 	ops, err := al.Policies()
 	if err != nil {
 		return nil, err
 	}
-	return o.CreatePolicies(ctx, s, sc, ops, lifetime)
+	return sc.Create(ctx, s, ops, lifetime)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
@@ -20,7 +21,7 @@ type pathRun struct {
 	src, dst    *session.Target
 	sess        *session.Session
 	probes, app []agent.ProbeSpec
-	pp          *cmdutil.PathPolicy
+	pp          *policyplan.PathPolicy
 	cli, srv    *session.Agent
 	res         *collected
 }

@@ -1,4 +1,4 @@
-package cmdutil
+package policyplan
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // A temporary policy of --allow-policy may only open. A NetworkPolicy that selects a pod for a
@@ -50,7 +51,7 @@ type basis struct {
 
 // basisOf is the policy that justifies selecting pod in direction dir: the first by name of
 // those that isolate it there, temporary policies of this tool aside; nil when none does.
-func (sc *PolicyScope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *networkingv1.NetworkPolicy {
+func (sc *Scope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *networkingv1.NetworkPolicy {
 	var best *networkingv1.NetworkPolicy
 	for _, p := range netpolicy.Isolating(sc.Policies, pod, dir) {
 		if p.Labels[session.ManagedByLabel] == session.ManagedByValue {
@@ -69,7 +70,7 @@ func (sc *PolicyScope) basisOf(pod *corev1.Pod, dir networkingv1.PolicyType) *ne
 // openings are the temporary policies (not yet named, without rules) that select pods for
 // direction dir: one per existing policy that isolates some of them, selecting only pods that
 // policy isolates; pods no policy isolates in dir are left out.
-func (sc *PolicyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType) []*Opening {
+func (sc *Scope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType) []*Opening {
 	var keys []string
 	groups, bases := map[string][]*corev1.Pod{}, map[string]*networkingv1.NetworkPolicy{}
 	for _, p := range pods {
@@ -102,7 +103,7 @@ func (sc *PolicyScope) openings(pods []*corev1.Pod, dir networkingv1.PolicyType)
 }
 
 // IngressOpenings are the openings for pods' ingress, with rules.
-func (sc *PolicyScope) IngressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyIngressRule) []*Opening {
+func (sc *Scope) IngressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyIngressRule) []*Opening {
 	ops := sc.openings(pods, networkingv1.PolicyTypeIngress)
 	for _, op := range ops {
 		op.np.Spec.Ingress = slices.Clone(rules)
@@ -111,7 +112,7 @@ func (sc *PolicyScope) IngressOpenings(pods []*corev1.Pod, rules []networkingv1.
 }
 
 // EgressOpenings are the openings for pods' egress, with rules.
-func (sc *PolicyScope) EgressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyEgressRule) []*Opening {
+func (sc *Scope) EgressOpenings(pods []*corev1.Pod, rules []networkingv1.NetworkPolicyEgressRule) []*Opening {
 	ops := sc.openings(pods, networkingv1.PolicyTypeEgress)
 	for _, op := range ops {
 		op.np.Spec.Egress = slices.Clone(rules)
@@ -188,15 +189,15 @@ func (op *Opening) stale(fresh []networkingv1.NetworkPolicy) string {
 	return ""
 }
 
-// CreatePolicies creates temporary policies of the session. Just before, it reads each of
+// Create creates temporary policies of the session. Just before, it reads each of
 // their namespaces' policies again and leaves out, saying why, an opening whose isolating
 // policy is gone or changed (it could then select a pod no policy isolates). The scope then
 // holds the policies as read again and those created, so that the plan sees them. It returns
 // the names created (namespace/name), also those made before an error.
-func (o *CommonOptions) CreatePolicies(ctx context.Context, s *session.Session, sc *PolicyScope, ops []*Opening, lifetime time.Duration) ([]string, error) {
+func (sc *Scope) Create(ctx context.Context, s *session.Session, ops []*Opening, lifetime time.Duration) ([]string, error) {
 	var names []string
 	for _, ns := range openingNamespaces(ops) {
-		fresh, err := o.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+		fresh, err := sc.client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return names, fmt.Errorf("--allow-policy: reading the NetworkPolicies of namespace %q again before creating temporary ones: %w", ns, err)
 		}
@@ -206,7 +207,7 @@ func (o *CommonOptions) CreatePolicies(ctx context.Context, s *session.Session, 
 				continue
 			}
 			if why := op.stale(fresh.Items); why != "" {
-				fmt.Fprintf(o.ErrOut, "NetworkPolicy: --allow-policy did not create %s/%s: %s (a policy selecting those pods could isolate them)\n", ns, op.np.Name, why)
+				fmt.Fprintf(sc.log, "NetworkPolicy: --allow-policy did not create %s/%s: %s (a policy selecting those pods could isolate them)\n", ns, op.np.Name, why)
 				continue
 			}
 			op.np.Annotations = map[string]string{session.IsolatedByAnnotation: op.isolatedBy()}
@@ -225,11 +226,11 @@ func openingNamespaces(ops []*Opening) []string {
 	for _, op := range ops {
 		out = append(out, op.np.Namespace)
 	}
-	return Unique(out)
+	return text.Unique(out)
 }
 
 // replace puts the policies of namespace ns as read again in place of those read before.
-func (sc *PolicyScope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
+func (sc *Scope) replace(ns string, fresh []networkingv1.NetworkPolicy) {
 	sc.Policies = append(slices.DeleteFunc(sc.Policies, func(p networkingv1.NetworkPolicy) bool { return p.Namespace == ns }), fresh...)
 }
 

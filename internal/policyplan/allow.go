@@ -1,4 +1,4 @@
-package cmdutil
+package policyplan
 
 import (
 	"math/rand/v2"
@@ -17,13 +17,13 @@ import (
 // pod proxy), each only for pods already isolated in that direction.
 type Allowance struct {
 	s                *session.Session
-	sc               *PolicyScope
+	sc               *Scope
 	src, dst         *session.Target
 	SrvPort, CliPort int
 }
 
 // NewAllowance picks the agents' ports (random, outside the pods' declared ports).
-func NewAllowance(s *session.Session, sc *PolicyScope, src, dst *session.Target) *Allowance {
+func NewAllowance(s *session.Session, sc *Scope, src, dst *session.Target) *Allowance {
 	a := &Allowance{s: s, sc: sc, src: src, dst: dst}
 	a.SrvPort, a.CliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
 	return a
@@ -69,7 +69,7 @@ func (a *Allowance) agentPorts() []networkingv1.NetworkPolicyPort {
 }
 
 // APIServerRules allow the API server's addresses to one TCP port (none when they are unknown).
-func (sc *PolicyScope) APIServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
+func (sc *Scope) APIServerRules(port int) []networkingv1.NetworkPolicyIngressRule {
 	if len(sc.apiServer) == 0 {
 		return nil
 	}
