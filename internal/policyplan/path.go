@@ -8,14 +8,14 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // PathPolicy is what the policy check decided for a path run.
 type PathPolicy struct {
-	Check *report.PolicyCheck
+	Check *v1alpha1.PolicyCheck
 	// Skip holds the probes not to run; noServer says the server agent is not started at all
 	// (every agent-to-agent probe is blocked, or the API server cannot reach it).
 	Skip     map[string]bool
@@ -30,7 +30,7 @@ type PathPolicy struct {
 // PlanPath works out which probes the policies block between the run's agents, with the server
 // agent on port (0: a free port, which only port-less rules allow).
 func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *PathPolicy {
-	pp := &PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}, Skip: map[string]bool{}}
+	pp := &PathPolicy{Check: &v1alpha1.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}, Skip: map[string]bool{}}
 	if sc.Skipped != "" {
 		return pp
 	}

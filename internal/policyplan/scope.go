@@ -10,9 +10,9 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,7 +114,7 @@ func FlowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
 }
 
 // Blocks groups blocked probes by flow, in the order first seen.
-type Blocks []report.PolicyBlock
+type Blocks []v1alpha1.PolicyBlock
 
 func (b *Blocks) Add(flow string, policies []string, probe string) {
 	for i := range *b {
@@ -123,5 +123,5 @@ func (b *Blocks) Add(flow string, policies []string, probe string) {
 			return
 		}
 	}
-	*b = append(*b, report.PolicyBlock{Flow: flow, Policies: text.Unique(policies), Probes: []string{probe}})
+	*b = append(*b, v1alpha1.PolicyBlock{Flow: flow, Policies: text.Unique(policies), Probes: []string{probe}})
 }
