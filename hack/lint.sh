@@ -37,12 +37,12 @@ mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' 
 shellcheck -x -P SCRIPTDIR -P . "${scripts[@]}"
 
 step "go test -race (packages without sockets or root)"
-go test -count=1 -race ./internal/report/ ./pkg/api/v1alpha1/ ./internal/cmdutil/... ./internal/cmd/... ./internal/session/ ./internal/gate/
+go test -count=1 -race ./internal/report/ ./internal/render/ ./pkg/api/v1alpha1/ ./internal/cmdutil/... ./internal/cmd/... ./internal/session/ ./internal/gate/
 
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \
   FuzzCheckDNSName:./internal/cmd/dns FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
-  FuzzParseEvaluate:./internal/gate FuzzLoadRun:./internal/report FuzzOpenDatagram:./internal/probes; do
+  FuzzParseEvaluate:./internal/gate FuzzLoadRun:./internal/report FuzzWriteDiff:./internal/render FuzzOpenDatagram:./internal/probes; do
   name=${target%%:*} pkg=${target#*:}
   # A failing input is written under testdata/fuzz and fails the step. A run that ends without
   # one ("context deadline exceeded" from a worker starved on a busy 2-core machine) is retried once.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 )
@@ -191,7 +192,7 @@ func (o *CommonOptions) ServerNow() time.Time {
 
 // formats are the -o values the command takes: json and yaml, and html where it has a page.
 func (o *CommonOptions) formats() []string {
-	f := []string{"json", "yaml", report.FormatOpenMetrics, report.FormatJUnit}
+	f := []string{"json", "yaml", render.FormatOpenMetrics, render.FormatJUnit}
 	if o.Html {
 		f = append(f, "html")
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
@@ -57,7 +59,7 @@ func (g *Gates) Parse(output string) error {
 		}
 		g.conds = append(g.conds, c)
 	}
-	if output == report.FormatJUnit && len(g.conds) == 0 {
+	if output == render.FormatJUnit && len(g.conds) == 0 {
 		return errors.New("-o junit writes one test case per --fail-if condition: give at least one --fail-if")
 	}
 	return nil

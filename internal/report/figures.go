@@ -25,13 +25,13 @@ type stat struct {
 	get        func(r *v1alpha1.ProbeResult) (v float64, spread *Range, ok bool)
 }
 
-// quantiles name the latency percentiles figures carry.
-var quantiles = map[string]float64{"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
+// Quantiles name the latency percentiles figures carry.
+var Quantiles = map[string]float64{"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 
 func latencyStats(l func(r *v1alpha1.ProbeResult) *v1alpha1.Latency, names ...string) []stat {
 	var out []stat
 	for _, name := range names {
-		q := quantiles[name]
+		q := Quantiles[name]
 		out = append(out, stat{name, UnitMicros, func(r *v1alpha1.ProbeResult) (float64, *Range, bool) {
 			lat := l(r)
 			if lat == nil || lat.Count == 0 {
@@ -88,7 +88,7 @@ func kindStats(kind string) []stat {
 		return []stat{
 			value(UnitGbps, "gbps", from(throughputBlock, func(b *v1alpha1.ThroughputResult) (float64, bool) { return b.BitsPerSecondReceived / 1e9, true })),
 			value(UnitCount, "retransmits", from(throughputBlock, func(b *v1alpha1.ThroughputResult) (float64, bool) { return float64(b.Retransmits), true })),
-			value(UnitBytes, "mss", minMSS),
+			value(UnitBytes, "mss", MinMSS),
 		}
 	case v1alpha1.ProbePMTU:
 		return []stat{value(UnitBytes, "bytes", from(pmtuBlock, func(b *v1alpha1.PMTUResult) (float64, bool) { return float64(b.PathMTU), b.PathMTU > 0 }))}
@@ -111,8 +111,8 @@ func httpBlock(r *v1alpha1.ProbeResult) *v1alpha1.HTTPResult             { retur
 func throughputBlock(r *v1alpha1.ProbeResult) *v1alpha1.ThroughputResult { return r.Throughput }
 func pmtuBlock(r *v1alpha1.ProbeResult) *v1alpha1.PMTUResult             { return r.PMTU }
 
-// minMSS is the smallest MSS any stream of a throughput probe negotiated.
-func minMSS(r *v1alpha1.ProbeResult) (float64, bool) {
+// MinMSS is the smallest MSS any stream of a throughput probe negotiated.
+func MinMSS(r *v1alpha1.ProbeResult) (float64, bool) {
 	if r.Throughput == nil {
 		return 0, false
 	}

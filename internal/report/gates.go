@@ -23,9 +23,9 @@ func (r *PathReport) FigureValues() []FigureValue {
 	return ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, r.Probes...), r.AppPort...))
 }
 
-// dnsStats are the figures of each name: the queries one lookup sends as configured, the
+// DnsStats are the figures of each name: the queries one lookup sends as configured, the
 // NXDOMAIN answers among them, and the warm latency of a whole lookup.
-var dnsStats = []struct{ stat, unit string }{{"queries", UnitCount}, {"nxdomains", UnitCount}, {"p50", UnitMicros}, {"p99", UnitMicros}}
+var DnsStats = []struct{ stat, unit string }{{"queries", UnitCount}, {"nxdomains", UnitCount}, {"p50", UnitMicros}, {"p99", UnitMicros}}
 
 // raceStats are the race check's figures: lookups that waited out a timeout, as a count and a
 // share of the lookups, and queries lost.
@@ -36,7 +36,7 @@ var raceStats = []struct{ stat, unit string }{{"slow", UnitCount}, {"slow_percen
 func DNSPlannedFigures(names []string, race bool) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
-		for _, s := range dnsStats {
+		for _, s := range DnsStats {
 			out["dns."+n+"."+s.stat] = s.unit
 		}
 	}
@@ -61,7 +61,7 @@ func (r *DNSReport) FigureValues() []FigureValue {
 		}
 		vals := []FigureValue{{Value: float64(v.Queries)}, {Value: float64(v.NXDomains)},
 			{Value: v.Warm.P50Micros, Spread: percentileInterval(v.Warm, 0.5)}, {Value: v.Warm.P99Micros, Spread: percentileInterval(v.Warm, 0.99)}}
-		for i, s := range dnsStats {
+		for i, s := range DnsStats {
 			if s.unit == UnitMicros && v.Warm.Count == 0 {
 				continue
 			}

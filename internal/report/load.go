@@ -113,12 +113,12 @@ func reportJSON(data []byte) ([]byte, error) {
 
 func pathRun(r *PathReport) *LoadedRun {
 	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{Kind: r.Kind, StartTime: r.StartTime, Profile: r.Profile,
-		Subject: endpoint(r.Source) + " → " + endpoint(r.Destination)}}
+		Subject: EndpointName(r.Source) + " → " + EndpointName(r.Destination)}}
 }
 
 func ladderRun(r *LadderReport) *LoadedRun {
 	return &LoadedRun{Figures: r.FigureValues(), Info: RunInfo{Kind: r.Kind, StartTime: r.StartTime, Profile: r.Profile,
-		Subject: "ladder to " + endpoint(r.Destination)}}
+		Subject: "ladder to " + EndpointName(r.Destination)}}
 }
 
 func dnsRun(r *DNSReport) *LoadedRun {

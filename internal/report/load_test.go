@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -83,7 +84,7 @@ func TestLoadRunQuotesTheFileName(t *testing.T) {
 
 // What every run writes loads back, as JSON and as YAML, with the same figures.
 func TestLoadRunReadsJSONAndYAML(t *testing.T) {
-	for _, in := range []string{"testdata/path-cross-zone-app-port.json", "testdata/ladder-zone-delay-two-rounds.json", "testdata/dns-glibc.json", "testdata/matrix-nodes-slow-b1.json"} {
+	for _, in := range []string{"../render/testdata/path-cross-zone-app-port.json", "../render/testdata/ladder-zone-delay-two-rounds.json", "../render/testdata/dns-glibc.json", "../render/testdata/matrix-nodes-slow-b1.json"} {
 		data, err := os.ReadFile(in)
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +147,7 @@ func TestLoadRunBoundedWork(t *testing.T) {
 // line; a file that loads has finite figures, compares with itself without a change and is
 // written in every format of diff.
 func FuzzLoadRun(f *testing.F) {
-	for _, in := range []string{"testdata/path-pod-mode-rtt-tcp.json", "testdata/dns-glibc.json", "testdata/ladder-service-any.json", "testdata/matrix-nodes-slow-b1.json"} {
+	for _, in := range []string{"../render/testdata/path-pod-mode-rtt-tcp.json", "../render/testdata/dns-glibc.json", "../render/testdata/ladder-service-any.json", "../render/testdata/matrix-nodes-slow-b1.json"} {
 		b, err := os.ReadFile(in)
 		if err != nil {
 			f.Fatal(err)
@@ -195,14 +196,10 @@ func checkLoaded(t *testing.T, run *LoadedRun) {
 	if d.Regressions != 0 || d.Improvements != 0 {
 		t.Errorf("a run changed against itself: %+v", d.Figures)
 	}
-	for _, format := range []string{"", "json", "yaml"} {
-		var out bytes.Buffer
-		if err := WriteDiff(&out, format, d); err != nil {
-			t.Fatalf("-o %q: %v", format, err)
-		}
-		if bytes.Contains(out.Bytes(), []byte(": written as null")) {
-			t.Errorf("a diff of a loaded run holds a number JSON cannot: %s", out.Bytes())
-		}
+	// JSON holds no NaN or infinity: a diff of a loaded run must not compute one (FuzzWriteDiff
+	// renders such diffs in every format).
+	if _, err := json.Marshal(d); err != nil {
+		t.Errorf("a diff of a loaded run holds a number JSON cannot: %v", err)
 	}
 }
 

@@ -62,14 +62,14 @@ func fillPair(p *MatrixPair, probe string) {
 	}
 }
 
-// measured says whether a pair has figures.
-func measured(p MatrixPair) bool { return p.Error == "" && p.Samples > 0 }
+// Measured says whether a pair has figures.
+func Measured(p MatrixPair) bool { return p.Error == "" && p.Samples > 0 }
 
 // cells groups the measured pairs by key, in key order.
 func cells(pairs []MatrixPair, key func(MatrixPair) (string, string)) []MatrixCell {
 	groups := map[[2]string][]MatrixPair{}
 	for _, p := range pairs {
-		if measured(p) {
+		if Measured(p) {
 			a, b := key(p)
 			groups[[2]string{a, b}] = append(groups[[2]string{a, b}], p)
 		}

@@ -30,7 +30,7 @@ type othersVal struct {
 func newCellIndex(pairs []MatrixPair) *cellIndex {
 	ix := &cellIndex{pairs: pairs, byCell: map[[2]string][]int{}, cache: map[othersKey]othersVal{}}
 	for i, p := range pairs {
-		if measured(p) {
+		if Measured(p) {
 			k := [2]string{p.FromZone, p.ToZone}
 			ix.byCell[k] = append(ix.byCell[k], i)
 		}
@@ -95,7 +95,7 @@ func (r *MatrixReport) summarizeNodes(ix *cellIndex) {
 	r.Summary = nil
 	byNode := map[string][]int{}
 	for i, p := range r.Pairs {
-		if measured(p) {
+		if Measured(p) {
 			byNode[p.From] = append(byNode[p.From], i)
 			byNode[p.To] = append(byNode[p.To], i)
 		}
@@ -136,7 +136,7 @@ func (r *MatrixReport) flagPairs(ix *cellIndex) {
 		slow[s.Node] = s.Outlier
 	}
 	for _, p := range r.Pairs {
-		if !measured(p) || slow[p.From] || slow[p.To] {
+		if !Measured(p) || slow[p.From] || slow[p.To] {
 			continue
 		}
 		for _, which := range pairFigures(p) {

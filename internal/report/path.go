@@ -1,5 +1,7 @@
 package report
 
+import "fmt"
+
 // NewCost computes the cost of bytes that crossed a zone boundary.
 func NewCost(bytes int64, pricePerGB float64) *Cost {
 	const monthSeconds = 30 * 24 * 3600
@@ -26,4 +28,28 @@ func Classify(srcNode, dstNode, srcZone, dstZone, srcRegion, dstRegion string) P
 	default:
 		return PathClass{Class: CrossZone}
 	}
+}
+
+// Micros formats a duration given in microseconds with its unit.
+func Micros(us float64) string {
+	switch {
+	case us < 0:
+		return "−" + Micros(-us)
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2f ms", us/1e3)
+	case us >= 100:
+		return fmt.Sprintf("%.0f µs", us)
+	default:
+		return fmt.Sprintf("%.1f µs", us)
+	}
+}
+
+func EndpointName(e Endpoint) string {
+	where := e.Node
+	if e.Zone != "" {
+		where += ", " + e.Zone
+	}
+	return fmt.Sprintf("%s/%s (%s, node %s)", e.Namespace, e.Pod, e.PodIP, where)
 }

@@ -1,7 +1,8 @@
-// Package report analyses the reports kubectl-netbench prints (their figures, DNS fixes, the
-// matrix's cells and outliers, diffs of two runs) and renders them for people (tables, a
-// terminal histogram, HTML) and machines (JSON, YAML, OpenMetrics, JUnit). The reports' types
-// are the versioned schema of pkg/api/v1alpha1; this file gives them their names here.
+// Package report is the advice and analysis of the reports kubectl-netbench prints: their
+// figures (what --fail-if and diff compare), DNS fixes and race advice, the matrix's cells and
+// outliers, the ladder's summary, diffs of two runs, and a run read back from its file.
+// Rendering is internal/render's. The reports' types are the versioned schema of
+// pkg/api/v1alpha1; this file gives them their names here.
 package report
 
 import "github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"

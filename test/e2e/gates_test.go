@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -140,7 +142,7 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	fams, err := report.DecodeOpenMetrics(strings.NewReader(out))
+	fams, err := render.DecodeOpenMetrics(strings.NewReader(out))
 	if err != nil {
 		t.Fatalf("Prometheus' parser: %v\n%s", err, out)
 	}

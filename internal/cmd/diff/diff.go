@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	"github.com/spf13/cobra"
@@ -105,7 +107,7 @@ func (o *DiffOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteDiff(o.Out, o.Output, d); err != nil {
+	if err := render.WriteDiff(o.Out, o.Output, d); err != nil {
 		return err
 	}
 	return o.verdict(d)

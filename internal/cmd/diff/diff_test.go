@@ -57,11 +57,11 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 // names the file and what is wrong; it prints nothing else.
 func TestDiffRefusesBadReportsWithOneLine(t *testing.T) {
 	dir := t.TempDir()
-	good, err := filepath.Abs("../../report/testdata/path-pod-mode-rtt-tcp.json")
+	good, err := filepath.Abs("../../render/testdata/path-pod-mode-rtt-tcp.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dns, _ := filepath.Abs("../../report/testdata/dns-glibc.json")
+	dns, _ := filepath.Abs("../../render/testdata/dns-glibc.json")
 	goodData, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestDiffRefusesBadReportsWithOneLine(t *testing.T) {
 
 // A report diffed with itself changes nothing, with each output format.
 func TestDiffOfARunWithItself(t *testing.T) {
-	in, _ := filepath.Abs("../../report/testdata/path-cross-zone-app-port.json")
+	in, _ := filepath.Abs("../../render/testdata/path-cross-zone-app-port.json")
 	for _, format := range []string{"", "json", "yaml"} {
 		stdout, stderr, code := runDiff(in, in, "-o", format, "--fail-if-regressed", "0")
 		if code != 0 || stderr != "" || !strings.Contains(stdout, "regressions") && !strings.Contains(stdout, "0 regressed") {

@@ -17,7 +17,7 @@ import (
 // Whatever file diff is given, it never panics: it compares (writing valid JSON) or refuses
 // with one line, against a real report and against itself.
 func FuzzDiff(f *testing.F) {
-	good, err := os.ReadFile("../../report/testdata/path-pod-mode-rtt-tcp.json")
+	good, err := os.ReadFile("../../render/testdata/path-pod-mode-rtt-tcp.json")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	"github.com/spf13/cobra"
@@ -236,7 +238,7 @@ func (r *dnsRun) Closed() {}
 
 func (r *dnsRun) Output() cmdutil.RunOutput {
 	return cmdutil.RunOutput{Timing: &r.rep.Timing, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
-		Write: func() error { return report.WriteDNS(r.o.Out, r.o.Output, r.rep) }}
+		Write: func() error { return render.WriteDNS(r.o.Out, r.o.Output, r.rep) }}
 }
 
 // observe captures the pod's own DNS traffic in a second, short-lived agent. It comes second,

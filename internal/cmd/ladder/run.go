@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
@@ -189,7 +191,7 @@ func (r *ladderRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary
 
 func (r *ladderRun) Output() cmdutil.RunOutput {
 	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
-		Write: func() error { return report.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
+		Write: func() error { return render.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
 }
 
 // summarize fills the report's rungs, costs, spreads and figures.

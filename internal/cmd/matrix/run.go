@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	corev1 "k8s.io/api/core/v1"
@@ -206,7 +208,7 @@ func (r *matrixRun) WritePlan() error {
 			len(r.pairs), len(r.rounds), r.rep.Plan.EstimatedSeconds, len(r.agentNodes()))
 		return nil
 	}
-	return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, false)
+	return render.WriteMatrix(r.o.Out, r.o.Output, r.rep, false)
 }
 
 // startFleet places the agents and waits for them.
@@ -326,5 +328,5 @@ func (r *matrixRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary
 func (r *matrixRun) Output() cmdutil.RunOutput {
 	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
 		Complete: r.build,
-		Write:    func() error { return report.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
+		Write:    func() error { return render.WriteMatrix(r.o.Out, r.o.Output, r.rep, r.o.colour()) }}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,7 +23,7 @@ import (
 // report is still written in every format, showing the condition as failed.
 func TestFailIfOnAnUndefinedFigureFails(t *testing.T) {
 	g := &cmdutil.Gates{FailIf: []string{"udp.loss / udp.loss > 1", "udp.loss / udp.loss <= 1", "udp.p50 > 1s"}}
-	if err := g.Parse(report.FormatJUnit); err != nil {
+	if err := g.Parse(render.FormatJUnit); err != nil {
 		t.Fatal(err)
 	}
 	specs := []agent.ProbeSpec{{Kind: agent.ProbeUDP}}
@@ -63,9 +65,9 @@ func fmtVerdict(violated bool) string {
 // failed in each.
 func checkFormatsShowFailed(t *testing.T, rep *report.PathReport) {
 	t.Helper()
-	for _, format := range []string{"", "json", "yaml", report.FormatJUnit, report.FormatOpenMetrics} {
+	for _, format := range []string{"", "json", "yaml", render.FormatJUnit, render.FormatOpenMetrics} {
 		var out bytes.Buffer
-		if err := report.Write(&out, format, rep); err != nil {
+		if err := render.Write(&out, format, rep); err != nil {
 			t.Fatalf("-o %q: %v", format, err)
 		}
 		s := out.String()
@@ -74,12 +76,12 @@ func checkFormatsShowFailed(t *testing.T, rep *report.PathReport) {
 		case "json":
 			var back report.PathReport
 			ok = json.Unmarshal(out.Bytes(), &back) == nil && back.Checks[0].Violated && back.Checks[0].Undefined == "udp.loss / udp.loss"
-		case report.FormatJUnit:
+		case render.FormatJUnit:
 			var suites struct {
 				Failures int `xml:"failures,attr"`
 			}
 			ok = xml.Unmarshal(out.Bytes(), &suites) == nil && suites.Failures == 2
-		case report.FormatOpenMetrics:
+		case render.FormatOpenMetrics:
 			ok = strings.Count(s, "netbench_check_violated{") == 3 && strings.Contains(s, `condition="udp.loss / udp.loss > 1"} 1`) && strings.Contains(s, `condition="udp.loss / udp.loss <= 1"} 1`)
 		default:
 			ok = strings.Count(s, "is undefined (0/0)") == 2

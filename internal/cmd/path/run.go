@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 
@@ -130,6 +132,6 @@ func (r *pathRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) 
 
 func (r *pathRun) Output() cmdutil.RunOutput {
 	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
-		Write: func() error { return report.Write(r.o.Out, r.o.Output, r.rep) },
+		Write: func() error { return render.Write(r.o.Out, r.o.Output, r.rep) },
 		Err:   func() error { return r.res.appErr }}
 }

@@ -1,14 +1,16 @@
-package report
+package render
 
 import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // writeDNSService prints the nameserver Service's replicas, each asked directly, and the share of
 // queries that cross a zone.
-func writeDNSService(w io.Writer, r *DNSReport) {
+func writeDNSService(w io.Writer, r *report.DNSReport) {
 	s := r.NameserverService
 	if s == nil {
 		return
@@ -23,10 +25,10 @@ func writeDNSService(w io.Writer, r *DNSReport) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  server\taddress\tnode\tzone\tfrom this pod\tp50\tp90\tmax\tno answer\t")
 		ns, label := v.Nameserver, "the Service"
-		if c := s.NodeLocalCache; c != nil && c.State == NodeLocalInUse {
+		if c := s.NodeLocalCache; c != nil && c.State == report.NodeLocalInUse {
 			label = "node-local cache"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t\t\t\t%s\t%s\t%s\t%d\t\n", label, ns.Address, Micros(ns.Latency.P50Micros), Micros(ns.Latency.P90Micros), Micros(ns.Latency.MaxMicros), ns.Errors)
+		fmt.Fprintf(tw, "  %s\t%s\t\t\t\t%s\t%s\t%s\t%d\t\n", label, ns.Address, report.Micros(ns.Latency.P50Micros), report.Micros(ns.Latency.P90Micros), report.Micros(ns.Latency.MaxMicros), ns.Errors)
 		for _, rp := range v.Replicas {
 			where := "same zone"
 			if rp.Zone == "" || s.PodZone == "" {
@@ -35,7 +37,7 @@ func writeDNSService(w io.Writer, r *DNSReport) {
 				where = "other zone"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", rp.Pod, rp.Address, rp.Node, orUnknown(rp.Zone), where,
-				Micros(rp.Latency.P50Micros), Micros(rp.Latency.P90Micros), Micros(rp.Latency.MaxMicros), rp.Errors)
+				report.Micros(rp.Latency.P50Micros), report.Micros(rp.Latency.P90Micros), report.Micros(rp.Latency.MaxMicros), rp.Errors)
 		}
 		tw.Flush()
 	}
@@ -52,7 +54,7 @@ func writeDNSService(w io.Writer, r *DNSReport) {
 
 // writeNodeLocal says whether a node-local cache answers the pod and, without one, what answering
 // on the node would save.
-func writeNodeLocal(w io.Writer, c *NodeLocalDNS) {
+func writeNodeLocal(w io.Writer, c *report.NodeLocalDNS) {
 	if c == nil {
 		return
 	}
@@ -61,10 +63,10 @@ func writeNodeLocal(w io.Writer, c *NodeLocalDNS) {
 	case c.NearestReplica == "":
 	case c.SameNode:
 		fmt.Fprintf(w, "  what if: replica %s on this node answered in p50 %s, the Service in %s (%s per query): a node-local cache answers at least as close\n",
-			c.NearestReplica, Micros(c.NearestP50Micros), Micros(c.ServiceP50Micros), signedMicros(c.NearestP50Micros-c.ServiceP50Micros))
+			c.NearestReplica, report.Micros(c.NearestP50Micros), report.Micros(c.ServiceP50Micros), signedMicros(c.NearestP50Micros-c.ServiceP50Micros))
 	default:
 		fmt.Fprintf(w, "  what if: no replica runs on this node to measure a node-local cache by; the fastest in the pod's zone, %s, answered in p50 %s, the Service in %s (%s per query)\n",
-			c.NearestReplica, Micros(c.NearestP50Micros), Micros(c.ServiceP50Micros), signedMicros(c.NearestP50Micros-c.ServiceP50Micros))
+			c.NearestReplica, report.Micros(c.NearestP50Micros), report.Micros(c.ServiceP50Micros), signedMicros(c.NearestP50Micros-c.ServiceP50Micros))
 	}
 }
 

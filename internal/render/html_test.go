@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // The ladder's HTML page, opened in a real headless Chromium: it renders (the screenshot is not
@@ -30,7 +32,7 @@ func TestLadderHTMLInChromium(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r LadderReport
+			var r report.LadderReport
 			if err := json.Unmarshal(data, &r); err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +97,7 @@ func TestMatrixHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r MatrixReport
+	var r report.MatrixReport
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestMatrixHTMLInChromium(t *testing.T) {
 		want = append(want, n.Name)
 	}
 	for _, c := range r.NodeGrid {
-		want = append(want, Micros(c.P50Micros))
+		want = append(want, report.Micros(c.P50Micros))
 	}
 	for _, w := range want {
 		if !strings.Contains(text, htmlText(w)) {

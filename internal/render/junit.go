@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"encoding/xml"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -43,7 +44,7 @@ type junitFailure struct {
 }
 
 // WriteJUnit writes the checks of one run (suite: what was measured, e.g. "path shop/a → shop/b").
-func WriteJUnit(w io.Writer, suite, class string, start time.Time, t Timing, checks []v1alpha1.CheckResult) error {
+func WriteJUnit(w io.Writer, suite, class string, start time.Time, t report.Timing, checks []v1alpha1.CheckResult) error {
 	s := junitSuite{Name: suite, Tests: len(checks), Time: fmt.Sprintf("%.1f", t.WallSeconds), Timestamp: start.UTC().Format(time.RFC3339)}
 	for _, c := range checks {
 		tc := junitCase{Name: c.Condition, ClassName: class, Time: "0", SystemOut: c.Message}

@@ -1,10 +1,11 @@
-package report
+package render
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
@@ -56,14 +57,14 @@ func TestWriteServerSearch(t *testing.T) {
 // The node-local cache's line, and the what-if without one: on the pod's node, or the zone's best.
 func TestWriteNodeLocal(t *testing.T) {
 	for _, tc := range []struct {
-		c    NodeLocalDNS
+		c    report.NodeLocalDNS
 		want string
 	}{
-		{NodeLocalDNS{State: NodeLocalInUse, Basis: "the pod's nameserver 169.254.20.10 is link-local: a cache on its node"},
+		{report.NodeLocalDNS{State: report.NodeLocalInUse, Basis: "the pod's nameserver 169.254.20.10 is link-local: a cache on its node"},
 			"  NodeLocal DNSCache: in use — the pod's nameserver 169.254.20.10 is link-local: a cache on its node\n"},
-		{NodeLocalDNS{State: NodeLocalNotInUse, Basis: "no cache", ServiceP50Micros: 2100, NearestReplica: "coredns-a", NearestP50Micros: 400, SameNode: true},
+		{report.NodeLocalDNS{State: report.NodeLocalNotInUse, Basis: "no cache", ServiceP50Micros: 2100, NearestReplica: "coredns-a", NearestP50Micros: 400, SameNode: true},
 			"  NodeLocal DNSCache: not in use — no cache\n  what if: replica coredns-a on this node answered in p50 400 µs, the Service in 2.10 ms (−1.70 ms per query): a node-local cache answers at least as close\n"},
-		{NodeLocalDNS{State: NodeLocalNotInUse, Basis: "no cache", ServiceP50Micros: 2100, NearestReplica: "coredns-b", NearestP50Micros: 600},
+		{report.NodeLocalDNS{State: report.NodeLocalNotInUse, Basis: "no cache", ServiceP50Micros: 2100, NearestReplica: "coredns-b", NearestP50Micros: 600},
 			"  NodeLocal DNSCache: not in use — no cache\n  what if: no replica runs on this node to measure a node-local cache by; the fastest in the pod's zone, coredns-b, answered in p50 600 µs, the Service in 2.10 ms (−1.50 ms per query)\n"},
 	} {
 		var b strings.Builder
@@ -71,25 +72,5 @@ func TestWriteNodeLocal(t *testing.T) {
 		if b.String() != tc.want {
 			t.Errorf("got\n%s\nwant\n%s", b.String(), tc.want)
 		}
-	}
-}
-
-// A name whose answer is resent over TCP costs 4 queries with the trailing dot: the fix says 4,
-// not 2; and a name the server searched for is looked up by the name it exists as.
-func TestPlanDNSFixesCountsWhatTheWireNeeds(t *testing.T) {
-	r := &probes.DNSResult{Names: []probes.DNSName{
-		{Name: "big.example.com", Variants: []probes.DNSVariant{
-			{Label: "as configured", Queries: 10, AnsweredBy: "big.example.com.", TCPQueries: 2, Truncated: 1},
-			{Label: "trailing dot", Queries: 4, AnsweredBy: "big.example.com.", TCPQueries: 2, Truncated: 1}}},
-		{Name: "example.com", Variants: []probes.DNSVariant{
-			{Label: "as configured", Queries: 2, AnsweredBy: "example.com.ns.svc.cluster.local.", ServerSearch: "example.com."},
-			{Label: "trailing dot", Queries: 2, AnsweredBy: "example.com."}}},
-	}}
-	fixes, _ := PlanDNSFixes(r, "", "ns", nil)
-	if f := fixes[0]; f.FixedQueries != 4 || !strings.Contains(f.Fix, `"big.example.com."`) {
-		t.Errorf("big.example.com fix %+v: want 10 → 4", f)
-	}
-	if f := fixes[1]; f.FixedQueries != 2 || !strings.HasPrefix(f.Fix, "none needed") {
-		t.Errorf("example.com fix %+v: the server's search already makes it 2", f)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -42,7 +43,7 @@ var (
 )
 
 // metricOf maps a figure to its family and the labels that tell it apart.
-func metricOf(f FigureValue) (family, [][2]string) {
+func metricOf(f report.FigureValue) (family, [][2]string) {
 	if f.Probe == "dns-race" {
 		switch f.Stat {
 		case "slow":
@@ -64,7 +65,7 @@ func metricOf(f FigureValue) (family, [][2]string) {
 	}
 	probe := [][2]string{{"probe", f.Probe}}
 	switch {
-	case quantiles[f.Stat] > 0:
+	case report.Quantiles[f.Stat] > 0:
 		return latencyFamily, append(probe, [2]string{"quantile", quantileLabel(f.Stat)})
 	case strings.HasPrefix(f.Stat, "extra-") || strings.HasPrefix(f.Stat, "overhead-"):
 		return addedFamily, [][2]string{{"figure", f.Name}}
@@ -97,7 +98,7 @@ func tidy(v float64) float64 {
 	return t
 }
 
-func quantileLabel(stat string) string { return fmt.Sprint(quantiles[stat]) }
+func quantileLabel(stat string) string { return fmt.Sprint(report.Quantiles[stat]) }
 
 // metricsWriter gathers families in first-seen order.
 type metricsWriter struct {
@@ -126,7 +127,7 @@ func (m *metricsWriter) add(fam family, value float64, labels [][2]string) {
 
 // addFigures adds every figure that maps to a family, with the run's labels. A figure that is
 // NaN or infinite is left out of its family and named in netbench_figure_undefined instead.
-func (m *metricsWriter) addFigures(fs []FigureValue, common [][2]string) {
+func (m *metricsWriter) addFigures(fs []report.FigureValue, common [][2]string) {
 	for _, f := range fs {
 		fam, labels := metricOf(f)
 		if fam.name == "" || f.Alias {
@@ -168,19 +169,19 @@ func newMetricsWriter() *metricsWriter {
 	return &metricsWriter{families: map[string]*dto.MetricFamily{}}
 }
 
-func endpointLabels(prefix string, e Endpoint) [][2]string {
+func endpointLabels(prefix string, e report.Endpoint) [][2]string {
 	return [][2]string{{prefix + "_namespace", e.Namespace}, {prefix + "_pod", e.Pod}, {prefix + "_node", e.Node}, {prefix + "_zone", e.Zone}}
 }
 
 // WritePathMetrics writes a path report as OpenMetrics text: one gauge per figure, labelled with
 // both endpoints and the path class.
-func WritePathMetrics(w io.Writer, r *PathReport) error {
+func WritePathMetrics(w io.Writer, r *report.PathReport) error {
 	common := append(append(endpointLabels("source", r.Source), endpointLabels("destination", r.Destination)...), [2]string{"path_class", r.Path.Class})
 	return writeRunMetrics(w, r.FigureValues(), r.Checks, common)
 }
 
 // writeRunMetrics writes one run's figures and checks, every sample with the common labels.
-func writeRunMetrics(w io.Writer, fs []FigureValue, checks []v1alpha1.CheckResult, common [][2]string) error {
+func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.CheckResult, common [][2]string) error {
 	m := newMetricsWriter()
 	m.addFigures(fs, common)
 	m.addChecks(checks, common)
@@ -188,7 +189,7 @@ func writeRunMetrics(w io.Writer, fs []FigureValue, checks []v1alpha1.CheckResul
 }
 
 // WriteDNSMetrics writes a DNS report as OpenMetrics text, labelled with the pod and resolver.
-func WriteDNSMetrics(w io.Writer, r *DNSReport) error {
+func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 	common := endpointLabels("pod", r.Target)
 	if r.Result != nil && r.Result.DNSResult != nil {
 		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver})
@@ -198,15 +199,15 @@ func WriteDNSMetrics(w io.Writer, r *DNSReport) error {
 
 // WriteLadderMetrics writes a ladder as OpenMetrics text: each rung's medians, labelled with the
 // rung, its class and the client's node and zone.
-func WriteLadderMetrics(w io.Writer, r *LadderReport) error {
+func WriteLadderMetrics(w io.Writer, r *report.LadderReport) error {
 	m := newMetricsWriter()
 	dst := endpointLabels("destination", r.Destination)
 	for _, rung := range r.Rungs {
-		var fs []FigureValue
+		var fs []report.FigureValue
 		for _, name := range r.Figures {
 			if f, ok := rung.Figures[name]; ok {
 				probe, stat := splitFigure(name)
-				fs = append(fs, FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: probe, Stat: stat})
+				fs = append(fs, report.FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: probe, Stat: stat})
 			}
 		}
 		common := append(append([][2]string{}, dst...), [2]string{"rung", rung.Name}, [2]string{"path_class", rung.Class},
@@ -249,14 +250,14 @@ func DecodeOpenMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 
 // WriteMatrixMetrics writes a matrix as OpenMetrics text: each zone cell's figures labelled
 // with its source and destination zones, each pair's labelled with both nodes, and the checks.
-func WriteMatrixMetrics(w io.Writer, r *MatrixReport) error {
+func WriteMatrixMetrics(w io.Writer, r *report.MatrixReport) error {
 	m := newMetricsWriter()
 	for _, c := range r.Zones {
 		common := [][2]string{{"cell", "zone"}, {"source_zone", c.From}, {"destination_zone", c.To}}
 		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps), common)
 	}
 	for _, p := range r.Pairs {
-		if measured(p) {
+		if report.Measured(p) {
 			common := [][2]string{{"cell", "pair"}, {"source_node", p.From}, {"source_zone", p.FromZone}, {"destination_node", p.To}, {"destination_zone", p.ToZone}}
 			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common)
 		}
@@ -265,11 +266,11 @@ func WriteMatrixMetrics(w io.Writer, r *MatrixReport) error {
 	return m.write(w)
 }
 
-func cellFigures(probe string, p50, p99 float64, gbps *float64) []FigureValue {
-	fs := []FigureValue{{Name: probe + ".p50", Unit: UnitMicros, Value: p50, Probe: probe, Stat: "p50"},
-		{Name: probe + ".p99", Unit: UnitMicros, Value: p99, Probe: probe, Stat: "p99"}}
+func cellFigures(probe string, p50, p99 float64, gbps *float64) []report.FigureValue {
+	fs := []report.FigureValue{{Name: probe + ".p50", Unit: report.UnitMicros, Value: p50, Probe: probe, Stat: "p50"},
+		{Name: probe + ".p99", Unit: report.UnitMicros, Value: p99, Probe: probe, Stat: "p99"}}
 	if gbps != nil {
-		fs = append(fs, FigureValue{Name: "tcp.gbps", Unit: UnitGbps, Value: *gbps, Probe: "tcp", Stat: "gbps"})
+		fs = append(fs, report.FigureValue{Name: "tcp.gbps", Unit: report.UnitGbps, Value: *gbps, Probe: "tcp", Stat: "gbps"})
 	}
 	return fs
 }

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
 
 // The human reports, rendered from reports that real runs on the lab produced (testdata/*.json),
 // must match testdata/*.golden byte for byte. After an intended change to the layout, review the
-// difference and run: go test ./internal/report/ -run Golden -update
+// difference and run: go test ./internal/render/ -run Golden -update
 func TestGoldenHumanReports(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/*.json")
 	if err != nil || len(inputs) == 0 {
@@ -32,19 +33,19 @@ func TestGoldenHumanReports(t *testing.T) {
 			var got bytes.Buffer
 			switch {
 			case strings.HasPrefix(name, "path"):
-				var r PathReport
+				var r report.PathReport
 				mustDecode(t, data, &r)
 				err = Write(&got, "", &r)
 			case strings.HasPrefix(name, "ladder"):
-				var r LadderReport
+				var r report.LadderReport
 				mustDecode(t, data, &r)
 				err = WriteLadder(&got, "", &r)
 			case strings.HasPrefix(name, "dns"):
-				var r DNSReport
+				var r report.DNSReport
 				mustDecode(t, data, &r)
 				err = WriteDNS(&got, "", &r)
 			case strings.HasPrefix(name, "matrix"):
-				var r MatrixReport
+				var r report.MatrixReport
 				mustDecode(t, data, &r)
 				err = WriteMatrix(&got, "", &r, false)
 			default:

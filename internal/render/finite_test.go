@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // setFloats sets every number of v that a report can carry (every float reachable through
@@ -65,25 +66,25 @@ func nonFiniteReport(t *testing.T, in string, x float64) (write func(w io.Writer
 	formats = []string{"", "json", "yaml", FormatOpenMetrics, FormatJUnit}
 	switch name := filepath.Base(in); {
 	case strings.HasPrefix(name, "path"):
-		r := &PathReport{}
+		r := &report.PathReport{}
 		mustDecode(t, data, r)
 		setFloats(reflect.ValueOf(r), x)
 		r.Checks = checks
 		return func(w io.Writer, f string) error { return Write(w, f, r) }, formats
 	case strings.HasPrefix(name, "ladder"):
-		r := &LadderReport{}
+		r := &report.LadderReport{}
 		mustDecode(t, data, r)
 		setFloats(reflect.ValueOf(r), x)
 		r.Checks = checks
 		return func(w io.Writer, f string) error { return WriteLadder(w, f, r) }, append(formats, "html")
 	case strings.HasPrefix(name, "matrix"):
-		r := &MatrixReport{}
+		r := &report.MatrixReport{}
 		mustDecode(t, data, r)
 		setFloats(reflect.ValueOf(r), x)
 		r.Checks = checks
 		return func(w io.Writer, f string) error { return WriteMatrix(w, f, r, true) }, append(formats, "html")
 	}
-	r := &DNSReport{}
+	r := &report.DNSReport{}
 	mustDecode(t, data, r)
 	setFloats(reflect.ValueOf(r), x)
 	r.Checks = checks
@@ -154,9 +155,9 @@ func checkEncoded(t *testing.T, format string, out []byte) {
 func TestDiffEncodesNonFiniteNumbers(t *testing.T) {
 	for _, x := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		hi := x
-		d := &DiffReport{APIVersion: APIVersion, Kind: "DiffReport", TolerancePercent: x,
-			Figures: []FigureChange{{Name: "icmp.p50", Unit: UnitMicros, Old: x, New: x, Change: x, ChangePercent: &hi,
-				OldRange: &Range{Low: x, High: &hi}, NewRange: &Range{Low: x}, Verdict: WithinSpread}}}
+		d := &report.DiffReport{APIVersion: report.APIVersion, Kind: "DiffReport", TolerancePercent: x,
+			Figures: []report.FigureChange{{Name: "icmp.p50", Unit: report.UnitMicros, Old: x, New: x, Change: x, ChangePercent: &hi,
+				OldRange: &report.Range{Low: x, High: &hi}, NewRange: &report.Range{Low: x}, Verdict: report.WithinSpread}}}
 		for _, format := range []string{"", "json", "yaml"} {
 			var out bytes.Buffer
 			if err := WriteDiff(&out, format, d); err != nil {
@@ -170,8 +171,8 @@ func TestDiffEncodesNonFiniteNumbers(t *testing.T) {
 // The warnings name each number written as null by its JSON path, and the report given is not
 // changed.
 func TestNullWarningsNameThePath(t *testing.T) {
-	r := &PathReport{APIVersion: APIVersion, Kind: "PathReport", Warnings: []string{"a hostNetwork pod"},
-		Cost: &Cost{RunCostUSD: math.NaN()}, Timing: Timing{Phases: []Phase{{Name: "measure", Seconds: math.Inf(1)}}}}
+	r := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", Warnings: []string{"a hostNetwork pod"},
+		Cost: &report.Cost{RunCostUSD: math.NaN()}, Timing: report.Timing{Phases: []report.Phase{{Name: "measure", Seconds: math.Inf(1)}}}}
 	var out bytes.Buffer
 	if err := Write(&out, "json", r); err != nil {
 		t.Fatal(err)
@@ -214,12 +215,12 @@ func TestMachineEncodingFallsBackToText(t *testing.T) {
 // string a report holds, and it reads back the same.
 func TestYAMLWritesEveryCharacter(t *testing.T) {
 	odd := "del \x7f, next line \u0085, C1 \u0090, \ufffe \uffff, bom \ufeff, tab \t, µs 😀"
-	r := &PathReport{APIVersion: APIVersion, Kind: "PathReport", Warnings: []string{odd}}
+	r := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", Warnings: []string{odd}}
 	var out bytes.Buffer
 	if err := Write(&out, "yaml", r); err != nil {
 		t.Fatal(err)
 	}
-	var back PathReport
+	var back report.PathReport
 	if err := yaml.Unmarshal(out.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestYAMLWritesEveryCharacter(t *testing.T) {
 // OpenMetrics leaves a figure without a finite value out of its family and names it in
 // netbench_figure_undefined; the Prometheus project's parser reads the result.
 func TestOpenMetricsNamesUndefinedFigures(t *testing.T) {
-	r := &PathReport{Probes: []*agent.ProbeResult{{Name: "udp", Kind: agent.ProbeUDP,
+	r := &report.PathReport{Probes: []*agent.ProbeResult{{Name: "udp", Kind: agent.ProbeUDP,
 		RTT: &probes.RTTResult{Received: 3, LossPercent: math.NaN(), JitterMicros: math.Inf(1), RTT: probes.Latency{Count: 3, P50Micros: 100, P99Micros: 200}}}}}
 	var out bytes.Buffer
 	if err := Write(&out, FormatOpenMetrics, r); err != nil {

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func TestWriteDNSService(t *testing.T) {
@@ -18,9 +19,9 @@ func TestWriteDNSService(t *testing.T) {
 			{DNSReplica: probes.DNSReplica{Address: "10.244.1.3", Pod: "coredns-a", Node: "lab-a1", Zone: "zone-a"}, Latency: lat(600)},
 			{DNSReplica: probes.DNSReplica{Address: "10.244.3.3", Pod: "coredns-b", Node: "lab-b1", Zone: "zone-b"}, Latency: lat(4600), Errors: 1},
 		}}
-	r := &DNSReport{
+	r := &report.DNSReport{
 		Result: &agent.DNSReport{DNSResult: &probes.DNSResult{Repeats: 20, ReplicaView: view, Names: []probes.DNSName{{Name: "kubernetes.default"}}}},
-		NameserverService: &DNSService{Namespace: "kube-system", Name: "kube-dns", ClusterIP: "10.96.0.10", ReadyReplicas: 2, PodZone: "zone-a",
+		NameserverService: &report.DNSService{Namespace: "kube-system", Name: "kube-dns", ClusterIP: "10.96.0.10", ReadyReplicas: 2, PodZone: "zone-a",
 			SameZoneReplicas: 1, CrossZoneShare: 0.5, ShareBasis: "without a traffic distribution …", LookupsPerSecond: 10, CrossZoneQueriesPerSecond: 20},
 	}
 	var b strings.Builder
@@ -37,7 +38,7 @@ func TestWriteDNSService(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	r.NameserverService = &DNSService{Skipped: "skipped: reading Service kube-system/kube-dns: forbidden"}
+	r.NameserverService = &report.DNSService{Skipped: "skipped: reading Service kube-system/kube-dns: forbidden"}
 	b.Reset()
 	writeDNSService(&b, r)
 	if !strings.Contains(b.String(), "Nameserver replicas: skipped: reading Service") {

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // Write renders v as "json", "yaml", or, for "", the human report.
-func Write(w io.Writer, format string, v *PathReport) error {
+func Write(w io.Writer, format string, v *report.PathReport) error {
 	switch format {
 	case "":
 		return Human(w, v)
@@ -27,22 +28,6 @@ const (
 	FormatOpenMetrics = "openmetrics"
 	FormatJUnit       = "junit"
 )
-
-// Micros formats a duration given in microseconds with its unit.
-func Micros(us float64) string {
-	switch {
-	case us < 0:
-		return "−" + Micros(-us)
-	case us >= 1e6:
-		return fmt.Sprintf("%.2f s", us/1e6)
-	case us >= 1e3:
-		return fmt.Sprintf("%.2f ms", us/1e3)
-	case us >= 100:
-		return fmt.Sprintf("%.0f µs", us)
-	default:
-		return fmt.Sprintf("%.1f µs", us)
-	}
-}
 
 // Bits formats a rate in bits per second.
 func Bits(bps float64) string {
@@ -67,17 +52,9 @@ func bytesStr(b int64) string {
 	}
 }
 
-func endpoint(e Endpoint) string {
-	where := e.Node
-	if e.Zone != "" {
-		where += ", " + e.Zone
-	}
-	return fmt.Sprintf("%s/%s (%s, node %s)", e.Namespace, e.Pod, e.PodIP, where)
-}
-
 // Human writes the report as tables with units, sample counts and resolutions.
-func Human(w io.Writer, r *PathReport) error {
-	fmt.Fprintf(w, "kubectl netbench path: %s → %s\n", endpoint(r.Source), endpoint(r.Destination))
+func Human(w io.Writer, r *report.PathReport) error {
+	fmt.Fprintf(w, "kubectl netbench path: %s → %s\n", report.EndpointName(r.Source), report.EndpointName(r.Destination))
 	mode := "ephemeral containers in both pods"
 	if r.Mode == "pod" {
 		mode = fmt.Sprintf("temporary pods (%s → %s)", r.Source.AgentPod, r.Destination.AgentPod)
@@ -150,7 +127,7 @@ func writeChecks(w io.Writer, checks []v1alpha1.CheckResult) {
 }
 
 // writeFooter prints a report's warnings and where its wall time went.
-func writeFooter(w io.Writer, warnings []string, t Timing) {
+func writeFooter(w io.Writer, warnings []string, t report.Timing) {
 	for _, s := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
@@ -202,17 +179,17 @@ func writeRTT(w io.Writer, title string, rtt []*v1alpha1.ProbeResult) {
 	for _, r := range rtt {
 		x := r.RTT
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f %%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, x.Method, x.Received, x.Sent, x.LossPercent,
-			Micros(x.RTT.MinMicros), Micros(x.RTT.P50Micros), Micros(x.RTT.AvgMicros), Micros(x.RTT.P99Micros), Micros(x.RTT.MaxMicros), Micros(x.MdevMicros), x.Timestamps)
+			report.Micros(x.RTT.MinMicros), report.Micros(x.RTT.P50Micros), report.Micros(x.RTT.AvgMicros), report.Micros(x.RTT.P99Micros), report.Micros(x.RTT.MaxMicros), report.Micros(x.MdevMicros), x.Timestamps)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  percentiles exact (nearest rank over every reply)")
 	for _, r := range rtt {
 		if r.Kind == v1alpha1.ProbeUDP {
 			fmt.Fprintf(w, "  %s: jitter %s (RFC 3550 estimator over successive round trips), %d datagrams at %.3g ms intervals\n",
-				r.Name, Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
+				r.Name, report.Micros(r.RTT.JitterMicros), r.RTT.Sent, r.RTT.IntervalMillis)
 			if d := r.RTT.ServerDwell; d != nil && d.Count > 0 {
 				fmt.Fprintf(w, "  %s: the server agent held each datagram %s (p50; p99 %s) from the kernel's receive to its answer's transmit: taken off each round trip\n",
-					r.Name, Micros(d.P50Micros), Micros(d.P99Micros))
+					r.Name, report.Micros(d.P50Micros), report.Micros(d.P99Micros))
 			}
 		}
 	}
@@ -231,7 +208,7 @@ func writeRequests(w io.Writer, title string, http, grpc []*v1alpha1.ProbeResult
 			a = fmt.Sprintf("%.0f", asked)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, conns, a, done, n, errs,
-			Micros(l.MinMicros), Micros(l.P50Micros), Micros(l.P90Micros), Micros(l.P99Micros), Micros(l.P999Micros), Micros(l.MaxMicros))
+			report.Micros(l.MinMicros), report.Micros(l.P50Micros), report.Micros(l.P90Micros), report.Micros(l.P99Micros), report.Micros(l.P999Micros), report.Micros(l.MaxMicros))
 	}
 	var lats []namedLatency
 	for _, r := range http {
@@ -249,7 +226,7 @@ func writeRequests(w io.Writer, title string, http, grpc []*v1alpha1.ProbeResult
 	for _, r := range http {
 		if r.HTTP.Mode == v1alpha1.HTTPClosedLoop && r.HTTP.LittleLawQPS > 0 {
 			fmt.Fprintf(w, "  %s: achieved %.0f qps; Little's law (%d connections ÷ mean %s) expects %.0f qps\n",
-				r.Name, r.HTTP.AchievedQPS, r.HTTP.Connections, Micros(r.HTTP.Latency.AvgMicros), r.HTTP.LittleLawQPS)
+				r.Name, r.HTTP.AchievedQPS, r.HTTP.Connections, report.Micros(r.HTTP.Latency.AvgMicros), r.HTTP.LittleLawQPS)
 		}
 		if len(r.HTTP.ErrorsByKind) > 0 {
 			fmt.Fprintf(w, "  %s errors by kind: %v\n", r.Name, r.HTTP.ErrorsByKind)
@@ -279,10 +256,10 @@ func writeThroughput(w io.Writer, title string, tput []*v1alpha1.ProbeResult) {
 		if t.ServerCPUPercent > 0 {
 			srv = fmt.Sprintf("%.0f %%", t.ServerCPUPercent)
 		}
-		mss, _ := minMSS(r)
+		mss, _ := report.MinMSS(r)
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", r.Name, t.Streams, t.DurationSeconds,
 			Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
-			t.ClientCPUPercent, srv, Micros(rtt), bytesStr(cwnd), mss)
+			t.ClientCPUPercent, srv, report.Micros(rtt), bytesStr(cwnd), mss)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  CPU in % of one core; mean RTT, max cwnd and MSS (the smallest of the streams') from TCP_INFO, sampled every 100 ms")
@@ -324,7 +301,7 @@ func Histogram(w io.Writer, l v1alpha1.Latency, width int) {
 		if n == 0 && b.Count > 0 {
 			n = 1
 		}
-		fmt.Fprintf(w, "  %10s – %-10s %s %d\n", Micros(b.StartMicros), Micros(b.EndMicros), strings.Repeat("█", n), b.Count)
+		fmt.Fprintf(w, "  %10s – %-10s %s %d\n", report.Micros(b.StartMicros), report.Micros(b.EndMicros), strings.Repeat("█", n), b.Count)
 	}
 }
 
@@ -342,7 +319,7 @@ func percentileBasis(w io.Writer, lats []namedLatency) {
 	for _, n := range lats {
 		switch {
 		case n.l.ResolutionMicros > 0:
-			bucketed = append(bucketed, fmt.Sprintf("%s (finest bucket %s)", n.name, Micros(n.l.ResolutionMicros)))
+			bucketed = append(bucketed, fmt.Sprintf("%s (finest bucket %s)", n.name, report.Micros(n.l.ResolutionMicros)))
 		case n.l.PercentilesFrom > 0:
 			sampled = append(sampled, fmt.Sprintf("%s: a uniform sample of %d of its %d requests", n.name, n.l.PercentilesFrom, n.l.Count))
 		default:

@@ -1,14 +1,13 @@
-package report
+package render
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 func rttResult(kind string, p50, p99 float64) *agent.ProbeResult {
@@ -16,11 +15,11 @@ func rttResult(kind string, p50, p99 float64) *agent.ProbeResult {
 }
 
 // A 4-node, 2-zone matrix (every pair) in which b1 adds 1 ms to every path it is on.
-func slowNodeMatrix() *MatrixReport {
+func slowNodeMatrix() *report.MatrixReport {
 	zone := map[string]string{"a1": "zone-a", "a2": "zone-a", "b1": "zone-b", "b2": "zone-b"}
-	r := &MatrixReport{Kind: "MatrixReport", Scope: "nodes", Namespace: "nb"}
+	r := &report.MatrixReport{Kind: "MatrixReport", Scope: "nodes", Namespace: "nb"}
 	for _, n := range []string{"a1", "a2", "b1", "b2"} {
-		r.Nodes = append(r.Nodes, MatrixNode{Name: n, Zone: zone[n]})
+		r.Nodes = append(r.Nodes, report.MatrixNode{Name: n, Zone: zone[n]})
 	}
 	for _, from := range []string{"a1", "a2", "b1", "b2"} {
 		for _, to := range []string{"a1", "a2", "b1", "b2"} {
@@ -34,11 +33,11 @@ func slowNodeMatrix() *MatrixReport {
 			if from == "b1" || to == "b1" {
 				rtt += 1000
 			}
-			r.Pairs = append(r.Pairs, MatrixPair{From: from, To: to, FromZone: zone[from], ToZone: zone[to],
+			r.Pairs = append(r.Pairs, report.MatrixPair{From: from, To: to, FromZone: zone[from], ToZone: zone[to],
 				Results: []*agent.ProbeResult{rttResult(agent.ProbeICMP, rtt, 1.2*rtt), rttResult(agent.ProbeTCPRTT, rtt+20, 1.3*rtt)}})
 		}
 	}
-	r.Pairs = append(r.Pairs, MatrixPair{From: "a1", To: "x9", FromZone: "zone-a", ToZone: "zone-c", Error: "the agent on x9 is not ready: ErrImagePull"})
+	r.Pairs = append(r.Pairs, report.MatrixPair{From: "a1", To: "x9", FromZone: "zone-a", ToZone: "zone-c", Error: "the agent on x9 is not ready: ErrImagePull"})
 	return r
 }
 
@@ -48,7 +47,7 @@ func TestBuildMatrix(t *testing.T) {
 	if r.Probe != agent.ProbeICMP {
 		t.Errorf("probe %s", r.Probe)
 	}
-	wantZones := []MatrixCell{
+	wantZones := []report.MatrixCell{
 		{From: "zone-a", To: "zone-a", Pairs: 2, P50Micros: 900, P99Micros: 1080, MinP50: 900, MaxP50: 900},
 		{From: "zone-a", To: "zone-b", Pairs: 4, P50Micros: 4900, P99Micros: 5880, MinP50: 4400, MaxP50: 5400},
 		{From: "zone-b", To: "zone-a", Pairs: 4, P50Micros: 4900, P99Micros: 5880, MinP50: 4400, MaxP50: 5400},
@@ -113,67 +112,5 @@ func TestBuildMatrixFallsBackToTCP(t *testing.T) {
 	r.BuildMatrix(1.5, 1.2)
 	if r.Probe != agent.ProbeTCPRTT || r.Zones[0].P50Micros != 920 {
 		t.Errorf("probe %s, zone-a cell p50 %v: want tcp-rtt 920", r.Probe, r.Zones[0].P50Micros)
-	}
-}
-
-func TestMatrixFiguresAndRender(t *testing.T) {
-	r := slowNodeMatrix()
-	r.BuildMatrix(1.5, 1.2)
-	figs := Figures(r.FigureValues())
-	for name, want := range map[string]float64{"zone-a:zone-b.rtt.p50": 4900, "same-zone.rtt.p50": 1900, "cross-zone.rtt.p99": 5880, "worst.rtt.p50": 4900, "outliers.count": 1} {
-		if got, ok := figs[name]; !ok || got.Value != want {
-			t.Errorf("%s = %+v, want %v", name, got, want)
-		}
-	}
-	planned := MatrixPlannedFigures([][2]string{{"zone-a", "zone-b"}, {"zone-a", "zone-a"}}, false)
-	for name := range figs {
-		if _, ok := planned[name]; !ok && !strings.HasPrefix(name, "zone-b:") && name != "zone-b:zone-b.rtt.p50" {
-			t.Errorf("figure %s reported but not planned", name)
-		}
-	}
-	var plain, colour bytes.Buffer
-	if err := WriteMatrix(&plain, "", r, false); err != nil {
-		t.Fatal(err)
-	}
-	_ = WriteMatrix(&colour, "", r, true)
-	for _, want := range []string{"RTT p50 / p99 by node", "from \\ to  a1", "b1 is slow", "not measured a1 → x9: the agent on x9 is not ready"} {
-		if !strings.Contains(plain.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, plain.String())
-		}
-	}
-	if strings.Contains(plain.String(), "\x1b[") || !strings.Contains(colour.String(), ansiRed+"b1 is slow") {
-		t.Errorf("colour only when asked")
-	}
-	var html bytes.Buffer
-	if err := WriteMatrixHTML(&html, r); err != nil || !strings.Contains(html.String(), "hsl(") || strings.Contains(html.String(), "<script") {
-		t.Errorf("html: %v", err)
-	}
-}
-
-// OpenMetrics: a p50 and a p99 sample per zone cell and per measured pair, labelled with the
-// zones (and nodes), in seconds; Prometheus' parser takes it.
-func TestMatrixOpenMetrics(t *testing.T) {
-	r := slowNodeMatrix()
-	r.BuildMatrix(1.5, 1.2)
-	var out bytes.Buffer
-	if err := WriteMatrix(&out, FormatOpenMetrics, r, false); err != nil {
-		t.Fatal(err)
-	}
-	fams, err := DecodeOpenMetrics(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lat := fams["netbench_latency_seconds"]
-	if lat == nil || len(lat.Metric) != 2*4+2*12 {
-		t.Fatalf("latency samples: %v, want 2 per zone cell (4) and per measured pair (12)", lat)
-	}
-	for _, m := range lat.Metric {
-		l := map[string]string{}
-		for _, lp := range m.Label {
-			l[lp.GetName()] = lp.GetValue()
-		}
-		if l["cell"] == "pair" && l["source_node"] == "b1" && l["destination_node"] == "a1" && l["quantile"] == "0.5" && m.GetGauge().GetValue() != 5400e-6 {
-			t.Errorf("b1 → a1 p50 %v s, want 5.4 ms", m.GetGauge().GetValue())
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"fmt"
@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // WriteMatrix writes a matrix report as JSON, YAML, one HTML page, OpenMetrics, JUnit, or
 // (format "") tables for people, coloured when colour is set.
-func WriteMatrix(w io.Writer, format string, r *MatrixReport, colour bool) error {
+func WriteMatrix(w io.Writer, format string, r *report.MatrixReport, colour bool) error {
 	switch format {
 	case "":
 	case "html":
@@ -28,12 +30,12 @@ func WriteMatrix(w io.Writer, format string, r *MatrixReport, colour bool) error
 		grid, axis = r.NodeGrid, "node"
 	}
 	fmt.Fprintf(w, "\nRTT p50 / p99 by %s (rows: from, columns: to; each cell the median of its pairs' figures, pairs in brackets)\n", axis)
-	writeGrid(w, grid, func(c MatrixCell) string {
-		return fmt.Sprintf("%s / %s (%d)", Micros(c.P50Micros), Micros(c.P99Micros), c.Pairs)
+	writeGrid(w, grid, func(c report.MatrixCell) string {
+		return fmt.Sprintf("%s / %s (%d)", report.Micros(c.P50Micros), report.Micros(c.P99Micros), c.Pairs)
 	}, colour)
 	if hasGbps(grid) {
 		fmt.Fprintf(w, "\nTCP throughput by %s, Gbit/s (median of the cell's pairs)\n", axis)
-		writeGrid(w, grid, func(c MatrixCell) string {
+		writeGrid(w, grid, func(c report.MatrixCell) string {
 			if c.Gbps == nil {
 				return "—"
 			}
@@ -42,8 +44,8 @@ func WriteMatrix(w io.Writer, format string, r *MatrixReport, colour bool) error
 	}
 	if r.Scope == "nodes" && len(r.Zones) > 1 {
 		fmt.Fprintln(w, "\nRTT p50 / p99 by zone")
-		writeGrid(w, r.Zones, func(c MatrixCell) string {
-			return fmt.Sprintf("%s / %s (%d)", Micros(c.P50Micros), Micros(c.P99Micros), c.Pairs)
+		writeGrid(w, r.Zones, func(c report.MatrixCell) string {
+			return fmt.Sprintf("%s / %s (%d)", report.Micros(c.P50Micros), report.Micros(c.P99Micros), c.Pairs)
 		}, colour)
 	}
 	writeNodeSummary(w, r.Summary, colour)
@@ -54,7 +56,7 @@ func WriteMatrix(w io.Writer, format string, r *MatrixReport, colour bool) error
 	return nil
 }
 
-func writeMatrixHeader(w io.Writer, r *MatrixReport) {
+func writeMatrixHeader(w io.Writer, r *report.MatrixReport) {
 	zones := map[string]bool{}
 	for _, n := range r.Nodes {
 		zones[n.Zone] = true
@@ -80,10 +82,10 @@ func writeMatrixHeader(w io.Writer, r *MatrixReport) {
 }
 
 // samplesOf is the pairs' sample count, or its range when they differ.
-func samplesOf(pairs []MatrixPair) string {
+func samplesOf(pairs []report.MatrixPair) string {
 	lo, hi := -1, -1
 	for _, p := range pairs {
-		if !measured(p) {
+		if !report.Measured(p) {
 			continue
 		}
 		if lo < 0 || p.Samples < lo {
@@ -100,7 +102,7 @@ func samplesOf(pairs []MatrixPair) string {
 	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
-func hasGbps(cells []MatrixCell) bool {
+func hasGbps(cells []report.MatrixCell) bool {
 	for _, c := range cells {
 		if c.Gbps != nil {
 			return true
@@ -131,9 +133,9 @@ func heat(v, lowest float64) string {
 
 // writeGrid prints cells as a table with one row per From and one column per To; cells not
 // measured show "—".
-func writeGrid(w io.Writer, cells []MatrixCell, text func(MatrixCell) string, colour bool) {
+func writeGrid(w io.Writer, cells []report.MatrixCell, text func(report.MatrixCell) string, colour bool) {
 	rows, cols := axes(cells)
-	byKey := map[[2]string]MatrixCell{}
+	byKey := map[[2]string]report.MatrixCell{}
 	lowest := 0.0
 	for _, c := range cells {
 		byKey[[2]string{c.From, c.To}] = c
@@ -160,7 +162,7 @@ func writeGrid(w io.Writer, cells []MatrixCell, text func(MatrixCell) string, co
 
 // axes are a grid's rows and columns, each sorted: every name on either side is both a row and a
 // column, so that the diagonal lines up.
-func axes(cells []MatrixCell) (rows, cols []string) {
+func axes(cells []report.MatrixCell) (rows, cols []string) {
 	seen := map[string]bool{}
 	for _, c := range cells {
 		for _, n := range []string{c.From, c.To} {
@@ -198,7 +200,7 @@ func writeTable(w io.Writer, table, paint [][]string, colour bool) {
 	}
 }
 
-func writeNodeSummary(w io.Writer, summary []NodeSummary, colour bool) {
+func writeNodeSummary(w io.Writer, summary []report.NodeSummary, colour bool) {
 	fmt.Fprintln(w, "\nper node: the median of its pairs' p50 over the same cells' other pairs")
 	table := [][]string{{"node", "zone", "pairs (client/server)", "ratio", "excess"}}
 	paint := [][]string{make([]string, 5)}
@@ -219,17 +221,17 @@ func writeNodeSummary(w io.Writer, summary []NodeSummary, colour bool) {
 
 func signedMicros(us float64) string {
 	if us >= 0 {
-		return "+" + Micros(us)
+		return "+" + report.Micros(us)
 	}
-	return Micros(us)
+	return report.Micros(us)
 }
 
-func writeOutliers(w io.Writer, r *MatrixReport, colour bool) {
+func writeOutliers(w io.Writer, r *report.MatrixReport, colour bool) {
 	if len(r.Outliers) == 0 {
-		fmt.Fprintf(w, "\nno outliers (no node at %.2f× nor pair at %.2f× the same cells' other pairs and %d µs above)\n", r.NodeFactor, r.Factor, MinOutlierExcessMicros)
+		fmt.Fprintf(w, "\nno outliers (no node at %.2f× nor pair at %.2f× the same cells' other pairs and %d µs above)\n", r.NodeFactor, r.Factor, report.MinOutlierExcessMicros)
 		return
 	}
-	fmt.Fprintf(w, "\noutliers (nodes at %.2f×, pairs at %.2f× the same cells' other pairs, and at least %d µs above)\n", r.NodeFactor, r.Factor, MinOutlierExcessMicros)
+	fmt.Fprintf(w, "\noutliers (nodes at %.2f×, pairs at %.2f× the same cells' other pairs, and at least %d µs above)\n", r.NodeFactor, r.Factor, report.MinOutlierExcessMicros)
 	for _, o := range r.Outliers {
 		line := "  " + o.Message
 		if colour {

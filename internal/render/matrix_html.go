@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	_ "embed"
@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 //go:embed matrix.html.tmpl
@@ -24,14 +26,14 @@ type htmlRow struct {
 }
 
 type htmlCellOf struct {
-	MatrixCell
+	report.MatrixCell
 	Colour template.CSS
 }
 
 // WriteMatrixHTML writes the matrix as one self-contained page: a heatmap per axis (zones, and
 // nodes for --scope nodes), the per-node table and the outliers; no script, nothing fetched.
-func WriteMatrixHTML(w io.Writer, r *MatrixReport) error {
-	t, err := template.New("matrix").Funcs(template.FuncMap{"micros": Micros}).Parse(matrixHTML)
+func WriteMatrixHTML(w io.Writer, r *report.MatrixReport) error {
+	t, err := template.New("matrix").Funcs(template.FuncMap{"micros": report.Micros}).Parse(matrixHTML)
 	if err != nil {
 		return err
 	}
@@ -42,9 +44,9 @@ func WriteMatrixHTML(w io.Writer, r *MatrixReport) error {
 	return t.Execute(w, map[string]any{"R": r, "Grids": grids})
 }
 
-func gridOf(axis string, cells []MatrixCell) htmlGrid {
+func gridOf(axis string, cells []report.MatrixCell) htmlGrid {
 	g := htmlGrid{Axis: axis}
-	byKey := map[[2]string]MatrixCell{}
+	byKey := map[[2]string]report.MatrixCell{}
 	rows, cols := axes(cells)
 	g.Cols = cols
 	lowest := math.Inf(1)

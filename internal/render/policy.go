@@ -1,13 +1,15 @@
-package report
+package render
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // writePolicy writes the policy check's section of a human report.
-func writePolicy(w io.Writer, p *PolicyCheck) {
+func writePolicy(w io.Writer, p *report.PolicyCheck) {
 	if p == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	_ "embed"
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -18,12 +19,12 @@ var ladderHTML string
 // WriteLadderHTML writes the ladder as one self-contained HTML page: the table and SVG charts
 // (RTT per rung, latency CDF per rung, throughput, the Service's same-zone share), with no
 // script and nothing fetched, to attach to a ticket.
-func WriteLadderHTML(w io.Writer, r *LadderReport) error {
-	t, err := template.New("ladder").Funcs(template.FuncMap{"cell": htmlCell, "micros": Micros}).Parse(ladderHTML)
+func WriteLadderHTML(w io.Writer, r *report.LadderReport) error {
+	t, err := template.New("ladder").Funcs(template.FuncMap{"cell": htmlCell, "micros": report.Micros}).Parse(ladderHTML)
 	if err != nil {
 		return err
 	}
-	var rungs []*LadderRung
+	var rungs []*report.LadderRung
 	for i := range r.Rungs {
 		if r.Rungs[i].Skipped == "" {
 			rungs = append(rungs, &r.Rungs[i])
@@ -40,7 +41,7 @@ func WriteLadderHTML(w io.Writer, r *LadderReport) error {
 
 // htmlCell is a figure's table cell: the median, then the range and the difference from
 // same-node in smaller type.
-func htmlCell(f Figure, rounds int) template.HTML {
+func htmlCell(f report.Figure, rounds int) template.HTML {
 	var sub []string
 	if rounds > 1 {
 		sub = append(sub, "["+formatValue(f.Min, f.Unit)+"–"+formatValue(f.Max, f.Unit)+"]")
@@ -101,7 +102,7 @@ func bars(title string, names []string, values [][]float64, labels [][]string, l
 	return template.HTML(b.String())
 }
 
-func rttChart(rungs []*LadderRung) template.HTML {
+func rttChart(rungs []*report.LadderRung) template.HTML {
 	probe := ""
 	for _, p := range []string{"icmp", "tcp-rtt"} {
 		if len(rungs) > 0 && rungs[0].Figures != nil {
@@ -121,12 +122,12 @@ func rttChart(rungs []*LadderRung) template.HTML {
 		p50, p99 := r.Figures[probe+".p50"].Median, r.Figures[probe+".p99"].Median
 		names = append(names, r.Name)
 		values = append(values, []float64{p50, p99})
-		labels = append(labels, []string{Micros(p50), Micros(p99)})
+		labels = append(labels, []string{report.Micros(p50), report.Micros(p99)})
 	}
 	return bars("RTT per rung ("+probe+")", names, values, labels, []string{probe + " p50", probe + " p99"}, 0)
 }
 
-func throughputChart(rungs []*LadderRung) template.HTML {
+func throughputChart(rungs []*report.LadderRung) template.HTML {
 	var keys []string
 	seen := map[string]bool{}
 	for _, r := range rungs {
@@ -157,7 +158,7 @@ func throughputChart(rungs []*LadderRung) template.HTML {
 	return bars("TCP throughput per rung", names, values, labels, keys, 0)
 }
 
-func shareChart(rungs []*LadderRung) template.HTML {
+func shareChart(rungs []*report.LadderRung) template.HTML {
 	var names []string
 	var values [][]float64
 	var labels [][]string
@@ -174,7 +175,7 @@ func shareChart(rungs []*LadderRung) template.HTML {
 
 // cdfChart draws, per rung, the cumulative distribution of the first latency histogram it
 // has (HTTP keep-alive, else gRPC), on one linear axis up to the largest p99.
-func cdfChart(rungs []*LadderRung) template.HTML {
+func cdfChart(rungs []*report.LadderRung) template.HTML {
 	type series struct {
 		name string
 		h    v1alpha1.Latency
@@ -212,7 +213,7 @@ func cdfChart(rungs []*LadderRung) template.HTML {
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s"><title>%s</title>`, chartW, chartH, title, title)
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" class="grid"/>`, padL, y(0), padL+plotW, y(0))
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" class="axis">0</text><text x="%.0f" y="%.0f" text-anchor="end" class="axis">%s</text>`,
-		padL, chartH-10, padL+plotW, chartH-10, Micros(top))
+		padL, chartH-10, padL+plotW, chartH-10, report.Micros(top))
 	for _, f := range []float64{0.5, 0.9, 0.99} {
 		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" class="grid"/><text x="%.0f" y="%.1f" text-anchor="end" class="axis">%g</text>`,
 			padL, y(f), padL+plotW, y(f), padL-6, y(f)+4, f)

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"fmt"
@@ -7,10 +7,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // WriteLadder writes a ladder report as JSON, YAML, one HTML page, or (format "") tables for people.
-func WriteLadder(w io.Writer, format string, r *LadderReport) error {
+func WriteLadder(w io.Writer, format string, r *report.LadderReport) error {
 	switch format {
 	case "":
 	case "html":
@@ -22,9 +24,9 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 	default:
 		return writeMachineOrText(w, format, r, func(w io.Writer) error { return WriteLadder(w, "", r) })
 	}
-	fmt.Fprintf(w, "kubectl netbench ladder: to %s\n", endpoint(r.Destination))
+	fmt.Fprintf(w, "kubectl netbench ladder: to %s\n", report.EndpointName(r.Destination))
 	fmt.Fprintf(w, "server agent: %s   clients: temporary pods, one rung at a time   profile: %s   rounds: %d\n", r.Mode, r.Profile, r.Rounds)
-	var measured []*LadderRung
+	var measured []*report.LadderRung
 	for i := range r.Rungs {
 		rung := &r.Rungs[i]
 		if rung.Skipped != "" {
@@ -49,7 +51,7 @@ func WriteLadder(w io.Writer, format string, r *LadderReport) error {
 
 // writeLadderTable prints one row per figure and one column per rung: the median (with the
 // range over rounds when there are several) and its difference from the same-node rung.
-func writeLadderTable(w io.Writer, r *LadderReport, rungs []*LadderRung) {
+func writeLadderTable(w io.Writer, r *report.LadderReport, rungs []*report.LadderRung) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "figure\t"
@@ -80,7 +82,7 @@ func writeLadderTable(w io.Writer, r *LadderReport, rungs []*LadderRung) {
 	fmt.Fprintf(w, "  (%s; in parentheses the difference from same-node; latency percentiles as each probe reports them: counts and resolutions in -o json)\n", note)
 }
 
-func figureCell(f Figure, rounds int) string {
+func figureCell(f report.Figure, rounds int) string {
 	s := formatValue(f.Median, f.Unit)
 	if rounds > 1 {
 		s += " [" + formatValue(f.Min, f.Unit) + "–" + formatValue(f.Max, f.Unit) + "]"
@@ -92,7 +94,7 @@ func figureCell(f Figure, rounds int) string {
 }
 
 // difference is a figure's difference from the same-node rung, absolute and in %.
-func difference(f Figure) string {
+func difference(f report.Figure) string {
 	if f.VsSameNode == nil {
 		return ""
 	}
@@ -109,22 +111,22 @@ func difference(f Figure) string {
 
 func formatValue(v float64, unit string) string {
 	switch unit {
-	case UnitMicros:
-		return Micros(v)
-	case UnitGbps:
+	case report.UnitMicros:
+		return report.Micros(v)
+	case report.UnitGbps:
 		return fmt.Sprintf("%.2f Gbit/s", v)
-	case UnitReqPerS:
+	case report.UnitReqPerS:
 		return fmt.Sprintf("%.0f req/s", v)
-	case UnitPercent:
+	case report.UnitPercent:
 		return fmt.Sprintf("%.1f %%", v)
-	case UnitBytes:
+	case report.UnitBytes:
 		return fmt.Sprintf("%.0f B", v)
 	}
 	return fmt.Sprintf("%.0f", v)
 }
 
 // writeLadderBars draws the RTT p50 and p99 of each rung on one scale.
-func writeLadderBars(w io.Writer, rungs []*LadderRung) {
+func writeLadderBars(w io.Writer, rungs []*report.LadderRung) {
 	probe := ""
 	for _, p := range []string{"icmp", "tcp-rtt"} {
 		if _, ok := rungs[0].Figures[p+".p50"]; ok {
@@ -148,11 +150,11 @@ func writeLadderBars(w io.Writer, rungs []*LadderRung) {
 		p50, p99 := r.Figures[probe+".p50"].Median, r.Figures[probe+".p99"].Median
 		a := int(math.Round(width * p50 / top))
 		b := max(int(math.Round(width*p99/top))-a, 0)
-		fmt.Fprintf(w, "  %-22s %s%s %s / %s\n", r.Name, strings.Repeat("█", max(a, 1)), strings.Repeat("░", b), Micros(p50), Micros(p99))
+		fmt.Fprintf(w, "  %-22s %s%s %s / %s\n", r.Name, strings.Repeat("█", max(a, 1)), strings.Repeat("░", b), report.Micros(p50), report.Micros(p99))
 	}
 }
 
-func writeLadderCost(w io.Writer, rungs []*LadderRung) {
+func writeLadderCost(w io.Writer, rungs []*report.LadderRung) {
 	for _, r := range rungs {
 		if c := r.Cost; c != nil {
 			fmt.Fprintf(w, "cost %s: 1 Gbit/s sustained for 30 days = $%.0f at $%.3f/GB × 2 sides (this run moved %s across)\n",
@@ -163,7 +165,7 @@ func writeLadderCost(w io.Writer, rungs []*LadderRung) {
 
 // writeLadderService says which Service was measured, with its traffic settings, and where its
 // new connections landed from each rung.
-func writeLadderService(w io.Writer, svc *LadderService, rungs []*LadderRung) {
+func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.LadderRung) {
 	if svc == nil {
 		return
 	}
@@ -241,19 +243,19 @@ func sortedKeys(m map[string]int) []string {
 
 // writeLadderBaselines says what the pod network adds over the nodes' own path, from the
 // host-network rung and the rung on the same nodes.
-func writeLadderBaselines(w io.Writer, order []string, rungs []*LadderRung) {
+func writeLadderBaselines(w io.Writer, order []string, rungs []*report.LadderRung) {
 	for _, r := range rungs {
 		if len(r.VsBaseline) == 0 {
 			continue
 		}
 		var parts []string
 		for _, name := range order {
-			if d, ok := r.VsBaseline[name]; ok && r.Figures[name].Unit == UnitMicros {
+			if d, ok := r.VsBaseline[name]; ok && r.Figures[name].Unit == report.UnitMicros {
 				sign := "+"
 				if d < 0 {
 					sign = "−"
 				}
-				parts = append(parts, name+" "+sign+Micros(math.Abs(d)))
+				parts = append(parts, name+" "+sign+report.Micros(math.Abs(d)))
 			}
 		}
 		fmt.Fprintf(w, "\nWhat the pod network adds over the nodes' own path (%s minus %s, same nodes %s): %s\n",
