@@ -238,6 +238,11 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 	}
 	svc.Annotations[NotAfterAnnotation] = s.Now().Add(lifetime).UTC().Format(time.RFC3339)
 	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	if mayExist(ctx, err) {
+		s.mu.Lock()
+		s.services = append(s.services, svc)
+		s.mu.Unlock()
+	}
 	if err != nil {
 		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
 			Need: access.Permission{Verb: "create", Resource: "services"}, Ns: svc.Namespace})
@@ -268,3 +273,9 @@ func (a *Agent) exitedWithin(ctx context.Context, d time.Duration) bool {
 		}
 	}
 }
+
+// mayExist says whether a create that failed may have happened all the same: the run was
+// interrupted while the request was in flight, and the API server may have made the object
+// whose answer never came. The session then keeps its name, so that Close deletes it (an
+// object that was never made is simply not found).
+func mayExist(ctx context.Context, err error) bool { return err != nil && ctx.Err() != nil }

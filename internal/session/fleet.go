@@ -89,6 +89,11 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	ds := f.daemonSet(f.s.trust(ctx))
 	f.template = ds.Spec.Template.Spec
 	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
+	if mayExist(ctx, err) {
+		s.mu.Lock()
+		s.fleets = append(s.fleets, f)
+		s.mu.Unlock()
+	}
 	if err != nil {
 		f.watch.Stop()
 		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),

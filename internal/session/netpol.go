@@ -51,6 +51,11 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 		"it selects only pods the policies in %s already isolate; deleted at the end of the run, or by any later run or `kubectl netbench cleanup` after %s",
 		s.RunID, IsolatedByAnnotation, notAfter)
 	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
+	if mayExist(ctx, err) {
+		s.mu.Lock()
+		s.Policies = append(s.Policies, np)
+		s.mu.Unlock()
+	}
 	if err != nil {
 		return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
 			Need: access.Permission{Verb: "create", Resource: "networkpolicies", Group: "networking.k8s.io"}, Ns: np.Namespace})
