@@ -266,7 +266,7 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 			seen := false
 			for _, rung := range r.Rungs {
 				if rung.Spread == nil {
-					t.Errorf("rung %s: no spread", rung.Name)
+					t.Errorf("rung %s: no spread; its app-port probes: %s; warnings: %q; the Service: %+v", rung.Name, appPortSummary(rung), r.Warnings, r.Service)
 					continue
 				}
 				t.Logf("%s from %s (%s): %v of %d answered", tc.svc, rung.Name, rung.Zone, rung.Spread.ZonePercent, rung.Spread.Answered)
@@ -385,4 +385,25 @@ func TestLadderHostBaseline(t *testing.T) {
 	}
 	noAgentPods(t, cs, ns)
 	agentsTerminated(t, cs, ns, 5*time.Second)
+}
+
+// appPortSummary says what became of a rung's probes through the Service, round by round.
+func appPortSummary(rung v1alpha1.LadderRung) string {
+	var parts []string
+	for _, round := range rung.Results {
+		for _, p := range round.AppPort {
+			switch {
+			case p.Skipped != "":
+				parts = append(parts, fmt.Sprintf("round %d %s skipped: %s", round.Round, p.Name, p.Skipped))
+			case p.Spread != nil:
+				parts = append(parts, fmt.Sprintf("round %d %s: %d of %d answered", round.Round, p.Name, p.Spread.Answered, p.Spread.Connections))
+			default:
+				parts = append(parts, fmt.Sprintf("round %d %s: no spread block", round.Round, p.Name))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
 }
