@@ -13,7 +13,7 @@ cmdline="hack/bench-matrix.sh${*:+ $*}" via=""
 [ -n "${MAKELEVEL:-}" ] && via=" (by \`make bench-matrix\`)"
 load0=$(cut -d' ' -f1 /proc/loadavg) # other work shares the cores: said in the file
 # The fake cluster's zones and the run's --concurrency, as the benchmark sets them.
-zones=$(sed -n 's/.*newFleetCluster(n, \([0-9][0-9]*\)).*/\1/p' "$src" | head -1)
+zones=$(sed -n 's/.*fakecluster\.NewFleet(n, \([0-9][0-9]*\)).*/\1/p' "$src" | head -1)
 conc=$(sed -n 's/.*o\.Concurrency, o\.MaxPairs = sc\.scope, \([0-9][0-9]*\),.*/\1/p' "$src" | head -1)
 if [ -z "$zones" ] || [ -z "$conc" ]; then
   echo "bench-matrix: cannot read the fake cluster's zones or the run's --concurrency from $src" >&2

@@ -37,7 +37,7 @@ mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' 
 shellcheck -x -P SCRIPTDIR -P . "${scripts[@]}"
 
 step "go test -race (packages without sockets or root)"
-go test -count=1 -race ./internal/report/ ./internal/render/ ./pkg/api/v1alpha1/ ./internal/cmdutil/... ./internal/cmd/... ./internal/session/ ./internal/gate/
+go test -count=1 -race ./internal/report/ ./internal/render/ ./pkg/api/v1alpha1/ ./internal/cmdutil/... ./internal/cmd/... ./internal/policyplan/ ./internal/session/ ./internal/gate/
 
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \

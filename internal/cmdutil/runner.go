@@ -60,8 +60,9 @@ type figuresFirst interface {
 	FiguresBeforePlan()
 }
 
-// Execute carries out one execute of c. Whatever happens after open, the session is closed once (by the
-// deferred finish when an earlier step failed), and an interrupted execute says what it left.
+// Execute carries out one run of c. Whatever happens after open, the session is closed once
+// (by the deferred finish when an earlier step failed), and an interrupted run says what it
+// left.
 func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c Command) (err error) {
 	_, first := c.(figuresFirst)
 	if first {
