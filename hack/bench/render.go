@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 )
 

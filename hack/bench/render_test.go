@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 )
 

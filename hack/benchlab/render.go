@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/hack/benchinfo"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
 )
 
 // made is a made-up run's parameters and facts; the two runs the tests render share none.
