@@ -16,10 +16,10 @@ import (
 // Refused is what the run tried when the API server refused: the verb it needed and, for a pod
 // (created, or with an ephemeral container added), the pod as admission saw it.
 type Refused struct {
-	Doing    string
-	Need     Permission
-	Ns, Name string // the object's namespace and name ("" for one being created)
-	Pod      *corev1.Pod
+	Doing           string
+	Need            Permission
+	Namespace, Name string // the object's namespace and name ("" for one being created)
+	Pod             *corev1.Pod
 }
 
 // Refusal names who refused: the authorizer (asked again, with a SelfSubjectAccessReview), the
@@ -35,7 +35,7 @@ func Refusal(ctx context.Context, client kubernetes.Interface, err error, r Refu
 		return nil
 	case !errors.As(err, &st) || !(apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
 		return fmt.Errorf("%s: %w", r.Doing, err)
-	case apierrors.IsForbidden(err) && !mayDo(ctx, client, r.Ns, r.Name, r.Need):
+	case apierrors.IsForbidden(err) && !mayDo(ctx, client, r.Namespace, r.Name, r.Need):
 		return Forbidden(err)
 	case apierrors.IsForbidden(err) && r.Pod != nil && podSecurityForbids(ctx, client, r.Pod):
 		return fmt.Errorf("%s: %w: %w", r.Doing, ErrPodSecurity, err)

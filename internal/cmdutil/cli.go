@@ -90,7 +90,7 @@ type CommonOptions struct {
 
 	Image          string
 	Output         string
-	Html           bool // the command can write -o html
+	HTML           bool // the command can write -o html
 	StartTimeout   time.Duration
 	AgentResources string
 	Gates          Gates
@@ -124,7 +124,7 @@ func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", o.Image, "agent image (for mirrors and air-gapped clusters)")
 	formats := strings.Join(o.formats(), ", ")
-	if o.Html {
+	if o.HTML {
 		formats += " (html: one self-contained page)"
 	}
 	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report; junit: one test case per --fail-if)")
@@ -193,7 +193,7 @@ func (o *CommonOptions) ServerNow() time.Time {
 // formats are the -o values the command takes: json and yaml, and html where it has a page.
 func (o *CommonOptions) formats() []string {
 	f := []string{"json", "yaml", render.FormatOpenMetrics, render.FormatJUnit}
-	if o.Html {
+	if o.HTML {
 		f = append(f, "html")
 	}
 	return f

@@ -14,6 +14,8 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
+// TargetWarnings says what about the targets makes a run measure less than a pod path, or
+// costs their pods more than it should.
 func TargetWarnings(ts ...*session.Target) []string {
 	var w []string
 	for _, t := range ts {
@@ -28,6 +30,7 @@ func TargetWarnings(ts ...*session.Target) []string {
 	return w
 }
 
+// Deref is the string behind p, or "" for none.
 func Deref[T ~string](p *T) string {
 	if p == nil {
 		return ""

@@ -41,7 +41,7 @@ func Impostor(f *Cluster, ds *appsv1.DaemonSet, mod func(p *corev1.Pod)) *corev1
 // CreatedDaemonSet is the DaemonSet the run created.
 func CreatedDaemonSet(t *testing.T, f *Cluster) *appsv1.DaemonSet {
 	t.Helper()
-	for _, a := range f.Cs.Actions() {
+	for _, a := range f.Clientset.Actions() {
 		if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource == "daemonsets" {
 			return c.GetObject().(*appsv1.DaemonSet)
 		}

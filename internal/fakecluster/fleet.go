@@ -24,20 +24,20 @@ import (
 )
 
 func NewFleet(nodes, zones int) *Cluster {
-	f := &Cluster{Cs: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
+	f := &Cluster{Clientset: fake.NewClientset(), watcher: watch.NewFakeWithChanSize(nodes+16, false),
 		Zones: map[string]string{}, IPs: map[string]string{}, Denied: map[string]bool{}, inFlight: map[string]bool{}}
-	_ = f.Cs.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
+	_ = f.Clientset.Tracker().Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netbench"}})
 	for i := range nodes {
 		name, zone := fmt.Sprintf("node-%05d", i), fmt.Sprintf("zone-%c", 'a'+i%zones)
 		n := LabNode(name, zone)
 		n.Labels[corev1.LabelHostname] = name
-		_ = f.Cs.Tracker().Add(n)
+		_ = f.Clientset.Tracker().Add(n)
 		f.Zones[name] = zone
 	}
-	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
-	f.Cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
-	f.Cs.PrependReactor("create", "daemonsets", f.createDaemonSet)
-	f.Cs.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
+	f.Clientset.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
+	f.Clientset.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
+	f.Clientset.PrependReactor("create", "daemonsets", f.createDaemonSet)
+	f.Clientset.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
 	return f
 }
 
@@ -84,17 +84,17 @@ func (f *Cluster) readyPod(name, namespace, node string, labels map[string]strin
 }
 
 func (f *Cluster) addPod(p *corev1.Pod) {
-	_ = f.Cs.Tracker().Add(p)
+	_ = f.Clientset.Tracker().Add(p)
 	f.watcher.Add(p)
 }
 
 // deleteDaemonSet deletes the pods it controls as the garbage collector would (look-alikes stay).
 func (f *Cluster) deleteDaemonSet(a k8stesting.Action) (bool, runtime.Object, error) {
 	ns, uid := a.GetNamespace(), types.UID("uid-"+a.(k8stesting.DeleteAction).GetName())
-	pods, _ := f.Cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
+	pods, _ := f.Clientset.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), ns)
 	for _, p := range pods.(*corev1.PodList).Items {
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == uid {
-			_ = f.Cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
+			_ = f.Clientset.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), ns, p.Name)
 		}
 	}
 	return false, nil, nil
@@ -166,16 +166,16 @@ func (f *Cluster) leave(nodes ...string) {
 }
 
 // APICalls counts the calls the run made to the API server: the clientset's and the proxied jobs.
-func (f *Cluster) APICalls() int { return len(f.Cs.Actions()) + int(f.Jobs.Load()) }
+func (f *Cluster) APICalls() int { return len(f.Clientset.Actions()) + int(f.Jobs.Load()) }
 
 // Remaining lists what the run left in its namespace.
 func (f *Cluster) Remaining() []string {
 	var left []string
-	dss, _ := f.Cs.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
+	dss, _ := f.Clientset.AppsV1().DaemonSets("netbench").List(context.Background(), metav1.ListOptions{})
 	for _, d := range dss.Items {
 		left = append(left, "daemonset/"+d.Name)
 	}
-	pods, _ := f.Cs.CoreV1().Pods("netbench").List(context.Background(), metav1.ListOptions{})
+	pods, _ := f.Clientset.CoreV1().Pods("netbench").List(context.Background(), metav1.ListOptions{})
 	for _, p := range pods.Items {
 		left = append(left, "pod/"+p.Name)
 	}

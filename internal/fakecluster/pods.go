@@ -31,8 +31,8 @@ import (
 // (New: path, ladder, dns), and with a DaemonSet controller and agents that answer jobs
 // (NewFleet: matrix).
 type Cluster struct {
-	t  *testing.T
-	Cs *fake.Clientset
+	t         *testing.T
+	Clientset *fake.Clientset
 
 	Mu    sync.Mutex
 	Token string // the session's run token
@@ -80,10 +80,10 @@ func New(t *testing.T, pods ...*corev1.Pod) *Cluster {
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
-	f := &Cluster{t: t, Cs: fake.NewClientset(objs...), Script: map[string]func(context.Context) io.ReadCloser{}, Denied: map[string]bool{}}
-	f.Cs.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
-	f.Cs.PrependReactor("patch", "pods", f.patchEphemeral)
-	f.Cs.PrependReactor("create", "pods", f.createPod)
+	f := &Cluster{t: t, Clientset: fake.NewClientset(objs...), Script: map[string]func(context.Context) io.ReadCloser{}, Denied: map[string]bool{}}
+	f.Clientset.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
+	f.Clientset.PrependReactor("patch", "pods", f.patchEphemeral)
+	f.Clientset.PrependReactor("create", "pods", f.createPod)
 	return f
 }
 
@@ -134,7 +134,7 @@ func (f *Cluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, err
 	if err := json.Unmarshal(pa.GetPatch(), &patch); err != nil {
 		return true, nil, err
 	}
-	obj, err := f.Cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pa.GetNamespace(), pa.GetName())
+	obj, err := f.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pa.GetNamespace(), pa.GetName())
 	if err != nil {
 		return true, nil, err
 	}
@@ -143,7 +143,7 @@ func (f *Cluster) patchEphemeral(a k8stesting.Action) (bool, runtime.Object, err
 		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, ec)
 		p.Status.EphemeralContainerStatuses = append(p.Status.EphemeralContainerStatuses, f.containerStatus(ec.Name))
 	}
-	return true, p, f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
+	return true, p, f.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
 }
 
 // createPod makes a temporary agent pod run at once with an IP of its own.
@@ -228,7 +228,7 @@ func DNSResultSample() *probes.DNSResult {
 // Terminate marks a pod's container terminated after d, as the kubelet would report it.
 func (f *Cluster) Terminate(pod, container string, d time.Duration) {
 	time.Sleep(d)
-	p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
+	p, err := f.Clientset.CoreV1().Pods("shop").Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
@@ -237,5 +237,5 @@ func (f *Cluster) Terminate(pod, container string, d time.Duration) {
 			p.Status.EphemeralContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 		}
 	}
-	_ = f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "shop")
+	_ = f.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "shop")
 }

@@ -167,7 +167,7 @@ var (
 // AgentPods lists the temporary agent pods left in the fake cluster.
 func AgentPods(t *testing.T, f *Cluster) []string {
 	t.Helper()
-	pods, err := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedBy})
+	pods, err := f.Clientset.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: managedBy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 	}
 	if err != nil {
 		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating the temporary Service %s/%s", svc.Namespace, svc.Name),
-			Need: access.Permission{Verb: "create", Resource: "services"}, Ns: svc.Namespace})
+			Need: access.Permission{Verb: "create", Resource: "services"}, Namespace: svc.Namespace})
 	}
 	s.mu.Lock()
 	s.services = append(s.services, created)

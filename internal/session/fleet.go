@@ -97,7 +97,7 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	if err != nil {
 		f.watch.Stop()
 		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
-			Need: access.Permission{Verb: "create", Resource: "daemonsets", Group: "apps"}, Ns: spec.Namespace})
+			Need: access.Permission{Verb: "create", Resource: "daemonsets", Group: "apps"}, Namespace: spec.Namespace})
 	}
 	f.mu.Lock()
 	f.UID = created.UID

@@ -119,7 +119,7 @@ func TestFleetRenewsLeasesUntilClose(t *testing.T) {
 	f.LookAlikes = func(ds *appsv1.DaemonSet) []*corev1.Pod {
 		return []*corev1.Pod{fakecluster.Impostor(f, ds, func(*corev1.Pod) {})}
 	}
-	s := NewSession(f.Cs, "run1", "token", "img", ModePod, time.Minute)
+	s := NewSession(f.Clientset, "run1", "token", "img", ModePod, time.Minute)
 	s.Request = f.Request
 	nodes := []string{"node-00000", "node-00001", "node-00002"}
 	hostnames := map[string]string{}

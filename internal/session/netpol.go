@@ -58,7 +58,7 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 	}
 	if err != nil {
 		return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating the temporary NetworkPolicy %s/%s", np.Namespace, np.Name),
-			Need: access.Permission{Verb: "create", Resource: "networkpolicies", Group: "networking.k8s.io"}, Ns: np.Namespace})
+			Need: access.Permission{Verb: "create", Resource: "networkpolicies", Group: "networking.k8s.io"}, Namespace: np.Namespace})
 	}
 	s.mu.Lock()
 	s.Policies = append(s.Policies, created)

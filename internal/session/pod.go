@@ -47,7 +47,7 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	seen := t.Pod.DeepCopy()
 	seen.Spec.EphemeralContainers = append(seen.Spec.EphemeralContainers, ec)
 	return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("adding the %s agent to %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name),
-		Need: access.Permission{Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}, Ns: t.Namespace, Name: t.Pod.Name, Pod: seen})
+		Need: access.Permission{Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"}, Namespace: t.Namespace, Name: t.Pod.Name, Pod: seen})
 }
 
 func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error {
@@ -69,7 +69,7 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	SetResources(c, s.Resources)
 	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
-		Need: access.Permission{Verb: "create", Resource: "pods"}, Ns: t.Namespace, Pod: p})
+		Need: access.Permission{Verb: "create", Resource: "pods"}, Namespace: t.Namespace, Pod: p})
 }
 
 // SetResources gives an agent container its resources and, under a memory limit, a Go memory

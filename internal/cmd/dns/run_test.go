@@ -29,9 +29,9 @@ func TestDNSRun(t *testing.T) {
 			f.Script[string(session.RoleDNS)] = fakecluster.Then(fakecluster.Events(agent.Event{Type: agent.EventError, Probe: "dns", Message: "reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"}))
 		}, want: "dns probe in shop/web-1: reading the pod's resolv.conf: /etc/resolv.conf is not a regular file"},
 		{name: "host network", setup: func(f *fakecluster.Cluster, o *DNSOptions) {
-			p, _ := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+			p, _ := f.Clientset.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 			p.Spec.HostNetwork = true
-			_, _ = f.Cs.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
+			_, _ = f.Clientset.CoreV1().Pods("shop").Update(context.Background(), p, metav1.UpdateOptions{})
 		}, want: "--allow-host-network"},
 	}
 	for _, tc := range tests {

@@ -45,7 +45,7 @@ type LadderOptions struct {
 // NewLadderOptions returns options with the defaults.
 func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
 	o := &LadderOptions{PathOptions: *path.NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
-	o.Html = true
+	o.HTML = true
 	return o
 }
 

@@ -28,7 +28,7 @@ import (
 func ladderCluster(t *testing.T) *fakecluster.Cluster {
 	f := fakecluster.New(t, fakecluster.TwoPods()...)
 	for _, n := range []*corev1.Node{fakecluster.LabNode("n1", "zone-a"), fakecluster.LabNode("n2", "zone-b"), fakecluster.LabNode("n3", "zone-b", func(n *corev1.Node) { n.Spec.Unschedulable = true })} {
-		if err := f.Cs.Tracker().Add(n); err != nil {
+		if err := f.Clientset.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,14 +149,14 @@ func svcCluster(t *testing.T) *fakecluster.Cluster {
 	stale := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old", Namespace: "shop", Labels: map[string]string{session.ManagedByLabel: session.ManagedByValue},
 		Annotations: map[string]string{session.NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
 	for _, o := range []runtime.Object{web2, svc, stale, endpointSlice("web")} {
-		if err := f.Cs.Tracker().Add(o); err != nil {
+		if err := f.Clientset.Tracker().Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.Cs.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Clientset.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
 		s.Spec.ClusterIP = "10.96.0.99"
-		return false, nil, f.Cs.Tracker().Add(endpointSlice(s.Name))
+		return false, nil, f.Clientset.Tracker().Add(endpointSlice(s.Name))
 	})
 	return f
 }
@@ -191,11 +191,11 @@ func TestLadderServiceWaitsForHints(t *testing.T) {
 	}{{"hints come", 3, ""}, {"hints never come", 0, "did not get the Service's topology hints within 1s (endpoint web-1: \"none\", the Service's \"zones=zone-b\")"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := svcCluster(t)
-			if err := f.Cs.Tracker().Update(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), hintedSlice("web", true), "shop"); err != nil {
+			if err := f.Clientset.Tracker().Update(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), hintedSlice("web", true), "shop"); err != nil {
 				t.Fatal(err)
 			}
 			lists := 0
-			f.Cs.PrependReactor("list", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			f.Clientset.PrependReactor("list", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				sel := a.(k8stesting.ListAction).GetListRestrictions().Labels.String()
 				name, ok := strings.CutPrefix(sel, discoveryv1.LabelServiceName+"=netbench-")
 				if !ok {
@@ -234,11 +234,11 @@ func TestLadderRunService(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "deleted temporary Service shop/netbench-old left by an earlier run") {
 		t.Errorf("warnings %v: the stale Service was not cleaned", r.Warnings)
 	}
-	svcs, _ := f.Cs.CoreV1().Services("shop").List(context.Background(), metav1.ListOptions{})
+	svcs, _ := f.Clientset.CoreV1().Services("shop").List(context.Background(), metav1.ListOptions{})
 	if len(svcs.Items) != 1 || svcs.Items[0].Name != "web" {
 		t.Errorf("Services left: %v", svcs.Items)
 	}
-	pods, _ := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+	pods, _ := f.Clientset.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
 	var endpoints []string
 	for _, p := range pods.Items {
 		for _, ec := range p.Spec.EphemeralContainers {

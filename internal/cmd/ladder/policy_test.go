@@ -31,11 +31,11 @@ import (
 func TestLadderUnderDefaultDeny(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		f := ladderCluster(t)
-		web, _ := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+		web, _ := f.Clientset.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 		web.Labels = map[string]string{"app": "web"}
-		_ = f.Cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), web, "shop")
-		fakecluster.AddPolicies(t, f.Cs, "shop", 8080, 0)
-		fakecluster.AddLeftover(t, f.Cs, "shop", "netbench-killed-server")
+		_ = f.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), web, "shop")
+		fakecluster.AddPolicies(t, f.Clientset, "shop", 8080, 0)
+		fakecluster.AddLeftover(t, f.Clientset, "shop", "netbench-killed-server")
 		appOK := fakecluster.Events(fakecluster.RttResult("app-tcp-rtt", agent.ProbeTCPRTT), agent.Event{Type: agent.EventExit, Message: "job finished"})
 		f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(appOK)
 		if allow {
@@ -58,7 +58,7 @@ func TestLadderUnderDefaultDeny(t *testing.T) {
 		if r.Policy == nil {
 			t.Fatal("no policy check in the report")
 		}
-		if left := fakecluster.PoliciesLeft(t, f.Cs, "shop"); len(left) != 0 {
+		if left := fakecluster.PoliciesLeft(t, f.Clientset, "shop"); len(left) != 0 {
 			t.Errorf("allow %v: policies left: %v", allow, left)
 		}
 		if !allow {
@@ -152,7 +152,7 @@ func TestLadderChecksTheServiceNamespace(t *testing.T) {
 			o, _ := newTestLadderOptions(f)
 			o.AllowPolicy = tc.allow
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "back", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
-			r := &ladderRun{o: o, sess: runSession(f.Cs, session.ModeEphemeral), dst: &session.Target{Namespace: "shop", Pod: fakecluster.NewPod()}, sr: &serviceRun{svc: svc}}
+			r := &ladderRun{o: o, sess: runSession(f.Clientset, session.ModeEphemeral), dst: &session.Target{Namespace: "shop", Pod: fakecluster.NewPod()}, sr: &serviceRun{svc: svc}}
 			err := r.checkServiceNamespace(context.Background())
 			got := ""
 			if err != nil {

@@ -65,7 +65,7 @@ func TestLadderClientsStayOffControlPlanes(t *testing.T) {
 		fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.Tolerations = "n2", all }))
 	for _, n := range []*corev1.Node{fakecluster.LabNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
 		fakecluster.LabNode("n1", "zone-a"), fakecluster.LabNode("n2", "zone-b")} {
-		if err := f.Cs.Tracker().Add(n); err != nil {
+		if err := f.Clientset.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,7 @@ type MatrixOptions struct {
 func NewMatrixOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *MatrixOptions {
 	o := &MatrixOptions{CommonOptions: cmdutil.NewCommonOptions(flags, streams), Scope: placement.ScopeZones, PairsPerCell: 3, MaxPairs: 1000,
 		Concurrency: 10, Count: 50, Interval: 10 * time.Millisecond, OutlierFactor: 1.5, NodeFactor: 1.2, Port: DefaultMatrixPort, Seed: 1}
-	o.Html = true
+	o.HTML = true
 	return o
 }
 

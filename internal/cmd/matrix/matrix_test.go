@@ -46,7 +46,7 @@ func TestMatrixRunNodesScope(t *testing.T) {
 	f.Slow, f.SlowBy = "node-00004", 1000
 	stale := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "netbench-old-mesh", Namespace: "netbench",
 		Labels: map[string]string{session.ManagedByLabel: session.ManagedByValue}, Annotations: map[string]string{session.NotAfterAnnotation: "2020-01-01T00:00:00Z"}}}
-	if err := f.Cs.Tracker().Add(stale); err != nil {
+	if err := f.Clientset.Tracker().Add(stale); err != nil {
 		t.Fatal(err)
 	}
 	r, err := runMatrix(t, f, func(o *MatrixOptions) { o.Scope, o.Concurrency = placement.ScopeNodes, 3 })
@@ -89,7 +89,7 @@ func TestMatrixDryRun(t *testing.T) {
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range f.Cs.Actions() {
+	for _, a := range f.Clientset.Actions() {
 		if a.GetVerb() != "list" {
 			t.Errorf("--dry-run did %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
@@ -109,7 +109,7 @@ func TestMatrixForbiddenDaemonSets(t *testing.T) {
 	if !errors.As(err, &pe) || strings.Count(err.Error(), "\n") > 0 || !strings.Contains(err.Error(), "create daemonsets.apps") {
 		t.Fatalf("error %v: want one line naming create daemonsets.apps", err)
 	}
-	for _, a := range f.Cs.Actions() {
+	for _, a := range f.Clientset.Actions() {
 		if a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 			t.Errorf("created %s before refusing", a.GetResource().Resource)
 		}

@@ -18,7 +18,7 @@ import (
 // move into it and ICMP, which no ported rule allows, is skipped.
 func TestMatrixUnderDefaultDeny(t *testing.T) {
 	f := fakecluster.NewFleet(4, 2)
-	fakecluster.AddPolicies(t, f.Cs, "netbench", 8080, 0)
+	fakecluster.AddPolicies(t, f.Clientset, "netbench", 8080, 0)
 	_, err := runMatrix(t, f, func(o *MatrixOptions) {})
 	if err == nil || !strings.Contains(err.Error(), "netbench/default-deny") || !strings.Contains(err.Error(), "--allow-policy") {
 		t.Fatalf("err %v: want the policy named and --allow-policy suggested", err)
@@ -34,15 +34,15 @@ func TestMatrixUnderDefaultDeny(t *testing.T) {
 	if r.Policy == nil || !slices.Equal(r.Policy.Temporary, []string{"netbench/netbench-run1-mesh"}) || !r.Policy.Removed || r.Probe != "icmp" {
 		t.Errorf("policy %+v, probe %s: want one temporary policy, removed, and ICMP measured", r.Policy, r.Probe)
 	}
-	if left := append(f.Remaining(), fakecluster.PoliciesLeft(t, f.Cs, "netbench")...); len(left) != 0 {
+	if left := append(f.Remaining(), fakecluster.PoliciesLeft(t, f.Clientset, "netbench")...); len(left) != 0 {
 		t.Errorf("left %v", left)
 	}
 
 	g := fakecluster.NewFleet(4, 2)
-	fakecluster.AddPolicies(t, g.Cs, "netbench", 9000, 9100)
-	pol, _ := g.Cs.NetworkingV1().NetworkPolicies("netbench").Get(context.Background(), "web", metav1.GetOptions{})
+	fakecluster.AddPolicies(t, g.Clientset, "netbench", 9000, 9100)
+	pol, _ := g.Clientset.NetworkingV1().NetworkPolicies("netbench").Get(context.Background(), "web", metav1.GetOptions{})
 	pol.Spec.PodSelector = metav1.LabelSelector{}
-	_, _ = g.Cs.NetworkingV1().NetworkPolicies("netbench").Update(context.Background(), pol, metav1.UpdateOptions{})
+	_, _ = g.Clientset.NetworkingV1().NetworkPolicies("netbench").Update(context.Background(), pol, metav1.UpdateOptions{})
 	r, err = runMatrix(t, g, func(o *MatrixOptions) {})
 	if err != nil {
 		t.Fatal(err)

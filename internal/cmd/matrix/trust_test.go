@@ -153,7 +153,7 @@ func TestMatrixRefusesAPlanTooLong(t *testing.T) {
 		if !errors.Is(err, ErrPlanTooLong) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "1560 pairs in 1560 rounds") {
 			t.Errorf("dry run %v: error %v: want one line saying the plan is too long", dry, err)
 		}
-		for _, a := range f.Cs.Actions() {
+		for _, a := range f.Clientset.Actions() {
 			if a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 				t.Errorf("dry run %v: %s %s before the refusal", dry, a.GetVerb(), a.GetResource().Resource)
 			}

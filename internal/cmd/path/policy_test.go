@@ -26,7 +26,7 @@ func TestAllowPolicyPermissions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fakecluster.New(t, fakecluster.TwoPods()...)
 			f.Denied[tc.denied] = true
-			fakecluster.AddPolicies(t, f.Cs, "shop", 8080, 0)
+			fakecluster.AddPolicies(t, f.Clientset, "shop", 8080, 0)
 			o, _ := newTestPathOptions(f)
 			o.AllowPolicy = true
 			err := o.Run(context.Background())
@@ -37,10 +37,10 @@ func TestAllowPolicyPermissions(t *testing.T) {
 			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
 				t.Errorf("error (-want +got):\n%s", diff)
 			}
-			if left := fakecluster.PoliciesLeft(t, f.Cs, "shop"); len(left) != 0 {
+			if left := fakecluster.PoliciesLeft(t, f.Clientset, "shop"); len(left) != 0 {
 				t.Errorf("policies created: %v", left)
 			}
-			pods, _ := f.Cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+			pods, _ := f.Clientset.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
 			for _, p := range pods.Items {
 				if len(p.Spec.EphemeralContainers) > 0 {
 					t.Errorf("pod %s gained an agent", p.Name)

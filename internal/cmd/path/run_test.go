@@ -71,7 +71,7 @@ func TestPathRunServerArgs(t *testing.T) {
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
+	p, err := f.Clientset.CoreV1().Pods("shop").Get(context.Background(), "web-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestPathRunServerArgs(t *testing.T) {
 		t.Errorf("server args %q: want the pod IP, an absolute not-after time, a lease and the token's digest", args)
 	}
 	// The client's spec carries neither the job nor the token: it is handed them by the proxy.
-	cp, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), "client-1", metav1.GetOptions{})
+	cp, err := f.Clientset.CoreV1().Pods("shop").Get(context.Background(), "client-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestPathRunServerArgs(t *testing.T) {
 func addNamespace(t *testing.T, f *fakecluster.Cluster, level string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
-	if err := f.Cs.Tracker().Add(ns); err != nil {
+	if err := f.Clientset.Tracker().Add(ns); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -210,7 +210,7 @@ func TestPathRunFailures(t *testing.T) {
 			if strings.Count(err.Error(), "\n") != 0 {
 				t.Errorf("error spans lines: %q", err)
 			}
-			for _, a := range f.Cs.Actions() {
+			for _, a := range f.Clientset.Actions() {
 				if tc.noPatch && (a.GetVerb() == "patch" || a.GetVerb() == "create" && a.GetResource().Resource == "pods") {
 					t.Errorf("%s %s/%s happened before the run was refused", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
 				}
@@ -349,7 +349,7 @@ func TestAgentsTrustTheAPIServer(t *testing.T) {
 	apiServer := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes",
 		Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}}, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.77.0.1", "10.77.0.2"}}}}
 	f := fakecluster.New(t, fakecluster.TwoPods()...)
-	if err := f.Cs.Tracker().Add(apiServer); err != nil {
+	if err := f.Clientset.Tracker().Add(apiServer); err != nil {
 		t.Fatal(err)
 	}
 	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
@@ -358,7 +358,7 @@ func TestAgentsTrustTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"web-1", "client-1"} {
-		p, err := f.Cs.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
+		p, err := f.Clientset.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,13 +57,13 @@ func configure(f *fakecluster.Cluster, s *session.Session) {
 
 // options wires command options to the fake cluster.
 func UseCluster(f *fakecluster.Cluster, c *cmdutil.CommonOptions) {
-	c.Client, c.Namespace = f.Cs, "shop"
+	c.Client, c.Namespace = f.Clientset, "shop"
 	c.NewRunID = func() string { return "run1" }
 	c.Progress = func(string, ...any) {}
 	c.ConfigureSession = func(s *session.Session) { configure(f, s) }
 	c.Resolve = func(ctx context.Context, arg, container string, allowHost bool) (*session.Target, error) {
 		name := arg[strings.LastIndex(arg, "/")+1:]
-		p, err := f.Cs.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
+		p, err := f.Clientset.CoreV1().Pods("shop").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
