@@ -11,7 +11,9 @@ trap 'rm -f "$log"' EXIT
 # package. A -timeout given as an argument comes later and wins.
 # By default the end-to-end package runs after the others, alone: its timing comparisons (the
 # agent beside curl, the real glibc beside the race check) then share the two cores with nothing
-# but the lab.
+# but the lab. Within it, the tests that time nothing and switch nothing of the lab (beside() in
+# test/e2e) run after the others, NETBENCH_E2E_PARALLEL of them at once (default 4).
+parallel=(-parallel "${NETBENCH_E2E_PARALLEL:-4}")
 run() {
   go test -count=1 -v -timeout 45m "$@" 2>&1 | tee -a "$log" | grep -vE '^=== (RUN|PAUSE|CONT)'
   return "${PIPESTATUS[0]}"
@@ -19,11 +21,11 @@ run() {
 rc=0
 if [ -n "${PKGS:-}" ]; then
   # shellcheck disable=SC2086 # PKGS is a list of packages
-  run "$@" $PKGS || rc=$?
+  run "${parallel[@]}" "$@" $PKGS || rc=$?
 else
   mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e$')
   run "$@" "${pkgs[@]}" || rc=$?
-  run "$@" ./test/e2e || rc=$?
+  run "${parallel[@]}" "$@" ./test/e2e || rc=$?
 fi
 passed=$(grep -cE '^\s*--- PASS' "$log")
 failed=$(grep -cE '^\s*--- FAIL' "$log")

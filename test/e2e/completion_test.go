@@ -12,6 +12,7 @@ import (
 // Shell completion offers the namespace's pod names for SRC and DST, directly (__complete) and
 // through kubectl's own completion, which runs kubectl_complete-netbench (kubectl ≥ 1.26).
 func TestCompletionOffersPodNames(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	createPod(t, cs, ns, pod("alpha-1", "", "netbench.lab/sample-app:1", nil, nil))
 	createPod(t, cs, ns, pod("beta-1", "", "netbench.lab/sample-app:1", nil, nil))

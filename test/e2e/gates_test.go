@@ -136,6 +136,7 @@ func TestFailIfLadderAndDNS(t *testing.T) {
 // -o openmetrics on a real run is accepted by the Prometheus project's OpenMetrics parser and
 // carries the run's figures in base units with the path's labels.
 func TestOpenMetricsFromARealRun(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	out, stderr, err := netbench(t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp,path-mtu", "-o", "openmetrics", "--fail-if", "udp.loss > 50%")

@@ -178,6 +178,7 @@ func faults(ns string) []hostileCase {
 }
 
 func TestHostileInputs(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	hostileFixtures(t, cs, ns)
@@ -277,6 +278,7 @@ func noServices(t *testing.T, cs kubernetes.Interface, ns string) {
 // SIGINT at ten moments spread over the first 3 s of a run: each time the plugin exits saying
 // it was interrupted, and every agent it started has stopped within 5 s.
 func TestInterruptAtAnyMoment(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	for i := 0; i < 10; i++ {
@@ -319,6 +321,7 @@ func interruptAfter(t *testing.T, after time.Duration, args ...string) (string, 
 // SIGKILL of the plugin in the middle of a TCP probe: nobody cleans up, yet both agents stop
 // within 10 s (the server's lease runs out; the client sees its server go).
 func TestPluginKilledAgentsStop(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	for _, mode := range []string{"ephemeral", "pod"} {
@@ -371,6 +374,7 @@ func podsEnded(t *testing.T, cs kubernetes.Interface, ns string, d time.Duration
 
 // The README's ephemeral-only Role (no pod create or delete) runs path and dns end to end.
 func TestEphemeralOnlyRole(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	ctx := context.Background()

@@ -46,6 +46,15 @@ func noLab(t *testing.T, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// beside marks a test that switches nothing the whole lab shares (no lab.sh switch, no kube-proxy
+// mode) and compares no time with a reference: such tests run together, after every other test of
+// the package has finished (go test -parallel; hack/test.sh sets how many at once), so the timing
+// comparisons run with the lab to themselves. TestBesideTestsSwitchNothing holds them to it.
+func beside(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // lab connects to the lab and makes a namespace for the test, deleted when it ends.
 func lab(t *testing.T) (kubernetes.Interface, string) {
 	t.Helper()
@@ -179,6 +188,7 @@ func jobArgs(t *testing.T, job agent.Job) []string {
 // Every node's pods reach every other node's pods by pod IP (TCP and ICMP), and the nodes carry
 // the zone labels a cloud would set.
 func TestPodsReachEachOtherByPodIP(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	for _, n := range labNodes {
 		node, err := cs.CoreV1().Nodes().Get(context.Background(), n.name, metav1.GetOptions{})
@@ -233,6 +243,7 @@ func TestPodsReachEachOtherByPodIP(t *testing.T) {
 // A pod resolves the kubernetes Service and an external name through CoreDNS, with the real
 // glibc and musl resolvers, and an unknown external name fails.
 func TestPodResolvesThroughClusterDNS(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	names := []string{"kubernetes.default", "example.com", "does-not-exist.example.net"}
 	for _, libc := range []string{"glibc", "musl"} {
@@ -251,6 +262,7 @@ func TestPodResolvesThroughClusterDNS(t *testing.T) {
 
 // A ClusterIP Service routes to a pod on another node (kube-proxy on the client's node).
 func TestClusterIPServiceAcrossNodes(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	labels := map[string]string{"app": "sample"}
 	app := pod("sample", "lab-b1", "netbench.lab/sample-app:1", nil, labels)
@@ -296,6 +308,7 @@ func TestClusterIPServiceAcrossNodes(t *testing.T) {
 // An ephemeral container added through the API runs in the pod, shares its network namespace
 // and sees the same /etc/resolv.conf as the pod's own container.
 func TestEphemeralContainerSharesPodNetwork(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	createPod(t, cs, ns, pod("target", "lab-a2", agentImage, []string{"inspect", "--idle"}, nil))
 	p := waitPod(t, cs, ns, "target", 90*time.Second, "running", running)

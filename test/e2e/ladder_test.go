@@ -106,6 +106,7 @@ func TestLadderZoneDelay(t *testing.T) {
 // policy refuses its client) and an interrupt in each phase leave no temporary pod behind and
 // stop the server agent.
 func TestLadderCleanup(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment("api", "lab-b1", "netbench.lab/sample-app:1", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -356,6 +357,7 @@ func waitFor(d time.Duration, cond func() bool) error {
 // cross-zone pair of nodes, set beside the pod path on the same nodes; in a restricted one,
 // the rung is skipped with the Pod Security reason and the rest is measured.
 func TestLadderHostBaseline(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment("api", "lab-b1", "netbench.lab/sample-app:1", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

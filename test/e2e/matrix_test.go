@@ -148,6 +148,7 @@ func TestMatrixNamesTheSlowNode(t *testing.T) {
 // after SIGKILL no agent serves or restarts once its deadline has passed (each idles), and
 // cleanup deletes the DaemonSet.
 func TestMatrixCleanup(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	t.Run("agents that cannot start", func(t *testing.T) {
 		_, stderr, err := netbench(t, "matrix", "-n", ns, "--image", "netbench.lab/absent:1", "--start-timeout", "10s")
@@ -214,6 +215,7 @@ func TestMatrixCleanup(t *testing.T) {
 // DaemonSets gets one line naming them before anything is created, and the README's matrix Role
 // is enough.
 func TestMatrixRestrictedAndRBAC(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	restrict(t, cs, ns)
 	r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1", "--throughput", "1s")

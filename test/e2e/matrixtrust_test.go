@@ -41,6 +41,7 @@ import (
 // it as its pod on lab-a1 (an admission policy keeps the DaemonSet's own pod off lab-a1, as a
 // look-alike created first would), so lab-a1's pairs are reported unmeasured, naming it.
 func TestMatrixTrustsOnlyItsDaemonSet(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	t.Run("another controller", func(t *testing.T) {
 		if seen := lookAlikeRun(t, cs, ns, configMapOwner(t, cs, ns)); !seen.ready {
@@ -150,6 +151,7 @@ func configMapOwner(t *testing.T, cs kubernetes.Interface, ns string) *metav1.Ow
 // idle instead of exiting, which their DaemonSet would answer with restarts); cleanup then
 // deletes the DaemonSet.
 func TestMatrixKilledAgentsStopServing(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "matrix", "-n", ns, "--scope", "nodes", "--count", "500")
 	if err := cmd.Start(); err != nil {

@@ -68,6 +68,7 @@ func netbenchPolicies(t *testing.T, cs kubernetes.Interface, ns string) []string
 // (ICMP too in pod mode, where the temporary policy selects the run's agent pods only), and no
 // NetworkPolicy of the run is left, also after Ctrl-C.
 func TestPathUnderDefaultDeny(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	defaultDeny(t, cs, ns)
@@ -160,6 +161,7 @@ func TestPathUnderDefaultDeny(t *testing.T) {
 // A policy that allows the pod's egress only inside its namespace stops its DNS: dns says so
 // before it starts anything, naming the policy, and exits non-zero; the pod gains no agent.
 func TestDNSEgressPolicyCause(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	all := metav1.LabelSelector{}
@@ -198,6 +200,7 @@ func samples(r *agent.ProbeResult) int64 {
 // naming the policy; with --allow-policy it measures every pair behind a temporary policy. No
 // NetworkPolicy of a run is left.
 func TestLadderAndMatrixUnderDefaultDeny(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	defaultDeny(t, cs, ns)

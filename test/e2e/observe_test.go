@@ -102,6 +102,7 @@ func observeAgainstCapture(t *testing.T, extra []string, want map[string][2]floa
 // In a namespace enforcing Pod Security "restricted", --observe says why it cannot capture and
 // still gives the active report.
 func TestDNSObserveRestricted(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	restrict(t, cs, ns)
 	resolverDeployment(t, cs, ns, "app", "musl")

@@ -281,6 +281,7 @@ func TestPathClassesAndLatencyLadder(t *testing.T) {
 // The human report of a full quick run: every probe's table, the histogram, the cost and the
 // overhead line, with units.
 func TestPathHumanReport(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	out, stderr, err := netbench(t, "path", "-n", ns, "deploy/client", "deploy/web", "--port", "8080", "--http-path", "/healthz")
@@ -303,6 +304,7 @@ func TestPathHumanReport(t *testing.T) {
 
 // Targets by deploy/, sts/, svc/ and pod name, DST in another namespace, --context.
 func TestPathTargetsNamespacesAndContext(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	other := ns + "-b"
@@ -341,6 +343,7 @@ func waitPodsRunning(t *testing.T, cs kubernetes.Interface, ns string, n int) {
 
 // --mode pod: temporary pods on the workloads' nodes give the same class; none remains.
 func TestPathPodMode(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	r := pathJSON(t, "-n", ns, "deploy/client", "svc/web", "--mode", "pod", "--probes", "rtt,tcp", "--duration", "1s", "--port", "8080")
@@ -364,6 +367,7 @@ func TestPathPodMode(t *testing.T) {
 // SIGINT during each phase: the plugin exits saying so, no netbench pod remains, and every
 // netbench ephemeral container ends within the agents' deadline.
 func TestPathInterrupt(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	for _, tc := range []struct{ phase, after, mode string }{
@@ -414,6 +418,7 @@ func TestPathInterrupt(t *testing.T) {
 // In a namespace enforcing Pod Security "restricted" the default run succeeds: the agents are
 // non-root without capabilities.
 func TestPathRestrictedNamespace(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	restrict(t, cs, ns)
 	workloads(t, cs, ns)
@@ -430,6 +435,7 @@ func TestPathRestrictedNamespace(t *testing.T) {
 
 // Each failure gives one actionable line and a non-zero exit.
 func TestPathErrors(t *testing.T) {
+	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	stuck := pod("stuck", "lab-a1", "netbench.lab/does-not-exist:1", nil, nil)
