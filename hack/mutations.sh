@@ -89,11 +89,12 @@ for m in "${mutations[@]}"; do
     echo "MISSED: $name: $test did not pass without the fault, so its failure with it proves nothing"
     continue
   fi
+  start=$SECONDS
   out=$(NETBENCH_FAULTS=$name go test -tags netbench_faults -count=1 -v -run "^$test\$" "$pkg" 2>&1) && rc=0 || rc=$?
   line=$(grep -F -m1 -- "$want" <<<"$out" || true)
   if [ "$rc" != 0 ] && grep -q -- "--- FAIL: $test " <<<"$out" && [ -n "$line" ]; then
     caught=$((caught + 1))
-    echo "caught: $name by $test:"
+    echo "caught: $name by $test ($((SECONDS - start)) s):"
     echo "    ${line#"${line%%[![:space:]]*}"}"
   else
     missed=$((missed + 1))

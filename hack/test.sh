@@ -19,13 +19,18 @@ run() {
   return "${PIPESTATUS[0]}"
 }
 rc=0
+# times: each part's wall time, printed before the summary line.
+t0=$SECONDS times=""
+took() { times+="${times:+, }$1 $((SECONDS - t0)) s"; t0=$SECONDS; }
 if [ -n "${PKGS:-}" ]; then
   # shellcheck disable=SC2086 # PKGS is a list of packages
   run "${parallel[@]}" "$@" $PKGS || rc=$?
 else
   mapfile -t pkgs < <(go list ./... | grep -v '/test/e2e$')
   run "$@" "${pkgs[@]}" || rc=$?
+  took "unit"
   run "${parallel[@]}" "$@" ./test/e2e || rc=$?
+  took "end-to-end"
 fi
 passed=$(grep -cE '^\s*--- PASS' "$log")
 failed=$(grep -cE '^\s*--- FAIL' "$log")
@@ -51,10 +56,12 @@ elif [ -z "${PKGS:-}" ] && [ -z "${NETBENCH_NO_MUTATIONS:-}" ]; then
   esac
   mutations=$(grep -E '^mutations: ' "$log.m" | tail -1)
   rm -f "$log.m"
+  took "mutation runs"
 fi
 if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
   failed=1 # a build failure or a panic outside any test
   grep -E 'FAIL|cannot|undefined|panic' "$log" | head -20
 fi
+[ -n "$times" ] && echo "times: $times"
 echo "$passed passed, $failed failed, $skipped skipped${mutations:+; $mutations}"
 exit "$rc"
