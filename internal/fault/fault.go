@@ -26,6 +26,9 @@ const (
 	// RTTHalved reports half of every ICMP round trip (TestZoneDelayOrdersRTT,
 	// TestLadderZoneDelay, TestMatrixZoneDelay).
 	RTTHalved Name = "rtt-halved"
+	// RTTWakeUp times each ICMP echo reply after a timer wake-up in user space (a 300 µs sleep)
+	// instead of by the kernel's receive timestamp (TestLadderZoneDelay, TestMatrixZoneDelay).
+	RTTWakeUp Name = "rtt-wakeup"
 	// ZoneHintsIgnored computes the DNS Service's cross-zone share as if it had no
 	// trafficDistribution (TestDNSReplicasByZone).
 	ZoneHintsIgnored Name = "zone-hints-ignored"

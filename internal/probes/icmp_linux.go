@@ -175,6 +175,13 @@ func ICMPRTT(ctx context.Context, spec RTTSpec) (*RTTResult, error) {
 			rtts[i] /= 2
 		}
 	}
+	if fault.On(fault.RTTWakeUp) {
+		for i := range rtts {
+			woke := time.Now()
+			time.Sleep(300 * time.Microsecond)
+			rtts[i] += time.Since(woke)
+		}
+	}
 	r := rttResult(method, spec, n, rtts, time.Since(start))
 	r.Target = ips[0].String()
 	r.Timestamps = source

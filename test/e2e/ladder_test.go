@@ -94,8 +94,8 @@ func TestLadderZoneDelay(t *testing.T) {
 		pinger := waitPod(t, cs, ns, "ping-"+strings.Fields(rung)[0], 60*time.Second, "running", running)
 		ping := pingMedian(t, podNetns(t, node, pinger.Status.PodIP), dstIP, 30, "0.05")
 		t.Logf("%s: ping median %.0f µs, netbench icmp p50 %.0f µs", rung, ping, p50[rung])
-		if math.Abs(p50[rung]-ping) > 0.25*ping+200 {
-			t.Errorf("%s: netbench icmp p50 %.0f µs, ping median %.0f µs on the same pair: more than 25 %% + 200 µs apart", rung, p50[rung], ping)
+		if math.Abs(p50[rung]-ping) > pingBound(ping) {
+			t.Errorf("%s: netbench icmp p50 %.0f µs, ping median %.0f µs on the same pair: more than 5 %% + 150 µs apart", rung, p50[rung], ping)
 		}
 	}
 	noAgentPods(t, cs, ns)

@@ -100,8 +100,8 @@ func TestMatrixZoneDelay(t *testing.T) {
 	for _, c := range n.NodeGrid {
 		ping := pingMedian(t, netns[c.From], ips[c.To], 50, "0.01")
 		t.Logf("%s → %s: matrix p50 %.0f µs, ping median %.0f µs", c.From, c.To, c.P50Micros, ping)
-		if math.Abs(c.P50Micros-ping) > 0.25*ping+200 {
-			t.Errorf("%s → %s: matrix p50 %.0f µs, ping median %.0f µs on the same pod path: more than 25 %% + 200 µs apart", c.From, c.To, c.P50Micros, ping)
+		if math.Abs(c.P50Micros-ping) > pingBound(ping) {
+			t.Errorf("%s → %s: matrix p50 %.0f µs, ping median %.0f µs on the same pod path: more than 5 %% + 150 µs apart", c.From, c.To, c.P50Micros, ping)
 		}
 	}
 	nothingLeft(t, cs, ns)
