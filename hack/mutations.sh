@@ -15,11 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# fault | package | test | what the failing comparison says
+# fault | package | test (or test/subtest: only that part runs) | what the failing comparison says
 mutations=(
   "http-extra-rtt|./test/e2e|TestHTTPNewConnMatchesCurl|on the same path: more than 10 % apart"
-  "udp-dwell-kept|./test/e2e|TestUDPProbeLossAndRTT|from ping's at the same rate (median"
-  "loss-one-way|./test/e2e|TestUDPProbeLossAndRTT|datagrams lost, want"
+  "udp-dwell-kept|./test/e2e|TestUDPProbeLossAndRTT/rtt-beside-ping|from ping's at the same rate (median"
+  "loss-one-way|./test/e2e|TestUDPProbeLossAndRTT/loss-each-way|datagrams lost, want"
   "rtt-halved|./test/e2e|TestZoneDelayOrdersRTT|is below twice the one-way delay"
   "rtt-halved|./test/e2e|TestLadderZoneDelay|cross-zone ≥ same-zone + 3 ms"
   "rtt-halved|./test/e2e|TestMatrixZoneDelay|the configured delay"
@@ -71,11 +71,11 @@ VERSION=dev GOFLAGS=-tags=netbench_faults EXTRA_TAGS=ghcr.io/kubectl-netbench/ag
 # passed TEST PKG: the test passed without any fault, in the baseline log or in a run now.
 passed() {
   if [ -n "${NETBENCH_MUTATION_BASELINE:-}" ]; then
-    grep -q -- "^--- PASS: $1 " "$NETBENCH_MUTATION_BASELINE"
+    grep -qE -- "^ *--- PASS: $1 " "$NETBENCH_MUTATION_BASELINE"
   else
     local out
     out=$(go test -count=1 -v -run "^$1\$" "$2" 2>&1 || true)
-    grep -q -- "^--- PASS: $1 " <<<"$out"
+    grep -qE -- "^ *--- PASS: $1 " <<<"$out"
   fi
 }
 

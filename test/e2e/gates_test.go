@@ -167,17 +167,25 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 }
 
 // The UDP probe: no loss on the lab; the injected loss when a node drops a share of UDP (both
-// directions pass the node, so 20 % each way loses 36 % of round trips); its RTT beside
-// ICMP on the same path at the same rate: iputils ping from the client pod's network namespace
-// (1000 echoes 1 ms apart), five rounds alternating with the probe's, compared pairwise. The
-// agent's echo runs in user space; its dwell (kernel receive → the answer's transmit stamp) is
-// taken off, which brings it from +60 µs to +12…+18 µs over ping on this 2-vCPU lab (the median
-// of the rounds' differences; benchmarks/notes/2026-11-30-udp-results.md). The goal is 20 µs; the test allows 25 so that
-// one noisy run of a 2-vCPU machine does not fail CI.
+// directions pass the node, so 20 % each way loses 36 % of round trips); UDP filtered entirely.
+// Each is a subtest, so that a mutation run (hack/mutations.sh) can run the one its defect fails.
 func TestUDPProbeLossAndRTT(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	args := []string{"path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp"}
+	t.Run("rtt-beside-ping", func(t *testing.T) { udpRTTBesidePing(t, args) })
+	t.Run("loss-each-way", func(t *testing.T) { udpLossEachWay(t, args) })
+	t.Run("udp-filtered", func(t *testing.T) { udpFiltered(t, ns) })
+}
+
+// udpRTTBesidePing compares the UDP probe's RTT with ICMP on the same path at the same rate:
+// iputils ping from the client pod's network namespace (1000 echoes 1 ms apart), five rounds
+// alternating with the probe's, compared pairwise. The agent's echo runs in user space; its dwell
+// (kernel receive → the answer's transmit stamp) is taken off, which brings it from +60 µs to
+// +12…+18 µs over ping on this 2-vCPU lab (the median of the rounds' differences;
+// benchmarks/notes/2026-11-30-udp-results.md). The goal is 20 µs; the test allows 25 so that one
+// noisy run of a 2-vCPU machine does not fail CI.
+func udpRTTBesidePing(t *testing.T, args []string) {
 	var diffs []float64
 	for round := 0; round < 5; round++ {
 		r := runJSON[report.PathReport](t, args...)
@@ -195,14 +203,16 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 	if d < -25 || d > 25 {
 		t.Errorf("udp p50 is %+.1f µs from ping's at the same rate (median of %d rounds): want within 20 µs (25 allowed)", d, len(diffs))
 	}
+}
 
+// udpLossEachWay drops 20 % of UDP each way at the server's node: 1 − 0.8² = 36 % of round trips
+// are lost. Over n datagrams the share drawn has a binomial standard deviation of
+// √(0.36 × 0.64 / n) (1.5 points for 1000): 4 of them allowed. Loss counted in one direction only
+// (20 %) falls outside.
+func udpLossEachWay(t *testing.T, args []string) {
 	labScript(t, "udp-loss", "lab-b1", "20")
 	t.Cleanup(func() { labScript(t, "udp-loss", "lab-b1", "off") })
-	r := runJSON[report.PathReport](t, args...)
-	lossy := probe(t, r, "udp")
-	// 20 % each way loses 1 − 0.8² = 36 % of round trips; over n datagrams the share drawn has a
-	// binomial standard deviation of √(0.36 × 0.64 / n) (1.5 points for 1000): 4 of them allowed.
-	// Loss counted in one direction only (20 %) falls outside.
+	lossy := probe(t, runJSON[report.PathReport](t, args...), "udp")
 	if lossy.RTT.Sent != 1000 {
 		t.Fatalf("udp with loss: %d datagrams sent, want 1000", lossy.RTT.Sent)
 	}
@@ -212,11 +222,14 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 	if math.Abs(lossy.RTT.LossPercent-100*want) > 4*sd {
 		t.Errorf("%.1f %% of %d datagrams lost, want %.0f ± %.1f %%: 20 %% dropped each way (4 binomial standard deviations)", lossy.RTT.LossPercent, lossy.RTT.Sent, 100*want, 4*sd)
 	}
+}
 
-	// UDP filtered entirely (as a policy allowing only TCP would): the UDP probes are skipped
-	// with the reason, the rest is measured, and the run succeeds.
+// udpFiltered drops all UDP at the server's node (as a policy allowing only TCP would): the UDP
+// probes are skipped with the reason, the rest is measured, and the run succeeds.
+func udpFiltered(t *testing.T, ns string) {
 	labScript(t, "udp-loss", "lab-b1", "100")
-	r = runJSON[report.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp,path-mtu")
+	t.Cleanup(func() { labScript(t, "udp-loss", "lab-b1", "off") })
+	r := runJSON[report.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp,path-mtu")
 	skipped := strings.Join(r.Skipped, "\n")
 	for _, want := range []string{"udp: no answer to any of 1000 datagrams", "path-mtu: no answer", "may allow only TCP"} {
 		if !strings.Contains(skipped, want) {

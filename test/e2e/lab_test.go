@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
@@ -73,9 +74,10 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := cs.Discovery().ServerVersion(); err != nil || ctx.Err() != nil {
+	// The API server must answer within 5 s: one that is gone or hangs is no lab.
+	quick := rest.CopyConfig(cfg)
+	quick.Timeout = 5 * time.Second
+	if _, err := kubernetes.NewForConfigOrDie(quick).Discovery().ServerVersion(); err != nil {
 		noLab(t, "lab cluster not reachable through %s: %v", path, err)
 	}
 	ns := "e2e-" + rand.String(6)

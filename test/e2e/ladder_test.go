@@ -257,7 +257,7 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 	} {
 		t.Run(tc.svc, func(t *testing.T) {
 			start := time.Now()
-			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt")
+			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt", "--duration", "1s")
 			if r.Service == nil || r.Service.MeasuredEndpoints != 4 || r.Service.SpreadSkipped != "" {
 				t.Fatalf("service %+v", r.Service)
 			}

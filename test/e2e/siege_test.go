@@ -100,7 +100,7 @@ func siegeMatrix(t *testing.T, cs kubernetes.Interface, ns string, strangers map
 func siegeLadder(t *testing.T, cs kubernetes.Interface, ns string, strangers map[string]string) {
 	t.Helper()
 	out := underSiege(t, cs, ns, strangers, "ladder under siege",
-		[]string{"ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--connections-per-rung", "50"})
+		[]string{"ladder", "-o", "json", "-n", ns, "svc/web", "--probes", "rtt", "--duration", "1s", "--connections-per-rung", "50"})
 	r := decodeStrict[v1alpha1.LadderReport](t, out.stdout)
 	if len(out.opened) < 3 || out.landed() < 2 {
 		t.Errorf("the siege found %d ladder agent ports and landed connections on %d, want the server's, the endpoint agents' and the clients' found, and the first two besieged", len(out.opened), out.landed())
