@@ -63,10 +63,26 @@ echo "== mutation runs: the fault switch itself, with and without the tag"
 go test -count=1 ./internal/fault
 go test -count=1 -tags netbench_faults ./internal/fault
 
+# The end-to-end tests delete their namespaces without waiting: the timing comparisons below
+# start once the last of them is gone (its pods too), not while it is torn down.
+kubectl=${LAB_CACHE:-.cache/lab}/bin/kubectl
+for _ in $(seq 120); do
+  left=$("$kubectl" --kubeconfig "$("$lab" kubeconfig)" get namespaces -o name | grep -c '^namespace/e2e-' || true)
+  [ "$left" = 0 ] && break
+  sleep 1
+done
+[ "$left" = 0 ] || echo "mutations: $left end-to-end namespaces still terminating after 120 s"
+
 echo "== mutation runs: the agent image with faults compiled in"
 VERSION=dev GOFLAGS=-tags=netbench_faults EXTRA_TAGS=ghcr.io/kubectl-netbench/agent:dev \
   hack/agent-image.sh "$faulted/agent.tar" >/dev/null
 "$lab" import "$faulted/agent.tar"
+
+# anchored TEST[/SUB]: the -run pattern matching exactly that test (go test splits it at "/").
+anchored() {
+  local top=${1%%/*}
+  if [ "$top" = "$1" ]; then echo "^$1\$"; else echo "^$top\$/^${1#*/}\$"; fi
+}
 
 # passed TEST PKG: the test passed without any fault, in the baseline log or in a run now.
 passed() {
@@ -74,7 +90,7 @@ passed() {
     grep -qE -- "^ *--- PASS: $1 " "$NETBENCH_MUTATION_BASELINE"
   else
     local out
-    out=$(go test -count=1 -v -run "^$1\$" "$2" 2>&1 || true)
+    out=$(go test -count=1 -v -run "$(anchored "$1")" "$2" 2>&1 || true)
     grep -qE -- "^ *--- PASS: $1 " <<<"$out"
   fi
 }
@@ -92,7 +108,7 @@ for m in "${mutations[@]}"; do
     continue
   fi
   start=$SECONDS
-  out=$(NETBENCH_FAULTS=$name go test -tags netbench_faults -count=1 -v -run "^$test\$" "$pkg" 2>&1) && rc=0 || rc=$?
+  out=$(NETBENCH_FAULTS=$name go test -tags netbench_faults -count=1 -v -run "$(anchored "$test")" "$pkg" 2>&1) && rc=0 || rc=$?
   line=$(grep -F -m1 -- "$want" <<<"$out" || true)
   if [ "$rc" != 0 ] && grep -q -- "--- FAIL: $test " <<<"$out" && [ -n "$line" ]; then
     caught=$((caught + 1))

@@ -497,7 +497,12 @@ func TestPathErrors(t *testing.T) {
 				if err := iptables("-I"); err != nil {
 					t.Fatalf("iptables: %v", err)
 				}
-				defer func() { _ = iptables("-D") }()
+				defer func() {
+					// A rule left behind would reject a later pod that gets this IP.
+					if err := iptables("-D"); err != nil {
+						t.Errorf("removing the REJECT rule for %s on lab-a2: %v", db.Status.PodIP, err)
+					}
+				}()
 			}
 			out, stderr, err := netbench(t, tc.args...)
 			if err == nil {
