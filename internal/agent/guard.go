@@ -219,7 +219,7 @@ func controlMux(ls *lease, done func(string), id Identity, jobs http.Handler) ht
 	})
 	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(CPUReply{CPUNanos: int64(probes.ProcessCPU()), PeakRSSBytes: probes.ProcessPeakRSS()})
+		_ = json.NewEncoder(w).Encode(cpuReply())
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -47,10 +46,10 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 	}
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
-		cpu := probes.ProcessCPU()
+		acct := startAccounting(ctx, job, p)
 		res, err := runProbe(ctx, job, p)
 		if res != nil {
-			res.CPUSeconds = math.Round((probes.ProcessCPU()-cpu).Seconds()*1e3) / 1e3
+			acct.finish(ctx, res)
 		}
 		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrServerGone) {
 			err = cause
@@ -97,11 +96,16 @@ func introduce(ctx context.Context, job Job) {
 // usesServer says whether a probe of the job talks to the server agent at job.Host.
 func usesServer(job Job) bool {
 	for _, p := range job.Probes {
-		if job.Host != "" && p.Address == "" && p.URL == "" && p.Kind != ProbeDNS && p.Kind != ProbeICMP {
+		if probeUsesServer(job, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// probeUsesServer says whether the probe talks to the server agent at job.Host.
+func probeUsesServer(job Job, p ProbeSpec) bool {
+	return job.Host != "" && p.Address == "" && p.URL == "" && p.Kind != ProbeDNS && p.Kind != ProbeICMP
 }
 
 // watchServer checks every second that the server still answers its lease; after two misses in

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -52,10 +53,28 @@ const (
 	PathLease  = "/netbench/v1/lease" // POST renews the server's lease; GET says it is alive
 )
 
-// CPUReply is the answer of PathCPU: the server's CPU time so far and its peak resident memory.
+// CPUReply is the answer of PathCPU: the server's CPU time so far, its peak resident memory,
+// and what its CPU accounting says (cpustat.Sample).
 type CPUReply struct {
-	CPUNanos     int64 `json:"cpuNanos"`
-	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
+	CPUNanos         int64   `json:"cpuNanos"`
+	PeakRSSBytes     int64   `json:"peakRSSBytes,omitempty"`
+	RunDelayNanos    int64   `json:"runDelayNanos,omitempty"`
+	ThrottledNanos   int64   `json:"throttledNanos,omitempty"`
+	ThrottledPeriods int64   `json:"throttledPeriods,omitempty"`
+	LimitCores       float64 `json:"limitCores,omitempty"`
+}
+
+// cpuReply is this process's CPUReply now.
+func cpuReply() CPUReply {
+	s := cpustat.Read()
+	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: probes.ProcessPeakRSS(), RunDelayNanos: int64(s.RunDelay),
+		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores}
+}
+
+// sample is the cpustat.Sample the reply holds, taken at `at`.
+func (r CPUReply) sample(at time.Time) cpustat.Sample {
+	return cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
+		Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores}
 }
 
 // Footprint is v1alpha1.Footprint, a type of the reports' schema.

@@ -83,7 +83,11 @@ func Human(w io.Writer, r *report.PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
-	writeFootprint(w, r.AgentFootprint, append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...))
+	all := append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...)
+	for _, l := range report.ValidityLines(all) {
+		fmt.Fprintln(w, l)
+	}
+	writeFootprint(w, r.AgentFootprint, all)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil
@@ -178,7 +182,7 @@ func writeRTT(w io.Writer, title string, rtt []*v1alpha1.ProbeResult) {
 	fmt.Fprintln(tw, "probe\tmethod\treplies\tloss\tmin\tp50\tavg\tp99\tmax\tmdev\ttimestamps\t")
 	for _, r := range rtt {
 		x := r.RTT
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f %%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, x.Method, x.Received, x.Sent, x.LossPercent,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f %%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", report.Marked(r), x.Method, x.Received, x.Sent, x.LossPercent,
 			report.Micros(x.RTT.MinMicros), report.Micros(x.RTT.P50Micros), report.Micros(x.RTT.AvgMicros), report.Micros(x.RTT.P99Micros), report.Micros(x.RTT.MaxMicros), report.Micros(x.MdevMicros), x.Timestamps)
 	}
 	tw.Flush()
@@ -213,12 +217,12 @@ func writeRequests(w io.Writer, title string, http, grpc []*v1alpha1.ProbeResult
 	var lats []namedLatency
 	for _, r := range http {
 		h := r.HTTP
-		row(r.Name+" ("+h.Mode+")", h.Connections, h.RequestedQPS, h.AchievedQPS, h.Requests, h.Errors, h.Latency)
+		row(report.Marked(r)+" ("+h.Mode+")", h.Connections, h.RequestedQPS, h.AchievedQPS, h.Requests, h.Errors, h.Latency)
 		lats = append(lats, namedLatency{r.Name, h.Latency})
 	}
 	for _, r := range grpc {
 		g := r.GRPC
-		row(r.Name+" (unary ping)", g.Connections, g.RequestedQPS, g.AchievedQPS, g.Requests, g.Errors, g.Latency)
+		row(report.Marked(r)+" (unary ping)", g.Connections, g.RequestedQPS, g.AchievedQPS, g.Requests, g.Errors, g.Latency)
 		lats = append(lats, namedLatency{r.Name, g.Latency})
 	}
 	tw.Flush()
@@ -257,7 +261,7 @@ func writeThroughput(w io.Writer, title string, tput []*v1alpha1.ProbeResult) {
 			srv = fmt.Sprintf("%.0f %%", t.ServerCPUPercent)
 		}
 		mss, _ := report.MinMSS(r)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", r.Name, t.Streams, t.DurationSeconds,
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", report.Marked(r), t.Streams, t.DurationSeconds,
 			Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
 			t.ClientCPUPercent, srv, report.Micros(rtt), bytesStr(cwnd), mss)
 	}

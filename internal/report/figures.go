@@ -139,8 +139,33 @@ func ProbeFigures(results []*v1alpha1.ProbeResult) []FigureValue {
 				out = append(out, FigureValue{Name: r.Name + "." + s.name, Unit: s.unit, Value: v, Probe: r.Name, Stat: s.name, Spread: spread})
 			}
 		}
+		if r.Validity != nil {
+			out = append(out, FigureValue{Name: r.Name + ".valid", Unit: UnitCount, Value: b2f(r.Validity.Valid), Probe: r.Name, Stat: "valid"})
+		}
 	}
 	return append(out, derived(out)...)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// allValid is the figure valid: 1 when no CPU limit decided any probe's figures, else 0.
+func allValid(fs []FigureValue) []FigureValue {
+	all, seen := true, false
+	for _, f := range fs {
+		if f.Stat == "valid" && !f.Alias {
+			seen = true
+			all = all && f.Value == 1
+		}
+	}
+	if !seen {
+		return nil
+	}
+	return []FigureValue{{Name: "valid", Unit: UnitCount, Value: b2f(all), Probe: "valid", Stat: "valid", Alias: true}}
 }
 
 // derived are the figures computed from others: what a new connection adds to the keep-alive
@@ -159,7 +184,7 @@ func derived(fs []FigureValue) []FigureValue {
 	for _, f := range []string{"tcp-rtt.p50", "http.p50", "http.p99"} {
 		diff("svc.overhead-"+f, "svc", "overhead-"+f, "svc-"+f, "app-"+f)
 	}
-	return append(out, rttAliases(v)...)
+	return append(append(out, rttAliases(v)...), allValid(fs)...)
 }
 
 func byName(fs []FigureValue) map[string]FigureValue {
@@ -203,7 +228,7 @@ func PlannedFigures(specs []agent.ProbeSpec) map[string]string {
 // fullResult is a result of the kind with every statistic present, for planning.
 func fullResult(name, kind string) *v1alpha1.ProbeResult {
 	lat := v1alpha1.Latency{Count: 1, P50Micros: 1}
-	r := &v1alpha1.ProbeResult{Name: name, Kind: kind}
+	r := &v1alpha1.ProbeResult{Name: name, Kind: kind, Validity: &v1alpha1.Validity{Valid: true}}
 	switch kind {
 	case v1alpha1.ProbeICMP, v1alpha1.ProbeTCPRTT, v1alpha1.ProbeUDP:
 		r.RTT = &v1alpha1.RTTResult{Received: 2, RTT: lat}

@@ -125,6 +125,16 @@ func (r *pathRun) Measure(ctx context.Context) (time.Duration, error) {
 
 func (r *pathRun) Finish(context.Context) {
 	r.o.fillResults(r.rep, r.probes, r.app, r.res)
+	lim := report.CPULimits{}
+	if r.cli != nil && !r.cli.Temporary {
+		lim.Client = r.src.CPULimitCores()
+	}
+	if r.srv != nil && !r.srv.Temporary {
+		lim.Server = r.dst.CPULimitCores()
+	}
+	for _, res := range append(append([]*agent.ProbeResult(nil), r.rep.Probes...), r.rep.AppPort...) {
+		report.JudgeCPU(res, lim)
+	}
 	r.rep.Skipped = append(r.pp.Skipped(), r.rep.Skipped...)
 }
 

@@ -35,6 +35,45 @@ type ProbeResult struct {
 	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
 	// spent while it ran: the probe's cost to the pod it ran in.
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+	// Validity says whether the figures are the path's: what the CPU accounting of the agents
+	// that ran the probe says, and why not when a CPU limit decided them.
+	Validity *Validity `json:"validity,omitempty"`
+}
+
+// Validity is what the agents' CPU accounting says about one probe.
+type Validity struct {
+	// Valid is false when a CPU limit, not the network, decided the probe's figures: Reasons
+	// say whose and how, Advice what to run instead.
+	Valid   bool     `json:"valid"`
+	Reasons []string `json:"reasons,omitempty"`
+	Advice  string   `json:"advice,omitempty"`
+	Client  *CPUUse  `json:"client,omitempty"`
+	Server  *CPUUse  `json:"server,omitempty"`
+}
+
+// Where a CPUUse's limit comes from.
+const (
+	LimitFromCgroup = "cgroup"
+	LimitFromPod    = "pod"
+)
+
+// CPUUse is one agent's CPU accounting over one probe.
+type CPUUse struct {
+	WallSeconds float64 `json:"wallSeconds"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	// RunQueueWaitSeconds is, summed over the agent's threads, the time they were runnable but
+	// waited for a CPU (/proc/self/task/*/schedstat): CFS throttling of the agent's cgroup or
+	// of its pod's, and other tasks on the same CPUs.
+	RunQueueWaitSeconds float64 `json:"runQueueWaitSeconds"`
+	// ThrottledSeconds and ThrottledPeriods are the agent's own cgroup's CFS throttling
+	// (cpu.stat, cgroup v1 and v2).
+	ThrottledSeconds float64 `json:"throttledSeconds,omitempty"`
+	ThrottledPeriods int64   `json:"throttledPeriods,omitempty"`
+	// LimitCores is the CPU the agent may use, in cores; 0 without a limit. LimitFrom says
+	// whose: "cgroup" (the agent's own CFS quota) or "pod" (an ephemeral container, which has
+	// no limit of its own, runs under its pod's: the sum of the containers' CPU limits).
+	LimitCores float64 `json:"limitCores,omitempty"`
+	LimitFrom  string  `json:"limitFrom,omitempty"`
 }
 
 // Latency summarises a set of durations. All values are microseconds.

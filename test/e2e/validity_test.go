@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// A destination pod with a 200m CPU limit: the server agent, an ephemeral container in it, runs
+// under the pod's limit, and the probes the limit decided (the TCP transfer, the closed-loop
+// HTTP) are marked with the reason and what to run instead, in JSON, in the human report and for
+// --fail-if 'valid == 0' (exit 3). The same pair with --mode pod (temporary pods on the same
+// nodes, no limit) measures the path: nothing marked, the transfer faster, the two side by side
+// in the log. A pair without limits marks nothing.
+func TestPathMarksCPULimitedProbes(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	limited := pod("limited", "lab-b1", "netbench.lab/sample-app:1", nil, map[string]string{"app": "limited"})
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	limited.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu, Limits: cpu}
+	createPod(t, cs, ns, limited)
+	waitPod(t, cs, ns, "limited", 2*time.Minute, "running", running)
+
+	args := []string{"-n", ns, "deploy/client", "pod/limited", "--probes", "rtt,http-max,tcp", "--duration", "2s"}
+	out, stderr, err := netbench(t, append([]string{"path", "-o", "json", "--fail-if", "valid == 0"}, args...)...)
+	if code := exitCode(t, err); code != 3 {
+		t.Fatalf("--fail-if 'valid == 0' on the limited pod: exit %d, want 3\n%s", code, stderr)
+	}
+	eph := decodeReport(t, out)
+	podMode := pathJSON(t, append(args, "--mode", "pod")...)
+	free := pathJSON(t, "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,http-max,tcp", "--duration", "2s")
+
+	for _, kind := range []string{v1alpha1.ProbeTCP, v1alpha1.ProbeHTTPMax} {
+		for _, r := range eph.Probes {
+			if r.Kind != kind {
+				continue
+			}
+			v := r.Validity
+			if v == nil || v.Valid || v.Advice != report.AdvicePodLimit || v.Server == nil || v.Server.LimitFrom != v1alpha1.LimitFromPod || v.Server.LimitCores != 0.2 ||
+				!strings.Contains(strings.Join(v.Reasons, " "), "server agent CPU-limited") {
+				t.Errorf("%s with the server under the pod's 200m limit: validity %s", r.Name, validityJSON(v))
+			}
+		}
+	}
+	for name, rep := range map[string]*v1alpha1.PathReport{"--mode pod": podMode, "no limit": free} {
+		for _, r := range rep.Probes {
+			if r.Validity == nil || !r.Validity.Valid {
+				t.Errorf("%s: %s marked or without accounting: %s", name, r.Name, validityJSON(r.Validity))
+			}
+		}
+	}
+	var again report.PathReport // the human report of the same run, from its JSON
+	if err := json.Unmarshal([]byte(out), &again); err != nil {
+		t.Fatal(err)
+	}
+	var human bytes.Buffer
+	if err := render.Write(&human, "", &again); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[cpu-limited]", "NOT THE NETWORK'S", "waited", report.AdvicePodLimit} {
+		if !strings.Contains(human.String(), want) {
+			t.Errorf("the human report lacks %q:\n%s", want, human.String())
+		}
+	}
+	for _, r := range eph.Probes {
+		if r.Kind != v1alpha1.ProbeTCP {
+			continue
+		}
+		var other *v1alpha1.ProbeResult
+		for _, o := range podMode.Probes {
+			if o.Name == r.Name && o.Throughput != nil {
+				other = o
+			}
+		}
+		if other == nil {
+			t.Fatalf("--mode pod has no %s", r.Name)
+		}
+		t.Logf("%s: ephemeral under the pod's 200m limit %.2f Gbit/s (server waited %.2f s for a CPU in %.2f s), --mode pod %.2f Gbit/s",
+			r.Name, r.Throughput.BitsPerSecondReceived/1e9, r.Validity.Server.RunQueueWaitSeconds, r.Validity.Server.WallSeconds, other.Throughput.BitsPerSecondReceived/1e9)
+		if other.Throughput.BitsPerSecondReceived < 1.5*r.Throughput.BitsPerSecondReceived {
+			t.Errorf("%s: --mode pod %.2f Gbit/s is not 1.5 times the limited %.2f", r.Name, other.Throughput.BitsPerSecondReceived/1e9, r.Throughput.BitsPerSecondReceived/1e9)
+		}
+	}
+}
+
+func validityJSON(v *v1alpha1.Validity) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
