@@ -66,6 +66,7 @@ func WriteDNS(w io.Writer, format string, r *report.DNSReport) error {
 		}
 	}
 	tw.Flush()
+	writeValidity(w, validityGroup{what: " (latencies)", results: []*v1alpha1.ProbeResult{{Name: "dns", Validity: r.Validity}}})
 	writeTruncation(w, res.DNSResult)
 	writeServerSearch(w, res.Names)
 	writeTimelines(w, res.Names)

@@ -43,6 +43,7 @@ func WriteLadder(w io.Writer, format string, r *report.LadderReport) error {
 	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)
 	writeLadderCost(w, measured)
+	writeValidity(w, ladderValidity(measured)...)
 	writePolicy(w, r.Policy)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)

@@ -51,6 +51,7 @@ func WriteMatrix(w io.Writer, format string, r *report.MatrixReport, colour bool
 	writeNodeSummary(w, r.Summary, colour)
 	writeOutliers(w, r, colour)
 	writePolicy(w, r.Policy)
+	writeValidity(w, matrixValidity(r.Pairs)...)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil

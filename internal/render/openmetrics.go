@@ -54,6 +54,9 @@ func metricOf(f report.FigureValue) (family, [][2]string) {
 		}
 		return family{}, nil // slow_percent: the count over the lookups, already there
 	}
+	if f.Stat == "valid" {
+		return validFamily, [][2]string{{"probe", f.Probe}}
+	}
 	if f.Probe == "dns" {
 		name := strings.TrimSuffix(strings.TrimPrefix(f.Name, "dns."), "."+f.Stat)
 		switch f.Stat {
@@ -86,8 +89,6 @@ func metricOf(f report.FigureValue) (family, [][2]string) {
 		return mssFamily, probe
 	case f.Stat == "bytes":
 		return pmtuFamily, probe
-	case f.Stat == "valid":
-		return validFamily, probe
 	}
 	return family{}, nil
 }

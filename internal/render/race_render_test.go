@@ -34,7 +34,7 @@ func TestRaceFigures(t *testing.T) {
 	if got := report.DNSPlannedFigures([]string{"x"}, true); got["dns.race.slow"] != report.UnitCount || got["dns.race.slow_percent"] != report.UnitPercent || got["dns.race.lost"] != report.UnitCount {
 		t.Errorf("planned %v", got)
 	}
-	if got := report.DNSPlannedFigures([]string{"x"}, false); len(got) != len(report.DnsStats) {
+	if got := report.DNSPlannedFigures([]string{"x"}, false); len(got) != len(report.DnsStats)+1 || got["valid"] != report.UnitCount {
 		t.Errorf("planned without --race: %v", got)
 	}
 	r := &report.DNSReport{Result: &agent.DNSReport{DNSResult: &probes.DNSResult{Resolver: resolver.Glibc,

@@ -84,9 +84,7 @@ func Human(w io.Writer, r *report.PathReport) error {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
 	all := append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...)
-	for _, l := range report.ValidityLines(all) {
-		fmt.Fprintln(w, l)
-	}
+	writeValidity(w, validityGroup{results: all})
 	writeFootprint(w, r.AgentFootprint, all)
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)

@@ -32,7 +32,8 @@ var DnsStats = []struct{ stat, unit string }{{"queries", UnitCount}, {"nxdomains
 var raceStats = []struct{ stat, unit string }{{"slow", UnitCount}, {"slow_percent", UnitPercent}, {"lost", UnitCount}}
 
 // DNSPlannedFigures names the figures a dns run for these names reports: dns.<name>.<stat>,
-// and dns.race.<stat> with the race check.
+// dns.race.<stat> with the race check, and valid (0 when the pod's CPU limit decided the
+// latencies).
 func DNSPlannedFigures(names []string, race bool) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
@@ -45,6 +46,7 @@ func DNSPlannedFigures(names []string, race bool) map[string]string {
 			out["dns.race."+s.stat] = s.unit
 		}
 	}
+	out["valid"] = UnitCount
 	return out
 }
 
@@ -76,6 +78,9 @@ func (r *DNSReport) FigureValues() []FigureValue {
 		for i, s := range raceStats {
 			out = append(out, FigureValue{Name: "dns.race." + s.stat, Unit: s.unit, Probe: "dns-race", Stat: s.stat, Value: vals[i]})
 		}
+	}
+	if r.Validity != nil {
+		out = append(out, FigureValue{Name: "valid", Unit: UnitCount, Probe: "dns", Stat: "valid", Value: b2f(r.Validity.Valid)})
 	}
 	return out
 }

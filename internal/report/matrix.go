@@ -46,6 +46,9 @@ func fillPair(p *MatrixPair, probe string) {
 	if p.Error != "" {
 		return
 	}
+	for _, res := range p.Results {
+		JudgeCPU(res, CPULimits{}) // the DaemonSet's agents: their own quotas are in their accounting
+	}
 	res := rttOf(p.Results, probe)
 	if res == nil {
 		p.Error = "no " + probe + " result"

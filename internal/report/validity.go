@@ -79,18 +79,22 @@ func cpuLimited(u *v1alpha1.CPUUse) string {
 	return s
 }
 
-// Invalid names the results a CPU limit decided, and lists their reasons and advice once each.
+// Invalid names the results a CPU limit decided (once each, as rounds repeat them), and lists
+// their reasons and advice once each.
 func Invalid(results []*v1alpha1.ProbeResult) (names, lines []string) {
-	seen := map[string]bool{}
+	seenName, seenLine := map[string]bool{}, map[string]bool{}
 	for _, r := range results {
 		if r == nil || r.Validity == nil || r.Validity.Valid {
 			continue
 		}
-		names = append(names, r.Name)
+		if !seenName[r.Name] {
+			seenName[r.Name] = true
+			names = append(names, r.Name)
+		}
 		for _, l := range append(append([]string(nil), r.Validity.Reasons...), "→ "+r.Validity.Advice) {
 			l = r.Name + ": " + l
-			if !seen[l] {
-				seen[l] = true
+			if !seenLine[l] {
+				seenLine[l] = true
 				lines = append(lines, l)
 			}
 		}
@@ -106,30 +110,31 @@ func Marked(r *v1alpha1.ProbeResult) string {
 	return r.Name
 }
 
-// validityNote is the one line a report prints when every probe with accounting was valid.
-func validityNote(results []*v1alpha1.ProbeResult) string {
-	n := 0
+// HasAccounting says whether any of the results carries its agents' CPU accounting.
+func HasAccounting(results []*v1alpha1.ProbeResult) bool {
 	for _, r := range results {
 		if r != nil && r.Validity != nil {
-			n++
+			return true
 		}
 	}
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("validity: no CPU limit decided any of the %d probes' figures (agents' CPU accounting: -o json, validity)", n)
+	return false
 }
 
-// ValidityLines are what a human report prints about its probes' validity.
-func ValidityLines(results []*v1alpha1.ProbeResult) []string {
+// ValidNote is the line a human report prints when no CPU limit decided any figure.
+const ValidNote = "validity: no CPU limit decided any probe's figures (the agents' CPU accounting: -o json, validity)"
+
+// ValidityLines are what a human report prints about its probes' validity: the probes a CPU
+// limit decided (what, prefixed to the first line), with reasons and advice; else ValidNote
+// where there is accounting.
+func ValidityLines(what string, results []*v1alpha1.ProbeResult) []string {
 	names, lines := Invalid(results)
 	if len(names) == 0 {
-		if note := validityNote(results); note != "" {
-			return []string{note}
+		if HasAccounting(results) {
+			return []string{ValidNote}
 		}
 		return nil
 	}
-	out := []string{"NOT THE NETWORK'S: a CPU limit decided " + strings.Join(names, ", ")}
+	out := []string{"NOT THE NETWORK'S" + what + ": a CPU limit decided " + strings.Join(names, ", ")}
 	for _, l := range lines {
 		out = append(out, "  "+l)
 	}

@@ -64,3 +64,19 @@ func TestValidityFigures(t *testing.T) {
 		t.Error("valid planned without probes")
 	}
 }
+
+func TestValidityLines(t *testing.T) {
+	valid := &v1alpha1.ProbeResult{Name: "icmp", Validity: &v1alpha1.Validity{Valid: true}}
+	limited := &v1alpha1.ProbeResult{Name: "tcp-1", Validity: &v1alpha1.Validity{Reasons: []string{"server agent CPU-limited: …"}, Advice: AdvicePodLimit}}
+	got := ValidityLines(" on rung same-zone", []*v1alpha1.ProbeResult{valid, limited, limited})
+	want := []string{"NOT THE NETWORK'S on rung same-zone: a CPU limit decided tcp-1", "  tcp-1: server agent CPU-limited: …", "  tcp-1: → " + AdvicePodLimit}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := ValidityLines("", []*v1alpha1.ProbeResult{valid}); len(got) != 1 || got[0] != ValidNote {
+		t.Errorf("all valid: %q", got)
+	}
+	if got := ValidityLines("", []*v1alpha1.ProbeResult{{Name: "old"}}); got != nil {
+		t.Errorf("without accounting: %q", got)
+	}
+}

@@ -212,11 +212,16 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 	since := time.Now()
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, res, err := o.runAgent(ctx, r.sess, session.AgentSpec{Role: session.RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
+	a, full, err := o.runAgent(ctx, r.sess, session.AgentSpec{Role: session.RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
 	if err != nil {
 		return 0, err
 	}
+	res := full.DNS
 	rep.Result = res
+	if full.Validity != nil {
+		report.JudgeCPU(full, report.CPULimits{Client: t.CPULimitCores()}) // the agent is in the pod, under its limit
+		rep.Validity = full.Validity
+	}
 	rep.Target.AgentContainer = a.Container
 	o.finishNameserverView(ctx, r.svcView, t, res.DNSResult)
 	rep.NameserverService = r.svcView
@@ -248,7 +253,7 @@ func (r *dnsRun) Output() cmdutil.RunOutput {
 func (o *DNSOptions) observe(ctx context.Context, sess *session.Session, t *session.Target, res *agent.DNSReport) {
 	o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: string(res.Resolver), ObserveSeconds: o.Observe.Seconds()}
-	_, obs, err := o.runAgent(ctx, sess, session.AgentSpec{Role: session.RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe}, spec)
+	_, full, err := o.runAgent(ctx, sess, session.AgentSpec{Role: session.RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe}, spec)
 	switch {
 	case errors.Is(err, access.ErrPodSecurity):
 		res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
@@ -257,7 +262,7 @@ func (o *DNSOptions) observe(ctx context.Context, sess *session.Session, t *sess
 	case err != nil:
 		res.ObserveSkipped = "passive capture failed: " + err.Error()
 	default:
-		res.Observed, res.ObserveSkipped = obs.Observed, obs.ObserveSkipped
+		res.Observed, res.ObserveSkipped = full.DNS.Observed, full.DNS.ObserveSkipped
 	}
 }
 
@@ -306,19 +311,19 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 	return ""
 }
 
-// runAgent starts one agent with the DNS probe and returns its report.
-func (o *DNSOptions) runAgent(ctx context.Context, sess *session.Session, as session.AgentSpec, spec agent.ProbeSpec) (*session.Agent, *agent.DNSReport, error) {
+// runAgent starts one agent with the DNS probe and returns its result (DNS set).
+func (o *DNSOptions) runAgent(ctx context.Context, sess *session.Session, as session.AgentSpec, spec agent.ProbeSpec) (*session.Agent, *agent.ProbeResult, error) {
 	as.Job = &agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}}
 	a, err := sess.StartReady(ctx, as, "the agent")
 	if err != nil {
 		return nil, nil, err
 	}
-	var res *agent.DNSReport
+	var res *agent.ProbeResult
 	err = a.Follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventResult:
 			if ev.Result != nil && ev.Result.DNS != nil {
-				res = ev.Result.DNS
+				res = ev.Result
 			}
 		case agent.EventError:
 			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, text.Sanitize(ev.Message))

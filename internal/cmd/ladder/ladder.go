@@ -204,10 +204,19 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv 
 	}
 	took := time.Since(began)
 	out := report.LadderRound{ClientPod: cli.Pod}
+	lim := report.CPULimits{} // the client is a temporary pod: its own quota is in its accounting
+	if srv != nil && !srv.Temporary {
+		lim.Server = dst.CPULimitCores()
+	}
 	for i, p := range job.Probes {
-		if r := res.Results[p.Label()]; r != nil && i < nProbes {
+		r := res.Results[p.Label()]
+		if r == nil {
+			continue
+		}
+		report.JudgeCPU(r, lim)
+		if i < nProbes {
 			out.Probes = append(out.Probes, r)
-		} else if r != nil {
+		} else {
 			out.AppPort = append(out.AppPort, r)
 		}
 	}

@@ -20,7 +20,10 @@ type DNSReport struct {
 	Patch *Patch   `json:"patch,omitempty"`
 	// RaceAdvice is what the race check (--race) recommends, with its patch.
 	RaceAdvice *RaceAdvice `json:"raceAdvice,omitempty"`
-	Timing     Timing      `json:"timing"`
+	// Validity is what the agent's CPU accounting says about the lookups' latencies: the agent
+	// runs in the pod, under its CPU limit.
+	Validity *Validity `json:"validity,omitempty"`
+	Timing   Timing    `json:"timing"`
 	Warnings   []string    `json:"warnings,omitempty"`
 	// Checks are the --fail-if conditions and how they came out.
 	Checks []CheckResult `json:"checks,omitempty"`
