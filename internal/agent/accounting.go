@@ -21,7 +21,9 @@ type accounting struct {
 func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
 	a := accounting{job: job}
 	if probeUsesServer(job, p) {
-		a.server = serverSample(ctx, job)
+		if s, err := serverSample(ctx, job); err == nil {
+			a.server = &s
+		}
 	}
 	a.client = cpustat.Read()
 	return a
@@ -34,23 +36,22 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	res.CPUSeconds = math.Round(client.CPU.Seconds()*1e3) / 1e3
 	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client)}
 	if a.server != nil {
-		if end := serverSample(ctx, a.job); end != nil {
+		if end, err := serverSample(ctx, a.job); err == nil {
 			v.Server = cpuUse(end.Since(*a.server))
 		}
 	}
 	res.Validity = v
 }
 
-// serverSample asks the server agent for its CPU accounting; nil when it does not answer.
-func serverSample(ctx context.Context, job Job) *cpustat.Sample {
+// serverSample asks the server agent for its CPU accounting, waiting at most 2 s.
+func serverSample(ctx context.Context, job Job) (cpustat.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var r CPUReply
 	if err := controlCall(ctx, job, http.MethodGet, PathCPU, &r); err != nil {
-		return nil
+		return cpustat.Sample{}, err
 	}
-	s := r.sample(time.Now())
-	return &s
+	return r.sample(time.Now()), nil
 }
 
 // cpuUse is the schema's form of a cpustat.Use, to the millisecond.

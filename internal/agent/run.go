@@ -262,11 +262,11 @@ func footprints(job Job) map[string]Footprint {
 }
 
 func serverCPU(ctx context.Context, job Job) (time.Duration, error) {
-	var r CPUReply
-	if err := controlCall(ctx, job, http.MethodGet, PathCPU, &r); err != nil {
+	s, err := serverSample(ctx, job)
+	if err != nil {
 		return 0, err
 	}
-	return time.Duration(r.CPUNanos), nil
+	return s.CPU, nil
 }
 
 // postDone tells the agent server to exit. It uses its own short timeout so that it runs even

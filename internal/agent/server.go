@@ -67,7 +67,7 @@ type CPUReply struct {
 // cpuReply is this process's CPUReply now.
 func cpuReply() CPUReply {
 	s := cpustat.Read()
-	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: probes.ProcessPeakRSS(), RunDelayNanos: int64(s.RunDelay),
+	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: cpustat.PeakRSS(), RunDelayNanos: int64(s.RunDelay),
 		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores}
 }
 
@@ -82,7 +82,7 @@ type Footprint = v1alpha1.Footprint
 
 // OwnFootprint is this process's footprint.
 func OwnFootprint() Footprint {
-	return Footprint{CPUSeconds: probes.ProcessCPU().Seconds(), PeakRSSBytes: probes.ProcessPeakRSS()}
+	return Footprint{CPUSeconds: cpustat.ProcessCPU().Seconds(), PeakRSSBytes: cpustat.PeakRSS()}
 }
 
 // Serve runs the agent server: HTTP, gRPC, the throughput sink and control, all on one port

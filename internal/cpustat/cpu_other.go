@@ -4,4 +4,8 @@ package cpustat
 
 import "time"
 
-func processCPU() time.Duration { return 0 }
+// ProcessCPU is not measured on this platform.
+func ProcessCPU() time.Duration { return 0 }
+
+// PeakRSS is not measured on this platform.
+func PeakRSS() int64 { return 0 }

@@ -53,7 +53,7 @@ func (s Sample) Since(before Sample) Use {
 
 // Read samples this process.
 func Read() Sample {
-	s := Sample{At: time.Now(), CPU: processCPU(), RunDelay: runDelay("/proc/self/task")}
+	s := Sample{At: time.Now(), CPU: ProcessCPU(), RunDelay: runDelay("/proc/self/task")}
 	if dir := ownCPUCgroup("/proc/self/cgroup", "/sys/fs/cgroup"); dir != "" {
 		s.Throttled, s.ThrottledPeriods = throttling(dir)
 		s.LimitCores = quota(dir)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -124,7 +125,7 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 			serverCPU0, haveServerCPU = v, true
 		}
 	}
-	cpu0 := processCPU()
+	cpu0 := cpustat.ProcessCPU()
 	start := time.Now()
 	end := start.Add(spec.Duration)
 
@@ -137,7 +138,7 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 		s.sampleTCPInfo()
 	}
 	intervals := sampler.stop()
-	cpu1 := processCPU()
+	cpu1 := cpustat.ProcessCPU()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -77,23 +77,3 @@ func sendAll(ctx context.Context, streams []*streamState, end time.Time) error {
 	}
 }
 
-// ProcessCPU returns the CPU time (user + system) this process has used so far.
-func ProcessCPU() time.Duration { return processCPU() }
-
-// ProcessPeakRSS is the largest resident set this process has had, in bytes (getrusage's
-// ru_maxrss: the kernel's high-water mark of its memory in RAM).
-func ProcessPeakRSS() int64 {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024
-}
-
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}

@@ -231,6 +231,9 @@ func splitFigure(name string) (probe, stat string) {
 		return strings.TrimSuffix(name, ".p99.9"), "p99.9"
 	}
 	i := strings.LastIndex(name, ".")
+	if i < 0 {
+		return name, ""
+	}
 	return name[:i], name[i+1:]
 }
 

@@ -82,7 +82,7 @@ func compareFigure(o, n FigureValue, tol float64) FigureChange {
 	case overlap:
 		c.Reason = "the runs' own ranges overlap"
 	default:
-		worse := (n.Value > o.Value) == HigherIsWorse(n.Unit)
+		worse := (n.Value > o.Value) == HigherIsWorse(n)
 		c.Verdict, c.Reason = Improved, "beyond the tolerance"
 		if worse {
 			c.Verdict = Regressed

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
@@ -146,6 +147,10 @@ func ProbeFigures(results []*v1alpha1.ProbeResult) []FigureValue {
 	return append(out, derived(out)...)
 }
 
+// IsValidity says whether a figure is a validity figure: 1 when its probes' figures are the
+// path's, 0 when a CPU limit of an agent decided them (lower is worse).
+func IsValidity(name string) bool { return name == "valid" || strings.HasSuffix(name, ".valid") }
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
@@ -157,7 +162,7 @@ func b2f(b bool) float64 {
 func allValid(fs []FigureValue) []FigureValue {
 	all, seen := true, false
 	for _, f := range fs {
-		if f.Stat == "valid" && !f.Alias {
+		if IsValidity(f.Name) && !f.Alias {
 			seen = true
 			all = all && f.Value == 1
 		}

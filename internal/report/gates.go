@@ -8,10 +8,13 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// HigherIsWorse says which way a figure of this unit gets worse: latencies, counts and loss up,
-// rates, throughput and sizes down.
-func HigherIsWorse(unit string) bool {
-	switch unit {
+// HigherIsWorse says which way a figure gets worse: latencies, counts and loss up; rates,
+// throughput, sizes and validity (IsValidity) down.
+func HigherIsWorse(f FigureValue) bool {
+	if IsValidity(f.Name) {
+		return false
+	}
+	switch f.Unit {
 	case UnitGbps, UnitReqPerS, UnitBytes:
 		return false
 	}
@@ -110,6 +113,9 @@ func LadderPlannedFigures(rungs []LadderRung, specs []agent.ProbeSpec) map[strin
 			}
 		}
 	}
+	if _, ok := per["valid"]; ok {
+		out["valid"] = UnitCount
+	}
 	return out
 }
 
@@ -135,7 +141,7 @@ func (r *LadderReport) FigureValues() []FigureValue {
 			}
 		}
 	}
-	return append(out, worst.list()...)
+	return append(append(out, worst.list()...), allValid(out)...)
 }
 
 // rungFigureValues lists a rung's figures in the report's order (order maps each name to its
@@ -175,7 +181,7 @@ func (w *worstFigures) offer(name string, fv FigureValue) {
 	if !seen {
 		w.order = append(w.order, name)
 	}
-	if !seen || (HigherIsWorse(fv.Unit) && fv.Value > cur.Value) || (!HigherIsWorse(fv.Unit) && fv.Value < cur.Value) {
+	if !seen || (HigherIsWorse(fv) && fv.Value > cur.Value) || (!HigherIsWorse(fv) && fv.Value < cur.Value) {
 		fv.Name, fv.Alias = name, true
 		w.byName[name] = fv
 	}

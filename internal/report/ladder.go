@@ -17,8 +17,8 @@ func (r *LadderReport) Summarize() {
 		values, units := map[string][]float64{}, map[string]string{}
 		for _, round := range rung.Results {
 			for _, nv := range ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, round.Probes...), round.AppPort...)) {
-				if nv.Probe == "rtt" {
-					continue // an alias, named again by FigureValues
+				if nv.Alias {
+					continue // rtt.* and valid: named again by FigureValues
 				}
 				values[nv.Name] = append(values[nv.Name], nv.Value)
 				units[nv.Name] = nv.Unit
@@ -33,7 +33,11 @@ func (r *LadderReport) Summarize() {
 		}
 		rung.Figures = map[string]Figure{}
 		for name, vs := range values {
-			rung.Figures[name] = summarize(units[name], vs)
+			f := summarize(units[name], vs)
+			if IsValidity(name) {
+				f.Median = f.Min // one round a CPU limit decided makes the rung's figure so
+			}
+			rung.Figures[name] = f
 		}
 	}
 	r.compareBaselines()

@@ -9,11 +9,15 @@ import (
 
 // When a CPU limit, not the network, decided a probe's figures (JudgeCPU): an agent under a
 // limit used this share of it or more over the probe, or its threads waited for a CPU this share
-// of the probe's time or more, or its own cgroup was throttled this share of the time or more.
+// of the probe's time or more and longer than they ran, or its own cgroup was throttled this
+// share of the time or more. Probes shorter than cpuMinWall are not judged: their window is
+// mostly the accounting's own control calls.
 const (
 	cpuLimitShare     = 0.9
 	cpuWaitShare      = 0.1
 	cpuThrottledShare = 0.01
+	cpuMinWall        = 0.5 // seconds
+	cpuMaxCores       = 1024
 )
 
 // Advice for a probe a CPU limit decided, by where the limit comes from.
@@ -30,7 +34,7 @@ type CPULimits struct{ Client, Server float64 }
 // where an ephemeral agent has none of its own, then each agent under a limit checked.
 func JudgeCPU(r *v1alpha1.ProbeResult, lim CPULimits) {
 	v := r.Validity
-	if v == nil {
+	if v == nil || r.Skipped != "" {
 		return
 	}
 	v.Valid, v.Reasons, v.Advice = true, nil, ""
@@ -43,7 +47,8 @@ func JudgeCPU(r *v1alpha1.ProbeResult, lim CPULimits) {
 		if u == nil {
 			continue
 		}
-		if u.LimitCores == 0 && side.pod > 0 {
+		sanitize(u)
+		if side.pod > 0 && (u.LimitCores == 0 || side.pod < u.LimitCores) {
 			u.LimitCores, u.LimitFrom = side.pod, v1alpha1.LimitFromPod
 		}
 		if why := cpuLimited(u); why != "" {
@@ -59,20 +64,40 @@ func JudgeCPU(r *v1alpha1.ProbeResult, lim CPULimits) {
 	}
 }
 
+// sanitize drops what no kernel reports (an agent's figures are its own word): negative
+// figures, and a limit beyond any machine's cores.
+func sanitize(u *v1alpha1.CPUUse) {
+	for _, f := range []*float64{&u.WallSeconds, &u.CPUSeconds, &u.RunQueueWaitSeconds, &u.ThrottledSeconds, &u.LimitCores} {
+		if *f < 0 || *f != *f {
+			*f = 0
+		}
+	}
+	if u.ThrottledPeriods < 0 {
+		u.ThrottledPeriods = 0
+	}
+	if u.LimitCores > cpuMaxCores {
+		u.LimitCores, u.LimitFrom = 0, ""
+	}
+}
+
 // cpuLimited says how the agent's limit decided its work over the probe, or "".
 func cpuLimited(u *v1alpha1.CPUUse) string {
-	if u.LimitCores <= 0 || u.WallSeconds <= 0 {
+	if u.LimitCores <= 0 || u.WallSeconds < cpuMinWall {
 		return ""
 	}
 	used, waited := u.CPUSeconds/u.WallSeconds, u.RunQueueWaitSeconds/u.WallSeconds
-	if used < cpuLimitShare*u.LimitCores && waited < cpuWaitShare && u.ThrottledSeconds < cpuThrottledShare*u.WallSeconds {
+	starved := waited >= cpuWaitShare && u.RunQueueWaitSeconds >= u.CPUSeconds
+	if used < cpuLimitShare*u.LimitCores && !starved && u.ThrottledSeconds < cpuThrottledShare*u.WallSeconds {
 		return ""
 	}
 	whose := "its own"
 	if u.LimitFrom == v1alpha1.LimitFromPod {
 		whose = "the pod's"
 	}
-	s := fmt.Sprintf("used %.2f cores of %s %.2f-core limit, waited %.2f s for a CPU in %.2f s", used, whose, u.LimitCores, u.RunQueueWaitSeconds, u.WallSeconds)
+	s := fmt.Sprintf("used %.2f cores of %s %.2f-core limit; its threads waited %.2f s in all for a CPU in %.2f s", used, whose, u.LimitCores, u.RunQueueWaitSeconds, u.WallSeconds)
+	if starved && used < cpuLimitShare*u.LimitCores {
+		s += " (longer than they ran: the limit's throttling, or other work on the node)"
+	}
 	if u.ThrottledPeriods > 0 {
 		s += fmt.Sprintf(", throttled %.2f s in %d periods", u.ThrottledSeconds, u.ThrottledPeriods)
 	}

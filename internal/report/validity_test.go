@@ -23,12 +23,17 @@ func TestJudgeCPU(t *testing.T) {
 	}{
 		{"no limit anywhere, a core busy", busy(10, 3), busy(9, 2), CPULimits{}, true, "", ""},
 		{"the server's pod limits it to 0.2 cores and it used them", busy(5, 0.1), busy(1.9, 0.5), CPULimits{Server: 0.2}, false,
-			"server agent CPU-limited: used 0.19 cores of the pod's 0.20-core limit, waited 0.50 s for a CPU in 10.00 s", AdvicePodLimit},
+			"server agent CPU-limited: used 0.19 cores of the pod's 0.20-core limit; its threads waited 0.50 s in all for a CPU in 10.00 s", AdvicePodLimit},
 		{"under a pod limit, the app took the quota: the agent waited", busy(0.1, 2), nil, CPULimits{Client: 0.5}, false,
-			"client agent CPU-limited: used 0.01 cores of the pod's 0.50-core limit, waited 2.00 s", AdvicePodLimit},
+			"client agent CPU-limited: used 0.01 cores of the pod's 0.50-core limit; its threads waited 2.00 s in all for a CPU in 10.00 s (longer than they ran", AdvicePodLimit},
 		{"a generous pod limit, little use, little wait", busy(2, 0.2), nil, CPULimits{Client: 4}, true, "", ""},
+		{"under a limit, a wait shorter than the work", busy(3, 2), nil, CPULimits{Client: 2}, true, "", ""},
+		{"a probe too short to judge", &v1alpha1.CPUUse{WallSeconds: 0.2, CPUSeconds: 0.2}, nil, CPULimits{Client: 0.2}, true, "", ""},
+		{"the smaller of the pod's limit and the agent's own", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: 1.9, LimitCores: 4, LimitFrom: v1alpha1.LimitFromCgroup}, nil, CPULimits{Client: 0.2}, false,
+			"used 0.19 cores of the pod's 0.20-core limit", AdvicePodLimit},
+		{"an impossible limit and negative figures reported", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: -5, RunQueueWaitSeconds: -1, LimitCores: 1e9}, nil, CPULimits{}, true, "", ""},
 		{"its own cgroup's quota throttled it", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: 1, RunQueueWaitSeconds: 0.05, ThrottledSeconds: 0.5, ThrottledPeriods: 12, LimitCores: 0.5, LimitFrom: v1alpha1.LimitFromCgroup},
-			nil, CPULimits{Client: 2}, false, "used 0.10 cores of its own 0.50-core limit, waited 0.05 s for a CPU in 10.00 s, throttled 0.50 s in 12 periods", AdviceAgentLimit},
+			nil, CPULimits{Client: 2}, false, "used 0.10 cores of its own 0.50-core limit; its threads waited 0.05 s in all for a CPU in 10.00 s, throttled 0.50 s in 12 periods", AdviceAgentLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &v1alpha1.ProbeResult{Name: "tcp-1", Kind: v1alpha1.ProbeTCP, Validity: &v1alpha1.Validity{Client: tc.client, Server: tc.server}}

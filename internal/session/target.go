@@ -14,16 +14,18 @@ type Target struct {
 }
 
 // CPULimitCores is the CFS quota of the pod's cgroup, in cores, which an ephemeral container
-// (it can have no resources of its own) runs under: the pod-level limit where set, else the sum
-// of the containers' limits (as the scheduler sums them, sidecars included) when every container
-// has one — the kubelet sets no pod quota otherwise; 0 without.
+// (it can have no resources of its own) runs under: the pod-level limit where set, else the
+// containers' limits combined as the kubelet does (sidecars summed, init containers' largest)
+// when every container and init container has one — the kubelet sets no pod quota otherwise;
+// 0 without. (A kubelet with CPU quotas turned off sets none either; the agent's wait for a CPU
+// is what shows whether the quota bites.)
 func (t *Target) CPULimitCores() float64 {
 	if t == nil || t.Pod == nil {
 		return 0
 	}
 	p := t.Pod
 	if !resourcehelper.IsPodLevelResourcesSet(p) || p.Spec.Resources.Limits.Cpu().IsZero() {
-		for _, c := range p.Spec.Containers {
+		for _, c := range append(append([]corev1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...) {
 			if c.Resources.Limits.Cpu().IsZero() {
 				return 0
 			}

@@ -23,6 +23,7 @@ func TestCPULimitCores(t *testing.T) {
 		{"two containers: the sum", corev1.PodSpec{Containers: []corev1.Container{limited("200m"), limited("1")}}, 1.2},
 		{"one without a limit: no pod quota", corev1.PodSpec{Containers: []corev1.Container{limited("200m"), {}}}, 0},
 		{"a sidecar counts", corev1.PodSpec{Containers: []corev1.Container{limited("200m")}, InitContainers: []corev1.Container{sidecar}}, 0.3},
+		{"an init container without a limit: no pod quota", corev1.PodSpec{Containers: []corev1.Container{limited("200m")}, InitContainers: []corev1.Container{{}}}, 0},
 		{"pod-level limit", corev1.PodSpec{Containers: []corev1.Container{{}}, Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}, 0.5},
 	} {
 		target := &Target{Pod: &corev1.Pod{Spec: tc.spec}}

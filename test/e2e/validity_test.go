@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func TestPathMarksCPULimitedProbes(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
 	limited := pod("limited", "lab-b1", "netbench.lab/sample-app:1", nil, map[string]string{"app": "limited"})
-	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	// Memory for the app and the ephemeral agent with its sockets' buffers, which share it.
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
 	limited.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu, Limits: cpu}
 	createPod(t, cs, ns, limited)
 	waitPod(t, cs, ns, "limited", 2*time.Minute, "running", running)
@@ -40,15 +42,20 @@ func TestPathMarksCPULimitedProbes(t *testing.T) {
 	free := pathJSON(t, "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,http-max,tcp", "--duration", "2s")
 
 	for _, kind := range []string{v1alpha1.ProbeTCP, v1alpha1.ProbeHTTPMax} {
+		n := 0
 		for _, r := range eph.Probes {
 			if r.Kind != kind {
 				continue
 			}
+			n++
 			v := r.Validity
-			if v == nil || v.Valid || v.Advice != report.AdvicePodLimit || v.Server == nil || v.Server.LimitFrom != v1alpha1.LimitFromPod || v.Server.LimitCores != 0.2 ||
-				!strings.Contains(strings.Join(v.Reasons, " "), "server agent CPU-limited") {
+			if v == nil || v.Valid || v.Advice != report.AdvicePodLimit || v.Server == nil || v.Server.LimitFrom != v1alpha1.LimitFromPod ||
+				math.Abs(v.Server.LimitCores-0.2) > 1e-9 || !strings.Contains(strings.Join(v.Reasons, " "), "server agent CPU-limited") {
 				t.Errorf("%s with the server under the pod's 200m limit: validity %s", r.Name, validityJSON(v))
 			}
+		}
+		if n == 0 {
+			t.Errorf("no %s probe in the run", kind)
 		}
 	}
 	for name, rep := range map[string]*v1alpha1.PathReport{"--mode pod": podMode, "no limit": free} {

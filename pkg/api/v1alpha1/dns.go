@@ -24,7 +24,7 @@ type DNSReport struct {
 	// runs in the pod, under its CPU limit.
 	Validity *Validity `json:"validity,omitempty"`
 	Timing   Timing    `json:"timing"`
-	Warnings   []string    `json:"warnings,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 	// Checks are the --fail-if conditions and how they came out.
 	Checks []CheckResult `json:"checks,omitempty"`
 }
