@@ -76,4 +76,3 @@ func sendAll(ctx context.Context, streams []*streamState, end time.Time) error {
 		}
 	}
 }
-

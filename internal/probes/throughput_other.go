@@ -13,4 +13,3 @@ func (s *streamState) sampleTCPInfo() {}
 func sendAll(context.Context, []*streamState, time.Time) error {
 	return errors.New("the throughput probe runs on Linux only")
 }
-
