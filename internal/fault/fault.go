@@ -47,6 +47,9 @@ const (
 	// NdotsOffByOne makes the resolver model try a name as is first only with more than ndots
 	// dots, not with at least ndots (TestModelMatchesRealResolvers).
 	NdotsOffByOne Name = "ndots-off-by-one"
+	// PodLimitIgnored makes path judge an ephemeral server agent without its pod's CPU limit,
+	// which its own cgroup does not show (TestPathMarksCPULimitedProbes).
+	PodLimitIgnored Name = "pod-limit-ignored"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
@@ -129,7 +130,7 @@ func (r *pathRun) Finish(context.Context) {
 	if r.cli != nil && !r.cli.Temporary {
 		lim.Client = r.src.CPULimitCores()
 	}
-	if r.srv != nil && !r.srv.Temporary {
+	if r.srv != nil && !r.srv.Temporary && !fault.On(fault.PodLimitIgnored) {
 		lim.Server = r.dst.CPULimitCores()
 	}
 	for _, res := range append(append([]*agent.ProbeResult(nil), r.rep.Probes...), r.rep.AppPort...) {
