@@ -6,6 +6,12 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo none)
 PKG := github.com/kubectl-netbench/kubectl-netbench
 LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION) -X $(PKG)/internal/version.Commit=$(COMMIT)
 ARCH ?= $(shell $(GO) env GOARCH)
+# One Go build configuration for everything make runs, as the release, the agent image and the
+# lab's Kubernetes are built (CGO off, -trimpath): the Go cache then compiles each shared package
+# once (client-go, kubectl, … for the lab, vet, the tests and the release alike). Only -race
+# (hack/lint.sh) needs cgo and builds on its own.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(filter-out -trimpath,$(shell $(GO) env GOFLAGS))
 
 .PHONY: all build test test-mutations lint agent-image bench bench-lab bench-ladder bench-udp bench-matrix vet clean demo release-check krew-manifest lab-up lab-down lab-status lab-kubeconfig lab-check-clean e2e
 

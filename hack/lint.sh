@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Static checks and short fuzz runs, each step named in the output:
-#   go vet, gofmt -l, the size rule (hack/sizecheck), staticcheck (built from its module, cached
+#   go vet, gofmt -l, the size rule (hack/sizecheck), one version per shared module
+#   (hack/samemodules.sh), staticcheck (built from its module, cached
 #   under .cache/tools), ShellCheck on every script, go test -race on the packages without
 #   sockets or root, and FUZZTIME (default 10s) of every fuzz target.
 set -euo pipefail
@@ -26,6 +27,9 @@ if ! go run ./hack/sizecheck; then
   echo "(before the package clause for a file, in the doc comment for a function)"; exit 1
 fi
 
+step "one version of each module the project and the lab's components share (hack/samemodules.sh)"
+hack/samemodules.sh
+
 step "staticcheck $STATICCHECK_VERSION"
 sc=.cache/tools/staticcheck-$STATICCHECK_VERSION
 [ -x "$sc/staticcheck" ] || GOBIN=$PWD/$sc go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
@@ -37,11 +41,11 @@ mapfile -t scripts < <(git ls-files --cached --others --exclude-standard '*.sh' 
 shellcheck -x -P SCRIPTDIR -P . "${scripts[@]}"
 
 step "go test -race (packages without sockets or root)"
-go test -count=1 -race ./internal/report/ ./internal/render/ ./pkg/api/v1alpha1/ ./internal/cmdutil/... ./internal/cmd/... ./internal/policyplan/ ./internal/session/ ./internal/gate/
+CGO_ENABLED=1 go test -count=1 -race ./internal/report/ ./internal/render/ ./pkg/api/v1alpha1/ ./internal/cmdutil/... ./internal/cmd/... ./internal/policyplan/ ./internal/session/ ./internal/gate/
 
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \
-  FuzzCheckDNSName:./internal/cmd/dns FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
+  FuzzCheckDNSName:./internal/dnsname FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
   FuzzParseEvaluate:./internal/gate FuzzLoadRun:./internal/report FuzzWriteDiff:./internal/render FuzzOpenDatagram:./internal/probes; do
   name=${target%%:*} pkg=${target#*:}
   # A failing input is written under testdata/fuzz and fails the step. A run that ends without

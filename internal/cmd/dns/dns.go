@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/dnsname"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -127,10 +128,10 @@ func (o *DNSOptions) Validate() error {
 			return fmt.Errorf("--what-if-ndots %d: want 0-15", n)
 		}
 	}
-	if err := checkFlagName(o.ExternalName, "--external-name"); err != nil {
+	if err := dnsname.CheckFlag(o.ExternalName, "--external-name"); err != nil {
 		return err
 	}
-	if err := checkFlagName(o.ClusterDomain, "--cluster-domain"); err != nil {
+	if err := dnsname.CheckFlag(o.ClusterDomain, "--cluster-domain"); err != nil {
 		return err
 	}
 	if ns, name, ok := strings.Cut(o.DNSService, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
@@ -143,7 +144,7 @@ func (o *DNSOptions) Validate() error {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
 	}
 	for i, n := range o.Names {
-		ascii, note, err := checkDNSName(n)
+		ascii, note, err := dnsname.Check(n)
 		if err != nil {
 			return err
 		}

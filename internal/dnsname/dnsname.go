@@ -1,4 +1,6 @@
-package dns
+// Package dnsname checks DNS names given on the command line as a resolver would, and converts
+// internationalized names to the punycode form that goes on the wire.
+package dnsname
 
 import (
 	"fmt"
@@ -8,10 +10,10 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// checkDNSName validates a name as a resolver would: at most 253 characters, labels of 1 to
+// Check validates a name as a resolver would: at most 253 characters, labels of 1 to
 // 63 letters, digits, hyphens or underscores, an optional trailing dot. A name with non-ASCII
 // letters (an IDN) is converted to its punycode form, which is what goes on the wire; note says so.
-func checkDNSName(name string) (ascii, note string, err error) {
+func Check(name string) (ascii, note string, err error) {
 	ascii = name
 	if !isASCII(name) {
 		ascii, err = idna.Lookup.ToASCII(strings.TrimSuffix(name, "."))
@@ -23,21 +25,21 @@ func checkDNSName(name string) (ascii, note string, err error) {
 		}
 		note = fmt.Sprintf("name %q is looked up as %q (punycode, as resolvers send it)", name, ascii)
 	}
-	if err := checkASCIIName(ascii); err != nil {
+	if err := checkASCII(ascii); err != nil {
 		return "", "", fmt.Errorf("name %q is not a DNS name: %w", name, err)
 	}
 	return ascii, note, nil
 }
 
-// checkFlagName checks a DNS name given in the flag named flag.
-func checkFlagName(name, flag string) error {
-	if err := checkASCIIName(name); err != nil {
+// CheckFlag checks a DNS name given in the flag named flag.
+func CheckFlag(name, flag string) error {
+	if err := checkASCII(name); err != nil {
 		return fmt.Errorf("%s %q is not a DNS name: %w", flag, name, err)
 	}
 	return nil
 }
 
-func checkASCIIName(name string) error {
+func checkASCII(name string) error {
 	trimmed := strings.TrimSuffix(name, ".")
 	switch {
 	case trimmed == "":

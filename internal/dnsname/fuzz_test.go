@@ -1,4 +1,4 @@
-package dns
+package dnsname
 
 import (
 	"strings"
@@ -12,14 +12,14 @@ func FuzzCheckDNSName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		ascii, _, err := checkDNSName(name)
+		ascii, _, err := Check(name)
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\x1b\r") {
 				t.Errorf("error carries control characters: %q", err)
 			}
 			return
 		}
-		if err := checkASCIIName(ascii); err != nil || !isASCII(ascii) || len(strings.TrimSuffix(ascii, ".")) > 253 {
+		if err := checkASCII(ascii); err != nil || !isASCII(ascii) || len(strings.TrimSuffix(ascii, ".")) > 253 {
 			t.Errorf("%q accepted as %q, which is not a valid ASCII name (%v)", name, ascii, err)
 		}
 	})
