@@ -31,6 +31,7 @@ mutations=(
   "pmtu-off-by-one|./test/e2e|TestPathMTUThroughANarrowNode|path MTU 1401, want 1400"
   "race-separate|./test/e2e|TestDNSRaceCheck|about half waiting out"
   "pod-limit-ignored|./test/e2e|TestPathMarksCPULimitedProbes|on the limited pod: exit 0, want 3"
+  "traffic-own-counted|./test/e2e|TestPathShowsCompetingTraffic|besides the agents' on the client pod's interface"
   "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
   "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
 )

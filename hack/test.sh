@@ -12,8 +12,8 @@ trap 'rm -f "$log"' EXIT
 # By default the end-to-end package runs after the others, alone: its timing comparisons (the
 # agent beside curl, the real glibc beside the race check) then share the two cores with nothing
 # but the lab. Within it, the tests that time nothing and switch nothing of the lab (beside() in
-# test/e2e) run after the others, NETBENCH_E2E_PARALLEL of them at once (default 4).
-parallel=(-parallel "${NETBENCH_E2E_PARALLEL:-4}")
+# test/e2e) run after the others, NETBENCH_E2E_PARALLEL of them at once (default 8: they mostly wait for the lab).
+parallel=(-parallel "${NETBENCH_E2E_PARALLEL:-8}")
 run() {
   go test -count=1 -v -timeout 45m "$@" 2>&1 | tee -a "$log" | grep -vE '^=== (RUN|PAUSE|CONT)'
   return "${PIPESTATUS[0]}"

@@ -3,19 +3,31 @@ package agent
 import (
 	"context"
 	"math"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// accounting holds the CPU accounting of the client, and of the server where the probe talks
-// to it, taken as a probe starts: what finish compares the end with.
+// usage is one agent's accounting at one moment: its CPU, and its pod's interfaces with its
+// own I/O.
+type usage struct {
+	cpu cpustat.Sample
+	net ifstat.Sample
+}
+
+func readUsage() usage { return usage{cpu: cpustat.Read(), net: ifstat.Read()} }
+
+// accounting holds the accounting of the client, and of the server where the probe talks to
+// it, taken as a probe starts: what finish compares the end with.
 type accounting struct {
 	job    Job
-	client cpustat.Sample
-	server *cpustat.Sample
+	client usage
+	server *usage
 }
 
 func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
@@ -25,42 +37,72 @@ func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
 			a.server = &s
 		}
 	}
-	a.client = cpustat.Read()
+	a.client = readUsage()
 	return a
 }
 
-// finish records the probe's CPU use in res: CPUSeconds (the client's) and the validity block's
-// accounting, which the plugin judges (it knows the pods' limits).
+// finish records the probe's accounting in res: CPUSeconds (the client's) and the validity
+// block's CPU use and traffic, which the plugin judges (it knows the pods' limits).
 func (a accounting) finish(ctx context.Context, res *ProbeResult) {
-	client := cpustat.Read().Since(a.client)
+	end := readUsage()
+	client := end.cpu.Since(a.client.cpu)
 	res.CPUSeconds = math.Round(client.CPU.Seconds()*1e3) / 1e3
-	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client)}
+	h := headers(a.job)
+	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h)}
 	if a.server != nil {
-		if end, err := serverSample(ctx, a.job); err == nil {
-			v.Server = cpuUse(end.Since(*a.server))
+		if srv, err := serverSample(ctx, a.job); err == nil {
+			v.Server = cpuUse(srv.cpu.Since(a.server.cpu))
+			// What the client sent again crossed the server's interface too, unread where the
+			// first copy had arrived (a receiver short of CPU drops behind its interface).
+			srv.net.OwnBytes += end.net.Retransmitted - a.client.net.Retransmitted
+			v.ServerTraffic = traffic(srv.net, a.server.net, h)
 		}
 	}
 	res.Validity = v
 }
 
-// serverSample asks the server agent for its CPU accounting, waiting at most 2 s.
-func serverSample(ctx context.Context, job Job) (cpustat.Sample, error) {
+// serverSample asks the server agent for its accounting, waiting at most 2 s.
+func serverSample(ctx context.Context, job Job) (usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var r CPUReply
 	if err := controlCall(ctx, job, http.MethodGet, PathCPU, &r); err != nil {
-		return cpustat.Sample{}, err
+		return usage{}, err
 	}
 	return r.sample(time.Now()), nil
 }
 
+// roundedSeconds is d in seconds, rounded to the millisecond.
+func roundedSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*1e3) / 1e3 }
+
 // cpuUse is the schema's form of a cpustat.Use, to the millisecond.
 func cpuUse(u cpustat.Use) *v1alpha1.CPUUse {
-	ms := func(d time.Duration) float64 { return math.Round(d.Seconds()*1e3) / 1e3 }
-	out := &v1alpha1.CPUUse{WallSeconds: ms(u.Wall), CPUSeconds: ms(u.CPU), RunQueueWaitSeconds: ms(u.RunDelay),
-		ThrottledSeconds: ms(u.Throttled), ThrottledPeriods: u.ThrottledPeriods, LimitCores: u.LimitCores}
+	out := &v1alpha1.CPUUse{WallSeconds: roundedSeconds(u.Wall), CPUSeconds: roundedSeconds(u.CPU), RunQueueWaitSeconds: roundedSeconds(u.RunDelay),
+		ThrottledSeconds: roundedSeconds(u.Throttled), ThrottledPeriods: u.ThrottledPeriods, LimitCores: u.LimitCores}
 	if u.LimitCores > 0 {
 		out.LimitFrom = v1alpha1.LimitFromCgroup
 	}
 	return out
+}
+
+// headers is what each packet carries besides payload on the job's path (ifstat.Headers*).
+func headers(job Job) int64 {
+	if ip := net.ParseIP(job.Host); ip != nil && ip.To4() == nil {
+		return ifstat.HeadersIPv6
+	}
+	return ifstat.HeadersIPv4
+}
+
+// traffic is the schema's form of what the interfaces carried from before to end; nil when the
+// counters could not be read.
+func traffic(end, before ifstat.Sample, headers int64) *v1alpha1.Traffic {
+	if fault.On(fault.TrafficOwnCounted) {
+		end.OwnBytes = before.OwnBytes
+	}
+	u := end.Since(before, headers)
+	if u.Wall <= 0 {
+		return nil
+	}
+	return &v1alpha1.Traffic{WallSeconds: roundedSeconds(u.Wall), InterfaceBytes: u.Bytes, InterfacePackets: u.Packets,
+		AgentBytes: u.OwnBytes, OtherBytes: u.OtherBytes, OtherBitsPerSecond: math.Round(u.OtherBitsPerSecond)}
 }

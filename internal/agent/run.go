@@ -266,7 +266,7 @@ func serverCPU(ctx context.Context, job Job) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.CPU, nil
+	return s.cpu.CPU, nil
 }
 
 // postDone tells the agent server to exit. It uses its own short timeout so that it runs even

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -54,7 +55,8 @@ const (
 )
 
 // CPUReply is the answer of PathCPU: the server's CPU time so far, its peak resident memory,
-// and what its CPU accounting says (cpustat.Sample).
+// what its CPU accounting says (cpustat.Sample), and its pod's interface counters with its own
+// I/O (ifstat.Sample): the server's side of a probe's accounting.
 type CPUReply struct {
 	CPUNanos         int64   `json:"cpuNanos"`
 	PeakRSSBytes     int64   `json:"peakRSSBytes,omitempty"`
@@ -62,19 +64,28 @@ type CPUReply struct {
 	ThrottledNanos   int64   `json:"throttledNanos,omitempty"`
 	ThrottledPeriods int64   `json:"throttledPeriods,omitempty"`
 	LimitCores       float64 `json:"limitCores,omitempty"`
+	// The server's pod interfaces and own I/O (ifstat.Sample), when readable.
+	InterfaceBytes   int64 `json:"interfaceBytes,omitempty"`
+	InterfacePackets int64 `json:"interfacePackets,omitempty"`
+	OwnBytes         int64 `json:"ownBytes,omitempty"`
+	TrafficOK        bool  `json:"trafficOK,omitempty"`
 }
 
 // cpuReply is this process's CPUReply now.
 func cpuReply() CPUReply {
-	s := cpustat.Read()
+	s, n := cpustat.Read(), ifstat.Read()
 	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: cpustat.PeakRSS(), RunDelayNanos: int64(s.RunDelay),
-		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores}
+		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores,
+		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK}
 }
 
-// sample is the cpustat.Sample the reply holds, taken at `at`.
-func (r CPUReply) sample(at time.Time) cpustat.Sample {
-	return cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
-		Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores}
+// sample is the accounting the reply holds, taken at `at`.
+func (r CPUReply) sample(at time.Time) usage {
+	return usage{
+		cpu: cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
+			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores},
+		net: ifstat.Sample{At: at, Bytes: r.InterfaceBytes, Packets: r.InterfacePackets, OwnBytes: r.OwnBytes, OK: r.TrafficOK},
+	}
 }
 
 // Footprint is v1alpha1.Footprint, a type of the reports' schema.

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
@@ -54,6 +55,7 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 		var pending followUp
 		for ctx.Err() == nil {
 			n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
+			ifstat.CountOwn(int64(n))
 			if err != nil {
 				continue
 			}
@@ -67,8 +69,11 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 			late := pending.take(from)
 			now := time.Now()
 			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
-				if unix.Sendto(fd, buf[:m], 0, from) == nil && txStamps && typ == probes.UDPEcho {
-					pending.stamp(fd, eoob, from, seq, now)
+				if unix.Sendto(fd, buf[:m], 0, from) == nil {
+					ifstat.CountOwn(int64(m))
+					if txStamps && typ == probes.UDPEcho {
+						pending.stamp(fd, eoob, from, seq, now)
+					}
 				}
 			}
 		}

@@ -50,6 +50,9 @@ const (
 	// PodLimitIgnored makes path judge an ephemeral server agent without its pod's CPU limit,
 	// which its own cgroup does not show (TestPathMarksCPULimitedProbes).
 	PodLimitIgnored Name = "pod-limit-ignored"
+	// TrafficOwnCounted counts the agents' own bytes as the application's traffic on their pods'
+	// interfaces (TestPathShowsCompetingTraffic).
+	TrafficOwnCounted Name = "traffic-own-counted"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 )
 
 const icmpPayloadLen = 56 // iputils ping's default
@@ -87,13 +88,17 @@ func (s *icmpSocket) send(id, seq int) (time.Time, error) {
 		return time.Time{}, err
 	}
 	t := time.Now()
-	return t, unix.Sendto(s.fd, b, 0, s.dst)
+	if err = unix.Sendto(s.fd, b, 0, s.dst); err == nil {
+		ifstat.CountOwn(int64(len(b)))
+	}
+	return t, err
 }
 
 // recv waits (up to SO_RCVTIMEO) for one echo reply and returns its id, sequence and kernel
 // receive time. ok is false on a timeout or a packet that is not an echo reply from the target.
 func (s *icmpSocket) recv(buf, oob []byte) (id, seq int, at time.Time, source string, ok bool, err error) {
 	n, oobn, _, from, err := unix.Recvmsg(s.fd, buf, oob, 0)
+	ifstat.CountOwn(int64(n))
 	now := time.Now()
 	if err != nil {
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -58,6 +59,9 @@ type streamState struct {
 	maxCwnd  int64
 	mss      int64
 	retrans  int64
+	// retransBytes is what the stream sent again (TCP_INFO bytes_retrans): on the interface,
+	// not in the process's write count.
+	retransBytes int64
 }
 
 func (s *streamState) retransmits() int64 {
@@ -136,6 +140,7 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 	sendElapsed := time.Since(start)
 	for _, s := range streams {
 		s.sampleTCPInfo()
+		ifstat.CountRetransmitted(s.retransBytes)
 	}
 	intervals := sampler.stop()
 	cpu1 := cpustat.ProcessCPU()

@@ -29,6 +29,7 @@ func (s *streamState) sampleTCPInfo() {
 	}
 	s.mss = int64(info.Snd_mss)
 	s.retrans = int64(info.Total_retrans)
+	s.retransBytes = int64(info.Bytes_retrans)
 }
 
 // sendAll writes to every stream until end, iperf3-style: one OS thread writes to each socket

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 )
 
 // Methods of the UDP probes.
@@ -87,6 +88,7 @@ func (s *udpSocket) send(seq int) (time.Time, error) { return s.sendTyped(UDPEch
 // recvTyped waits up to the receive timeout for an authenticated answer of type typ.
 func (s *udpSocket) recvTyped(buf, oob []byte, typ byte) (int, []byte, time.Time, string, bool, error) {
 	n, oobn, _, _, err := unix.Recvmsg(s.fd, buf, oob, 0)
+	ifstat.CountOwn(int64(n))
 	now := time.Now()
 	if err != nil {
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {

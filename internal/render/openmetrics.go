@@ -33,7 +33,7 @@ var (
 	retransFamily    = family{"netbench_tcp_retransmitted_segments", "", "TCP segments retransmitted during the probe.", 1}
 	mssFamily        = family{"netbench_tcp_mss_bytes", "bytes", "Smallest MSS the probe's TCP streams negotiated.", 1}
 	pmtuFamily       = family{"netbench_path_mtu_bytes", "bytes", "Largest IP packet that crossed the path with don't-fragment set.", 1}
-	validFamily      = family{"netbench_probe_valid", "", "1 when the probe's figures are the path's, 0 when a CPU limit of an agent decided them (validity in -o json says how).", 1}
+	validFamily      = family{"netbench_probe_valid", "", "1 when the probe's figures are the path's, 0 when a CPU limit of an agent or the application's traffic on a pod's interface decided them (validity in -o json says how).", 1}
 	dnsQueryFamily   = family{"netbench_dns_queries_per_lookup", "", "Queries the resolver sends for one lookup of the name, as configured.", 1}
 	dnsNXFamily      = family{"netbench_dns_nxdomain_answers_per_lookup", "", "NXDOMAIN answers among one lookup's queries.", 1}
 	dnsLatFamily     = family{"netbench_dns_lookup_latency_seconds", "seconds", "Warm latency of a whole lookup (every candidate the resolver walks).", 1e-6}

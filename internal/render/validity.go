@@ -15,21 +15,23 @@ type validityGroup struct {
 	results []*v1alpha1.ProbeResult
 }
 
-// writeValidity prints which groups' probes a CPU limit decided, with reasons and advice, or
-// one line saying none did (where any probe carries the agents' accounting).
+// writeValidity prints which groups' probes a CPU limit or the application's traffic decided,
+// with reasons and advice, or one line saying none did (where any probe carries the agents'
+// accounting); then the probes during which the application's own traffic was busy.
 func writeValidity(w io.Writer, groups ...validityGroup) {
 	var all []*v1alpha1.ProbeResult
-	var lines []string
+	var lines, traffic []string
 	for _, g := range groups {
 		all = append(all, g.results...)
 		if l := report.ValidityLines(g.what, g.results); len(l) > 0 && l[0] != report.ValidNote {
 			lines = append(lines, l...)
 		}
+		traffic = append(traffic, report.TrafficLines(g.what, g.results)...)
 	}
 	if len(lines) == 0 && report.HasAccounting(all) {
 		lines = []string{report.ValidNote}
 	}
-	for _, l := range lines {
+	for _, l := range append(lines, traffic...) {
 		fmt.Fprintln(w, l)
 	}
 }

@@ -47,7 +47,7 @@ func fillPair(p *MatrixPair, probe string) {
 		return
 	}
 	for _, res := range p.Results {
-		JudgeCPU(res, CPULimits{}) // the DaemonSet's agents: their own quotas are in their accounting
+		Judge(res, Agents{}) // the DaemonSet's agents: their own quotas are in their accounting, no app beside them
 	}
 	res := rttOf(p.Results, probe)
 	if res == nil {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,7 +9,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-func TestJudgeCPU(t *testing.T) {
+func TestJudge(t *testing.T) {
 	busy := func(cpu, wait float64) *v1alpha1.CPUUse {
 		return &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: cpu, RunQueueWaitSeconds: wait}
 	}
@@ -16,28 +17,28 @@ func TestJudgeCPU(t *testing.T) {
 		name       string
 		client     *v1alpha1.CPUUse
 		server     *v1alpha1.CPUUse
-		lim        CPULimits
+		lim        Agents
 		wantValid  bool
 		wantReason string
 		wantAdvice string
 	}{
-		{"no limit anywhere, a core busy", busy(10, 3), busy(9, 2), CPULimits{}, true, "", ""},
-		{"the server's pod limits it to 0.2 cores and it used them", busy(5, 0.1), busy(1.9, 0.5), CPULimits{Server: 0.2}, false,
+		{"no limit anywhere, a core busy", busy(10, 3), busy(9, 2), Agents{}, true, "", ""},
+		{"the server's pod limits it to 0.2 cores and it used them", busy(5, 0.1), busy(1.9, 0.5), Agents{Server: 0.2}, false,
 			"server agent CPU-limited: used 0.19 cores of the pod's 0.20-core limit; its threads waited 0.50 s in all for a CPU in 10.00 s", AdvicePodLimit},
-		{"under a pod limit, the app took the quota: the agent waited", busy(0.1, 2), nil, CPULimits{Client: 0.5}, false,
+		{"under a pod limit, the app took the quota: the agent waited", busy(0.1, 2), nil, Agents{Client: 0.5}, false,
 			"client agent CPU-limited: used 0.01 cores of the pod's 0.50-core limit; its threads waited 2.00 s in all for a CPU in 10.00 s (longer than they ran", AdvicePodLimit},
-		{"a generous pod limit, little use, little wait", busy(2, 0.2), nil, CPULimits{Client: 4}, true, "", ""},
-		{"under a limit, a wait shorter than the work", busy(3, 2), nil, CPULimits{Client: 2}, true, "", ""},
-		{"a probe too short to judge", &v1alpha1.CPUUse{WallSeconds: 0.2, CPUSeconds: 0.2}, nil, CPULimits{Client: 0.2}, true, "", ""},
-		{"the smaller of the pod's limit and the agent's own", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: 1.9, LimitCores: 4, LimitFrom: v1alpha1.LimitFromCgroup}, nil, CPULimits{Client: 0.2}, false,
+		{"a generous pod limit, little use, little wait", busy(2, 0.2), nil, Agents{Client: 4}, true, "", ""},
+		{"under a limit, a wait shorter than the work", busy(3, 2), nil, Agents{Client: 2}, true, "", ""},
+		{"a probe too short to judge", &v1alpha1.CPUUse{WallSeconds: 0.2, CPUSeconds: 0.2}, nil, Agents{Client: 0.2}, true, "", ""},
+		{"the smaller of the pod's limit and the agent's own", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: 1.9, LimitCores: 4, LimitFrom: v1alpha1.LimitFromCgroup}, nil, Agents{Client: 0.2}, false,
 			"used 0.19 cores of the pod's 0.20-core limit", AdvicePodLimit},
-		{"an impossible limit and negative figures reported", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: -5, RunQueueWaitSeconds: -1, LimitCores: 1e9}, nil, CPULimits{}, true, "", ""},
+		{"an impossible limit and negative figures reported", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: -5, RunQueueWaitSeconds: -1, LimitCores: 1e9}, nil, Agents{}, true, "", ""},
 		{"its own cgroup's quota throttled it", &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: 1, RunQueueWaitSeconds: 0.05, ThrottledSeconds: 0.5, ThrottledPeriods: 12, LimitCores: 0.5, LimitFrom: v1alpha1.LimitFromCgroup},
-			nil, CPULimits{Client: 2}, false, "used 0.10 cores of its own 0.50-core limit; its threads waited 0.05 s in all for a CPU in 10.00 s, throttled 0.50 s in 12 periods", AdviceAgentLimit},
+			nil, Agents{Client: 2}, false, "used 0.10 cores of its own 0.50-core limit; its threads waited 0.05 s in all for a CPU in 10.00 s, throttled 0.50 s in 12 periods", AdviceAgentLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &v1alpha1.ProbeResult{Name: "tcp-1", Kind: v1alpha1.ProbeTCP, Validity: &v1alpha1.Validity{Client: tc.client, Server: tc.server}}
-			JudgeCPU(r, tc.lim)
+			Judge(r, tc.lim)
 			v := r.Validity
 			if v.Valid != tc.wantValid || v.Advice != tc.wantAdvice || (tc.wantReason == "") != (len(v.Reasons) == 0) ||
 				(tc.wantReason != "" && !strings.Contains(strings.Join(v.Reasons, "\n"), tc.wantReason)) {
@@ -83,5 +84,74 @@ func TestValidityLines(t *testing.T) {
 	}
 	if got := ValidityLines("", []*v1alpha1.ProbeResult{{Name: "old"}}); got != nil {
 		t.Errorf("without accounting: %q", got)
+	}
+}
+
+// The application's own traffic on a pod's interface: a rate figure it took trafficShare or more
+// of is not valid and marked [shared]; a latency probe is only named in the traffic lines.
+func TestJudgeTraffic(t *testing.T) {
+	busy := &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: 6.2e9, AgentBytes: 6e9, OtherBytes: 37.5e6 * 10, OtherBitsPerSecond: 1e9}
+	quiet := &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: 6.2e9, AgentBytes: 6e9, OtherBytes: 20e3, OtherBitsPerSecond: 53e3}
+	for _, tc := range []struct {
+		name      string
+		kind      string
+		client    *v1alpha1.Traffic
+		server    *v1alpha1.Traffic
+		wantValid bool
+		wantMark  string
+		wantLines int
+	}{
+		{"tcp beside 375 MB of the app's on the server's pod", v1alpha1.ProbeTCP, quiet, busy, false, "tcp-1 [shared]", 2},
+		{"tcp on quiet pods", v1alpha1.ProbeTCP, quiet, quiet, true, "tcp-1", 0},
+		{"tcp beside 4 % of its own", v1alpha1.ProbeTCP, &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: 1.05e9, AgentBytes: 1e9, OtherBytes: 4e7, OtherBitsPerSecond: 1.07e8}, nil, true, "tcp-1", 2},
+		{"a latency probe beside the app's traffic: named, valid", v1alpha1.ProbeHTTP, &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: 3.8e7, AgentBytes: 1e5, OtherBytes: 3.75e7, OtherBitsPerSecond: 1e8}, nil, true, "tcp-1", 2},
+		{"no counters", v1alpha1.ProbeTCP, nil, nil, true, "tcp-1", 0},
+		{"a probe too short to judge", v1alpha1.ProbeTCP, &v1alpha1.Traffic{WallSeconds: 0.1, AgentBytes: 1e6, OtherBytes: 1e6, OtherBitsPerSecond: 8e7}, nil, true, "tcp-1", 0},
+		{"hostile: other bytes beyond the interface's", v1alpha1.ProbeTCP, &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: 10, AgentBytes: 1, OtherBytes: 1e9, OtherBitsPerSecond: 1e9}, nil, true, "tcp-1", 0},
+		{"hostile: beyond any line rate", v1alpha1.ProbeTCP, &v1alpha1.Traffic{WallSeconds: 1, InterfaceBytes: 1 << 62, AgentBytes: 1, OtherBytes: 1 << 61}, nil, true, "tcp-1", 0},
+		{"hostile: negative figures", v1alpha1.ProbeTCP, &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: -5, AgentBytes: 1, OtherBytes: 1e9}, nil, true, "tcp-1", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &v1alpha1.ProbeResult{Name: "tcp-1", Kind: tc.kind, Validity: &v1alpha1.Validity{ClientTraffic: tc.client, ServerTraffic: tc.server}}
+			Judge(r, Agents{ClientInApp: true, ServerInApp: true})
+			if r.Validity.Valid != tc.wantValid || Marked(r) != tc.wantMark {
+				t.Errorf("valid %v, marked %q (reasons %q); want %v, %q", r.Validity.Valid, Marked(r), r.Validity.Reasons, tc.wantValid, tc.wantMark)
+			}
+			if !tc.wantValid && r.Validity.Advice != AdviceTraffic {
+				t.Errorf("advice %q, want %q", r.Validity.Advice, AdviceTraffic)
+			}
+			if !tc.wantValid && !slices.Contains(r.Validity.Causes, v1alpha1.CauseSharedInterface) {
+				t.Errorf("causes %q, want %q", r.Validity.Causes, v1alpha1.CauseSharedInterface)
+			}
+			lines := TrafficLines("", []*v1alpha1.ProbeResult{r})
+			if len(lines) != tc.wantLines {
+				t.Errorf("traffic lines %q, want %d", lines, tc.wantLines)
+			}
+		})
+	}
+}
+
+// An agent outside an application pod (a temporary pod, a pod on the host's network): its
+// interfaces' other traffic is not the application's and is dropped, not judged.
+func TestTrafficOnlyInAppPods(t *testing.T) {
+	r := &v1alpha1.ProbeResult{Name: "tcp-1", Kind: v1alpha1.ProbeTCP, Validity: &v1alpha1.Validity{
+		ClientTraffic: &v1alpha1.Traffic{WallSeconds: 3, InterfaceBytes: 3e9, AgentBytes: 1e9, OtherBytes: 1e9, OtherBitsPerSecond: 2.7e9}}}
+	Judge(r, Agents{ServerInApp: true})
+	if !r.Validity.Valid || r.Validity.ClientTraffic != nil {
+		t.Errorf("a temporary client pod's traffic judged or kept: %+v", r.Validity)
+	}
+}
+
+// Both causes at once: both marks, and the header names both.
+func TestMarkedBothCauses(t *testing.T) {
+	r := &v1alpha1.ProbeResult{Name: "tcp-1", Kind: v1alpha1.ProbeTCP, Validity: &v1alpha1.Validity{
+		Client:        &v1alpha1.CPUUse{WallSeconds: 10, CPUSeconds: 1.9},
+		ServerTraffic: &v1alpha1.Traffic{WallSeconds: 10, InterfaceBytes: 2.1e9, AgentBytes: 1e9, OtherBytes: 1e9, OtherBitsPerSecond: 8e8}}}
+	Judge(r, Agents{Client: 0.2, ClientInApp: true, ServerInApp: true})
+	if got := Marked(r); got != "tcp-1 [cpu-limited, shared]" {
+		t.Errorf("marked %q", got)
+	}
+	if l := ValidityLines("", []*v1alpha1.ProbeResult{r}); len(l) == 0 || !strings.Contains(l[0], "a CPU limit and the application's traffic decided tcp-1") {
+		t.Errorf("validity lines %q", l)
 	}
 }

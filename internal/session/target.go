@@ -34,3 +34,7 @@ func (t *Target) CPULimitCores() float64 {
 	lim := resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
 	return lim.Cpu().AsApproximateFloat64()
 }
+
+// HostNetwork says the target pod is on its node's network namespace: an agent in it sees the
+// node's interfaces, not the pod's.
+func (t *Target) HostNetwork() bool { return t != nil && t.Pod != nil && t.Pod.Spec.HostNetwork }

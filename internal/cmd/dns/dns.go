@@ -220,7 +220,7 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 	res := full.DNS
 	rep.Result = res
 	if full.Validity != nil {
-		report.JudgeCPU(full, report.CPULimits{Client: t.CPULimitCores()}) // the agent is in the pod, under its limit
+		report.Judge(full, report.Agents{Client: t.CPULimitCores(), ClientInApp: !t.HostNetwork()}) // the agent is in the pod, under its limit
 		rep.Validity = full.Validity
 	}
 	rep.Target.AgentContainer = a.Container

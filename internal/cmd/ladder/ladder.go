@@ -204,16 +204,16 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv 
 	}
 	took := time.Since(began)
 	out := report.LadderRound{ClientPod: cli.Pod}
-	lim := report.CPULimits{} // the client is a temporary pod: its own quota is in its accounting
+	at := report.Agents{} // the client is a temporary pod: its own quota is in its accounting
 	if srv != nil && !srv.Temporary {
-		lim.Server = dst.CPULimitCores()
+		at.Server, at.ServerInApp = dst.CPULimitCores(), !dst.HostNetwork()
 	}
 	for i, p := range job.Probes {
 		r := res.Results[p.Label()]
 		if r == nil {
 			continue
 		}
-		report.JudgeCPU(r, lim)
+		report.Judge(r, at)
 		if i < nProbes {
 			out.Probes = append(out.Probes, r)
 		} else {

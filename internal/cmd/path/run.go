@@ -126,15 +126,18 @@ func (r *pathRun) Measure(ctx context.Context) (time.Duration, error) {
 
 func (r *pathRun) Finish(context.Context) {
 	r.o.fillResults(r.rep, r.probes, r.app, r.res)
-	lim := report.CPULimits{}
+	at := report.Agents{}
 	if r.cli != nil && !r.cli.Temporary {
-		lim.Client = r.src.CPULimitCores()
+		at.Client, at.ClientInApp = r.src.CPULimitCores(), !r.src.HostNetwork()
 	}
-	if r.srv != nil && !r.srv.Temporary && !fault.On(fault.PodLimitIgnored) {
-		lim.Server = r.dst.CPULimitCores()
+	if r.srv != nil && !r.srv.Temporary {
+		at.ServerInApp = !r.dst.HostNetwork()
+		if !fault.On(fault.PodLimitIgnored) {
+			at.Server = r.dst.CPULimitCores()
+		}
 	}
 	for _, res := range append(append([]*agent.ProbeResult(nil), r.rep.Probes...), r.rep.AppPort...) {
-		report.JudgeCPU(res, lim)
+		report.Judge(res, at)
 	}
 	r.rep.Skipped = append(r.pp.Skipped(), r.rep.Skipped...)
 }

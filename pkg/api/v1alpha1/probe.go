@@ -35,21 +35,58 @@ type ProbeResult struct {
 	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
 	// spent while it ran: the probe's cost to the pod it ran in.
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
-	// Validity says whether the figures are the path's: what the CPU accounting of the agents
-	// that ran the probe says, and why not when a CPU limit decided them.
+	// Validity says whether the figures are the path's: what the CPU and interface accounting
+	// of the agents that ran the probe says, and why not when a CPU limit or the application's
+	// traffic decided them.
 	Validity *Validity `json:"validity,omitempty"`
 }
 
-// Validity is what the agents' CPU accounting says about one probe.
+// Validity is what the agents' CPU and interface accounting says about one probe.
 type Validity struct {
-	// Valid is false when a CPU limit, not the network, decided the probe's figures: Reasons
-	// say whose and how, Advice what to run instead.
-	Valid   bool     `json:"valid"`
+	// Valid is false when a CPU limit, or the application's traffic on a pod's interface, not
+	// the network, decided the probe's figures: Causes say what, Reasons whose and how, Advice
+	// what to run instead.
+	Valid bool `json:"valid"`
+	// Causes name what decided the figures when they are not valid: CauseCPULimit,
+	// CauseSharedInterface.
+	Causes  []string `json:"causes,omitempty"`
 	Reasons []string `json:"reasons,omitempty"`
 	Advice  string   `json:"advice,omitempty"`
 	Client  *CPUUse  `json:"client,omitempty"`
 	Server  *CPUUse  `json:"server,omitempty"`
+	// ClientTraffic and ServerTraffic are what the client's and the server's pod interfaces
+	// carried over the probe besides the agents' own traffic: the application's, which competed
+	// with the probe (a throughput figure it took a share of is not valid). Only for an agent
+	// that shares an application pod's network namespace (an ephemeral container, the pod not
+	// on the host's network).
+	ClientTraffic *Traffic `json:"clientTraffic,omitempty"`
+	ServerTraffic *Traffic `json:"serverTraffic,omitempty"`
 }
+
+// Traffic is what one agent's pod interfaces (all but loopback, both directions) carried over
+// one probe, and how much of it was at least not the agent's.
+type Traffic struct {
+	WallSeconds      float64 `json:"wallSeconds"`
+	InterfaceBytes   int64   `json:"interfaceBytes"`
+	InterfacePackets int64   `json:"interfacePackets"`
+	// AgentBytes is what the agent process moved: read and written (its TCP payload, its few
+	// reads of /proc and writes of events), its datagrams, its TCP retransmissions.
+	AgentBytes int64 `json:"agentBytes"`
+	// OtherBytes is the interfaces' bytes less the agent's and every packet's headers (66 bytes
+	// each over IPv4, 86 over IPv6: a TCP segment's with timestamps, once per GSO/GRO
+	// aggregate; a UDP or ICMP packet carries fewer): the application's own traffic.
+	OtherBytes         int64   `json:"otherBytes"`
+	OtherBitsPerSecond float64 `json:"otherBitsPerSecond"`
+}
+
+// What decided a probe's figures when they are not the path's (Validity.Causes).
+const (
+	// CauseCPULimit: an agent's CPU limit (its own, or its pod's).
+	CauseCPULimit = "cpu-limit"
+	// CauseSharedInterface: the application's own traffic on an agent's pod interface took a
+	// share of a transfer's bandwidth.
+	CauseSharedInterface = "shared-interface"
+)
 
 // Where a CPUUse's limit comes from.
 const (
