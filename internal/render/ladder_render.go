@@ -159,7 +159,7 @@ func writeLadderCost(w io.Writer, rungs []*report.LadderRung) {
 	for _, r := range rungs {
 		if c := r.Cost; c != nil {
 			fmt.Fprintf(w, "cost %s: 1 Gbit/s sustained for 30 days = $%.0f at $%.3f/GB × 2 sides (this run moved %s across)\n",
-				r.Name, c.MonthlyUSDPerGbps, c.PricePerGBUSD, bytesStr(c.BytesCrossedZone))
+				r.Name, c.MonthlyUSDPerGbps, c.PricePerGBUSD, report.BytesText(c.BytesCrossedZone))
 		}
 	}
 }

@@ -41,17 +41,6 @@ func Bits(bps float64) string {
 	}
 }
 
-func bytesStr(b int64) string {
-	switch {
-	case b >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(b)/1e9)
-	case b >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(b)/1e6)
-	default:
-		return fmt.Sprintf("%d B", b)
-	}
-}
-
 // Human writes the report as tables with units, sample counts and resolutions.
 func Human(w io.Writer, r *report.PathReport) error {
 	fmt.Fprintf(w, "kubectl netbench path: %s → %s\n", report.EndpointName(r.Source), report.EndpointName(r.Destination))
@@ -74,7 +63,7 @@ func Human(w io.Writer, r *report.PathReport) error {
 	if r.Cost != nil {
 		c := r.Cost
 		fmt.Fprintf(w, "\nCross-zone cost (estimate): this run moved %s across the zone boundary = $%.4f at $%.3f/GB × 2 sides; 1 Gbit/s sustained for 30 days = $%.0f.\n",
-			bytesStr(c.BytesCrossedZone), c.RunCostUSD, c.PricePerGBUSD, c.MonthlyUSDPerGbps)
+			report.BytesText(c.BytesCrossedZone), c.RunCostUSD, c.PricePerGBUSD, c.MonthlyUSDPerGbps)
 	}
 	writePolicy(w, r.Policy)
 	for _, s := range r.Skipped {
@@ -260,8 +249,8 @@ func writeThroughput(w io.Writer, title string, tput []*v1alpha1.ProbeResult) {
 		}
 		mss, _ := report.MinMSS(r)
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%d\t%.0f %%\t%s\t%s\t%s\t%.0f B\t\n", report.Marked(r), t.Streams, t.DurationSeconds,
-			Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), bytesStr(t.BytesReceived), t.Retransmits,
-			t.ClientCPUPercent, srv, report.Micros(rtt), bytesStr(cwnd), mss)
+			Bits(t.BitsPerSecondSent), Bits(t.BitsPerSecondReceived), report.BytesText(t.BytesReceived), t.Retransmits,
+			t.ClientCPUPercent, srv, report.Micros(rtt), report.BytesText(cwnd), mss)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  CPU in % of one core; mean RTT, max cwnd and MSS (the smallest of the streams') from TCP_INFO, sampled every 100 ms")

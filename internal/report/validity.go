@@ -130,7 +130,7 @@ func judgeTraffic(r *v1alpha1.ProbeResult) {
 			continue
 		}
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%s pod interface shared: %s of other traffic, %.0f %% of the agent's own %s",
-			side.role, trafficAmount(t), 100*float64(t.OtherBytes)/float64(t.AgentBytes), bytesText(t.AgentBytes)))
+			side.role, trafficAmount(t), 100*float64(t.OtherBytes)/float64(t.AgentBytes), BytesText(t.AgentBytes)))
 		v.Causes = addCause(v.Causes, v1alpha1.CauseSharedInterface)
 		if v.Advice == "" {
 			v.Advice = AdviceTraffic
@@ -140,17 +140,18 @@ func judgeTraffic(r *v1alpha1.ProbeResult) {
 
 // trafficAmount is "37.5 MB (100.0 Mbit/s over 3.00 s)".
 func trafficAmount(t *v1alpha1.Traffic) string {
-	return fmt.Sprintf("%s (%.1f Mbit/s over %.2f s)", bytesText(t.OtherBytes), t.OtherBitsPerSecond/1e6, t.WallSeconds)
+	return fmt.Sprintf("%s (%.1f Mbit/s over %.2f s)", BytesText(t.OtherBytes), t.OtherBitsPerSecond/1e6, t.WallSeconds)
 }
 
-func bytesText(b int64) string {
+// BytesText is a byte count as a human reads it: "6.00 GB", "37.5 MB", "4096 B".
+func BytesText(b int64) string {
 	switch {
 	case b >= 1e9:
 		return fmt.Sprintf("%.2f GB", float64(b)/1e9)
 	case b >= 1e6:
 		return fmt.Sprintf("%.1f MB", float64(b)/1e6)
 	default:
-		return fmt.Sprintf("%.1f kB", float64(b)/1e3)
+		return fmt.Sprintf("%d B", b)
 	}
 }
 
