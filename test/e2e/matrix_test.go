@@ -81,6 +81,9 @@ func TestMatrixZoneDelay(t *testing.T) {
 		cell[c.From+">"+c.To] = c.P50Micros
 		t.Logf("%s → %s: p50 %.0f µs, p99 %.0f µs over %d pairs", c.From, c.To, c.P50Micros, c.P99Micros, c.Pairs)
 	}
+	for _, p := range z.Pairs {
+		t.Logf("  pair %s → %s: p50 %.0f µs, p99 %.0f µs over %d samples", p.From, p.To, p.P50Micros, p.P99Micros, p.Samples)
+	}
 	// Round trips cross the zone boundary twice: 2 × (2 ms − 300 µs) = 3.4 ms more than same zone.
 	for _, cross := range []string{"zone-a>zone-b", "zone-b>zone-a"} {
 		for _, same := range []string{"zone-a>zone-a", "zone-b>zone-b"} {
