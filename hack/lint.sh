@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STATICCHECK_VERSION=v0.8.2
 FUZZTIME=${FUZZTIME:-10s}
-step() { echo "== lint: $*"; }
+# step names the step that begins, with how long the one before it took (the cold run's costs).
+last=$SECONDS
+step() { echo "== lint: $* (previous step: $((SECONDS - last)) s)"; last=$SECONDS; }
 
 step "go vet (and with the test faults compiled in: build tag netbench_faults)"
 go vet ./...
