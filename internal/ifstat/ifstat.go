@@ -97,9 +97,7 @@ func (s Sample) Since(before Sample, headers int64) Use {
 		return Use{}
 	}
 	u.OtherBytes = Other(u.Bytes, u.Packets, u.OwnBytes, headers)
-	if u.Wall > 0 {
-		u.OtherBitsPerSecond = float64(u.OtherBytes) * 8 / u.Wall.Seconds()
-	}
+	u.OtherBitsPerSecond = float64(u.OtherBytes) * 8 / u.Wall.Seconds()
 	return u
 }
 
