@@ -50,6 +50,7 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 	for _, class := range []string{"same-node", "same-zone", "cross-zone"} {
 		probes = append(probes, agent.ProbeSpec{Kind: agent.ProbeICMP, Name: class, Address: net.JoinHostPort(ips[class], "7000"), Count: 40, IntervalMillis: 20})
 	}
+	alone(t)
 	createPod(t, cs, ns, pod("client", "lab-a1", agentImage, jobArgs(t, agent.Job{APIVersion: agent.APIVersion, Probes: probes}), nil))
 	waitPod(t, cs, ns, "client", 90*time.Second, "finished", finished)
 	res := agentResults(t, logs(t, cs, ns, "client", "main"))
@@ -106,6 +107,7 @@ func TestHTTPNewConnMatchesCurl(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	alone(t)
 	curlRound()
 	r := pathJSON(t, "-n", ns, "cli", "srv", "--probes", "http-new-conn")
 	curlRound()

@@ -80,9 +80,6 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 	if _, err := kubernetes.NewForConfigOrDie(quick).Discovery().ServerVersion(); err != nil {
 		noLab(t, "lab cluster not reachable through %s: %v", path, err)
 	}
-	if mutationTests(t)[strings.SplitN(t.Name(), "/", 2)[0]] {
-		aloneOnTheLab(t, cs)
-	}
 	ns := "e2e-" + rand.String(6)
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -90,6 +87,9 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 	t.Cleanup(func() {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
+	if mutationTests(t)[topName(t)] {
+		waitAloneBeside(t, cs, ns)
+	}
 	return cs, ns
 }
 
@@ -457,36 +457,4 @@ func describe(r *agent.ProbeResult) string {
 		return err.Error()
 	}
 	return string(b)
-}
-
-// aloneOnTheLab waits, up to 3 minutes, until no other test's namespace is left: a fidelity test
-// (one with a mutation row) compares timings with a reference, and the lab's user-space delay
-// line shares the two cores with what an earlier test's namespace deletion sets off (kubelets
-// stopping pods, kube-proxy and the policy enforcer resyncing). After TestLadderService, the
-// zone matrix's cross-zone pairs measured p50 +1.2 ms and p99 of 30-50 ms while its namespace
-// went away.
-func aloneOnTheLab(t *testing.T, cs kubernetes.Interface) {
-	t.Helper()
-	start := time.Now()
-	var left []string
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		left = left[:0]
-		for _, n := range list.Items {
-			if strings.HasPrefix(n.Name, "e2e-") {
-				left = append(left, n.Name)
-			}
-		}
-		return len(left) == 0, nil
-	})
-	if err != nil {
-		t.Logf("other tests' namespaces still there after %s: %v; measuring beside them", time.Since(start).Round(time.Second), left)
-		return
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Logf("waited %s for other tests' namespaces to go", d.Round(100*time.Millisecond))
-	}
 }

@@ -247,6 +247,20 @@ func TestLadderService(t *testing.T) {
 }
 
 func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode string) {
+	t.Run("runs", func(t *testing.T) { ladderServiceRuns(t, cs, ns, mode) })
+	t.Run("nothing left", func(t *testing.T) {
+		svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
+		if err != nil || len(svcs.Items) != 0 {
+			t.Errorf("temporary Services left: %v %v", svcs, err)
+		}
+		noAgentPods(t, cs, ns)
+		agentsTerminated(t, cs, ns, 5*time.Second)
+	})
+}
+
+// ladderServiceRuns runs `ladder svc/…` on both zoned Services at once and checks where their
+// connections landed.
+func ladderServiceRuns(t *testing.T, cs kubernetes.Interface, ns, mode string) {
 	for _, tc := range []struct {
 		svc   string
 		check func(zoneA map[string]float64) bool
@@ -255,7 +269,11 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 		{"zoned-any", func(z map[string]float64) bool { return z["zone-a"] >= 20 && z["zone-b"] >= 20 }, "both zones at least 20 %"},
 		{"zoned-close", func(z map[string]float64) bool { return z["zone-a"] >= 95 }, "at least 95 % in zone-a"},
 	} {
+		// The two Services' runs go at once (they share the endpoint pods, each run its own
+		// ephemeral containers and Service copy): the spread they check counts connections and
+		// times nothing.
 		t.Run(tc.svc, func(t *testing.T) {
+			t.Parallel()
 			start := time.Now()
 			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt", "--duration", "1s")
 			if r.Service == nil || r.Service.MeasuredEndpoints != 4 || r.Service.SpreadSkipped != "" {
@@ -287,15 +305,6 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 			}
 			if !seen {
 				t.Error("no rung in zone-a")
-			}
-			svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
-			if err != nil || len(svcs.Items) != 0 {
-				t.Errorf("temporary Services left: %v %v", svcs, err)
-			}
-			noAgentPods(t, cs, ns)
-			agentsTerminated(t, cs, ns, 5*time.Second)
-			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {
-				t.Errorf("temporary Services left: %d (%v)", len(svcs.Items), err)
 			}
 		})
 	}

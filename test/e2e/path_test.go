@@ -69,6 +69,7 @@ func kubeconfigPath() string {
 // netbench runs the plugin with the lab's kubeconfig and returns stdout, stderr and the error.
 func netbench(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	alone(t)
 	cmd := exec.Command(plugin(t), append([]string{"--kubeconfig", kubeconfigPath()}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// A fidelity test (one with a mutation row in hack/mutations.sh) compares timings with a
+// reference, and the lab's user-space delay line shares the two cores with what an earlier
+// test's namespace deletion sets off (kubelets stopping pods, kube-proxy and the policy enforcer
+// resyncing). After TestLadderService, the zone matrix's cross-zone pairs measured p50 +1.2 ms and
+// p99 of 30-50 ms while its namespace went away. So such a test measures only once no other
+// test's namespace is left. The wait starts in lab() and runs beside the test's own setup (an
+// empty namespace takes 4-5.5 s to go on the lab; waiting first cost each fidelity test 6.5-7.5 s);
+// alone(t) blocks on it before the first measurement.
+
+// quietWait is one fidelity test's wait for the other tests' namespaces to go.
+type quietWait struct {
+	done   chan struct{}
+	start  time.Time
+	left   []string // the namespaces still there when the wait gave up
+	once   sync.Once
+	called bool
+}
+
+var quiet sync.Map // top-level test name → *quietWait
+
+// topName is the name of t's top-level test.
+func topName(t *testing.T) string { return strings.SplitN(t.Name(), "/", 2)[0] }
+
+// waitAloneBeside starts waiting, up to 3 minutes, until no e2e namespace but own is left, and
+// fails the test if it measured without calling alone(t).
+func waitAloneBeside(t *testing.T, cs kubernetes.Interface, own string) {
+	t.Helper()
+	w := &quietWait{done: make(chan struct{}), start: time.Now()}
+	quiet.Store(topName(t), w)
+	go func() {
+		defer close(w.done)
+		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			w.left = w.left[:0]
+			for _, n := range list.Items {
+				if strings.HasPrefix(n.Name, "e2e-") && n.Name != own {
+					w.left = append(w.left, n.Name)
+				}
+			}
+			return len(w.left) == 0, nil
+		})
+		if err == nil {
+			w.left = nil
+		}
+	}()
+	t.Cleanup(func() {
+		<-w.done
+		if !w.called && !t.Failed() {
+			t.Errorf("%s has a mutation row but never called alone(t) before measuring", topName(t))
+		}
+	})
+}
+
+// alone blocks until the wait lab() started for this fidelity test is over; for other tests it
+// returns at once. netbench() calls it; a test whose reference measures first calls it itself.
+func alone(t *testing.T) {
+	t.Helper()
+	v, ok := quiet.Load(topName(t))
+	if !ok {
+		return
+	}
+	w := v.(*quietWait)
+	blocked := time.Now()
+	<-w.done
+	w.once.Do(func() {
+		w.called = true
+		switch {
+		case w.left != nil:
+			t.Logf("other tests' namespaces still there after %s: %v; measuring beside them", time.Since(w.start).Round(time.Second), w.left)
+		case time.Since(blocked) > 100*time.Millisecond:
+			t.Logf("waited %s for other tests' namespaces to go (%s after the test began)", time.Since(blocked).Round(100*time.Millisecond), time.Since(w.start).Round(100*time.Millisecond))
+		}
+	})
+}
