@@ -27,7 +27,7 @@ mutations=(
   "rtt-wakeup|./test/e2e|TestMatrixZoneDelay|on the same pod path: more than 5 % + 150 µs apart"
   "zone-hints-ignored|./test/e2e|TestDNSReplicasByZone|with PreferSameZone: the report's cross-zone share is 0.5"
   "observe-no-tcp|./test/e2e|TestDNSTruncatedAnswerOverTCP|TCP connections over the same window, 2 queries each"
-  "observe-udp-twice|./test/e2e|TestDNSObserveMatchesPacketCapture|NXDOMAIN, the capture"
+  "observe-udp-twice|./test/e2e|TestDNSObserveMatchesPacketCapture/A_and_AAAA|NXDOMAIN, the capture"
   "pmtu-off-by-one|./test/e2e|TestPathMTUThroughANarrowNode|path MTU 1401, want 1400"
   "race-separate|./test/e2e|TestDNSRaceCheck|about half waiting out"
   "pod-limit-ignored|./test/e2e|TestPathMarksCPULimitedProbes|on the limited pod: exit 0, want 3"

@@ -37,6 +37,14 @@ func TestBesideTestsSwitchNothing(t *testing.T) {
 		for _, fn := range fns {
 			checkParallelCalls(t, name, fn)
 		}
+		if !callsSiblings(fns) {
+			continue
+		}
+		for fn := range reachable(funcs, name) {
+			if why := forbidden(fn, funcs[fn]); why != "" {
+				t.Errorf("%s runs subtests at once (siblings) but reaches %s, which %s", name, fn, why)
+			}
+		}
 	}
 	if n == 0 {
 		t.Fatal("no test calls beside: the check found nothing to check")
@@ -86,7 +94,7 @@ func checkParallelCalls(t *testing.T, name string, fn ast.Node) {
 		if !ok {
 			return true
 		}
-		if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" && name != "beside" {
+		if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" && name != "beside" && name != "siblings" {
 			t.Errorf("%s calls Parallel itself: call beside(t), whose rules TestBesideTestsSwitchNothing checks", name)
 		}
 		if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "beside" && x != first {
@@ -147,6 +155,22 @@ func callsBesideFirst(n ast.Node) bool {
 	}
 	id, ok := call.Fun.(*ast.Ident)
 	return ok && id.Name == "beside"
+}
+
+// callsSiblings says whether a function calls siblings (for its subtests).
+func callsSiblings(fns []ast.Node) bool {
+	found := false
+	for _, fn := range fns {
+		ast.Inspect(fn, func(x ast.Node) bool {
+			if call, ok := x.(*ast.CallExpr); ok {
+				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "siblings" {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // reachable is every package function, method or function variable that from can reach: called,

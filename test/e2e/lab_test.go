@@ -56,6 +56,14 @@ func beside(t *testing.T) {
 	t.Parallel()
 }
 
+// siblings marks a subtest that runs at once with its sibling subtests (its parent waits for
+// them): parts of one test that switch nothing and time nothing. TestBesideTestsSwitchNothing
+// holds every function calling it to beside's rules.
+func siblings(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // lab connects to the lab and makes a namespace for the test, deleted when it ends.
 func lab(t *testing.T) (kubernetes.Interface, string) {
 	t.Helper()

@@ -273,7 +273,7 @@ func ladderServiceRuns(t *testing.T, cs kubernetes.Interface, ns, mode string) {
 		// ephemeral containers and Service copy): the spread they check counts connections and
 		// times nothing.
 		t.Run(tc.svc, func(t *testing.T) {
-			t.Parallel()
+			siblings(t)
 			start := time.Now()
 			r := ladderJSON(t, "-n", ns, "svc/"+tc.svc, "--probes", "rtt", "--duration", "1s")
 			if r.Service == nil || r.Service.MeasuredEndpoints != 4 || r.Service.SpreadSkipped != "" {

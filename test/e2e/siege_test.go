@@ -28,21 +28,15 @@ import (
 // pods and their logs can, and from the moment each port appears hold every connection slot
 // they can at it (siegePerSource connections each, of six kinds: silent, random bytes, trickled HTTP/1 headers, endless
 // HTTP/2 header blocks, CONTINUATION floods, gRPC streams without the token), re-opening what is
-// closed, for a whole `path` run (the runner's hand-over port and the server's port), then for
-// a `path --mode pod`, a `ladder svc/web` and a `matrix` run. The run
+// closed, for a whole `path` run (the runner's hand-over port and the server's port); and
+// (TestAgentSiegeOtherCommands) for a `path --mode pod`, a `ladder svc/web` and a `matrix` run. The run
 // completes (hand-over and lease renewals unharmed), every probe without an error; its TCP
 // handshake RTT and HTTP p50 stay within the spread of two runs without the siege; the server agent, inside the app's pod, stays
 // under agent.MaxAgentRSS; no container of the app's pods restarts; and datagrams sealed with what
 // the agents' specs show (the token's digest) get no answer.
 func TestAgentSiegeInCluster(t *testing.T) {
 	cs, ns := lab(t)
-	workloads(t, cs, ns)
-	createPod(t, cs, ns, pod("stranger", "lab-b2", "netbench.lab/sample-app:1", nil, map[string]string{"app": "stranger"}))
-	strangers := map[string]string{} // pod IP → its network namespace
-	for _, name := range []string{"peer", "stranger"} {
-		p := waitPod(t, cs, ns, name, 2*time.Minute, "running", running)
-		strangers[p.Status.PodIP] = podNetns(t, p.Spec.NodeName, p.Status.PodIP)
-	}
+	strangers := siegeSetup(t, cs, ns)
 	args := []string{"-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,http,udp", "--duration", "3s"}
 	var base []*v1alpha1.PathReport
 	for range 2 {
@@ -75,9 +69,32 @@ func TestAgentSiegeInCluster(t *testing.T) {
 			agent.MaxAgentRSS>>20, fp.CPUSeconds, base[0].AgentFootprint["server"].CPUSeconds, base[1].AgentFootprint["server"].CPUSeconds)
 	}
 	noRestarts(t, cs, ns, "app in (client,web)")
+}
+
+// TestAgentSiegeOtherCommands besieges, as TestAgentSiegeInCluster does a `path` run, a
+// `path --mode pod`, a `ladder svc/web` and a `matrix` run. It compares no timing (each run must
+// complete, every connection answered, no restart), so it runs beside other tests.
+func TestAgentSiegeOtherCommands(t *testing.T) {
+	beside(t)
+	cs, ns := lab(t)
+	strangers := siegeSetup(t, cs, ns)
 	siegePodMode(t, cs, ns, strangers)
 	siegeLadder(t, cs, ns, strangers)
 	siegeMatrix(t, cs, ns, strangers)
+}
+
+// siegeSetup starts the sample workloads and a stranger pod on lab-b2, and returns the network
+// namespaces of the two pods that lay the siege (the peer and the stranger) by pod IP.
+func siegeSetup(t *testing.T, cs kubernetes.Interface, ns string) map[string]string {
+	t.Helper()
+	workloads(t, cs, ns)
+	createPod(t, cs, ns, pod("stranger", "lab-b2", "netbench.lab/sample-app:1", nil, map[string]string{"app": "stranger"}))
+	strangers := map[string]string{} // pod IP → its network namespace
+	for _, name := range []string{"peer", "stranger"} {
+		p := waitPod(t, cs, ns, name, 2*time.Minute, "running", running)
+		strangers[p.Status.PodIP] = podNetns(t, p.Spec.NodeName, p.Status.PodIP)
+	}
+	return strangers
 }
 
 // siegeMatrix besieges a `matrix --scope nodes` run: the DaemonSet's agents, which measure each
