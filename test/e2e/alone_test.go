@@ -17,9 +17,10 @@ import (
 // test's namespace deletion sets off (kubelets stopping pods, kube-proxy and the policy enforcer
 // resyncing). After TestLadderService, the zone matrix's cross-zone pairs measured p50 +1.2 ms and
 // p99 of 30-50 ms while its namespace went away. So such a test measures only once no other
-// test's namespace is left. The wait starts in lab() and runs beside the test's own setup (an
-// empty namespace takes 4-5.5 s to go on the lab; waiting first cost each fidelity test 6.5-7.5 s);
-// alone(t) blocks on it before the first measurement.
+// test's namespace is left running or with pods. The wait starts in lab() and runs beside the
+// test's own setup; alone(t) blocks on it before the first measurement. (Waiting first, and
+// until the namespaces were gone, cost each fidelity test 6.5-7.5 s: an empty namespace takes
+// 4-5.5 s to go on the lab.)
 
 // quietWait is one fidelity test's wait for the other tests' namespaces to go.
 type quietWait struct {
@@ -35,7 +36,7 @@ var quiet sync.Map // top-level test name → *quietWait
 // topName is the name of t's top-level test.
 func topName(t *testing.T) string { return strings.SplitN(t.Name(), "/", 2)[0] }
 
-// waitAloneBeside starts waiting, up to 3 minutes, until no e2e namespace but own is left, and
+// waitAloneBeside starts waiting, up to 3 minutes, until othersLeft names none, and
 // fails the test if it measured without calling alone(t).
 func waitAloneBeside(t *testing.T, cs kubernetes.Interface, own string) {
 	t.Helper()
@@ -44,17 +45,9 @@ func waitAloneBeside(t *testing.T, cs kubernetes.Interface, own string) {
 	go func() {
 		defer close(w.done)
 		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, nil
-			}
-			w.left = w.left[:0]
-			for _, n := range list.Items {
-				if strings.HasPrefix(n.Name, "e2e-") && n.Name != own {
-					w.left = append(w.left, n.Name)
-				}
-			}
-			return len(w.left) == 0, nil
+			left, err := othersLeft(ctx, cs, own)
+			w.left = left
+			return err == nil && len(left) == 0, nil
 		})
 		if err == nil {
 			w.left = nil
@@ -88,4 +81,29 @@ func alone(t *testing.T) {
 			t.Logf("waited %s for other tests' namespaces to go (%s after the test began)", time.Since(blocked).Round(100*time.Millisecond), time.Since(w.start).Round(100*time.Millisecond))
 		}
 	})
+}
+
+// othersLeft names the other tests' e2e namespaces that still run (not being deleted) or still
+// have pods. Once a namespace is being deleted and its pods are gone, what is left of it (the
+// namespace controller's second pass, 2-4 s on the lab) costs the nodes nothing.
+func othersLeft(ctx context.Context, cs kubernetes.Interface, own string) ([]string, error) {
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	withPods := map[string]bool{}
+	for _, p := range pods.Items {
+		withPods[p.Namespace] = true
+	}
+	var left []string
+	for _, n := range nss.Items {
+		if strings.HasPrefix(n.Name, "e2e-") && n.Name != own && (n.DeletionTimestamp == nil || withPods[n.Name]) {
+			left = append(left, n.Name)
+		}
+	}
+	return left, nil
 }
