@@ -41,6 +41,10 @@ NODES=(
   "lab-b1 zone-b 10.77.0.13 10.244.3.0/24"
   "lab-b2 zone-b 10.77.0.14 10.244.4.0/24"
 )
+# This node's runtime leaves its pods' net.ipv4.ping_group_range at the kernel's "1 0"
+# (containerd's enable_unprivileged_icmp off, its default before 2.0): without CAP_NET_RAW, no
+# process in a pod there may ping unless the pod asks for the sysctl itself.
+NO_PING_NODE=lab-b2
 # LAB_FOURTH_SEARCH=1 adds a 4th search domain to every pod, as EKS's <region>.compute.internal.
 LAB_FOURTH_SEARCH=${LAB_FOURTH_SEARCH:-0}
 # Names the lab's upstream DNS answers; everything else is NXDOMAIN.

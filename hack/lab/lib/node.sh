@@ -29,7 +29,7 @@ write_node_config() {
   local gw=${cidr%.0/24}.1
   local vars=(NODE_NAME="$name" NODE_IP="$ip" NODE_DIR="$d" NODE_RUN="$r" POD_CIDR="$cidr" POD_GATEWAY="$gw"
     STATE="$STATE" CLUSTER_DNS="$CLUSTER_DNS" CLUSTER_CIDR="$CLUSTER_CIDR" KUBECONFIG="$KUBECONFIG_PATH"
-    PROXY_MODE="$(lab_setting LAB_PROXY_MODE)")
+    PROXY_MODE="$(lab_setting LAB_PROXY_MODE)" UNPRIVILEGED_ICMP="$([ "$name" = "$NO_PING_NODE" ] && echo false || echo true)")
   render cni.conflist "${vars[@]}" > "$d/cni/10-lab.conflist"
   render containerd.toml "${vars[@]}" > "$d/containerd.toml"
   local search=""

@@ -1,0 +1,60 @@
+package session
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// Temporary agent pods and the matrix DaemonSet's ask for unprivileged ICMP in their own network
+// namespace (net.ipv4.ping_group_range), which a runtime may not grant; a host-network agent
+// cannot (the node's namespace keeps the node's sysctls, and the API server refuses the sysctl).
+func TestTemporaryAgentsMayPing(t *testing.T) {
+	target := &Target{Namespace: "shop", Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"}, Spec: corev1.PodSpec{NodeName: "n1"}}}
+	for _, tc := range []struct {
+		name      string
+		placement *Placement
+		want      bool
+	}{
+		{"on the target's node", nil, true},
+		{"placed on a node", &Placement{Node: "n2"}, true},
+		{"host network", &Placement{Node: "n2", HostNetwork: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			s := NewSession(cs, "run1", "token", "img", ModePod, time.Minute)
+			a := &Agent{s: s, Spec: AgentSpec{Role: RoleClient, Target: target, Lifetime: time.Minute, Placement: tc.placement}}
+			if err := s.createPod(context.Background(), a, nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := cs.CoreV1().Pods("shop").Get(context.Background(), a.Pod, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pingRange(p.Spec.SecurityContext); got != tc.want {
+				t.Errorf("pod security context %+v: ping_group_range %q set: %v, want %v", p.Spec.SecurityContext, PingGroupRange, got, tc.want)
+			}
+		})
+	}
+	f := &Fleet{s: NewSession(fake.NewClientset(), "run1", "token", "img", ModePod, time.Minute), Name: "netbench-run1-mesh",
+		Spec: FleetSpec{Namespace: "netbench", Nodes: []string{"n1"}, Port: 24930}}
+	if sc := f.daemonSet(nil).Spec.Template.Spec.SecurityContext; !pingRange(sc) {
+		t.Errorf("the matrix DaemonSet's pods: security context %+v, want ping_group_range %q", sc, PingGroupRange)
+	}
+}
+
+func pingRange(sc *corev1.PodSecurityContext) bool {
+	if sc == nil {
+		return false
+	}
+	for _, s := range sc.Sysctls {
+		if s.Name == "net.ipv4.ping_group_range" && s.Value == PingGroupRange {
+			return true
+		}
+	}
+	return false
+}
