@@ -210,7 +210,7 @@ func WriteLadderMetrics(w io.Writer, r *report.LadderReport) error {
 		var fs []report.FigureValue
 		for _, name := range r.Figures {
 			if f, ok := rung.Figures[name]; ok {
-				probe, stat := splitFigure(name)
+				probe, stat := report.SplitFigure(name)
 				fs = append(fs, report.FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: probe, Stat: stat})
 			}
 		}
@@ -220,21 +220,6 @@ func WriteLadderMetrics(w io.Writer, r *report.LadderReport) error {
 	}
 	m.addChecks(r.Checks, dst)
 	return m.write(w)
-}
-
-// splitFigure splits <probe>.<stat> at the statistic (which may hold a dot: p99.9).
-func splitFigure(name string) (probe, stat string) {
-	if rest, ok := strings.CutPrefix(name, "svc."); ok {
-		return "svc", rest
-	}
-	if strings.HasSuffix(name, ".p99.9") {
-		return strings.TrimSuffix(name, ".p99.9"), "p99.9"
-	}
-	i := strings.LastIndex(name, ".")
-	if i < 0 {
-		return name, ""
-	}
-	return name[:i], name[i+1:]
 }
 
 // DecodeOpenMetrics reads OpenMetrics text with the Prometheus project's parser, by family name:

@@ -60,6 +60,7 @@ func Human(w io.Writer, r *report.PathReport) error {
 	if len(r.AppPort) > 0 {
 		writeProbes(w, "to the destination app's port", r.AppPort)
 	}
+	writeRounds(w, r)
 	if r.Cost != nil {
 		c := r.Cost
 		fmt.Fprintf(w, "\nCross-zone cost (estimate): this run moved %s across the zone boundary = $%.4f at $%.3f/GB × 2 sides; 1 Gbit/s sustained for 30 days = $%.0f.\n",
@@ -72,9 +73,8 @@ func Human(w io.Writer, r *report.PathReport) error {
 	if len(r.Skipped) == 0 {
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
-	all := append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...)
-	writeValidity(w, validityGroup{results: all})
-	writeFootprint(w, r.AgentFootprint, all)
+	writeValidity(w, pathValidity(r)...)
+	writeFootprint(w, r.AgentFootprint, append(append([]*v1alpha1.ProbeResult(nil), r.Probes...), r.AppPort...))
 	writeChecks(w, r.Checks)
 	writeFooter(w, r.Warnings, r.Timing)
 	return nil

@@ -21,9 +21,45 @@ func HigherIsWorse(f FigureValue) bool {
 	return true
 }
 
-// FigureValues lists the path report's figures (agent-to-agent and app-port probes).
+// FigureValues lists the path report's figures (agent-to-agent and app-port probes); with
+// rounds, each figure's median over them with their range (valid: the worst round).
 func (r *PathReport) FigureValues() []FigureValue {
-	return ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, r.Probes...), r.AppPort...))
+	if len(r.Figures) == 0 {
+		return ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, r.Probes...), r.AppPort...))
+	}
+	order := map[string]int{}
+	for i, name := range r.FigureOrder {
+		order[name] = i
+	}
+	fs := summaryFigureValues(r.Figures, order)
+	for i := range fs {
+		fs[i].Probe, fs[i].Stat = SplitFigure(fs[i].Name)
+	}
+	return append(append(fs, rttAliases(byName(fs))...), allValid(fs)...)
+}
+
+// SplitFigure splits a figure's name into its probe and statistic: svc.overhead-http.p50 is svc's
+// overhead-http.p50, icmp.p99.9 icmp's p99.9, tcp-1.gbps tcp-1's gbps.
+func SplitFigure(name string) (probe, stat string) {
+	if rest, ok := strings.CutPrefix(name, "svc."); ok {
+		return "svc", rest
+	}
+	if strings.HasSuffix(name, ".p99.9") {
+		return strings.TrimSuffix(name, ".p99.9"), "p99.9"
+	}
+	i := strings.LastIndex(name, ".")
+	if i < 0 {
+		return name, ""
+	}
+	return name[:i], name[i+1:]
+}
+
+// Summarize fills Figures and FigureOrder from RoundResults, when there were rounds.
+func (r *PathReport) Summarize() {
+	r.Figures, r.FigureOrder = nil, nil
+	if len(r.RoundResults) > 1 {
+		r.Figures = roundFigures(r.RoundResults, &r.FigureOrder, map[string]bool{})
+	}
 }
 
 // DnsStats are the figures of each name: the queries one lookup sends as configured, the
@@ -131,7 +167,7 @@ func (r *LadderReport) FigureValues() []FigureValue {
 		}
 	}
 	for _, rung := range r.Rungs {
-		fs := rungFigureValues(rung, order)
+		fs := summaryFigureValues(rung.Figures, order)
 		for _, fv := range append(fs, rttAliases(byName(fs))...) {
 			name := fv.Name
 			fv.Name = RungKey(rung.Name) + "." + name
@@ -144,11 +180,11 @@ func (r *LadderReport) FigureValues() []FigureValue {
 	return append(append(out, worst.list()...), allValid(out)...)
 }
 
-// rungFigureValues lists a rung's figures in the report's order (order maps each name to its
-// place), each with the rounds' range.
-func rungFigureValues(rung LadderRung, order map[string]int) []FigureValue {
-	names := make([]string, 0, len(rung.Figures))
-	for name := range rung.Figures {
+// summaryFigureValues lists summarised figures (a rung's, or a path's rounds) in the report's
+// order (order maps each name to its place), each its median with the rounds' range.
+func summaryFigureValues(figs map[string]Figure, order map[string]int) []FigureValue {
+	names := make([]string, 0, len(figs))
+	for name := range figs {
 		if _, ok := order[name]; ok {
 			names = append(names, name)
 		}
@@ -156,7 +192,7 @@ func rungFigureValues(rung LadderRung, order map[string]int) []FigureValue {
 	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
 	fs := make([]FigureValue, 0, len(names))
 	for _, name := range names {
-		f := rung.Figures[name]
+		f := figs[name]
 		fv := FigureValue{Name: name, Unit: f.Unit, Value: f.Median, Probe: name, Stat: "median"}
 		if f.Samples > 1 {
 			hi := f.Max

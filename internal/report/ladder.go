@@ -13,32 +13,7 @@ func (r *LadderReport) Summarize() {
 	r.Figures = nil
 	seen := map[string]bool{}
 	for i := range r.Rungs {
-		rung := &r.Rungs[i]
-		values, units := map[string][]float64{}, map[string]string{}
-		for _, round := range rung.Results {
-			for _, nv := range ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, round.Probes...), round.AppPort...)) {
-				if nv.Alias {
-					continue // rtt.* and valid: named again by FigureValues
-				}
-				values[nv.Name] = append(values[nv.Name], nv.Value)
-				units[nv.Name] = nv.Unit
-				if !seen[nv.Name] {
-					seen[nv.Name] = true
-					r.Figures = append(r.Figures, nv.Name)
-				}
-			}
-		}
-		if len(values) == 0 {
-			continue
-		}
-		rung.Figures = map[string]Figure{}
-		for name, vs := range values {
-			f := summarize(units[name], vs)
-			if IsValidity(name) {
-				f.Median = f.Min // one round a CPU limit decided makes the rung's figure so
-			}
-			rung.Figures[name] = f
-		}
+		r.Rungs[i].Figures = roundFigures(r.Rungs[i].Results, &r.Figures, seen)
 	}
 	r.compareBaselines()
 	var base *LadderRung
@@ -69,6 +44,39 @@ func (r *LadderReport) Summarize() {
 			rung.Figures[name] = f
 		}
 	}
+}
+
+// roundFigures summarises rounds of results per figure: the median, the range and the number of
+// rounds (a validity figure takes its worst round: one round a CPU limit decided makes the
+// figure so). Each figure's name is appended to order the first time seen sees it; nil when no
+// round has a figure.
+func roundFigures(rounds []v1alpha1.LadderRound, order *[]string, seen map[string]bool) map[string]Figure {
+	values, units := map[string][]float64{}, map[string]string{}
+	for _, round := range rounds {
+		for _, nv := range ProbeFigures(append(append([]*v1alpha1.ProbeResult{}, round.Probes...), round.AppPort...)) {
+			if nv.Alias {
+				continue // rtt.* and valid: named again by FigureValues
+			}
+			values[nv.Name] = append(values[nv.Name], nv.Value)
+			units[nv.Name] = nv.Unit
+			if !seen[nv.Name] {
+				seen[nv.Name] = true
+				*order = append(*order, nv.Name)
+			}
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	figs := map[string]Figure{}
+	for name, vs := range values {
+		f := summarize(units[name], vs)
+		if IsValidity(name) {
+			f.Median = f.Min
+		}
+		figs[name] = f
+	}
+	return figs
 }
 
 func summarize(unit string, vs []float64) Figure {

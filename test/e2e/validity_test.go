@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
@@ -25,12 +26,7 @@ import (
 func TestPathMarksCPULimitedProbes(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
-	limited := pod("limited", "lab-b1", "netbench.lab/sample-app:1", nil, map[string]string{"app": "limited"})
-	// Memory for the app and the ephemeral agent with its sockets' buffers, which share it.
-	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
-	limited.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu, Limits: cpu}
-	createPod(t, cs, ns, limited)
-	waitPod(t, cs, ns, "limited", 2*time.Minute, "running", running)
+	limitedPod(t, cs, ns)
 
 	args := []string{"-n", ns, "deploy/client", "pod/limited", "--probes", "rtt,http-max,tcp", "--duration", "2s"}
 	out, stderr, err := netbench(t, append([]string{"path", "-o", "json", "--fail-if", "valid == 0"}, args...)...)
@@ -102,4 +98,15 @@ func TestPathMarksCPULimitedProbes(t *testing.T) {
 func validityJSON(v *v1alpha1.Validity) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// limitedPod starts pod "limited" on lab-b1 with a 200m CPU limit (and 256 MiB: the app and an
+// ephemeral agent with its sockets' buffers share it).
+func limitedPod(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	limited := pod("limited", "lab-b1", "netbench.lab/sample-app:1", nil, map[string]string{"app": "limited"})
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	limited.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu, Limits: cpu}
+	createPod(t, cs, ns, limited)
+	waitPod(t, cs, ns, "limited", 2*time.Minute, "running", running)
 }

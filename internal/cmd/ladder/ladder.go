@@ -22,16 +22,12 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 )
 
-// MaxRounds bounds --repeat.
-const MaxRounds = 20
-
 // LadderOptions holds everything `kubectl netbench ladder` needs: what path measures, plus
-// where the clients may go and how many rounds.
+// where the clients may go (rounds: PathOptions.Rounds, --repeat).
 type LadderOptions struct {
 	path.PathOptions
 	NodeSelector string
 	Zones        []string
-	Rounds       int
 	// Service (svc/NAME) is measured from every rung; DST svc/NAME implies it.
 	Service            string
 	MaxEndpoints       int
@@ -44,7 +40,7 @@ type LadderOptions struct {
 
 // NewLadderOptions returns options with the defaults.
 func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
-	o := &LadderOptions{PathOptions: *path.NewPathOptions(flags, streams), Rounds: 1, MaxEndpoints: 10, ConnectionsPerRung: 200}
+	o := &LadderOptions{PathOptions: *path.NewPathOptions(flags, streams), MaxEndpoints: 10, ConnectionsPerRung: 200}
 	o.HTML = true
 	return o
 }
@@ -87,7 +83,6 @@ network. -o html writes one self-contained page with the table and charts.`,
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
 	f.StringVar(&o.NodeSelector, "nodes", "", "label selector the clients' nodes must match, e.g. pool=general")
 	f.StringSliceVar(&o.Zones, "zones", nil, "other zones to measure (default: every zone)")
-	f.IntVar(&o.Rounds, "repeat", o.Rounds, "run the whole ladder this many times, round-robin (1-20)")
 	f.StringVar(&o.Service, "service", "", "also measure this Service (svc/NAME) from every rung: ClusterIP against pod IP, and which zones its connections reach (default: DST when it is svc/NAME)")
 	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
 	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
@@ -104,8 +99,6 @@ func (o *LadderOptions) Validate() error {
 		return err
 	}
 	switch {
-	case o.Rounds < 1 || o.Rounds > MaxRounds:
-		return fmt.Errorf("--repeat %d: want 1-%d", o.Rounds, MaxRounds)
 	case o.MaxEndpoints < 1 || o.MaxEndpoints > 100:
 		return fmt.Errorf("--max-endpoints %d: want 1-100", o.MaxEndpoints)
 	case o.ConnectionsPerRung < 10 || o.ConnectionsPerRung > 10000:

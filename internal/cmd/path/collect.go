@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
@@ -96,6 +97,45 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 		hint += "; the server agent said: " + note
 	}
 	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
+}
+
+// RepeatProbes is the probes, round after round: round 1's under their own names, round k's
+// under RoundLabel(name, k).
+func RepeatProbes(ps []agent.ProbeSpec, rounds int) []agent.ProbeSpec {
+	out := append([]agent.ProbeSpec(nil), ps...)
+	for k := 2; k <= rounds; k++ {
+		for _, p := range ps {
+			p.Name = RoundLabel(p.Label(), k)
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// RoundLabel names a probe's result in round k (round 1: the probe's own name).
+func RoundLabel(label string, k int) string {
+	if k <= 1 {
+		return label
+	}
+	return label + "@" + strconv.Itoa(k)
+}
+
+// round returns round k's results of probes, each under its probe's own name, and bytes plus
+// what their throughput probes received.
+func (c *collected) round(probes []agent.ProbeSpec, k int, bytes int64) ([]*agent.ProbeResult, int64) {
+	var out []*agent.ProbeResult
+	for _, p := range probes {
+		res := c.Results[RoundLabel(p.Label(), k)]
+		if res == nil {
+			continue
+		}
+		res.Name = p.Label()
+		if res.Throughput != nil {
+			bytes += res.Throughput.BytesReceived
+		}
+		out = append(out, res)
+	}
+	return out, bytes
 }
 
 // fillResults puts the results in the report in the order the probes were planned.

@@ -44,7 +44,13 @@ type PathOptions struct {
 	PricePerGB                 float64
 	AllowHostNetwork           bool
 	AllowPolicy                bool
+	// Rounds is --repeat: the probes run this many times, round after round (ladder: every rung
+	// each round).
+	Rounds int
 }
+
+// MaxRounds bounds --repeat.
+const MaxRounds = 20
 
 // NewPathOptions returns options with the defaults.
 func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PathOptions {
@@ -55,6 +61,7 @@ func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Probes:        probeGroups,
 		PricePerGB:    0.01,
 		HTTPPath:      "/",
+		Rounds:        1,
 	}
 }
 
@@ -72,7 +79,8 @@ or started in a temporary pod on each pod's node (--mode pod; --mode auto falls 
 ephemeral containers are unavailable).`,
 		Example: `  kubectl netbench path deploy/frontend deploy/backend
   kubectl netbench path frontend-7d9c shop/sts/db --probes rtt,tcp --profile seed
-  kubectl netbench path deploy/frontend svc/backend --port 8080 --http-path /healthz -o json`,
+  kubectl netbench path deploy/frontend svc/backend --port 8080 --http-path /healthz -o json
+  kubectl netbench path deploy/frontend deploy/backend --probes rtt,http --repeat 5 --fail-if 'valid == 0'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -107,6 +115,7 @@ func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.Interval, "interval", 0, "interval reports within each TCP probe, e.g. 10s")
 	f.IntVar(&o.Port, "port", 0, "also measure TCP connect RTT and HTTP latency to DST's own container port")
 	f.StringVar(&o.HTTPPath, "http-path", o.HTTPPath, "path requested on --port")
+	f.IntVar(&o.Rounds, "repeat", o.Rounds, "run the probes this many times, round after round (ladder: every rung each round), and report each figure's median and range over the rounds (1-20)")
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between its agents and pods (deleted at the end)")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
@@ -162,6 +171,8 @@ func (o *PathOptions) validateNumbers() error {
 		return fmt.Errorf("--interval %s: want at least 1s", o.Interval)
 	case o.Interval > 0 && o.Duration > 0 && o.Interval > o.Duration:
 		return fmt.Errorf("--interval %s is longer than --duration %s", o.Interval, o.Duration)
+	case o.Rounds < 1 || o.Rounds > MaxRounds:
+		return fmt.Errorf("--repeat %d: want 1-%d", o.Rounds, MaxRounds)
 	case o.Streams < 0 || o.Streams > agent.MaxStreams:
 		return fmt.Errorf("--streams %d: want 1-%d", o.Streams, agent.MaxStreams)
 	case o.Connections < 0 || o.Connections > agent.MaxConnections:

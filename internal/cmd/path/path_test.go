@@ -34,6 +34,8 @@ func TestValidate(t *testing.T) {
 		{name: "empty image", change: func(o *PathOptions) { o.Image = "" }, wantErr: "--image is empty"},
 		{name: "agent memory too small", change: func(o *PathOptions) { o.AgentResources = "cpu=1,memory=16Mi" }, wantErr: `--agent-resources "cpu=1,memory=16Mi": memory=16Mi: the agent needs at least 40Mi`},
 		{name: "agent resources none", change: func(o *PathOptions) { o.AgentResources = "none" }},
+		{name: "no rounds", change: func(o *PathOptions) { o.Rounds = 0 }, wantErr: "--repeat 0: want 1-20"},
+		{name: "too many rounds", change: func(o *PathOptions) { o.Rounds = 21 }, wantErr: "--repeat 21: want 1-20"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,14 +69,15 @@ func (r *pathRun) Start(ctx context.Context) (err error) {
 	o, rep, src, dst := r.o, r.rep, r.src, r.dst
 	rep.Warnings = append(rep.Warnings, o.CleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
 	probes, appPort := o.ProbeSpecs(dst.Pod.Status.PodIP)
-	lifetime := time.Duration(ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
+	perRound := ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))
+	lifetime := time.Duration(perRound*float64(o.Rounds)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 	r.pp, err = o.PlanPolicy(ctx, r.sess, o.ReadPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
 	rep.Policy = r.pp.Check
 	if err != nil {
 		return err
 	}
 	r.probes, r.app = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
-	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: append(append([]agent.ProbeSpec{}, r.probes...), r.app...)}
+	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: RepeatProbes(append(append([]agent.ProbeSpec{}, r.probes...), r.app...), o.Rounds)}
 	if !r.pp.NoServer {
 		o.Progress("starting the server agent next to %s/%s (%s)", dst.Namespace, dst.Pod.Name, r.sess.Mode)
 		if r.srv, err = o.StartServer(ctx, r.sess, dst, r.pp.SrvPort, lifetime, &rep.Warnings); err != nil {
@@ -115,7 +116,7 @@ func (r *pathRun) Measure(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := res.Missing(r.probes, r.cli); err != nil {
+	if err := res.Missing(RepeatProbes(r.probes, r.o.Rounds), r.cli); err != nil {
 		return 0, err
 	}
 	r.res = res
@@ -126,6 +127,7 @@ func (r *pathRun) Measure(ctx context.Context) (time.Duration, error) {
 
 func (r *pathRun) Finish(context.Context) {
 	r.o.fillResults(r.rep, r.probes, r.app, r.res)
+	r.fillRounds()
 	at := report.Agents{}
 	if r.cli != nil && !r.cli.Temporary {
 		at.Client, at.ClientInApp = r.src.CPULimitCores(), !r.src.HostNetwork()
@@ -136,10 +138,43 @@ func (r *pathRun) Finish(context.Context) {
 			at.Server = r.dst.CPULimitCores()
 		}
 	}
-	for _, res := range append(append([]*agent.ProbeResult(nil), r.rep.Probes...), r.rep.AppPort...) {
+	for _, res := range allResults(r.rep) {
 		report.Judge(res, at)
 	}
+	r.rep.Summarize()
 	r.rep.Skipped = append(r.pp.Skipped(), r.rep.Skipped...)
+}
+
+// allResults are the report's results: round 1's, and every other round's.
+func allResults(rep *report.PathReport) []*agent.ProbeResult {
+	all := append(append([]*agent.ProbeResult(nil), rep.Probes...), rep.AppPort...)
+	for _, round := range rep.RoundResults[min(1, len(rep.RoundResults)):] {
+		all = append(append(all, round.Probes...), round.AppPort...)
+	}
+	return all
+}
+
+// fillRounds puts every round's results in the report when there were rounds (round 1's are
+// Probes and AppPort), each under its probe's own name, and the bytes of them all in the cost.
+func (r *pathRun) fillRounds() {
+	rep := r.rep
+	if r.o.Rounds < 2 || r.res == nil {
+		return
+	}
+	rep.Rounds = r.o.Rounds
+	rep.RoundResults = []report.LadderRound{{Round: 1, ClientPod: r.cli.Pod, Probes: rep.Probes, AppPort: rep.AppPort}}
+	var crossBytes int64
+	for k := 1; k <= r.o.Rounds; k++ {
+		round := report.LadderRound{Round: k, ClientPod: r.cli.Pod}
+		round.Probes, crossBytes = r.res.round(r.probes, k, crossBytes)
+		round.AppPort, _ = r.res.round(r.app, k, 0)
+		if k > 1 {
+			rep.RoundResults = append(rep.RoundResults, round)
+		}
+	}
+	if rep.Cost != nil {
+		rep.Cost = report.NewCost(crossBytes, r.o.PricePerGB)
+	}
 }
 
 func (r *pathRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary) > 0 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 func TestPathRunSucceeds(t *testing.T) {
@@ -62,6 +63,68 @@ func TestPathRunSucceeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --repeat 2: the client's job runs the probes twice (round 2's under name@2); the report holds
+// both rounds under the probes' own names and each figure over them. A round's result missing
+// fails the run, naming it.
+func TestPathRunRounds(t *testing.T) {
+	if got, want := probeLabels(RepeatProbes([]agent.ProbeSpec{{Kind: agent.ProbeICMP}, {Kind: agent.ProbeTCP, Name: "tcp-1"}}, 3)),
+		[]string{"icmp", "tcp-1", "icmp@2", "tcp-1@2", "icmp@3", "tcp-1@3"}; !slices.Equal(got, want) {
+		t.Errorf("RepeatProbes: %v, want %v", got, want)
+	}
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	f.Script[string(session.RoleServer)] = fakecluster.ThenHold(fakecluster.ServerReady)
+	rtt := func(name, kind string, p50 float64) agent.Event {
+		ev := fakecluster.RttResult(name, kind)
+		ev.Result.RTT = &v1alpha1.RTTResult{Received: 20, RTT: v1alpha1.Latency{Count: 20, P50Micros: p50}}
+		return ev
+	}
+	f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(
+		rtt("icmp", agent.ProbeICMP, 100), rtt("tcp-rtt", agent.ProbeTCPRTT, 90), rtt("icmp@2", agent.ProbeICMP, 300), rtt("tcp-rtt@2", agent.ProbeTCPRTT, 80),
+		agent.Event{Type: agent.EventExit, Message: "job finished"}))
+	o, out := newTestPathOptions(f)
+	o.Rounds = 2
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var r report.PathReport
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Rounds != 2 || len(r.RoundResults) != 2 || r.Figures["icmp.p50"] != (report.Figure{Unit: report.UnitMicros, Median: 200, Min: 100, Max: 300, Samples: 2}) {
+		t.Fatalf("rounds %d, round results %+v, figures %+v", r.Rounds, r.RoundResults, r.Figures)
+	}
+	for _, round := range r.RoundResults {
+		if got := resultNames(round.Probes); !slices.Equal(got, []string{"icmp", "tcp-rtt"}) {
+			t.Errorf("round %d: %v, want the probes' own names", round.Round, got)
+		}
+	}
+
+	f = fakecluster.New(t, fakecluster.TwoPods()...)
+	f.Script[string(session.RoleServer)] = fakecluster.ThenHold(fakecluster.ServerReady)
+	f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.ClientOK)
+	o, _ = newTestPathOptions(f)
+	o.Rounds = 2
+	if err := o.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "without results for icmp@2, tcp-rtt@2") {
+		t.Errorf("round 2 missing: %v", err)
+	}
+}
+
+func probeLabels(ps []agent.ProbeSpec) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Label())
+	}
+	return out
+}
+
+func resultNames(rs []*agent.ProbeResult) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
 }
 
 func TestPathRunServerArgs(t *testing.T) {

@@ -14,16 +14,27 @@ type PathReport struct {
 	StartTime   time.Time `json:"startTime"`
 	// Mode is how the agents were started: "ephemeral" (containers in the workloads' pods) or
 	// "pod" (temporary pods on the workloads' nodes).
-	Mode        string         `json:"mode"`
-	Profile     string         `json:"profile"`
-	Source      Endpoint       `json:"source"`
-	Destination Endpoint       `json:"destination"`
-	Path        PathClass      `json:"path"`
-	Probes      []*ProbeResult `json:"probes"`
+	Mode        string    `json:"mode"`
+	Profile     string    `json:"profile"`
+	Source      Endpoint  `json:"source"`
+	Destination Endpoint  `json:"destination"`
+	Path        PathClass `json:"path"`
+	// Probes holds the results, in the order the probes ran; with --repeat, round 1's.
+	Probes []*ProbeResult `json:"probes"`
 	// AppPort holds the probes against the destination application's own port (--port).
 	AppPort []*ProbeResult `json:"appPort,omitempty"`
-	Cost    *Cost          `json:"cost,omitempty"`
-	Timing  Timing         `json:"timing"`
+	// Rounds is --repeat: how many times the probes ran, round after round, between the same
+	// agents (absent: once).
+	Rounds int `json:"rounds,omitempty"`
+	// RoundResults holds every round's results when there were rounds (ClientPod: the client
+	// agent's pod).
+	RoundResults []LadderRound `json:"roundResults,omitempty"`
+	// Figures summarises each figure over the rounds (median, range, rounds measured), named in
+	// FigureOrder; a validity figure's median is its worst round.
+	Figures     map[string]Figure `json:"figures,omitempty"`
+	FigureOrder []string          `json:"figureOrder,omitempty"`
+	Cost        *Cost             `json:"cost,omitempty"`
+	Timing      Timing            `json:"timing"`
 	// AgentFootprint is what each agent process cost over the run, by role (client, server):
 	// CPU seconds and peak resident memory, as the agents measured themselves.
 	AgentFootprint map[string]Footprint `json:"agentFootprint,omitempty"`
