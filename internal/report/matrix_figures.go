@@ -16,8 +16,8 @@ func zoneKey(z string) string {
 var matrixStats = []struct{ name, unit string }{{"rtt.p50", UnitMicros}, {"rtt.p99", UnitMicros}}
 
 // MatrixPlannedFigures names the figures a matrix over these zone pairs reports: per cell
-// FROM:TO.rtt.p50|p99 (and .tcp.gbps with throughput), the worst same-zone, cross-zone and
-// overall cells' (same-zone.rtt.p50 …), and outliers.count.
+// FROM:TO.rtt.p50|p99 (and .tcp.gbps with throughput) and FROM:TO.valid, the worst same-zone,
+// cross-zone and overall cells' (same-zone.rtt.p50 …), outliers.count and valid.
 func MatrixPlannedFigures(cells [][2]string, throughput bool) map[string]string {
 	out := map[string]string{"outliers.count": UnitCount}
 	add := func(key string) {
@@ -28,8 +28,10 @@ func MatrixPlannedFigures(cells [][2]string, throughput bool) map[string]string 
 			out[key+".tcp.gbps"] = UnitGbps
 		}
 	}
+	out["valid"] = UnitCount
 	for _, c := range cells {
 		add(CellKey(c[0], c[1]))
+		out[CellKey(c[0], c[1])+".valid"] = UnitCount
 		add("worst")
 		if c[0] == c[1] {
 			add("same-zone")
@@ -67,7 +69,36 @@ func (r *MatrixReport) FigureValues() []FigureValue {
 		}
 	}
 	out = append(out, worst.list()...)
-	return append(out, FigureValue{Name: "outliers.count", Unit: UnitCount, Value: float64(len(r.Outliers)), Probe: "outliers", Stat: "count"})
+	out = append(out, FigureValue{Name: "outliers.count", Unit: UnitCount, Value: float64(len(r.Outliers)), Probe: "outliers", Stat: "count"})
+	return append(out, r.validFigures()...)
+}
+
+// validFigures are FROM:TO.valid for each zone cell whose pairs' probes carry the agents'
+// accounting (0 when a CPU limit decided any of them) and valid for the whole matrix (zone or
+// node scope).
+func (r *MatrixReport) validFigures() []FigureValue {
+	accounted, invalid := map[string]bool{}, map[string]bool{}
+	all := true
+	for _, p := range r.Pairs {
+		key := CellKey(p.FromZone, p.ToZone)
+		for _, res := range p.Results {
+			if res != nil && res.Validity != nil {
+				accounted[key] = true
+				invalid[key] = invalid[key] || !res.Validity.Valid
+				all = all && res.Validity.Valid
+			}
+		}
+	}
+	if len(accounted) == 0 {
+		return nil
+	}
+	var out []FigureValue
+	for _, c := range r.Zones {
+		if key := CellKey(c.From, c.To); accounted[key] {
+			out = append(out, FigureValue{Name: key + ".valid", Unit: UnitCount, Value: b2f(!invalid[key]), Probe: key, Stat: "valid"})
+		}
+	}
+	return append(out, FigureValue{Name: "valid", Unit: UnitCount, Value: b2f(all), Probe: "valid", Stat: "valid", Alias: true})
 }
 
 func cellRange(lo, hi float64) *Range {
