@@ -19,9 +19,11 @@ import (
 
 const ManagedSelector = session.ManagedByLabel + "=" + session.ManagedByValue
 
-// CleanStale deletes temporary agent pods of earlier runs that have ended (a plugin killed
-// before its cleanup leaves them Succeeded or Failed). Pods of runs still going are left alone.
-// Only in pod mode: an ephemeral-only Role may not list or delete pods it did not create.
+// CleanStale deletes temporary agent pods of earlier runs that ended StaleAfter or more ago (a
+// plugin killed before its cleanup leaves them Succeeded or Failed). Pods of runs still going
+// are left alone, and so is a pod that ended just now: another run beside this one may still be
+// reading its results. Only in pod mode: an ephemeral-only Role may not list or delete pods it
+// did not create.
 func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, namespaces ...string) []string {
 	if s.Mode != session.ModePod {
 		return nil
@@ -33,7 +35,7 @@ func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, name
 			continue
 		}
 		for _, p := range pods.Items {
-			if !ended(&p) {
+			if !ended(&p) || endedAt(&p).After(time.Now().Add(-StaleAfter)) {
 				continue
 			}
 			var grace int64
@@ -184,6 +186,22 @@ func ephemeralEnded(p *corev1.Pod, name string) bool {
 
 // ended says whether a pod is done: a terminal phase, or every container terminated (the
 // phase can lag behind the containers).
+// StaleAfter is how long an ended agent pod is left to the run that made it (which reads the
+// last of its results within a second or two of its end).
+const StaleAfter = 15 * time.Second
+
+// endedAt is when the last of a pod's containers ended, or its creation time when its statuses
+// do not say.
+func endedAt(p *corev1.Pod) time.Time {
+	at := p.CreationTimestamp.Time
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; t != nil && t.FinishedAt.After(at) {
+			at = t.FinishedAt.Time
+		}
+	}
+	return at
+}
+
 func ended(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return true

@@ -62,7 +62,7 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 		p.Spec.Tolerations, p.Spec.HostNetwork = pl.Tolerations, pl.HostNetwork
 		if pl.HostNetwork {
 			p.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
-			p.Spec.SecurityContext = nil // the node's network namespace keeps the node's sysctls
+			p.Spec.SecurityContext.Sysctls = nil // the node's network namespace keeps the node's sysctls
 		}
 	}
 	c := &p.Spec.Containers[0]
@@ -117,12 +117,13 @@ func agentPod(name, namespace, node string, labels map[string]string, lifetime t
 	}
 }
 
-// PingGroupRange is the net.ipv4.ping_group_range a temporary agent pod asks for: every group
-// may open an unprivileged ICMP socket in the pod's own network namespace, where only the agent
-// runs. A runtime that does not set it (containerd before 2.0, by default) leaves the kernel's
-// "1 0", and an agent without CAP_NET_RAW could not ping; Kubernetes counts the sysctl safe and
-// Pod Security allows it. An ephemeral agent keeps what the application's pod has.
-const PingGroupRange = "0 2147483647"
+// PingGroupRange is the net.ipv4.ping_group_range a temporary agent pod asks for: the agent's
+// own group (AgentUser) may open an unprivileged ICMP socket in the pod's network namespace,
+// where only the agent runs. A runtime that does not set it (containerd before 2.0, by default)
+// leaves the kernel's "1 0", and an agent without CAP_NET_RAW could not ping; Kubernetes counts
+// the sysctl safe and Pod Security allows it. An ephemeral agent keeps what the application's
+// pod has.
+var PingGroupRange = fmt.Sprintf("%d %d", AgentUser, AgentUser)
 
 func pingForAll() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ping_group_range", Value: PingGroupRange}}}

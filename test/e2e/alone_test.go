@@ -36,17 +36,21 @@ var quiet sync.Map // top-level test name → *quietWait
 // topName is the name of t's top-level test.
 func topName(t *testing.T) string { return strings.SplitN(t.Name(), "/", 2)[0] }
 
-// waitAloneBeside starts waiting, up to 3 minutes, until othersLeft names none, and
-// fails the test if it measured without calling alone(t).
+// waitAloneBeside starts waiting, up to 3 minutes, until othersLeft names none, and fails
+// the test if it never called alone(t) (netbench() calls it before every run of the plugin).
 func waitAloneBeside(t *testing.T, cs kubernetes.Interface, own string) {
 	t.Helper()
 	w := &quietWait{done: make(chan struct{}), start: time.Now()}
 	quiet.Store(topName(t), w)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	go func() {
 		defer close(w.done)
-		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		w.left = []string{"(the API server did not answer)"}
+		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			left, err := othersLeft(ctx, cs, own)
-			w.left = left
+			if err == nil {
+				w.left = left
+			}
 			return err == nil && len(left) == 0, nil
 		})
 		if err == nil {
@@ -54,6 +58,7 @@ func waitAloneBeside(t *testing.T, cs kubernetes.Interface, own string) {
 		}
 	}()
 	t.Cleanup(func() {
+		cancel() // a test that ended before it measured does not wait
 		<-w.done
 		if !w.called && !t.Failed() {
 			t.Errorf("%s has a mutation row but never called alone(t) before measuring", topName(t))
@@ -84,26 +89,51 @@ func alone(t *testing.T) {
 }
 
 // othersLeft names the other tests' e2e namespaces that still run (not being deleted) or still
-// have pods. Once a namespace is being deleted and its pods are gone, what is left of it (the
-// namespace controller's second pass, 2-4 s on the lab) costs the nodes nothing.
+// hold pods, Services or NetworkPolicies (whose deletion sets kubelets, kube-proxy and the policy
+// enforcer to work). Once a namespace is being deleted and those are gone, what is left of it
+// (the namespace controller's second pass over the other kinds, 2-4 s on the lab) is the API
+// server's and etcd's work alone.
 func othersLeft(ctx context.Context, cs kubernetes.Interface, own string) ([]string, error) {
 	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	busy, err := namespacesWithWork(ctx, cs)
 	if err != nil {
 		return nil, err
 	}
-	withPods := map[string]bool{}
-	for _, p := range pods.Items {
-		withPods[p.Namespace] = true
-	}
 	var left []string
 	for _, n := range nss.Items {
-		if strings.HasPrefix(n.Name, "e2e-") && n.Name != own && (n.DeletionTimestamp == nil || withPods[n.Name]) {
+		if strings.HasPrefix(n.Name, "e2e-") && n.Name != own && (n.DeletionTimestamp == nil || busy[n.Name]) {
 			left = append(left, n.Name)
 		}
 	}
 	return left, nil
+}
+
+// namespacesWithWork are the namespaces that hold a pod, a Service or a NetworkPolicy.
+func namespacesWithWork(ctx context.Context, cs kubernetes.Interface) (map[string]bool, error) {
+	busy := map[string]bool{}
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		busy[p.Namespace] = true
+	}
+	svcs, err := cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range svcs.Items {
+		busy[s.Namespace] = true
+	}
+	nps, err := cs.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range nps.Items {
+		busy[p.Namespace] = true
+	}
+	return busy, nil
 }

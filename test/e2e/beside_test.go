@@ -46,6 +46,13 @@ func TestBesideTestsSwitchNothing(t *testing.T) {
 			}
 		}
 	}
+	for name := range fidelity {
+		for fn := range reachable(funcs, name) {
+			if callsSiblings(funcs[fn]) {
+				t.Errorf("%s is a fidelity test of hack/mutations.sh but reaches %s, which runs subtests at once (siblings)", name, fn)
+			}
+		}
+	}
 	if n == 0 {
 		t.Fatal("no test calls beside: the check found nothing to check")
 	}

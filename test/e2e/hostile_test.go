@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 )
 
 // hostileCase is one bad input or fault: the exact line the user must see (a substring of the
@@ -351,7 +353,9 @@ func TestPluginKilledAgentsStop(t *testing.T) {
 			t.Logf("agents stopped %s after the plugin was killed", time.Since(killed).Round(100*time.Millisecond))
 		})
 	}
-	// The next pod-mode run deletes what the killed one left.
+	// The next pod-mode run deletes what the killed one left, once it has been over for
+	// cmdutil.StaleAfter (until then it could be a run beside this one reading its results).
+	time.Sleep(cmdutil.StaleAfter)
 	r := pathJSON(t, "-n", ns, "deploy/client", "sts/db", "--mode", "pod", "--probes", "rtt")
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "left by an earlier run") {
 		t.Errorf("the next run did not clean the killed run's pods: %v", r.Warnings)

@@ -93,11 +93,12 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// The pods first, each with a second to stop: the namespace controller reaches them only
-		// after a pass over every resource type, and a fidelity test waits for them (alone).
+		// Then its pods, each with a second to stop: the namespace controller reaches them only
+		// after a pass over every resource type, and a fidelity test waits for them (alone). The
+		// namespace goes first: while it terminates, no controller may make new pods in it.
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		grace := int64(1)
 		_ = cs.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{})
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 	if mutationTests(t)[topName(t)] {
 		waitAloneBeside(t, cs, ns)

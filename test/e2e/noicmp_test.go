@@ -22,7 +22,7 @@ func TestPathWithoutICMP(t *testing.T) {
 	r := pathJSON(t, args...)
 	icmp, tcp := resultNamed(r, "icmp"), resultNamed(r, "tcp-rtt")
 	if icmp == nil || !strings.Contains(icmp.Skipped, "ICMP not permitted") {
-		t.Errorf("icmp from an application's pod on lab-b2: %s, want it skipped, saying ICMP is not permitted", describe(icmp))
+		t.Errorf("icmp from an application's pod on lab-b2: %s, want it skipped, saying ICMP is not permitted (a lab made before lab-b2's runtime stopped granting unprivileged ICMP: make lab-down lab-up)", describe(icmp))
 	}
 	if tcp == nil || tcp.RTT == nil || tcp.RTT.Received == 0 {
 		t.Errorf("tcp-rtt: %s, want the TCP handshake's round trip", describe(tcp))

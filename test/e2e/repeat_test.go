@@ -11,13 +11,12 @@ import (
 
 // `path --repeat`: the probes run round after round between the same agents; the report holds
 // every round's results and each figure's median with its range over the rounds (in JSON, in the
-// human report's rounds table, and for gates); on a pod whose 200m CPU limit throttles the
-// throughput probe, --fail-if 'valid == 0' exits 3 and the report names the throttled rounds.
+// human report's rounds table, and for gates). TestPathMarksCPULimitedProbes runs it on a
+// throttled pod.
 func TestPathRepeat(t *testing.T) {
 	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
-	limitedPod(t, cs, ns)
 
 	r := pathJSON(t, "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,http", "--duration", "1s", "--repeat", "5")
 	if r.Rounds != 5 || len(r.RoundResults) != 5 {
@@ -52,19 +51,6 @@ func TestPathRepeat(t *testing.T) {
 		t.Errorf("human report with --repeat 3 (%v): want the rounds table\n%s%s", err, out, stderr)
 	}
 
-	out, stderr, err = netbench(t, "path", "-o", "json", "--fail-if", "valid == 0", "-n", ns, "deploy/client", "pod/limited", "--probes", "tcp", "--duration", "1s", "--repeat", "3")
-	if code := exitCode(t, err); code != 3 {
-		t.Fatalf("--repeat 3 --fail-if 'valid == 0' on the limited pod: exit %d, want 3\n%s", code, stderr)
-	}
-	lim := decodeReport(t, out)
-	if f := lim.Figures["tcp-1.valid"]; f.Samples != 3 || f.Median != 0 {
-		t.Errorf("tcp-1.valid over 3 rounds on the limited pod: %+v, want 0 (a throttled round makes it so)", f)
-	}
-	out, _, err = netbench(t, "path", "-n", ns, "deploy/client", "pod/limited", "--probes", "tcp", "--duration", "1s", "--repeat", "2")
-	if err != nil || !strings.Contains(out, "in round 1") || !strings.Contains(out, "in round 2") {
-		t.Errorf("human report on the limited pod with --repeat 2 (%v): want the throttled rounds named\n%s", err, out)
-	}
-	t.Logf("human report on the limited pod:\n%s", out)
 }
 
 // probeIn is the result of the probe named name, or nil.

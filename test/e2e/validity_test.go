@@ -22,7 +22,8 @@ import (
 // HTTP) are marked with the reason and what to run instead, in JSON, in the human report and for
 // --fail-if 'valid == 0' (exit 3). The same pair with --mode pod (temporary pods on the same
 // nodes, no limit) measures the path: nothing marked, the transfer faster, the two side by side
-// in the log. A pair without limits marks nothing.
+// in the log. A pair without limits marks nothing. With --repeat 2, each round is marked and
+// the figure over the rounds is not valid.
 func TestPathMarksCPULimitedProbes(t *testing.T) {
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
@@ -91,6 +92,33 @@ func TestPathMarksCPULimitedProbes(t *testing.T) {
 			r.Name, r.Throughput.BitsPerSecondReceived/1e9, r.Validity.Server.RunQueueWaitSeconds, r.Validity.Server.WallSeconds, other.Throughput.BitsPerSecondReceived/1e9)
 		if other.Throughput.BitsPerSecondReceived < 1.5*r.Throughput.BitsPerSecondReceived {
 			t.Errorf("%s: --mode pod %.2f Gbit/s is not 1.5 times the limited %.2f", r.Name, other.Throughput.BitsPerSecondReceived/1e9, r.Throughput.BitsPerSecondReceived/1e9)
+		}
+	}
+	limitedRounds(t, ns)
+}
+
+// limitedRounds runs `path --repeat 2` to the limited pod: --fail-if 'valid == 0' exits 3,
+// tcp-1.valid over the rounds is 0, and the human report names each throttled round.
+func limitedRounds(t *testing.T, ns string) {
+	t.Helper()
+	out, stderr, err := netbench(t, "path", "-o", "json", "--fail-if", "valid == 0", "-n", ns, "deploy/client", "pod/limited", "--probes", "tcp", "--duration", "1s", "--repeat", "2")
+	if code := exitCode(t, err); code != 3 {
+		t.Fatalf("--repeat 2 --fail-if 'valid == 0' on the limited pod: exit %d, want 3\n%s", code, stderr)
+	}
+	var r report.PathReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Figures["tcp-1.valid"]; f.Samples != 2 || f.Median != 0 {
+		t.Errorf("tcp-1.valid over 2 rounds on the limited pod: %+v, want 0", f)
+	}
+	var human bytes.Buffer
+	if err := render.Write(&human, "", &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Over 2 rounds", "NOT THE NETWORK'S in round 1", "NOT THE NETWORK'S in round 2", "not the network's in 2 of 2 rounds"} {
+		if !strings.Contains(human.String(), want) {
+			t.Errorf("the human report of --repeat 2 on the limited pod lacks %q:\n%s", want, human.String())
 		}
 	}
 }

@@ -373,15 +373,21 @@ func TestPathRunCleansStalePods(t *testing.T) {
 		p.Name, p.Labels = "netbench-old-server", map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: "old"}
 		p.Status.Phase = corev1.PodSucceeded
 	})
-	f := fakecluster.New(t, append(fakecluster.TwoPods(), stale)...)
+	// Another run's client that ended just now: that run may still be reading its results.
+	justEnded := fakecluster.NewPod(func(p *corev1.Pod) {
+		p.Name, p.Labels = "netbench-beside-client", map[string]string{session.ManagedByLabel: session.ManagedByValue, session.RunIDLabel: "beside"}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Now()}}}}
+	})
+	f := fakecluster.New(t, append(fakecluster.TwoPods(), stale, justEnded)...)
 	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
 	o, out := newTestPathOptions(f)
 	o.Mode = session.ModePod
 	if err := o.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if left := fakecluster.AgentPods(t, f); len(left) != 0 {
-		t.Errorf("agent pods left: %v", left)
+	if left := fakecluster.AgentPods(t, f); !slices.Equal(left, []string{"netbench-beside-client"}) {
+		t.Errorf("agent pods left: %v, want only the one that ended just now", left)
 	}
 	if !strings.Contains(out.String(), "deleted agent pod shop/netbench-old-server left by an earlier run (Succeeded") {
 		t.Errorf("the report does not say the stale pod was deleted:\n%s", out)
