@@ -81,12 +81,12 @@ func TestZoneDelayOrdersRTT(t *testing.T) {
 // connections to an agent server in the same destination pod, curl run before and after the
 // probe at the probe's rate (benchmarks/notes/2026-12-02-fidelity-tests.md and
 // 2026-12-03-new-conn-spacing.md). The rate matters: on this VM a request after an idle gap
-// waits for sleeping CPUs along the path (the delay line, the server agent) to wake, and curl
-// started once per request, 20 ms apart, measured 11.0-12.5 ms while the probe at 100 qps
+// waits for the server agent to wake to answer it (its threads park; an idle vCPU halts), and
+// curl started once per request, 20 ms apart, measured 10.7-12.5 ms while the probe at 100 qps
 // measured 9.8-10.7 ms (−5 … −15 %); one curl process at the probe's rate measured within a few
-// per cent of the probe (the note's table). A handshake and a
+// per cent of the probe (the note's tables). A handshake and a
 // request are two round trips; a third (fault http-extra-rtt, hack/mutations.sh: each connection
-// opened twice) made it +82 %. Percentiles interpolated in fortio's histogram, 10 ms wide from 10
+// opened twice) made it +82 % against the old reference, +52 % against this one. Percentiles interpolated in fortio's histogram, 10 ms wide from 10
 // to 20 ms, came out +17 … +40 % whenever the path's requests straddled 10 ms (a CI run: +28 %);
 // TestRequestPercentilesAreObserved answers for that defect on loopback, where it is certain.
 func TestHTTPNewConnMatchesCurl(t *testing.T) {
