@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -392,6 +393,7 @@ func TestEphemeralOnlyRole(t *testing.T) {
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	rbacInEffect(t, cs, ns, "ephemeral-user")
 	out, stderr, err := netbench(t, "--as", "ephemeral-user", "path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt,http", "--duration", "1s")
 	if err != nil || !strings.Contains(out, "RTT, agent to agent") {
 		t.Errorf("path with the ephemeral-only Role: %v\n%s\n%s", err, stderr, out)
@@ -403,6 +405,22 @@ func TestEphemeralOnlyRole(t *testing.T) {
 	_, stderr, err = netbench(t, "--as", "ephemeral-user", "path", "-n", ns, "deploy/client", "sts/db", "--mode", "pod")
 	if err == nil || !strings.Contains(stderr, "you may not create pods, delete pods in namespace") {
 		t.Errorf("pod mode without pod create/delete: %v %s", err, stderr)
+	}
+}
+
+// rbacInEffect waits, up to 30 s, until the API server's authorizer lets user get deployments in
+// ns: a Role and its binding take effect when its informers have seen them, which under load
+// came after the first request (a CI run: "cannot get resource deployments").
+func rbacInEffect(t *testing.T, cs kubernetes.Interface, ns, user string) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Group: "apps", Resource: "deployments"}}}
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the Role bound to %s in %s was not in effect after 30 s", user, ns)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 const (
@@ -122,7 +123,7 @@ func pod(name, node, image string, args []string, labels map[string]string) *cor
 	if v := fault.Value(); v != "" && image == agentImage {
 		env = []corev1.EnvVar{{Name: fault.Env, Value: v}} // a mutation run (hack/mutations.sh)
 	}
-	return &corev1.Pod{
+	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
@@ -134,6 +135,11 @@ func pod(name, node, image string, args []string, labels map[string]string) *cor
 			}},
 		},
 	}
+	if image == agentImage {
+		// As the plugin's temporary agent pods do: lab-b2's runtime grants no unprivileged ICMP.
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ping_group_range", Value: session.PingGroupRange}}}
+	}
+	return p
 }
 
 func createPod(t *testing.T, cs kubernetes.Interface, ns string, p *corev1.Pod) {

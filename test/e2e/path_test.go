@@ -460,6 +460,7 @@ func TestPathErrors(t *testing.T) {
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	rbacInEffect(t, cs, ns, "reader")
 
 	tests := []struct {
 		name string
