@@ -39,7 +39,7 @@ func pathValidity(r *report.PathReport) []validityGroup {
 	}
 	var out []validityGroup
 	for _, round := range r.RoundResults {
-		out = append(out, validityGroup{what: fmt.Sprintf(" in round %d", round.Round), results: append(append([]*v1alpha1.ProbeResult(nil), round.Probes...), round.AppPort...)})
+		out = append(out, validityGroup{what: fmt.Sprintf(" in round %d", round.Round), results: roundResults(round)})
 	}
 	return out
 }
@@ -49,11 +49,16 @@ func pathValidity(r *report.PathReport) []validityGroup {
 func invalidRounds(r *report.PathReport, probe string) int {
 	n := 0
 	for _, round := range r.RoundResults {
-		for _, res := range append(append(round.Probes[:0:0], round.Probes...), round.AppPort...) {
+		for _, res := range roundResults(round) {
 			if res.Name == probe && res.Validity != nil && !res.Validity.Valid {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// roundResults are a round's agent-to-agent and app-port results.
+func roundResults(round report.LadderRound) []*v1alpha1.ProbeResult {
+	return append(append([]*v1alpha1.ProbeResult(nil), round.Probes...), round.AppPort...)
 }
