@@ -94,6 +94,9 @@ type CommonOptions struct {
 	StartTimeout   time.Duration
 	AgentResources string
 	Gates          Gates
+	// DryRun sends every object the run would create or patch with dryRun=All, prints them and
+	// creates nothing.
+	DryRun bool
 
 	// Filled by complete.
 	Namespace string
@@ -130,6 +133,7 @@ func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVarP(&o.Output, "output", "o", "", "output format: "+formats+" (default: a human report; junit: one test case per --fail-if)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", o.StartTimeout, "how long an agent may take to start (1s-1h)")
 	f.StringVar(&o.AgentResources, "agent-resources", "", "requests and limits of temporary agent pods, e.g. cpu=200m,memory=64Mi; none: the namespace's LimitRange decides (default: requests cpu=100m,memory=64Mi, limit memory=128Mi)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "send every object the run would create or patch to the API server with dryRun=All, print them (-o yaml or json: the objects; default: one line each) and create nothing")
 	_ = cmd.RegisterFlagCompletionFunc("output", FixedCompletion(o.formats()...))
 	cmd.ValidArgsFunction = podCompletion(o.ConfigFlags)
 }
@@ -206,6 +210,9 @@ func (o *CommonOptions) ValidateFlags() error {
 	}
 	if err := o.Gates.Parse(o.Output); err != nil {
 		return err
+	}
+	if o.DryRun && o.Output != "" && o.Output != "json" && o.Output != "yaml" {
+		return fmt.Errorf("--output %s with --dry-run: a dry run measures nothing; it prints the objects it would create (-o yaml or json) or lists them (default)", o.Output)
 	}
 	if o.Image == "" {
 		return errors.New("--image is empty")

@@ -53,6 +53,7 @@ func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namesp
 func (o *CommonOptions) NewSession(mode string) *session.Session {
 	s := session.NewSession(o.Client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
 	s.Resources = o.Resources
+	s.DryRun = o.DryRun
 	s.Now = o.ServerNow
 	s.Logf = func(format string, args ...any) { klog.V(2).Infof(format, args...) }
 	if o.ConfigureSession != nil {
@@ -70,6 +71,9 @@ func (o *CommonOptions) Finish(ctx context.Context, s *session.Session, err erro
 	if ctx.Err() != nil {
 		if cerr != nil {
 			return fmt.Errorf("%w (run %s): %w", ErrInterrupted, s.RunID, cerr)
+		}
+		if s.DryRun {
+			return fmt.Errorf("%w: a dry run, nothing was created", ErrInterrupted)
 		}
 		return fmt.Errorf("%w: every agent of run %s told to stop, temporary pods deleted", ErrInterrupted, s.RunID)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
@@ -48,10 +49,16 @@ type RunOutput struct {
 	Complete func()
 }
 
-// planWriter is a command that can stop after its plan (--dry-run) and write it.
+// planWriter is a command with a plan to show in words before a dry run (--dry-run, human
+// output): the matrix's pairs, round by round.
 type planWriter interface {
-	DryRun() bool
 	WritePlan() error
+}
+
+// rehearser is a command that creates more objects while it measures than in Start (a
+// ladder's clients, dns's agents): in a dry run, Rehearse sends them all, waiting for none.
+type rehearser interface {
+	Rehearse(ctx context.Context) error
 }
 
 // figuresFirst is a command whose planned figures do not depend on its plan: its --fail-if
@@ -60,7 +67,7 @@ type figuresFirst interface {
 	FiguresBeforePlan()
 }
 
-// Execute carries out one run of c. Whatever happens after open, the session is closed once
+// Execute carries out one run of c (with --dry-run, up to its start: see rehearse). Whatever happens after open, the session is closed once
 // (by the deferred finish when an earlier step failed), and an interrupted run says what it
 // left.
 func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c Command) (err error) {
@@ -73,11 +80,13 @@ func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c Command)
 	if err := c.Plan(ctx); err != nil {
 		return err
 	}
-	if pw, ok := c.(planWriter); ok && pw.DryRun() {
-		return pw.WritePlan()
-	}
 	if !first {
 		if err := o.Gates.Check(c.PlannedFigures()); err != nil {
+			return err
+		}
+	}
+	if pw, ok := c.(planWriter); ok && o.DryRun && o.Output == "" {
+		if err := pw.WritePlan(); err != nil {
 			return err
 		}
 	}
@@ -91,6 +100,9 @@ func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c Command)
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
+	if o.DryRun {
+		return o.rehearse(ctx, c, sess)
+	}
 	measuring, err := c.Measure(ctx)
 	if err != nil {
 		return err
@@ -103,6 +115,17 @@ func (o *CommonOptions) Execute(ctx context.Context, start time.Time, c Command)
 	}
 	c.Closed()
 	return o.conclude(start, out)
+}
+
+// rehearse ends a dry run after Start: the objects measuring would add are sent too, then
+// every object the API server admitted is written; nothing was persisted, so nothing is left.
+func (o *CommonOptions) rehearse(ctx context.Context, c Command, sess *session.Session) error {
+	if r, ok := c.(rehearser); ok {
+		if err := r.Rehearse(ctx); err != nil {
+			return err
+		}
+	}
+	return render.WritePlanned(o.Out, o.Output, sess.Planned())
 }
 
 // conclude times, checks and writes a finished run's report, and gives its verdict.

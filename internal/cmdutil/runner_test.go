@@ -29,7 +29,6 @@ var (
 type fakeCommand struct {
 	failAt  string
 	cancel  context.CancelFunc
-	dry     bool
 	appErr  bool
 	steps   []string
 	cs      *fake.Clientset
@@ -58,7 +57,6 @@ func (c *fakeCommand) PlannedFigures() map[string]string {
 	c.steps = append(c.steps, "plannedFigures")
 	return map[string]string{"rtt.p50": "µs"}
 }
-func (c *fakeCommand) DryRun() bool { return c.dry }
 func (c *fakeCommand) WritePlan() error {
 	c.steps = append(c.steps, "writePlan")
 	return nil
@@ -145,7 +143,7 @@ func TestRunnerExitPaths(t *testing.T) {
 		{name: "figures before the plan", first: true, wantErr: isNil, steps: "plannedFigures plan open start measure finish close closed write"},
 		{name: "gate failed", failIf: []string{"rtt.p50 > 1ms"}, rtt: 5000, wantErr: isGate, steps: body},
 		{name: "app error wins over a failed gate", failIf: []string{"rtt.p50 > 1ms"}, rtt: 5000, appErr: true, wantErr: isApp, steps: body},
-		{name: "dry run", dry: true, wantErr: isNil, steps: "plan writePlan"},
+		{name: "dry run", dry: true, wantErr: isNil, steps: "plan plannedFigures writePlan open start close"},
 		{name: "plan fails", failAt: "plan", wantErr: isStep, steps: "plan"},
 		{name: "unknown figure in a gate", failIf: []string{"tcp.gbps < 1"}, wantErr: isGateSyntax, steps: "plan plannedFigures"},
 		{name: "unknown figure, checked first", first: true, failIf: []string{"tcp.gbps < 1"}, wantErr: isGateSyntax, steps: "plannedFigures"},
@@ -161,7 +159,7 @@ func TestRunnerExitPaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			c := &fakeCommand{failAt: tc.failAt, cancel: cancel, dry: tc.dry, rtt: tc.rtt, appErr: tc.appErr, cs: fake.NewClientset()}
+			c := &fakeCommand{failAt: tc.failAt, cancel: cancel, rtt: tc.rtt, appErr: tc.appErr, cs: fake.NewClientset()}
 			c.cs.PrependReactor("delete", "networkpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
 				c.steps = append(c.steps, "close")
 				if tc.closeFail {
@@ -172,7 +170,9 @@ func TestRunnerExitPaths(t *testing.T) {
 			if !tc.noTimer {
 				c.timer = NewPhaseTimer(&c.timing, time.Now())
 			}
-			o := &CommonOptions{Gates: Gates{FailIf: tc.failIf}}
+			out := &strings.Builder{}
+			o := &CommonOptions{Gates: Gates{FailIf: tc.failIf}, DryRun: tc.dry}
+			o.Out = out
 			if err := o.Gates.Parse(""); err != nil {
 				t.Fatal(err)
 			}
@@ -186,6 +186,9 @@ func TestRunnerExitPaths(t *testing.T) {
 			}
 			if got := strings.Join(c.steps, " "); got != tc.steps {
 				t.Errorf("steps %q, want %q", got, tc.steps)
+			}
+			if tc.dry && !strings.Contains(out.String(), "nothing was created") {
+				t.Errorf("dry run wrote %q", out)
 			}
 			wantPhases := 1
 			if tc.noTimer {

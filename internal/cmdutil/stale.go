@@ -25,7 +25,7 @@ const ManagedSelector = session.ManagedByLabel + "=" + session.ManagedByValue
 // reading its results. Only in pod mode: an ephemeral-only Role may not list or delete pods it
 // did not create.
 func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, namespaces ...string) []string {
-	if s.Mode != session.ModePod {
+	if s.Mode != session.ModePod || o.DryRun {
 		return nil
 	}
 	var notes []string
@@ -50,6 +50,9 @@ func (o *CommonOptions) CleanStale(ctx context.Context, s *session.Session, name
 // CleanStaleServices deletes temporary Services of earlier runs whose not-after time has
 // passed (a run killed before its cleanup leaves them; Services do not end by themselves).
 func (o *CommonOptions) CleanStaleServices(ctx context.Context, ns string, now time.Time) []string {
+	if o.DryRun {
+		return nil
+	}
 	svcs, err := o.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return nil
@@ -69,6 +72,9 @@ func (o *CommonOptions) CleanStaleServices(ctx context.Context, ns string, now t
 // CleanStaleDaemonSets deletes matrix DaemonSets of earlier runs whose not-after time has
 // passed (a plugin killed outright leaves them; their agents have exited by then).
 func (o *CommonOptions) CleanStaleDaemonSets(ctx context.Context, ns string, now time.Time) []string {
+	if o.DryRun {
+		return nil
+	}
 	list, err := o.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{LabelSelector: ManagedSelector})
 	if err != nil {
 		return nil
@@ -113,6 +119,10 @@ func (o *CommonOptions) sweepPolicies(ctx context.Context, ns string, list []net
 		why := sweepReason(np, now, over)
 		if why == "" {
 			kept = append(kept, np)
+			continue
+		}
+		if o.DryRun { // planned as the run would find them, deleted by none
+			fmt.Fprintf(o.ErrOut, "NetworkPolicy: a run would delete %s/%s left by an earlier run (%s old, %s)\n", ns, np.Name, Age(np.CreationTimestamp.Time), why)
 			continue
 		}
 		err := o.Client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{})

@@ -38,6 +38,7 @@ func NewFleet(nodes, zones int) *Cluster {
 	f.Clientset.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, f.watcher, nil })
 	f.Clientset.PrependReactor("create", "daemonsets", f.createDaemonSet)
 	f.Clientset.PrependReactor("delete", "daemonsets", f.deleteDaemonSet)
+	f.HonourDryRun()
 	return f
 }
 

@@ -84,6 +84,7 @@ func New(t *testing.T, pods ...*corev1.Pod) *Cluster {
 	f.Clientset.PrependReactor("create", "selfsubjectaccessreviews", review(&f.Mu, f.Denied))
 	f.Clientset.PrependReactor("patch", "pods", f.patchEphemeral)
 	f.Clientset.PrependReactor("create", "pods", f.createPod)
+	f.HonourDryRun()
 	return f
 }
 

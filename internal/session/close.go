@@ -202,7 +202,7 @@ func (a *Agent) idleExit() time.Duration {
 // Release ends a temporary agent the run no longer needs (a ladder's finished rung): its pod
 // is deleted now, and Close no longer owns it. Other agents are left to Close.
 func (s *Session) Release(ctx context.Context, a *Agent) error {
-	if !a.Temporary {
+	if !a.Temporary || s.DryRun {
 		return nil
 	}
 	if err := s.deletePod(ctx, a); err != nil {
@@ -237,8 +237,12 @@ func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifeti
 		svc.Annotations = map[string]string{}
 	}
 	svc.Annotations[NotAfterAnnotation] = s.Now().Add(lifetime).UTC().Format(time.RFC3339)
-	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
-	if mayExist(ctx, err) {
+	created, err := s.Client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{DryRun: s.dryRunAll()})
+	if err == nil && s.DryRun {
+		s.plan(VerbCreate, "the temporary copy of the Service", created)
+		return created, nil
+	}
+	if mayExist(ctx, err) && !s.DryRun {
 		s.mu.Lock()
 		s.services = append(s.services, svc)
 		s.mu.Unlock()

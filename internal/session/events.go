@@ -30,6 +30,9 @@ var ErrEndedWithoutResult = errors.New("ended without a result")
 // Wait waits until the agent's container runs (or already ended), within the session's start
 // timeout, surfacing the reasons a container cannot start as they happen.
 func (a *Agent) Wait(ctx context.Context) error {
+	if a.s.DryRun {
+		return nil // nothing runs
+	}
 	startCtx, cancel := context.WithTimeout(ctx, a.s.StartTimeout)
 	defer cancel()
 	err := a.waitStarted(startCtx)
@@ -143,6 +146,10 @@ func (a *Agent) WaitReady(ctx context.Context) error {
 // its lease renewed and its events followed in the background until Close; a runner is
 // handed its job.
 func (a *Agent) Ready(ctx context.Context) error {
+	if a.s.DryRun {
+		a.Port = a.Spec.Port
+		return nil
+	}
 	if a.Spec.InlineJob {
 		return nil // it runs its job as it starts; its events are followed from its output
 	}

@@ -83,19 +83,27 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	for _, n := range spec.Nodes {
 		f.Members[n] = &Member{Node: n, Problem: "no pod yet"}
 	}
-	if err := f.rewatch(ctx); err != nil {
-		return nil, err
+	if !s.DryRun {
+		if err := f.rewatch(ctx); err != nil {
+			return nil, err
+		}
 	}
 	ds := f.daemonSet(f.s.trust(ctx))
 	f.template = ds.Spec.Template.Spec
-	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{})
-	if mayExist(ctx, err) {
+	created, err := s.Client.AppsV1().DaemonSets(spec.Namespace).Create(ctx, ds, metav1.CreateOptions{DryRun: s.dryRunAll()})
+	if err == nil && s.DryRun {
+		s.plan(VerbCreate, fmt.Sprintf("the agents on %d nodes", len(spec.Nodes)), created)
+		return f, nil // no pod, no watch, no lease
+	}
+	if mayExist(ctx, err) && !s.DryRun {
 		s.mu.Lock()
 		s.fleets = append(s.fleets, f)
 		s.mu.Unlock()
 	}
 	if err != nil {
-		f.watch.Stop()
+		if f.watch != nil {
+			f.watch.Stop()
+		}
 		return nil, access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating DaemonSet %s/%s", spec.Namespace, f.Name),
 			Need: access.Permission{Verb: "create", Resource: "daemonsets", Group: "apps"}, Namespace: spec.Namespace})
 	}
@@ -197,6 +205,9 @@ func fieldEnv(name, path string) corev1.EnvVar {
 // problem it will not recover from, or timeout passes; progress is told the count as it grows.
 // It fails only when no member is ready at all.
 func (f *Fleet) WaitReady(ctx context.Context, timeout time.Duration, progress func(ready, total int)) error {
+	if f.s.DryRun {
+		return nil // nothing runs
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	rewatches := 0

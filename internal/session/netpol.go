@@ -50,8 +50,12 @@ func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPoli
 	np.Annotations[DescriptionAnnotation] = fmt.Sprintf("temporary policy of kubectl netbench run %s (--allow-policy): lets its agents through for the run; "+
 		"it selects only pods the policies in %s already isolate; deleted at the end of the run, or by any later run or `kubectl netbench cleanup` after %s",
 		s.RunID, IsolatedByAnnotation, notAfter)
-	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
-	if mayExist(ctx, err) {
+	created, err := s.Client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{DryRun: s.dryRunAll()})
+	if err == nil && s.DryRun {
+		s.plan(VerbCreate, "a temporary NetworkPolicy (--allow-policy)", created)
+		return nil
+	}
+	if mayExist(ctx, err) && !s.DryRun {
 		s.mu.Lock()
 		s.Policies = append(s.Policies, np)
 		s.mu.Unlock()

@@ -37,7 +37,10 @@ func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) err
 	if err != nil {
 		return err
 	}
-	_, err = s.Client.CoreV1().Pods(t.Namespace).Patch(ctx, t.Pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "ephemeralcontainers")
+	answer, err := s.Client.CoreV1().Pods(t.Namespace).Patch(ctx, t.Pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{DryRun: s.dryRunAll()}, "ephemeralcontainers")
+	if err == nil && s.DryRun {
+		s.plan(VerbPatchEphemeral, fmt.Sprintf("the %s agent in %s/%s", a.Spec.Role, t.Namespace, t.Pod.Name), ephemeralPatch(answer, t.Namespace, t.Pod.Name, ec))
+	}
 	if apierrors.IsNotFound(err) {
 		if _, gerr := s.Client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod.Name, metav1.GetOptions{}); gerr == nil {
 			return ErrEphemeralUnsupported
@@ -68,7 +71,10 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 	c := &p.Spec.Containers[0]
 	c.Image, c.Args, c.Env, c.SecurityContext = s.Image, args, a.env(), podContext(s.securityContext(a))
 	SetResources(c, s.Resources)
-	_, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	answer, err := s.Client.CoreV1().Pods(t.Namespace).Create(ctx, p, metav1.CreateOptions{DryRun: s.dryRunAll()})
+	if err == nil && s.DryRun {
+		s.plan(VerbCreate, fmt.Sprintf("the %s agent on node %s", a.Spec.Role, node), answer)
+	}
 	return access.Refusal(ctx, s.Client, err, access.Refused{Doing: fmt.Sprintf("creating agent pod %s/%s", t.Namespace, a.Pod),
 		Need: access.Permission{Verb: "create", Resource: "pods"}, Namespace: t.Namespace, Pod: p})
 }

@@ -107,6 +107,10 @@ type Session struct {
 	Image        string
 	Mode         string // ModeEphemeral or ModePod
 	StartTimeout time.Duration
+	// DryRun sends every create and patch with dryRun=All and keeps the answers (Planned):
+	// nothing is persisted, no agent runs, and waiting for agents returns at once.
+	DryRun bool
+	dry    dryRun
 	// Resources of temporary agent pods and DaemonSets (nil: the namespace's LimitRange decides).
 	Resources *corev1.ResourceRequirements
 	// Now is the API server's clock (for not-after times); Logf prints diagnostics at -v.
@@ -193,8 +197,8 @@ func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
 	} else {
 		err = s.addEphemeral(ctx, a, args)
 	}
-	if err != nil {
-		return nil, err
+	if err != nil || s.DryRun {
+		return a, err
 	}
 	s.mu.Lock()
 	s.agents = append(s.agents, a)

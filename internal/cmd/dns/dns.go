@@ -211,9 +211,8 @@ func (r *dnsRun) Start(context.Context) error { return nil }
 func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 	o, rep, t := r.o, r.rep, r.t
 	since := time.Now()
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, full, err := o.runAgent(ctx, r.sess, session.AgentSpec{Role: session.RoleDNS, Target: t, Lifetime: o.agentLifetime()}, spec)
+	a, full, err := o.runAgent(ctx, r.sess, r.agentSpec())
 	if err != nil {
 		return 0, err
 	}
@@ -230,6 +229,40 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 		o.observe(ctx, r.sess, t, res)
 	}
 	return time.Since(since), nil
+}
+
+// agentSpec is the agent that measures: in the pod, with the DNS probe as its job.
+func (r *dnsRun) agentSpec() session.AgentSpec {
+	o := r.o
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
+	return session.AgentSpec{Role: session.RoleDNS, Target: r.t, Lifetime: o.agentLifetime(), Job: dnsJob(spec)}
+}
+
+// captureSpec is the agent that captures the pod's own DNS traffic for --observe, told the
+// resolver the first agent found.
+func (o *DNSOptions) captureSpec(t *session.Target, resolver string) session.AgentSpec {
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: resolver, ObserveSeconds: o.Observe.Seconds()}
+	return session.AgentSpec{Role: session.RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe, Job: dnsJob(spec)}
+}
+
+func dnsJob(spec agent.ProbeSpec) *agent.Job {
+	return &agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}}
+}
+
+// Rehearse sends the agents measuring would add (a dry run): the capture names the resolver
+// of --resolver, since none was detected.
+func (r *dnsRun) Rehearse(ctx context.Context) error {
+	if _, err := r.sess.Start(ctx, r.agentSpec()); err != nil {
+		return fmt.Errorf("the agent: %w", err)
+	}
+	if r.o.Observe == 0 {
+		return nil
+	}
+	if _, err := r.sess.Start(ctx, r.o.captureSpec(r.t, r.o.Resolver)); err != nil {
+		// As in a real run, a refused capture leaves the active report standing.
+		fmt.Fprintf(r.o.ErrOut, "the passive capture would be skipped (the active report stands): %v\n", err)
+	}
+	return nil
 }
 
 // Finish plans the fixes from what the agent measured.
@@ -253,8 +286,7 @@ func (r *dnsRun) Output() cmdutil.RunOutput {
 // reason and the active report stands.
 func (o *DNSOptions) observe(ctx context.Context, sess *session.Session, t *session.Target, res *agent.DNSReport) {
 	o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: string(res.Resolver), ObserveSeconds: o.Observe.Seconds()}
-	_, full, err := o.runAgent(ctx, sess, session.AgentSpec{Role: session.RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe}, spec)
+	_, full, err := o.runAgent(ctx, sess, o.captureSpec(t, string(res.Resolver)))
 	switch {
 	case errors.Is(err, access.ErrPodSecurity):
 		res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
@@ -313,8 +345,7 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 }
 
 // runAgent starts one agent with the DNS probe and returns its result (DNS set).
-func (o *DNSOptions) runAgent(ctx context.Context, sess *session.Session, as session.AgentSpec, spec agent.ProbeSpec) (*session.Agent, *agent.ProbeResult, error) {
-	as.Job = &agent.Job{APIVersion: agent.APIVersion, Probes: []agent.ProbeSpec{spec}}
+func (o *DNSOptions) runAgent(ctx context.Context, sess *session.Session, as session.AgentSpec) (*session.Agent, *agent.ProbeResult, error) {
 	a, err := sess.StartReady(ctx, as, "the agent")
 	if err != nil {
 		return nil, nil, err

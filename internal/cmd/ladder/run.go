@@ -168,10 +168,7 @@ func (r *ladderRun) Measure(ctx context.Context) (time.Duration, error) {
 		for _, i := range measurable(r.rungs) {
 			rung := &r.rungs[i]
 			r.o.Progress("round %d/%d, rung %s: client on node %s", round, r.o.Rounds, rung.Name, rung.Node)
-			srv, spec, n := r.srv, r.clientSpec(rung, round, i), r.nProbes
-			if rung.Class == HostNetworkClass {
-				srv, spec, n = r.hostSrv, r.hostClientSpec(rung, round, i), len(r.hostProbes)
-			}
+			srv, spec, n := r.rungClient(rung, round, i)
 			res, took, err := r.o.runRung(ctx, r.sess, srv, spec, n)
 			if err != nil {
 				return 0, fmt.Errorf("rung %s (node %s): %w", rung.Name, rung.Node, err)
@@ -183,6 +180,29 @@ func (r *ladderRun) Measure(ctx context.Context) (time.Duration, error) {
 	}
 	r.timer.Phase("measure")
 	return measuring, nil
+}
+
+// rungClient is round's client of rung i, the server it measures and how many of its job's
+// probes are the agents' own (the rest reach the app's port).
+func (r *ladderRun) rungClient(rung *report.LadderRung, round, i int) (*session.Agent, session.AgentSpec, int) {
+	if rung.Class == HostNetworkClass {
+		return r.hostSrv, r.hostClientSpec(rung, round, i), len(r.hostProbes)
+	}
+	return r.srv, r.clientSpec(rung, round, i), r.nProbes
+}
+
+// Rehearse sends every round's client of every rung (a dry run: nothing waits for them).
+func (r *ladderRun) Rehearse(ctx context.Context) error {
+	for round := 1; round <= r.o.Rounds; round++ {
+		for _, i := range measurable(r.rungs) {
+			rung := &r.rungs[i]
+			_, spec, _ := r.rungClient(rung, round, i)
+			if _, err := r.sess.Start(ctx, spec); err != nil {
+				return fmt.Errorf("rung %s (node %s): the client agent: %w", rung.Name, rung.Node, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (r *ladderRun) Finish(context.Context) { r.summarize() }

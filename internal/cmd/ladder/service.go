@@ -152,6 +152,9 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Sessio
 		return err
 	}
 	sr.info.TemporaryService = sr.temp.Name
+	if sess.DryRun {
+		return nil // no endpoint will come
+	}
 	return o.waitRouted(ctx, sr)
 }
 

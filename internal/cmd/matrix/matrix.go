@@ -45,7 +45,6 @@ type MatrixOptions struct {
 	OutlierFactor     float64
 	NodeFactor        float64
 	Port              int
-	DryRun            bool
 	AllowPolicy       bool
 
 	// portGiven says --agent-port was set (the policy check leaves it as it is).
@@ -118,7 +117,6 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 	f.Float64Var(&o.OutlierFactor, "outlier-factor", o.OutlierFactor, "a pair is an outlier when its p50 or p99 is this many times the same cell's other pairs' (1.05-100)")
 	f.Float64Var(&o.NodeFactor, "node-outlier-factor", o.NodeFactor, "a node is an outlier when its pairs are, by the median, this many times the same cells' other pairs (1.05-100)")
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan and create nothing")
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create a temporary one that lets exactly this run's agents reach each other and the API server reach their port (deleted at the end)")
 	o.AddFlags(cmd)
 	cmd.ValidArgsFunction = nil
@@ -146,9 +144,6 @@ func (o *MatrixOptions) Validate(cmd *cobra.Command) error {
 	o.filter = placement.Filter{Nodes: sel, Zones: o.Zones}
 	if o.TolerateAllTaints && o.TolerationsFrom != "" {
 		return fmt.Errorf("--tolerations-from %s with --tolerate-all-taints: choose one", o.TolerationsFrom)
-	}
-	if o.Output == "html" && o.DryRun {
-		return fmt.Errorf("--output html with --dry-run: a plan has no figures to draw (use -o json or the default)")
 	}
 	return o.ValidateFlags()
 }

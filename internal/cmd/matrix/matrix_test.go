@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
@@ -77,25 +78,32 @@ func TestMatrixRunNodesScope(t *testing.T) {
 	}
 }
 
-// --dry-run reads the nodes and prints the plan; it creates nothing and posts no job.
+// --dry-run prints the plan, sends the DaemonSet with dryRun=All and says so (-o yaml: the
+// DaemonSet itself); it creates nothing and posts no job.
 func TestMatrixDryRun(t *testing.T) {
-	f := fakecluster.NewFleet(8, 2)
-	out := &strings.Builder{}
-	o := matrixOptions(f, out)
-	o.Output, o.DryRun = "", true
-	if err := o.Validate(nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range f.Clientset.Actions() {
-		if a.GetVerb() != "list" {
-			t.Errorf("--dry-run did %s %s", a.GetVerb(), a.GetResource().Resource)
+	for _, format := range []string{"", "yaml"} {
+		f := fakecluster.NewFleet(8, 2)
+		out := &strings.Builder{}
+		o := matrixOptions(f, out)
+		o.Output, o.DryRun = format, true
+		if err := o.Validate(nil); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !strings.Contains(out.String(), "12 pairs, ") || f.Jobs.Load() != 0 {
-		t.Errorf("plan:\n%s", out)
+		if err := o.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if f.Jobs.Load() != 0 {
+			t.Errorf("%q: a dry run posted %d jobs", format, f.Jobs.Load())
+		}
+		if format == "yaml" {
+			if diff := cmp.Diff([]string{"create DaemonSet netbench/netbench-run1-mesh"}, cmdtest.DryRunObjects(t, f, out.String())); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			continue
+		}
+		if !strings.Contains(out.String(), "12 pairs, ") || !strings.Contains(out.String(), "would create DaemonSet netbench/netbench-run1-mesh") {
+			t.Errorf("plan:\n%s", out)
+		}
 	}
 }
 

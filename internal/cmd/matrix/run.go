@@ -49,8 +49,6 @@ func (o *MatrixOptions) Run(ctx context.Context) error {
 	return o.Execute(ctx, start, r)
 }
 
-func (r *matrixRun) DryRun() bool { return r.o.DryRun }
-
 func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 	return &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Namespace: o.Namespace, Scope: o.Scope}
@@ -192,23 +190,17 @@ func (r *matrixRun) PlannedFigures() map[string]string {
 	return report.MatrixPlannedFigures(cells, r.o.Throughput > 0)
 }
 
-// WritePlan prints the plan for --dry-run: its size, then the pairs round by round.
+// WritePlan prints the plan of a dry run in words: the pairs round by round, then its size.
 func (r *matrixRun) WritePlan() error {
 	for i, round := range r.rounds {
 		for _, pi := range round {
 			p := r.pairs[pi]
-			r.rep.Pairs = append(r.rep.Pairs, report.MatrixPair{From: p.From, To: p.To, FromZone: p.FromZone, ToZone: p.ToZone})
-			if r.o.Output == "" {
-				fmt.Fprintf(r.o.Out, "round %d: %s (%s) → %s (%s)\n", i+1, p.From, p.FromZone, p.To, p.ToZone)
-			}
+			fmt.Fprintf(r.o.Out, "round %d: %s (%s) → %s (%s)\n", i+1, p.From, p.FromZone, p.To, p.ToZone)
 		}
 	}
-	if r.o.Output == "" {
-		fmt.Fprintf(r.o.Out, "%d pairs, %d rounds, ~%.0f s of measuring; agents on %d nodes; nothing was created (--dry-run)\n",
-			len(r.pairs), len(r.rounds), r.rep.Plan.EstimatedSeconds, len(r.agentNodes()))
-		return nil
-	}
-	return render.WriteMatrix(r.o.Out, r.o.Output, r.rep, false)
+	_, err := fmt.Fprintf(r.o.Out, "%d pairs, %d rounds, ~%.0f s of measuring; agents on %d nodes\n",
+		len(r.pairs), len(r.rounds), r.rep.Plan.EstimatedSeconds, len(r.agentNodes()))
+	return err
 }
 
 // startFleet places the agents and waits for them.
