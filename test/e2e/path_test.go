@@ -35,6 +35,15 @@ var (
 
 // plugin builds kubectl-netbench once as a dev build: its default --image is then the agent
 // image the lab imports as :dev (built from the same tree by make lab-up).
+// TestMain removes the plugin the tests built, whatever they did.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pluginPath != "" {
+		_ = os.RemoveAll(filepath.Dir(pluginPath))
+	}
+	os.Exit(code)
+}
+
 func plugin(t *testing.T) string {
 	t.Helper()
 	pluginOnce.Do(func() {
