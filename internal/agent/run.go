@@ -215,7 +215,7 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		res.Skipped, err = udpBlocked(ctx, err)
 	case ProbeSpread:
 		// Whichever pod the Service picks answers: it gets a proof of the token, never the token.
-		res.Spread, err = probes.Spread(ctx, probes.SpreadSpec{Address: p.Address, Path: PathWhoAmI, Connections: p.Count, Token: job.Token})
+		res.Spread, err = probes.Spread(ctx, spreadSpec(p, &job))
 	default:
 		err = fmt.Errorf("unknown probe kind %q", p.Kind)
 	}
@@ -333,4 +333,14 @@ func appResolvConf() string {
 		}
 	}
 	return "/etc/resolv.conf"
+}
+
+// spreadSpec is a spread probe's spec: the endpoint agents' own addresses and, when the job
+// has an agent, DST's, for the handshakes straight to them.
+func spreadSpec(p ProbeSpec, job *Job) probes.SpreadSpec {
+	spec := probes.SpreadSpec{Address: p.Address, Path: PathWhoAmI, Connections: p.Count, Token: job.Token, Direct: p.Direct}
+	if len(p.Direct) > 0 && job.Host != "" {
+		spec.DST = job.agentAddr()
+	}
+	return spec
 }

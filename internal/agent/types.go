@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"sync"
@@ -101,7 +102,14 @@ type ProbeSpec struct {
 	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
 	// of the active measurement; Resolver must then be set.
 	ObserveSeconds float64 `json:"observeSeconds,omitempty"`
+	// Direct holds, for a spread probe, the endpoint agents' own addresses (host:port) by pod:
+	// their TCP handshakes are set beside those through the Service; the job's agent, when it has
+	// one, is DST's (probes.SpreadSpec).
+	Direct map[string]string `json:"direct,omitempty"`
 }
+
+// MaxDirect bounds how many endpoint addresses one spread probe takes.
+const MaxDirect = 64
 
 // Label is the probe's name in results.
 func (p ProbeSpec) Label() string {
@@ -166,6 +174,9 @@ func (j *Job) Validate() error {
 		if p.Kind == ProbeSpread && (p.Address == "" || p.Count == 0) {
 			return fmt.Errorf("probe %s: a spread probe needs an address and a count", p.Label())
 		}
+		if err := checkDirect(p); err != nil {
+			return fmt.Errorf("probe %s: %w", p.Label(), err)
+		}
 		if p.Kind == ProbeDNS {
 			if len(p.Names) == 0 {
 				return fmt.Errorf("probe %s: no names", p.Label())
@@ -180,6 +191,23 @@ func (j *Job) Validate() error {
 		}
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
+		}
+	}
+	return nil
+}
+
+// checkDirect accepts endpoint addresses on spread probes only, at most MaxDirect, each an
+// IP address and a port.
+func checkDirect(p ProbeSpec) error {
+	if len(p.Direct) > 0 && p.Kind != ProbeSpread {
+		return errors.New("endpoint addresses are for spread probes only")
+	}
+	if len(p.Direct) > MaxDirect {
+		return fmt.Errorf("%d endpoint addresses: at most %d", len(p.Direct), MaxDirect)
+	}
+	for pod, addr := range p.Direct {
+		if _, err := netip.ParseAddrPort(addr); err != nil {
+			return fmt.Errorf("endpoint %q: address %q: want IP:port", pod, addr)
 		}
 	}
 	return nil

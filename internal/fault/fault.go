@@ -53,6 +53,10 @@ const (
 	// TrafficOwnCounted counts the agents' own bytes as the application's traffic on their pods'
 	// interfaces (TestPathShowsCompetingTraffic).
 	TrafficOwnCounted Name = "traffic-own-counted"
+	// DataplaneVsDST sets each endpoint's handshakes through the Service beside the straight ones
+	// to DST instead of to the same endpoint, mixing where connections landed into the
+	// dataplane's cost (TestLadderServiceCostsWithZoneDelay).
+	DataplaneVsDST Name = "dataplane-vs-dst"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -26,6 +26,12 @@ type SpreadSpec struct {
 	// token itself, and each answer must prove it too (AnswerMAC), or it is not counted.
 	Token   string
 	Timeout time.Duration // per connection (default 2 s)
+	// Direct holds the endpoint agents' own addresses by pod, DST the destination agent's:
+	// after each connection through the Service, one TCP handshake goes straight to the next of
+	// them in turn, so that each endpoint's handshake through the Service is set beside its
+	// handshake without the Service's translation, on the same listener, in the same seconds.
+	Direct map[string]string
+	DST    string
 }
 
 // SpreadResult is v1alpha1.SpreadResult, a type of the reports' schema.
@@ -51,7 +57,15 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 		spec.Timeout = 2 * time.Second
 	}
 	res := &SpreadResult{Address: spec.Address, Connections: spec.Connections, ByZone: map[string]int{}, ByPod: map[string]int{}}
-	tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: spec.Timeout}).DialContext}
+	hs := newHandshakes(spec)
+	dialer := &net.Dialer{Timeout: spec.Timeout}
+	var dialed time.Duration // the last connection's handshake (one connection at a time)
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		start := time.Now()
+		c, err := dialer.DialContext(ctx, network, addr)
+		dialed = time.Since(start)
+		return c, err
+	}}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: spec.Timeout}
 	for i := 0; i < spec.Connections; i++ {
@@ -65,12 +79,15 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 				res.ErrorsByKind = map[string]int{}
 			}
 			res.ErrorsByKind[errorKind(err)]++
-			continue
+		} else {
+			res.Answered++
+			res.ByZone[a.Zone]++
+			res.ByPod[a.Pod]++
+			hs.service(a, dialed)
 		}
-		res.Answered++
-		res.ByZone[a.Zone]++
-		res.ByPod[a.Pod]++
+		hs.direct(ctx, dialer, i)
 	}
+	hs.fill(res)
 	if res.Answered == 0 {
 		return res, fmt.Errorf("none of %d connections to %s was answered by an agent (%v)", spec.Connections, spec.Address, sortedKinds(res.ErrorsByKind))
 	}

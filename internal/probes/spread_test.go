@@ -85,3 +85,34 @@ func TestProofs(t *testing.T) {
 		t.Error("the answer's MAC does not bind the pod")
 	}
 }
+
+// With the endpoint agents' own addresses, each connection through the Service is followed by
+// one handshake straight to the next endpoint (then DST) in turn: every endpoint that answered
+// has its handshakes both ways, counted, and DST its own.
+func TestSpreadHandshakes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nonce, err := CheckProof("t", r.Header.Get(ProofHeader), time.Now())
+		if err != nil {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintf(w, `{"pod":"p0","zone":"zone-a","mac":%q}`, AnswerMAC("t", nonce, "p0", "", "zone-a"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	got, err := Spread(context.Background(), SpreadSpec{Address: addr, Path: "/who", Connections: 30, Token: "t",
+		Direct: map[string]string{"p0": addr, "p1": addr}, DST: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for _, e := range got.Endpoints {
+		counts = append(counts, fmt.Sprintf("%s %d/%d", e.Pod, e.Service.Count, e.Direct.Count))
+		if e.Direct.Count > 0 && e.Direct.P50Micros <= 0 || e.Service.Count > 0 && e.Service.P50Micros <= 0 {
+			t.Errorf("endpoint %+v: a handshake without a time", e)
+		}
+	}
+	if diff := cmp.Diff([]string{"p0 30/10", "p1 0/10"}, counts); diff != "" || got.DST == nil || got.DST.Count != 10 {
+		t.Errorf("endpoints (-want +got):\n%s\nDST %+v", diff, got.DST)
+	}
+}

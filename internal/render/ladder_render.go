@@ -181,7 +181,7 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 	}
 	fmt.Fprintf(w, "\nService %s/%s (%s:%d; %s; %d ready endpoints: %s)\n", svc.Namespace, svc.Name, svc.ClusterIP, svc.Port, settings,
 		svc.ReadyEndpoints, strings.Join(perZone, ", "))
-	fmt.Fprintln(w, "  svc-* figures go through its ClusterIP, app-* to the pod IP; svc.overhead-* is the difference")
+	fmt.Fprintln(w, "  svc-* figures go through its ClusterIP, app-* to DST's pod IP; svc.vs-dst-* is the difference: where the Service sent connections and its dataplane together")
 	if svc.Dataplane != nil {
 		fmt.Fprintf(w, "  dataplane: %s\n", svc.Dataplane)
 	}
@@ -196,7 +196,7 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 	for _, z := range zones {
 		head += orNone(z) + "\t"
 	}
-	fmt.Fprintln(tw, head+"same zone\tcross-zone cost of 1 Gbit/s, 30 days\t")
+	fmt.Fprintln(tw, head+"same zone\tcross-zone cost of 1 Gbit/s, 30 days\tdataplane\trouting vs DST\t")
 	var estimate string
 	for _, r := range rungs {
 		sp := r.Spread
@@ -207,16 +207,28 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 		for _, z := range zones {
 			row += fmt.Sprintf("%.1f %%\t", sp.ZonePercent[z])
 		}
-		fmt.Fprintln(tw, row+fmt.Sprintf("%.1f %%\t$%.0f\t", sp.SameZonePercent, sp.MonthlyUSDPerGbps))
+		fmt.Fprintln(tw, row+fmt.Sprintf("%.1f %%\t$%.0f\t%s\t%s\t", sp.SameZonePercent, sp.MonthlyUSDPerGbps,
+			figureText(r.Figures, report.FigureDataplane), figureText(r.Figures, report.FigureRouting)))
 		estimate = cmpOr(estimate, sp.Estimate)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "  dataplane: TCP handshake p50 through the Service minus straight to the same endpoint, per endpoint, weighted by its connections;")
+	fmt.Fprintln(w, "  routing vs DST: the straight p50 of the endpoints connections landed on minus the straight p50 to DST (negative: nearer than DST)")
 	if estimate != "" {
 		fmt.Fprintf(w, "  estimate: %s\n", estimate)
 	}
 	if svc.SpreadCaveat != "" {
 		fmt.Fprintf(w, "  caveat: %s\n", svc.SpreadCaveat)
 	}
+}
+
+// figureText is a rung's figure (its median over rounds) in µs or ms, "—" when not measured.
+func figureText(fs map[string]report.Figure, name string) string {
+	f, ok := fs[name]
+	if !ok {
+		return "—"
+	}
+	return report.Micros(f.Median)
 }
 
 func orNone(s string) string {

@@ -71,7 +71,7 @@ func metricOf(f report.FigureValue) (family, [][2]string) {
 	switch {
 	case report.Quantiles[f.Stat] > 0:
 		return latencyFamily, append(probe, [2]string{"quantile", quantileLabel(f.Stat)})
-	case strings.HasPrefix(f.Stat, "extra-") || strings.HasPrefix(f.Stat, "overhead-"):
+	case strings.HasPrefix(f.Stat, "extra-") || strings.HasPrefix(f.Stat, "vs-dst-") || strings.HasPrefix(f.Stat, "dataplane-") || strings.HasPrefix(f.Stat, "routing-"):
 		return addedFamily, [][2]string{{"figure", f.Name}}
 	case f.Stat == "jitter":
 		return jitterFamily, probe

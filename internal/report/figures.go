@@ -128,7 +128,8 @@ func MinMSS(r *v1alpha1.ProbeResult) (float64, bool) {
 
 // ProbeFigures names the figures of one round's results: <probe>.<statistic>, e.g. icmp.p50,
 // http.p99.9, http-new-conn.extra-p50, http-max.qps, tcp-8.gbps; plus rtt.* (the ICMP figures,
-// else the TCP handshake's) and the Service's overhead over the pod IP.
+// else the TCP handshake's), the Service's path against DST's pod IP and, from the spread
+// probe, the Service's dataplane cost and its routing's effect.
 func ProbeFigures(results []*v1alpha1.ProbeResult) []FigureValue {
 	var out []FigureValue
 	for _, r := range results {
@@ -140,6 +141,7 @@ func ProbeFigures(results []*v1alpha1.ProbeResult) []FigureValue {
 				out = append(out, FigureValue{Name: r.Name + "." + s.name, Unit: s.unit, Value: v, Probe: r.Name, Stat: s.name, Spread: spread})
 			}
 		}
+		out = append(out, spreadFigures(r.Spread)...)
 		if r.Validity != nil {
 			out = append(out, FigureValue{Name: r.Name + ".valid", Unit: UnitCount, Value: b2f(r.Validity.Valid), Probe: r.Name, Stat: "valid"})
 		}
@@ -174,7 +176,8 @@ func allValid(fs []FigureValue) []FigureValue {
 }
 
 // derived are the figures computed from others: what a new connection adds to the keep-alive
-// p50, the Service's overhead over the pod IP, and rtt.* (ICMP where measured, else TCP).
+// p50, the Service's path minus the path to DST's pod IP (routing and dataplane together), and
+// rtt.* (ICMP where measured, else TCP).
 func derived(fs []FigureValue) []FigureValue {
 	v := byName(fs)
 	var out []FigureValue
@@ -187,7 +190,7 @@ func derived(fs []FigureValue) []FigureValue {
 	}
 	diff("http-new-conn.extra-p50", "http-new-conn", "extra-p50", "http-new-conn.p50", "http.p50")
 	for _, f := range []string{"tcp-rtt.p50", "http.p50", "http.p99"} {
-		diff("svc.overhead-"+f, "svc", "overhead-"+f, "svc-"+f, "app-"+f)
+		diff("svc.vs-dst-"+f, "svc", "vs-dst-"+f, "svc-"+f, "app-"+f)
 	}
 	return append(append(out, rttAliases(v)...), allValid(fs)...)
 }
@@ -245,6 +248,9 @@ func fullResult(name, kind string) *v1alpha1.ProbeResult {
 		r.Throughput = &v1alpha1.ThroughputResult{PerStream: []v1alpha1.StreamResult{{MSSBytes: 1}}}
 	case v1alpha1.ProbePMTU:
 		r.PMTU = &v1alpha1.PMTUResult{PathMTU: 1}
+	case v1alpha1.ProbeSpread:
+		hs := v1alpha1.Handshakes{Count: 1, P50Micros: 1}
+		r.Spread = &v1alpha1.SpreadResult{Endpoints: []v1alpha1.SpreadEndpoint{{Service: hs, Direct: hs}}, DST: &hs}
 	}
 	return r
 }

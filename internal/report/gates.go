@@ -38,8 +38,8 @@ func (r *PathReport) FigureValues() []FigureValue {
 	return append(append(fs, rttAliases(byName(fs))...), allValid(fs)...)
 }
 
-// SplitFigure splits a figure's name into its probe and statistic: svc.overhead-http.p50 is svc's
-// overhead-http.p50, icmp.p99.9 icmp's p99.9, tcp-1.gbps tcp-1's gbps.
+// SplitFigure splits a figure's name into its probe and statistic: svc.vs-dst-http.p50 is svc's
+// vs-dst-http.p50, icmp.p99.9 icmp's p99.9, tcp-1.gbps tcp-1's gbps.
 func SplitFigure(name string) (probe, stat string) {
 	if rest, ok := strings.CutPrefix(name, "svc."); ok {
 		return "svc", rest

@@ -215,28 +215,12 @@ func applyManifest(t *testing.T, ns, file string) {
 // The lab's zoned workload (one replica per node) behind a Service without traffic settings and
 // one with PreferSameZone: the EndpointSlice controller writes zone hints for the latter; from a
 // zone-a rung, the first reaches both zones (neither under 20 % of 200 connections) and the
-// second keeps at least 95 % in zone-a; both report the ClusterIP's overhead over the pod IP; the
+// second keeps at least 95 % in zone-a; both report the ClusterIP against DST's pod IP, the
+// dataplane's cost per endpoint and the routing's effect; the
 // temporary Service and the agents are gone afterwards.
 func TestLadderService(t *testing.T) {
 	cs, ns := lab(t)
-	applyManifest(t, ns, "zoned.yaml")
-	waitRollout(t, cs, ns, "zoned")
-	err := waitFor(30*time.Second, func() bool {
-		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=zoned-close"})
-		if err != nil || len(slices.Items) == 0 {
-			return false
-		}
-		n := 0
-		for _, e := range slices.Items[0].Endpoints {
-			if e.Hints != nil && len(e.Hints.ForZones) == 1 && e.Zone != nil && e.Hints.ForZones[0].Name == *e.Zone {
-				n++
-			}
-		}
-		return n == 4
-	})
-	if err != nil {
-		t.Fatal("the EndpointSlice of zoned-close has no zone hints on its 4 endpoints")
-	}
+	zonedServices(t, cs, ns)
 	// The same measurements with kube-proxy in each mode the lab's kernel has (IPVS: no
 	// ip_vs module), the report naming the mode; the lab is left in iptables mode.
 	t.Cleanup(func() { labScript(t, "proxy-mode", "iptables") })
@@ -299,14 +283,40 @@ func ladderServiceRuns(t *testing.T, cs kubernetes.Interface, ns, mode string) {
 							rung.Node, strings.Join(proxyTopologyLog(t, cs, rung.Node, start), "\n"))
 					}
 				}
-				if _, ok := rung.Figures["svc.overhead-tcp-rtt.p50"]; !ok {
-					t.Errorf("rung %s: no ClusterIP overhead figure", rung.Name)
+				for _, f := range []string{"svc.vs-dst-tcp-rtt.p50", "svc.dataplane-tcp-rtt.p50", "svc.routing-tcp-rtt.p50"} {
+					if _, ok := rung.Figures[f]; !ok {
+						t.Errorf("rung %s: no figure %s", rung.Name, f)
+					}
 				}
 			}
 			if !seen {
 				t.Error("no rung in zone-a")
 			}
 		})
+	}
+}
+
+// zonedServices applies the lab's zoned workload and its two Services into ns and waits until
+// the EndpointSlice of zoned-close carries a zone hint on each of its 4 endpoints.
+func zonedServices(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	applyManifest(t, ns, "zoned.yaml")
+	waitRollout(t, cs, ns, "zoned")
+	err := waitFor(30*time.Second, func() bool {
+		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=zoned-close"})
+		if err != nil || len(slices.Items) == 0 {
+			return false
+		}
+		n := 0
+		for _, e := range slices.Items[0].Endpoints {
+			if e.Hints != nil && len(e.Hints.ForZones) == 1 && e.Zone != nil && e.Hints.ForZones[0].Name == *e.Zone {
+				n++
+			}
+		}
+		return n == 4
+	})
+	if err != nil {
+		t.Fatal("the EndpointSlice of zoned-close has no zone hints on its 4 endpoints")
 	}
 }
 

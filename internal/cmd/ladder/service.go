@@ -284,7 +284,19 @@ func (o *LadderOptions) serviceProbes(sr *serviceRun) []agent.ProbeSpec {
 	}
 	if sr.temp != nil {
 		out = append(out, agent.ProbeSpec{Kind: agent.ProbeSpread, Name: "svc-spread",
-			Address: net.JoinHostPort(sr.temp.Spec.ClusterIP, strconv.Itoa(int(sr.port.Port))), Count: o.ConnectionsPerRung})
+			Address: net.JoinHostPort(sr.temp.Spec.ClusterIP, strconv.Itoa(int(sr.port.Port))), Count: o.ConnectionsPerRung, Direct: sr.direct()})
+	}
+	return out
+}
+
+// direct are the endpoint agents' own addresses by pod: the spread probe's handshakes straight
+// to them are set beside those through the Service (the dataplane's cost per endpoint).
+func (sr *serviceRun) direct() map[string]string {
+	out := map[string]string{}
+	for i, p := range sr.pods {
+		if ip := p.Status.PodIP; ip != "" && i < len(sr.measured) {
+			out[sr.measured[i].Pod] = net.JoinHostPort(ip, strconv.Itoa(sr.agentPort))
+		}
 	}
 	return out
 }

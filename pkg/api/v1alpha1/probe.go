@@ -261,6 +261,29 @@ type SpreadResult struct {
 	// ByZone and ByPod count answered connections per endpoint zone ("" when unknown) and pod.
 	ByZone map[string]int `json:"byZone"`
 	ByPod  map[string]int `json:"byPod"`
+	// Endpoints times the TCP handshake per endpoint, through the Service and straight to the
+	// same endpoint agent, when the probe was given the agents' own addresses.
+	Endpoints []SpreadEndpoint `json:"endpoints,omitempty"`
+	// DST is the TCP handshake straight to the destination's agent, for the routing's effect.
+	DST *Handshakes `json:"dst,omitempty"`
+}
+
+// SpreadEndpoint is one endpoint's TCP handshakes: Service those through the Service that it
+// answered, Direct those to its own address, interleaved with them on the same listener.
+type SpreadEndpoint struct {
+	Pod     string     `json:"pod"`
+	Node    string     `json:"node,omitempty"`
+	Zone    string     `json:"zone,omitempty"`
+	Service Handshakes `json:"service"`
+	Direct  Handshakes `json:"direct"`
+}
+
+// Handshakes summarises TCP handshake times: how many completed and their median, in µs
+// (resolution: the Go runtime's monotonic clock, 1 ns; each includes the dial's own system calls).
+type Handshakes struct {
+	Count     int     `json:"count"`
+	P50Micros float64 `json:"p50Micros"`
+	Failed    int     `json:"failed,omitempty"`
 }
 
 // PMTUResult is what the path-MTU probe found.

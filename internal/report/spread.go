@@ -1,0 +1,54 @@
+package report
+
+import "github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+
+// Figures of the spread probe, in µs of TCP handshake (p50s).
+const (
+	// FigureDataplane is what the Service's translation adds: per endpoint, the p50 through the
+	// Service minus the p50 straight to the same endpoint agent, weighted by the connections it
+	// answered. Where connections land does not enter it.
+	FigureDataplane = "svc.dataplane-tcp-rtt.p50"
+	// FigureRouting is what the Service's choice of endpoints gives against DST: the straight
+	// p50 of the endpoints the connections landed on, weighted the same way, minus the straight
+	// p50 to DST. Negative: the Service sent connections to nearer endpoints than DST.
+	FigureRouting = "svc.routing-tcp-rtt.p50"
+)
+
+// SpreadCosts computes the two figures from one spread result; ok is false where the
+// handshakes to compare are missing (an endpoint never answered, or nothing went straight).
+func SpreadCosts(s *v1alpha1.SpreadResult) (dataplane, routing float64, okD, okR bool) {
+	if s == nil {
+		return 0, 0, false, false
+	}
+	var n, cost, landed float64
+	for _, e := range s.Endpoints {
+		if e.Service.Count == 0 || e.Direct.Count == 0 {
+			continue
+		}
+		w := float64(e.Service.Count)
+		n += w
+		cost += w * (e.Service.P50Micros - e.Direct.P50Micros)
+		landed += w * e.Direct.P50Micros
+	}
+	if n == 0 {
+		return 0, 0, false, false
+	}
+	dataplane, okD = Round1(cost/n), true
+	if s.DST != nil && s.DST.Count > 0 {
+		routing, okR = Round1(landed/n-s.DST.P50Micros), true
+	}
+	return dataplane, routing, okD, okR
+}
+
+// spreadFigures are the dataplane and routing figures of a spread result, if it has them.
+func spreadFigures(s *v1alpha1.SpreadResult) []FigureValue {
+	d, r, okD, okR := SpreadCosts(s)
+	var out []FigureValue
+	if okD {
+		out = append(out, FigureValue{Name: FigureDataplane, Unit: UnitMicros, Value: d, Probe: "svc", Stat: "dataplane-tcp-rtt.p50"})
+	}
+	if okR {
+		out = append(out, FigureValue{Name: FigureRouting, Unit: UnitMicros, Value: r, Probe: "svc", Stat: "routing-tcp-rtt.p50"})
+	}
+	return out
+}
