@@ -38,6 +38,7 @@ func TestJobDirectAddresses(t *testing.T) {
 		{ProbeSpec{Kind: ProbeSpread, Address: "10.96.0.9:80", Count: 5, Direct: map[string]string{"p": "10.0.0.2:40000"}}, true},
 		{ProbeSpec{Kind: ProbeSpread, Address: "10.96.0.9:80", Count: 5, Direct: map[string]string{"p": "example.com:80"}}, false},
 		{ProbeSpec{Kind: ProbeSpread, Address: "10.96.0.9:80", Count: 5, Direct: many}, false},
+		{ProbeSpec{Kind: ProbeSpread, Address: "10.96.0.9:80", Count: 5, Direct: map[string]string{"": "10.0.0.2:40000"}}, false},
 		{ProbeSpec{Kind: ProbeTCPRTT, Direct: map[string]string{"p": "10.0.0.2:40000"}}, false},
 	} {
 		j := &Job{APIVersion: APIVersion, Host: "10.0.0.1", Port: 7000, Probes: []ProbeSpec{tc.probe}}

@@ -206,6 +206,9 @@ func checkDirect(p ProbeSpec) error {
 		return fmt.Errorf("%d endpoint addresses: at most %d", len(p.Direct), MaxDirect)
 	}
 	for pod, addr := range p.Direct {
+		if pod == "" {
+			return errors.New("an endpoint address without its pod's name")
+		}
 		if _, err := netip.ParseAddrPort(addr); err != nil {
 			return fmt.Errorf("endpoint %q: address %q: want IP:port", pod, addr)
 		}

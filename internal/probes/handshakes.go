@@ -10,9 +10,21 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
+// Straight handshakes: each target gets at least minStraight of them however few connections
+// go through the Service; each waits straightTimeout at most, and a target that failed
+// maxStraightFailures times in a row is not dialled again.
+const (
+	minStraight         = 10
+	straightTimeout     = time.Second
+	maxStraightFailures = 3
+)
+
 // handshakes collects the spread probe's TCP handshake times: through the Service by the
 // endpoint that answered, and straight to each endpoint agent (and DST's) in turn.
 type handshakes struct {
+	dialer   *net.Dialer
+	next     int               // the next straight target, round-robin
+	inARow   map[string]int    // straight failures in a row, by target
 	targets  []string          // pods in order, then "" for DST
 	addrs    map[string]string // by target
 	who      map[string]spreadAnswer
@@ -22,7 +34,7 @@ type handshakes struct {
 }
 
 func newHandshakes(spec SpreadSpec) *handshakes {
-	h := &handshakes{addrs: map[string]string{}, who: map[string]spreadAnswer{}, svc: map[string][]time.Duration{},
+	h := &handshakes{dialer: &net.Dialer{Timeout: straightTimeout}, inARow: map[string]int{}, addrs: map[string]string{}, who: map[string]spreadAnswer{}, svc: map[string][]time.Duration{},
 		straight: map[string][]time.Duration{}, failed: map[string]int{}}
 	for pod, addr := range spec.Direct {
 		h.targets, h.addrs[pod] = append(h.targets, pod), addr
@@ -43,20 +55,34 @@ func (h *handshakes) service(a spreadAnswer, d time.Duration) {
 	h.svc[a.Pod] = append(h.svc[a.Pod], d)
 }
 
-// direct makes the i-th direct handshake: to the targets in turn, closed at once.
-func (h *handshakes) direct(ctx context.Context, d *net.Dialer, i int) {
+// direct makes the straight handshakes that follow the i-th of n connections through the
+// Service: one, or as many as it takes for every target to get minStraight by the end.
+func (h *handshakes) direct(ctx context.Context, i, n int) {
 	if len(h.targets) == 0 {
 		return
 	}
-	t := h.targets[i%len(h.targets)]
+	per := max(1, (len(h.targets)*minStraight+n-1)/n)
+	for range per {
+		t := h.targets[h.next%len(h.targets)]
+		h.next++
+		if h.inARow[t] < maxStraightFailures && ctx.Err() == nil {
+			h.dial(ctx, t)
+		}
+	}
+}
+
+// dial makes one straight handshake to target t, closed at once.
+func (h *handshakes) dial(ctx context.Context, t string) {
 	start := time.Now()
-	c, err := d.DialContext(ctx, "tcp", h.addrs[t])
+	c, err := h.dialer.DialContext(ctx, "tcp", h.addrs[t])
 	took := time.Since(start)
 	if err != nil {
 		h.failed[t]++
+		h.inARow[t]++
 		return
 	}
 	_ = c.Close()
+	h.inARow[t] = 0
 	h.straight[t] = append(h.straight[t], took)
 }
 

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sort"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,21 +60,14 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 	}
 	res := &SpreadResult{Address: spec.Address, Connections: spec.Connections, ByZone: map[string]int{}, ByPod: map[string]int{}}
 	hs := newHandshakes(spec)
-	dialer := &net.Dialer{Timeout: spec.Timeout}
-	var dialed time.Duration // the last connection's handshake (one connection at a time)
-	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		start := time.Now()
-		c, err := dialer.DialContext(ctx, network, addr)
-		dialed = time.Since(start)
-		return c, err
-	}}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: spec.Timeout}).DialContext}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: spec.Timeout}
 	for i := 0; i < spec.Connections; i++ {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		a, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Token)
+		a, dialed, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Token)
 		if err != nil {
 			res.Unanswered++
 			if res.ErrorsByKind == nil {
@@ -85,7 +80,7 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 			res.ByPod[a.Pod]++
 			hs.service(a, dialed)
 		}
-		hs.direct(ctx, dialer, i)
+		hs.direct(ctx, i, spec.Connections)
 	}
 	hs.fill(res)
 	if res.Answered == 0 {
@@ -94,32 +89,44 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 	return res, nil
 }
 
-func askWho(ctx context.Context, c *http.Client, url, token string) (spreadAnswer, error) {
+// askWho asks, on a new connection, which endpoint answers, and times that connection's TCP
+// handshake (from the connect call to its return, as a straight dial is timed).
+func askWho(ctx context.Context, c *http.Client, url, token string) (spreadAnswer, time.Duration, error) {
 	var a spreadAnswer
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	var start time.Time
+	var took atomic.Int64
+	trace := &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { start = time.Now() },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				took.Store(int64(time.Since(start)))
+			}
+		},
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, url, nil)
 	if err != nil {
-		return a, err
+		return a, 0, err
 	}
 	proof, nonce := NewProof(token, time.Now())
 	req.Header.Set(ProofHeader, proof)
 	resp, err := c.Do(req)
 	if err != nil {
-		return a, err
+		return a, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return a, fmt.Errorf("HTTP %d", resp.StatusCode)
+		return a, 0, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	err = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a)
 	switch {
 	case err != nil:
-		return a, err
+		return a, 0, err
 	case a.Pod == "":
-		return a, errors.New("an answer without a pod")
+		return a, 0, errors.New("an answer without a pod")
 	case !hmac.Equal([]byte(a.MAC), []byte(AnswerMAC(token, nonce, a.Pod, a.Node, a.Zone))):
-		return a, ErrNotOurAgent
+		return a, 0, ErrNotOurAgent
 	}
-	return a, nil
+	return a, time.Duration(took.Load()), nil
 }
 
 func sortedKinds(m map[string]int) []string {

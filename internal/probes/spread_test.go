@@ -115,4 +115,22 @@ func TestSpreadHandshakes(t *testing.T) {
 	if diff := cmp.Diff([]string{"p0 30/10", "p1 0/10"}, counts); diff != "" || got.DST == nil || got.DST.Count != 10 {
 		t.Errorf("endpoints (-want +got):\n%s\nDST %+v", diff, got.DST)
 	}
+
+	// Five connections still give every target ten straight handshakes; a target that refuses
+	// is given up after three failures in a row.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln.Addr().String()
+	ln.Close()
+	got, err = Spread(context.Background(), SpreadSpec{Address: addr, Path: "/who", Connections: 5, Token: "t",
+		Direct: map[string]string{"p0": addr, "gone": closed}, DST: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts = nil
+	for _, e := range got.Endpoints {
+		counts = append(counts, fmt.Sprintf("%s %d/%d failed %d", e.Pod, e.Service.Count, e.Direct.Count, e.Direct.Failed))
+	}
+	if diff := cmp.Diff([]string{"gone 0/0 failed 3", "p0 5/10 failed 0"}, counts); diff != "" || got.DST.Count != 10 {
+		t.Errorf("few connections (-want +got):\n%s\nDST %+v", diff, got.DST)
+	}
 }

@@ -15,13 +15,16 @@ const (
 )
 
 // SpreadCosts computes the two figures from one spread result; ok is false where the
-// handshakes to compare are missing (an endpoint never answered, or nothing went straight).
+// handshakes to compare are missing: no straight handshake to DST (routing), or endpoints
+// without straight handshakes answered more than a tenth of the connections (both: the
+// figures would describe only some of the endpoints).
 func SpreadCosts(s *v1alpha1.SpreadResult) (dataplane, routing float64, okD, okR bool) {
 	if s == nil {
 		return 0, 0, false, false
 	}
-	var n, cost, landed float64
+	var n, answered, cost, landed float64
 	for _, e := range s.Endpoints {
+		answered += float64(e.Service.Count)
 		if e.Service.Count == 0 || e.Direct.Count == 0 {
 			continue
 		}
@@ -30,7 +33,7 @@ func SpreadCosts(s *v1alpha1.SpreadResult) (dataplane, routing float64, okD, okR
 		cost += w * (e.Service.P50Micros - e.Direct.P50Micros)
 		landed += w * e.Direct.P50Micros
 	}
-	if n == 0 {
+	if n == 0 || n < 0.9*answered {
 		return 0, 0, false, false
 	}
 	dataplane, okD = Round1(cost/n), true

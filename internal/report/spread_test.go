@@ -15,7 +15,7 @@ func TestSpreadCosts(t *testing.T) {
 		{Pod: "near", Service: hs(150, 230), Direct: hs(50, 200)},
 		{Pod: "far", Service: hs(50, 4290), Direct: hs(50, 4250)},
 		{Pod: "unreached", Service: hs(0, 0), Direct: hs(50, 900)},
-		{Pod: "no-direct", Service: hs(10, 5000), Direct: hs(0, 0)},
+		{Pod: "no-direct", Service: hs(10, 5000), Direct: hs(0, 0)}, // 10 of 210: left out
 	}, DST: &v1alpha1.Handshakes{Count: 50, P50Micros: 4250}}
 	d, r, okD, okR := SpreadCosts(s)
 	// dataplane (150·30 + 50·40) / 200 = 32.5; routing (150·200 + 50·4250) / 200 − 4250 = −3037.5
@@ -25,5 +25,9 @@ func TestSpreadCosts(t *testing.T) {
 	s.DST = nil
 	if _, _, okD, okR := SpreadCosts(s); !okD || okR {
 		t.Errorf("without DST's handshakes: dataplane %v, routing %v; want only the dataplane", okD, okR)
+	}
+	s.Endpoints[3].Service.Count = 30 // 30 of 230 answered by an endpoint never reached straight
+	if _, _, okD, _ := SpreadCosts(s); okD {
+		t.Error("a figure over endpoints that answered less than 90 % of the connections")
 	}
 }
