@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -324,27 +325,32 @@ func lookAlike(t *testing.T, cs kubernetes.Interface, ns string, ds *appsv1.Daem
 	return running, rec
 }
 
-// agentLabels are the labels of the DaemonSet's first pod: the run's, and the DaemonSet's
-// revision (so that the DaemonSet, if it adopts a pod carrying them, counts it as up to date).
+// agentLabels are the labels the DaemonSet gives its pods: the run's, and its revision's hash
+// (so that the DaemonSet, if it adopts a pod carrying them, counts it as up to date). They are
+// read from the DaemonSet's ControllerRevision, not from a pod of it: with its pod for lab-a1
+// refused, the DaemonSet may keep trying lab-a1 first and make no pod at all until the
+// look-alike stands there.
 func agentLabels(t *testing.T, cs kubernetes.Interface, ns string, ds *appsv1.DaemonSet) map[string]string {
 	t.Helper()
-	var labels map[string]string
+	var hash string
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: managed})
+		revs, err := cs.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
-		for _, p := range l.Items {
-			if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == ds.UID {
-				labels = p.Labels
-				return true, nil
+		for _, r := range revs.Items {
+			if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == ds.UID {
+				hash = r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
+				return hash != "", nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("the DaemonSet made no pod within 30 s")
+		t.Fatalf("the DaemonSet has no ControllerRevision within 30 s")
 	}
+	labels := maps.Clone(ds.Spec.Template.Labels)
+	labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
 	return labels
 }
 
