@@ -321,7 +321,9 @@ func TestClusterIPServiceAcrossNodes(t *testing.T) {
 	if r := res["by-ip"]; r == nil || r.RTT == nil || r.RTT.Received != 5 {
 		t.Errorf("tcp to the ClusterIP: %s", describe(r))
 	}
-	if r := res["by-name"]; r == nil || r.HTTP == nil || r.HTTP.Errors != 0 || r.HTTP.Requests < 40 {
+	// Reachability by name, not a rate: beside seven other tests the agent was seen to reach
+	// only 26 of the 50 requests a second asked (every one answered), so 10 answered suffice.
+	if r := res["by-name"]; r == nil || r.HTTP == nil || r.HTTP.Errors != 0 || r.HTTP.Requests < 10 {
 		t.Errorf("http to the Service name: %s", describe(r))
 	}
 	if p.Status.Phase != corev1.PodSucceeded {
