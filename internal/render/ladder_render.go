@@ -212,7 +212,8 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 		estimate = cmpOr(estimate, sp.Estimate)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "  column dataplane: TCP handshake p50 through the Service minus straight to the same endpoint, per endpoint, weighted by its connections;")
+	fmt.Fprintln(w, "  column dataplane: TCP handshake p50 through the Service minus straight to the same endpoint, per endpoint, weighted by its connections")
+	fmt.Fprintln(w, "  (each p50 over the connections the endpoint answered and ≥ 10 straight handshakes, counts in the JSON's spread.endpoints; clock 1 ns);")
 	fmt.Fprintln(w, "  column routing vs DST: the straight p50 of the endpoints connections landed on minus the straight p50 to DST (negative: nearer than DST)")
 	if estimate != "" {
 		fmt.Fprintf(w, "  estimate: %s\n", estimate)
