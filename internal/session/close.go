@@ -69,6 +69,9 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.mu.Unlock()
+	s.creating.Wait() // a create in flight registers what it may have made
+	s.mu.Lock()
 	agents, services, fleets, policies := s.agents, s.services, s.fleets, s.Policies
 	s.mu.Unlock()
 
@@ -226,12 +229,10 @@ const NotAfterAnnotation = "netbench.kubectl.dev/not-after"
 // CreateService creates a temporary Service for the run, labelled as the agents are and
 // annotated with the time after which anyone may delete it; Close deletes it.
 func (s *Session) CreateService(ctx context.Context, svc *corev1.Service, lifetime time.Duration) (*corev1.Service, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, errors.New("the session is closed")
+	if err := s.begin(); err != nil {
+		return nil, err
 	}
+	defer s.creating.Done()
 	svc.Labels = s.Labels(RoleEndpoint)
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}

@@ -83,6 +83,10 @@ func (s *Session) StartFleet(ctx context.Context, spec FleetSpec) (*Fleet, error
 	for _, n := range spec.Nodes {
 		f.Members[n] = &Member{Node: n, Problem: "no pod yet"}
 	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.creating.Done()
 	if !s.DryRun {
 		if err := f.rewatch(ctx); err != nil {
 			return nil, err

@@ -34,12 +34,10 @@ const (
 // CreatePolicy creates a temporary NetworkPolicy for the run, labelled as the agents are and
 // annotated with the time after which anyone may delete it; Close deletes it after the agents.
 func (s *Session) CreatePolicy(ctx context.Context, np *networkingv1.NetworkPolicy, lifetime time.Duration) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return errors.New("the session is closed")
+	if err := s.begin(); err != nil {
+		return err
 	}
+	defer s.creating.Done()
 	notAfter := s.Now().Add(lifetime).UTC().Format(time.RFC3339)
 	np.Labels = s.Labels(RolePolicy)
 	np.Annotations = maps.Clone(np.Annotations)

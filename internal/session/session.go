@@ -135,6 +135,7 @@ type Session struct {
 	Policies []*networkingv1.NetworkPolicy // temporary NetworkPolicies (--allow-policy)
 	fleets   []*Fleet
 	closed   bool
+	creating sync.WaitGroup     // creates admitted by begin and not yet ended
 	stop     context.CancelFunc // ends lease renewals and followers
 	bg       context.Context
 	wg       sync.WaitGroup
@@ -179,31 +180,52 @@ func (s *Session) Name(spec AgentSpec) string {
 	return n
 }
 
-// Start adds an agent. Nothing is left behind when it fails; once it succeeds, Close owns it.
+// Start adds an agent. Nothing is left behind when it fails; once it succeeds, or when an
+// interrupt lost the answer to a create that may have happened, Close owns it.
 func (s *Session) Start(ctx context.Context, spec AgentSpec) (*Agent, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, errors.New("the session is closed")
-	}
 	a := &Agent{s: s, Spec: spec, Namespace: spec.Target.Namespace, NotAfter: s.Now().Add(spec.Lifetime).Truncate(time.Second).Add(time.Second)}
 	args, err := a.args(s.trust(ctx))
 	if err != nil {
 		return nil, err
 	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.creating.Done()
 	if a.inPod() {
 		err = s.createPod(ctx, a, args)
 	} else {
 		err = s.addEphemeral(ctx, a, args)
 	}
-	if err != nil || s.DryRun {
+	if s.DryRun {
 		return a, err
+	}
+	if err != nil && !mayExist(ctx, err) {
+		return nil, err
 	}
 	s.mu.Lock()
 	s.agents = append(s.agents, a)
 	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// ErrClosed means the session is closed: it creates nothing more.
+var ErrClosed = errors.New("the session is closed")
+
+// begin admits one create, unless Close has begun; the caller calls creating.Done when the
+// create has ended and what it may have made is registered. Close waits for every create
+// admitted before it, so that an object whose create was in flight is deleted too.
+func (s *Session) begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.creating.Add(1)
+	return nil
 }
 
 // args are the agent's command line: serve or run, where it listens, its not-after time and

@@ -147,8 +147,13 @@ func TestLadderCleanup(t *testing.T) {
 	}
 	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second, 4500 * time.Millisecond, 6 * time.Second, 9 * time.Second} {
 		t.Run(fmt.Sprintf("interrupt after %s", after), func(t *testing.T) {
-			_, _ = interruptAfter(t, after, "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
-				"--host-baseline", "--probes", "rtt,tcp", "--duration", "3s")
+			stderr, _ := interruptAfter(t, after, "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
+				"--host-baseline", "--probes", "rtt,tcp", "--duration", "3s", "-v", "2")
+			defer func() {
+				if t.Failed() {
+					t.Logf("the plugin's stderr:\n%s", stderr)
+				}
+			}()
 			noAgentPods(t, cs, ns)
 			agentsTerminated(t, cs, ns, 5*time.Second)
 			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {

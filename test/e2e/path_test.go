@@ -190,17 +190,22 @@ func workloads(t *testing.T, cs kubernetes.Interface, ns string) {
 // noAgentPods fails unless no temporary netbench pod exists in the namespaces (within 20 s).
 func noAgentPods(t *testing.T, cs kubernetes.Interface, namespaces ...string) {
 	t.Helper()
+	var left []string
 	err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		left = nil
 		for _, ns := range namespaces {
 			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
-			if err != nil || len(pods.Items) > 0 {
+			if err != nil {
 				return false, nil
 			}
+			for _, p := range pods.Items {
+				left = append(left, fmt.Sprintf("%s/%s (%s, deleting: %v)", ns, p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
+			}
 		}
-		return true, nil
+		return len(left) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("netbench pods remain in %v", namespaces)
+		t.Errorf("netbench pods remain in %v: %v", namespaces, left)
 	}
 }
 
