@@ -81,6 +81,16 @@ VERSION=dev GOFLAGS=-tags=netbench_faults EXTRA_TAGS=ghcr.io/kubectl-netbench/ag
   hack/agent-image.sh "$faulted/agent.tar" >/dev/null
 "$lab" import "$faulted/agent.tar"
 
+# Built once with the faults compiled in, not once per row (a link of the plugin or of a test
+# binary takes 5-10 s on a 2-core machine): the plugin the end-to-end tests run
+# (NETBENCH_E2E_PLUGIN), and each package's test binary.
+echo "== mutation runs: the plugin and the test binaries with faults compiled in"
+go build -tags netbench_faults -o "$faulted/kubectl-netbench" ./cmd/kubectl-netbench
+testbin() { echo "$faulted/$(tr '/.' '__' <<<"$1").test"; }
+for pkg in $(printf '%s\n' "${mutations[@]}" | cut -d'|' -f2 | sort -u); do
+  go test -c -tags netbench_faults -o "$(testbin "$pkg")" "$pkg"
+done
+
 # anchored TEST[/SUB]: the -run pattern matching exactly that test (go test splits it at "/").
 anchored() {
   local top=${1%%/*}
@@ -111,7 +121,9 @@ for m in "${mutations[@]}"; do
     continue
   fi
   start=$SECONDS
-  out=$(NETBENCH_FAULTS=$name go test -tags netbench_faults -count=1 -v -run "$(anchored "$test")" "$pkg" 2>&1) && rc=0 || rc=$?
+  # As go test runs it: in the package's directory, verbose, with a timeout.
+  out=$(cd "$pkg" && NETBENCH_FAULTS=$name NETBENCH_E2E_PLUGIN=$faulted/kubectl-netbench \
+    "$(testbin "$pkg")" -test.count=1 -test.v -test.timeout=15m -test.run "$(anchored "$test")" 2>&1) && rc=0 || rc=$?
   line=$(grep -F -m1 -- "$want" <<<"$out" || true)
   if [ "$rc" != 0 ] && grep -q -- "--- FAIL: $test " <<<"$out" && [ -n "$line" ]; then
     caught=$((caught + 1))

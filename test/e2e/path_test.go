@@ -44,8 +44,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// plugin is the plugin the tests run: NETBENCH_E2E_PLUGIN if set (the mutation runs build
+// theirs once, with the faults compiled in), else one built from this tree for the run.
 func plugin(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("NETBENCH_E2E_PLUGIN"); p != "" {
+		return p
+	}
 	pluginOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "netbench-e2e")
 		if err != nil {

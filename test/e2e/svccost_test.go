@@ -22,7 +22,8 @@ func TestLadderServiceCostsWithZoneDelay(t *testing.T) {
 	t.Cleanup(func() { labScript(t, "delay", "off") })
 	for _, svc := range []string{"zoned-close", "zoned-any"} {
 		t.Run(svc, func(t *testing.T) {
-			r := ladderJSON(t, "-n", ns, "svc/"+svc, "--probes", "rtt")
+			// The figures come from the spread's handshakes, whatever the HTTP probes' duration.
+			r := ladderJSON(t, "-n", ns, "svc/"+svc, "--probes", "rtt", "--duration", "1s")
 			checkServiceCosts(t, svc, r)
 		})
 	}
