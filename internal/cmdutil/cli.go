@@ -97,6 +97,8 @@ type CommonOptions struct {
 	// DryRun sends every object the run would create or patch with dryRun=All, prints them and
 	// creates nothing.
 	DryRun bool
+	// AgentPlacement: --toleration and --image-pull-secret, on the commands that add them.
+	AgentPlacement
 
 	// Filled by complete.
 	Namespace string
@@ -216,6 +218,9 @@ func (o *CommonOptions) ValidateFlags() error {
 	}
 	if o.Image == "" {
 		return errors.New("--image is empty")
+	}
+	if err := o.AgentPlacement.Parse(); err != nil {
+		return err
 	}
 	if o.StartTimeout < time.Second || o.StartTimeout > time.Hour {
 		return fmt.Errorf("--start-timeout %s: want 1s to 1h", o.StartTimeout)

@@ -40,6 +40,9 @@ func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namesp
 		mode = session.ModeEphemeral
 	}
 	err = access.CheckPermissions(ctx, o.Client, namespaces, access.NeededPermissions(mode == session.ModePod))
+	if err == nil && len(o.PullSecrets) > 0 {
+		err = o.CheckPullSecrets(ctx, o, namespaces...)
+	}
 	var pe *access.PermissionError
 	if err != nil && requested == session.ModeAuto && errors.As(err, &pe) {
 		if perr := access.CheckPermissions(ctx, o.Client, namespaces, access.NeededPermissions(true)); perr == nil {
@@ -53,6 +56,7 @@ func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namesp
 func (o *CommonOptions) NewSession(mode string) *session.Session {
 	s := session.NewSession(o.Client, o.NewRunID(), randomID()+randomID()+randomID()+randomID(), o.Image, mode, o.StartTimeout)
 	s.Resources = o.Resources
+	s.PullSecrets = o.PullSecrets
 	s.DryRun = o.DryRun
 	s.Now = o.ServerNow
 	s.Logf = func(format string, args ...any) { klog.V(2).Infof(format, args...) }

@@ -58,7 +58,7 @@ func Usable(nodes []Node, tol []corev1.Toleration, f Filter) (use []Node, out []
 			why = "is not in --zones"
 		}
 		if why == "" {
-			why = unusable(n, tol, "the agents do not tolerate (see --tolerate-all-taints)")
+			why = unusable(n, tol, "the agents do not tolerate (see --toleration, --tolerations-from)")
 		}
 		if why != "" {
 			out = append(out, Excluded{Node: n.Name, Reason: why})

@@ -33,7 +33,7 @@ func TestUsable(t *testing.T) {
 	}
 	want := []Excluded{
 		{"c1", "is cordoned"},
-		{"c2", "has taint gpu=true:NoSchedule that the agents do not tolerate (see --tolerate-all-taints)"},
+		{"c2", "has taint gpu=true:NoSchedule that the agents do not tolerate (see --toleration, --tolerations-from)"},
 		{"c3", "is not Ready"},
 		{"x1", "does not match --nodes pool=general"},
 	}

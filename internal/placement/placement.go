@@ -106,7 +106,7 @@ func pick(name, class string, dst Node, nodes []Node, tol []corev1.Toleration, f
 		if !inScope(n) {
 			continue
 		}
-		reason := unusable(n, tol, "the destination's pod does not tolerate")
+		reason := unusable(n, tol, "neither the destination's pod nor a --toleration tolerates")
 		if reason == "" {
 			reason = f.excludes(n)
 		}

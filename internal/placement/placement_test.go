@@ -38,7 +38,7 @@ func TestLadder(t *testing.T) {
 			{Name: "same-zone", Class: "same-zone", Node: "b2", Zone: "zone-b", Region: "r1"},
 			{Name: "cross-zone zone-a", Class: "cross-zone", Node: "a1", Zone: "zone-a", Region: "r1"},
 			{Name: "cross-zone zone-c", Class: "cross-zone", Zone: "zone-c", Region: "r1",
-				Skipped: "no usable node in zone zone-c: c1 is cordoned; c2 has taint gpu=true:NoSchedule that the destination's pod does not tolerate"},
+				Skipped: "no usable node in zone zone-c: c1 is cordoned; c2 has taint gpu=true:NoSchedule that neither the destination's pod nor a --toleration tolerates"},
 			{Name: "cross-region r2", Class: "cross-region", Node: "d1", Zone: "zone-d", Region: "r2"},
 		}},
 		{"the destination's tolerations are the clients'", node("b1", "zone-b"),
@@ -54,7 +54,7 @@ func TestLadder(t *testing.T) {
 			{Name: "same-zone", Class: "same-zone", Node: "a2", Zone: "zone-a", Region: "r1"},
 			{Name: "cross-zone zone-b", Class: "cross-zone", Node: "b1", Zone: "zone-b", Region: "r1"},
 			{Name: "cross-zone zone-c", Class: "cross-zone", Zone: "zone-c", Region: "r1",
-				Skipped: "no usable node in zone zone-c: c1 is cordoned; c2 has taint gpu=true:NoSchedule that the destination's pod does not tolerate"},
+				Skipped: "no usable node in zone zone-c: c1 is cordoned; c2 has taint gpu=true:NoSchedule that neither the destination's pod nor a --toleration tolerates"},
 			{Name: "cross-region r2", Class: "cross-region", Node: "d1", Zone: "zone-d", Region: "r2"},
 		}},
 	}

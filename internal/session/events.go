@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,8 +112,8 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 		case s.State.Waiting != nil:
 			switch r := s.State.Waiting.Reason; r {
 			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-				return false, fmt.Errorf("the agent image %s cannot be pulled on node %s (%s: %s): use --image to name a mirror the nodes can pull from",
-					a.s.Image, p.Spec.NodeName, r, text.Sanitize(s.State.Waiting.Message))
+				return false, fmt.Errorf("the agent image %s cannot be pulled on node %s (%s: %s): %s",
+					a.s.Image, p.Spec.NodeName, r, text.Sanitize(s.State.Waiting.Message), a.pullAdvice(p))
 			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 				return false, fmt.Errorf("the agent container cannot start (%s: %s)", r, text.Sanitize(s.State.Waiting.Message))
 			}
@@ -251,4 +252,23 @@ func refusedJob(err error) bool {
 		return true
 	}
 	return false
+}
+
+// pullAdvice says what lets an agent's image be pulled: a mirror, and the pull secrets that
+// apply to it (an ephemeral container pulls with its pod's own, which the run cannot change).
+func (a *Agent) pullAdvice(p *corev1.Pod) string {
+	advice := "use --image to name a mirror the nodes can pull from"
+	var names []string
+	for _, r := range p.Spec.ImagePullSecrets {
+		names = append(names, r.Name)
+	}
+	switch {
+	case !a.Temporary && len(names) == 0:
+		return advice + "; an ephemeral agent pulls with its pod's imagePullSecrets, and this pod has none: a registry that wants credentials needs --mode pod with --image-pull-secret"
+	case !a.Temporary:
+		return advice + fmt.Sprintf("; an ephemeral agent pulls with its pod's imagePullSecrets (%s): a registry they do not open needs --mode pod with --image-pull-secret", strings.Join(names, ", "))
+	case len(names) == 0:
+		return advice + ", and --image-pull-secret if it wants credentials"
+	}
+	return advice + fmt.Sprintf(", or check the pull secrets the pod was given (%s)", strings.Join(names, ", "))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,6 +158,7 @@ func (f *Fleet) daemonSet(trust []string) *appsv1.DaemonSet {
 	pod := agentPod("", f.Spec.Namespace, "", labels, f.Spec.Lifetime)
 	pod.Spec.RestartPolicy, pod.Spec.ActiveDeadlineSeconds = corev1.RestartPolicyAlways, nil // what a DaemonSet allows
 	pod.Spec.Tolerations = f.Spec.Tolerations
+	pod.Spec.ImagePullSecrets = slices.Clone(f.s.PullSecrets)
 	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = f.nodeTerms()
 	c := &pod.Spec.Containers[0]
 	c.Image, c.SecurityContext = s.Image, podContext(restrictedContext())

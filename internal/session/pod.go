@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -61,6 +62,8 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 		node = pl.Node
 	}
 	p := agentPod(a.Pod, t.Namespace, node, s.Labels(a.Spec.Role), a.Spec.Lifetime)
+	// On the target's node, the target's tolerations (it runs there); placed, the placement's.
+	p.Spec.Tolerations, p.Spec.ImagePullSecrets = slices.Clone(t.Pod.Spec.Tolerations), slices.Clone(s.PullSecrets)
 	if pl := a.Spec.Placement; pl != nil {
 		p.Spec.Tolerations, p.Spec.HostNetwork = pl.Tolerations, pl.HostNetwork
 		if pl.HostNetwork {
@@ -109,7 +112,6 @@ func agentPod(name, namespace, node string, labels map[string]string, lifetime t
 			AutomountServiceAccountToken:  new(bool),
 			EnableServiceLinks:            new(bool),
 			SecurityContext:               pingForAll(),
-			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 					MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},

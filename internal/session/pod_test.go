@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -57,4 +58,50 @@ func pingRange(sc *corev1.PodSecurityContext) bool {
 		}
 	}
 	return false
+}
+
+// A temporary agent pod on its target's node tolerates what the target does (it runs there)
+// and no more; one placed on a node tolerates what its placement says; both, and the matrix
+// DaemonSet's pods, pull with the run's --image-pull-secret.
+func TestTemporaryAgentsTolerationsAndPullSecrets(t *testing.T) {
+	gpu := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	spot := corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "yes"}
+	target := &Target{Namespace: "shop", Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"},
+		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: []corev1.Toleration{gpu}}}}
+	secrets := []corev1.LocalObjectReference{{Name: "regcred"}}
+	for _, tc := range []struct {
+		name      string
+		placement *Placement
+		want      []corev1.Toleration
+	}{
+		{"on the target's node", nil, []corev1.Toleration{gpu}},
+		{"placed on a node", &Placement{Node: "n2", Tolerations: []corev1.Toleration{spot}}, []corev1.Toleration{spot}},
+		{"placed, no toleration", &Placement{Node: "n2"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			s := NewSession(cs, "run1", "token", "img", ModePod, time.Minute)
+			s.PullSecrets = secrets
+			a := &Agent{s: s, Spec: AgentSpec{Role: RoleClient, Target: target, Lifetime: time.Minute, Placement: tc.placement}}
+			if err := s.createPod(context.Background(), a, nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := cs.CoreV1().Pods("shop").Get(context.Background(), a.Pod, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, p.Spec.Tolerations); d != "" {
+				t.Errorf("tolerations (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(secrets, p.Spec.ImagePullSecrets); d != "" {
+				t.Errorf("imagePullSecrets (-want +got):\n%s", d)
+			}
+		})
+	}
+	s := NewSession(fake.NewClientset(), "run1", "token", "img", ModePod, time.Minute)
+	s.PullSecrets = secrets
+	f := &Fleet{s: s, Name: "netbench-run1-mesh", Spec: FleetSpec{Namespace: "netbench", Nodes: []string{"n1"}, Port: 24930}}
+	if d := cmp.Diff(secrets, f.daemonSet(nil).Spec.Template.Spec.ImagePullSecrets); d != "" {
+		t.Errorf("the DaemonSet's imagePullSecrets (-want +got):\n%s", d)
+	}
 }

@@ -111,6 +111,8 @@ type Session struct {
 	// nothing is persisted, no agent runs, and waiting for agents returns at once.
 	DryRun bool
 	dry    dryRun
+	// PullSecrets are the imagePullSecrets of temporary agent pods and DaemonSets.
+	PullSecrets []corev1.LocalObjectReference
 	// Resources of temporary agent pods and DaemonSets (nil: the namespace's LimitRange decides).
 	Resources *corev1.ResourceRequirements
 	// Now is the API server's clock (for not-after times); Logf prints diagnostics at -v.

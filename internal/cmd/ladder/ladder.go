@@ -88,6 +88,7 @@ network. -o html writes one self-contained page with the table and charts.`,
 	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.AddMeasureFlags(cmd)
+	o.AddTolerationFlag(cmd, "the clients (beside DST's own tolerations, control-plane taints left out)")
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'cross-zone.http.p50 > 1.5 * same-zone.http.p50'")
 	return cmd
@@ -145,7 +146,7 @@ func (o *LadderOptions) planRungs(ctx context.Context, dst *session.Target) ([]r
 	if dstNode == nil {
 		return nil, nil, fmt.Errorf("DST %s/%s runs on node %q, which is not in the node list", dst.Namespace, dst.Pod.Name, dst.Pod.Spec.NodeName)
 	}
-	tol := clientTolerations(dst.Pod.Spec.Tolerations, nodes)
+	tol := append(clientTolerations(dst.Pod.Spec.Tolerations, nodes), o.Tolerations...)
 	var rungs []report.LadderRung
 	for _, r := range placement.Ladder(*dstNode, nodes, tol, o.filter) {
 		rungs = append(rungs, report.LadderRung{Name: r.Name, Class: r.Class, Node: r.Node, Zone: r.Zone, Region: r.Region, Skipped: r.Skipped})

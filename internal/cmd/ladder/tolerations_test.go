@@ -2,10 +2,13 @@ package ladder
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
@@ -86,5 +89,51 @@ func TestLadderClientsStayOffControlPlanes(t *testing.T) {
 	want := map[string][]corev1.Toleration{"n2": all, "n1": nil}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("client tolerations by node (-want +got):\n%s", d)
+	}
+}
+
+// A node tainted for the agents (zone-a's only one): without --toleration its rung is skipped
+// with the taint named; with it, the cross-zone client runs there and tolerates that taint.
+func TestLadderTolerationFlag(t *testing.T) {
+	dedicated := corev1.Taint{Key: "netbench.lab/agents", Value: "only", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		flag     []string
+		skipped  string
+		tolerate bool
+	}{
+		{nil, "has taint netbench.lab/agents=only:NoSchedule that", false},
+		{[]string{"netbench.lab/agents=only:NoSchedule"}, "", true},
+	} {
+		t.Run(fmt.Sprint(tc.flag), func(t *testing.T) {
+			f := fakecluster.New(t, fakecluster.NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
+				fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.NodeName = "n2" }))
+			for _, n := range []*corev1.Node{fakecluster.LabNode("n1", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{dedicated} }),
+				fakecluster.LabNode("n2", "zone-b")} {
+				if err := f.Clientset.Tracker().Add(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
+			got := map[string][]corev1.Toleration{}
+			f.OnCreate = func(p *corev1.Pod) {
+				if p.Labels[session.RoleLabel] == string(session.RoleClient) {
+					got[nodeOf(p)] = p.Spec.Tolerations
+				}
+			}
+			o, out := newTestLadderOptions(f)
+			o.TolerationSpecs = tc.flag
+			r := runLadder(t, o, out)
+			skipped := map[string]string{}
+			for _, rung := range r.Rungs {
+				skipped[rung.Name] = rung.Skipped
+			}
+			if s := skipped["cross-zone zone-a"]; (tc.skipped == "") != (s == "") || !strings.Contains(s, tc.skipped) {
+				t.Errorf("cross-zone rung skipped %q, want %q", s, tc.skipped)
+			}
+			tol, onN1 := got["n1"]
+			if onN1 != tc.tolerate || (onN1 && !tol[len(tol)-1].ToleratesTaint(klog.Background(), &dedicated, true)) {
+				t.Errorf("client on the tainted node: %v with tolerations %v, want %v", onN1, tol, tc.tolerate)
+			}
+		})
 	}
 }

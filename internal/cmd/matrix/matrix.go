@@ -111,6 +111,8 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 	f.StringSliceVar(&o.Zones, "zones", nil, "only nodes in these zones")
 	f.BoolVar(&o.TolerateAllTaints, "tolerate-all-taints", false, "place agents on tainted nodes too")
 	f.StringVar(&o.TolerationsFrom, "tolerations-from", "", "give the agents the tolerations of this workload's pod (TYPE/NAME in -n), to reach its nodes")
+	o.AddTolerationFlag(cmd, "the agents")
+	o.AddPullSecretFlag(cmd)
 	f.IntVar(&o.Count, "count", o.Count, "round trips per pair, ICMP and TCP each (5-1000)")
 	f.DurationVar(&o.Interval, "interval", o.Interval, "between round trips (1ms-1s)")
 	f.DurationVar(&o.Throughput, "throughput", 0, "also measure TCP throughput for this long per pair (e.g. 2s; pairs stay on disjoint nodes)")
@@ -203,7 +205,7 @@ func (o *MatrixOptions) colour() bool {
 	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
-// tolerations are the agents': every taint, a workload's, or none.
+// tolerations are the agents': every taint, or a workload's and --toleration's.
 func (o *MatrixOptions) tolerations(ctx context.Context) ([]corev1.Toleration, error) {
 	switch {
 	case o.TolerateAllTaints:
@@ -213,7 +215,7 @@ func (o *MatrixOptions) tolerations(ctx context.Context) ([]corev1.Toleration, e
 		if err != nil {
 			return nil, fmt.Errorf("--tolerations-from: %w", err)
 		}
-		return t.Pod.Spec.Tolerations, nil
+		return append(slices.Clone(t.Pod.Spec.Tolerations), o.Tolerations...), nil
 	}
-	return nil, nil
+	return slices.Clone(o.Tolerations), nil
 }

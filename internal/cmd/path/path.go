@@ -119,6 +119,7 @@ func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 	f.Float64Var(&o.PricePerGB, "price-per-gb", o.PricePerGB, "cross-zone transfer price in USD per GB, charged on each side")
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create temporary ones that allow exactly this run's agent ports between its agents and pods (deleted at the end)")
 	f.BoolVar(&o.AllowHostNetwork, "allow-host-network", false, "measure from a hostNetwork pod (that is the node's network, not a pod path)")
+	o.AddPullSecretFlag(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("mode", cmdutil.FixedCompletion(session.ModeEphemeral, session.ModePod, session.ModeAuto))
 	_ = cmd.RegisterFlagCompletionFunc("profile", cmdutil.FixedCompletion("quick", "seed"))
 }

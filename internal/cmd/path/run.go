@@ -60,6 +60,9 @@ func (r *pathRun) Open(ctx context.Context) (*session.Session, error) {
 	if note != "" {
 		r.rep.Warnings = append(r.rep.Warnings, note)
 	}
+	if mode == session.ModeEphemeral && len(r.o.PullSecrets) > 0 {
+		r.rep.Warnings = append(r.rep.Warnings, "--image-pull-secret is for temporary agent pods (--mode pod): ephemeral agents pull with their pod's own imagePullSecrets")
+	}
 	r.sess = r.o.NewSession(mode)
 	return r.sess, nil
 }
