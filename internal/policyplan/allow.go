@@ -25,13 +25,19 @@ type Allowance struct {
 // NewAllowance picks the agents' ports (random, outside the pods' declared ports).
 func NewAllowance(s *session.Session, sc *Scope, src, dst *session.Target) *Allowance {
 	a := &Allowance{s: s, sc: sc, src: src, dst: dst}
-	a.SrvPort, a.CliPort = freePortAvoiding(dst.Pod), freePortAvoiding(src.Pod)
+	a.SrvPort, a.CliPort = FreePort(dst.Pod), FreePort(src.Pod)
 	return a
 }
 
-// freePortAvoiding is a random port from 20000-29999 that the pod does not declare.
-func freePortAvoiding(p *corev1.Pod) int {
-	taken := declaredPorts(p)
+// FreePort picks a port for agents to listen on in pods: below the kernel's default range of
+// ephemeral ports (32768-60999), so that no outgoing connection of a pod can hold it (a listener
+// cannot bind a port a connection of the same address uses), and declared by none of the pods'
+// containers.
+func FreePort(pods ...*corev1.Pod) int {
+	var taken []int
+	for _, p := range pods {
+		taken = append(taken, declaredPorts(p)...)
+	}
 	for {
 		if port := 20000 + rand.IntN(10000); !slices.Contains(taken, port) {
 			return port

@@ -88,7 +88,7 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyplan.Scope, cli
 		}
 	}
 	if r.sess.Mode == session.ModeEphemeral && len(sr.pods) > 0 && len(sr.svc.Spec.Selector) > 0 {
-		sr.agentPort = agentPort()
+		sr.agentPort = policyplan.FreePort(sr.pods...)
 		if err := r.spreadPolicy(ctx, sc, cli, &b); err != nil {
 			return err
 		}

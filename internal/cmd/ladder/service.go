@@ -3,9 +3,7 @@ package ladder
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
-	"math/big"
 	"net"
 	"sort"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"golang.org/x/sync/errgroup"
@@ -112,7 +111,7 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Sessio
 		return err
 	}
 	if sr.agentPort == 0 {
-		sr.agentPort = agentPort()
+		sr.agentPort = policyplan.FreePort(sr.pods...) // one port for the whole Service
 	}
 	port := sr.agentPort
 	sr.info.AgentPort, sr.info.MeasuredEndpoints = port, len(sr.measured)
@@ -326,14 +325,4 @@ func targetPort(sp corev1.ServicePort, p *corev1.Pod) int {
 		return 0
 	}
 	return int(sp.Port)
-}
-
-// agentPort picks the port every endpoint agent listens on: one port for the whole Service,
-// from a range applications rarely use.
-func agentPort() int {
-	n, err := rand.Int(rand.Reader, big.NewInt(10000))
-	if err != nil {
-		return 40123
-	}
-	return 40000 + int(n.Int64())
 }
