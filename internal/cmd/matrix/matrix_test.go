@@ -10,9 +10,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
@@ -205,5 +209,34 @@ func TestMatrixValidate(t *testing.T) {
 	}
 	if err := o.Run(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "no pair of nodes to measure: 1 of 1 nodes are usable") {
 		t.Errorf("one node: %v", err)
+	}
+}
+
+// --image-pull-secret: a Secret that is not in the namespace stops the run before the
+// DaemonSet is made; one that is goes into the DaemonSet's pods, with --toleration's taints.
+func TestMatrixPullSecretAndToleration(t *testing.T) {
+	f := fakecluster.NewFleet(4, 2)
+	var created []*appsv1.DaemonSet
+	f.Clientset.PrependReactor("create", "daemonsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		created = append(created, a.(k8stesting.CreateAction).GetObject().(*appsv1.DaemonSet).DeepCopy())
+		return false, nil, nil
+	})
+	set := func(o *MatrixOptions) {
+		o.PullSecretNames, o.TolerationSpecs = []string{"regcred"}, []string{"pool=agents:NoSchedule"}
+	}
+	if _, err := runMatrix(t, f, set); !errors.Is(err, cmdutil.ErrNoPullSecret) || len(created) > 0 {
+		t.Fatalf("no Secret regcred: err %v, %d DaemonSets created", err, len(created))
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "netbench"}, Type: corev1.SecretTypeDockerConfigJson}
+	if err := f.Clientset.Tracker().Add(secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runMatrix(t, f, set); err != nil || len(created) != 1 {
+		t.Fatalf("err %v, %d DaemonSets created", err, len(created))
+	}
+	spec := created[0].Spec.Template.Spec
+	want := []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpEqual, Value: "agents", Effect: corev1.TaintEffectNoSchedule}}
+	if d := cmp.Diff(want, spec.Tolerations); d != "" || len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
+		t.Errorf("tolerations (-want +got):\n%s; imagePullSecrets %v", d, spec.ImagePullSecrets)
 	}
 }

@@ -65,6 +65,9 @@ func (r *matrixRun) Open(ctx context.Context) (*session.Session, error) {
 	if _, err := o.Client.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("namespace %q (-n) not found: the matrix's agents run there", o.Namespace)
 	}
+	if err := o.CheckPullSecrets(ctx, &o.CommonOptions, o.Namespace); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(o.ErrOut, "plan: %d pairs among %d agents on %d nodes, %d rounds of up to %d at once, ~%.0f s of measuring after the agents start\n",
 		len(r.pairs), len(r.agentNodes()), r.nodeCount, len(r.rounds), o.Concurrency, r.rep.Plan.EstimatedSeconds)
 	r.timer.Phase("plan")
