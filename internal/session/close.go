@@ -70,14 +70,17 @@ func (s *Session) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	s.creating.Wait() // a create in flight registers what it may have made
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	if !s.createsEnded(ctx) {
+		errs = append(errs, fmt.Errorf("a create was still unanswered after %s: what it made, if anything, is left (delete it with: kubectl delete pods,services,daemonsets,networkpolicies -A -l %s=%s)",
+			cleanupTimeout, RunIDLabel, s.RunID))
+	}
 	s.mu.Lock()
 	agents, services, fleets, policies := s.agents, s.services, s.fleets, s.Policies
 	s.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	var errs []error
 	for _, f := range fleets {
 		if err := f.delete(ctx); err != nil {
 			errs = append(errs, err)
@@ -284,3 +287,19 @@ func (a *Agent) exitedWithin(ctx context.Context, d time.Duration) bool {
 // whose answer never came. The session then keeps its name, so that Close deletes it (an
 // object that was never made is simply not found).
 func mayExist(ctx context.Context, err error) bool { return err != nil && ctx.Err() != nil }
+
+// createsEnded waits, within ctx, for the creates in flight when Close began: each registers
+// what it may have made.
+func (s *Session) createsEnded(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() {
+		s.creating.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

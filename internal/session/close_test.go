@@ -100,7 +100,11 @@ func TestCloseWaitsForACreateInFlight(t *testing.T) {
 	<-inFlight
 	closed := make(chan error)
 	go func() { closed <- s.Close() }()
-	time.Sleep(50 * time.Millisecond) // Close has begun and waits
+	for begun := false; !begun; time.Sleep(time.Millisecond) { // Close has begun and waits
+		s.mu.Lock()
+		begun = s.closed
+		s.mu.Unlock()
+	}
 	if _, err := s.CreateService(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "late"}}, time.Minute); !errors.Is(err, ErrClosed) {
 		t.Errorf("a create after Close began: %v, want ErrClosed", err)
 	}

@@ -62,8 +62,10 @@ func (s *Session) createPod(ctx context.Context, a *Agent, args []string) error 
 		node = pl.Node
 	}
 	p := agentPod(a.Pod, t.Namespace, node, s.Labels(a.Spec.Role), a.Spec.Lifetime)
-	// On the target's node, the target's tolerations (it runs there); placed, the placement's.
-	p.Spec.Tolerations, p.Spec.ImagePullSecrets = slices.Clone(t.Pod.Spec.Tolerations), slices.Clone(s.PullSecrets)
+	// On the target's node, the target's tolerations and every NoSchedule taint (the affinity
+	// fixes the node; a cordon or a taint added after the target started must not keep the
+	// agent off it); placed, the placement's.
+	p.Spec.Tolerations, p.Spec.ImagePullSecrets = onTargetsNode(t.Pod.Spec.Tolerations), slices.Clone(s.PullSecrets)
 	if pl := a.Spec.Placement; pl != nil {
 		p.Spec.Tolerations, p.Spec.HostNetwork = pl.Tolerations, pl.HostNetwork
 		if pl.HostNetwork {
@@ -172,4 +174,10 @@ func podContext(sc *corev1.SecurityContext) *corev1.SecurityContext {
 		sc.RunAsUser, sc.RunAsGroup = &id, &id
 	}
 	return sc
+}
+
+// onTargetsNode are the tolerations of a temporary agent on its target's node: the target's,
+// and any NoSchedule taint. A NoExecute taint the target does not tolerate evicts the agent too.
+func onTargetsNode(target []corev1.Toleration) []corev1.Toleration {
+	return append(slices.Clone(target), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 }

@@ -60,8 +60,8 @@ func pingRange(sc *corev1.PodSecurityContext) bool {
 	return false
 }
 
-// A temporary agent pod on its target's node tolerates what the target does (it runs there)
-// and no more; one placed on a node tolerates what its placement says; both, and the matrix
+// A temporary agent pod on its target's node tolerates what the target does and any NoSchedule
+// taint (a cordon, or a taint added after the target started), no other NoExecute taint; one placed on a node tolerates what its placement says; both, and the matrix
 // DaemonSet's pods, pull with the run's --image-pull-secret.
 func TestTemporaryAgentsTolerationsAndPullSecrets(t *testing.T) {
 	gpu := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
@@ -74,7 +74,7 @@ func TestTemporaryAgentsTolerationsAndPullSecrets(t *testing.T) {
 		placement *Placement
 		want      []corev1.Toleration
 	}{
-		{"on the target's node", nil, []corev1.Toleration{gpu}},
+		{"on the target's node", nil, []corev1.Toleration{gpu, {Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}},
 		{"placed on a node", &Placement{Node: "n2", Tolerations: []corev1.Toleration{spot}}, []corev1.Toleration{spot}},
 		{"placed, no toleration", &Placement{Node: "n2"}, nil},
 	} {

@@ -127,7 +127,7 @@ func taintsTolerated(t corev1.Toleration, nodes []placement.Node) []corev1.Toler
 // there), the clients' elsewhere.
 func (r *ladderRun) tolerationsOn(node string) []corev1.Toleration {
 	if node == r.dst.Pod.Spec.NodeName {
-		return slices.Clone(r.dst.Pod.Spec.Tolerations)
+		return append(slices.Clone(r.dst.Pod.Spec.Tolerations), r.o.Tolerations...)
 	}
 	return slices.Clone(r.clientTol)
 }
