@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
 
@@ -96,7 +98,7 @@ var ErrNoPullSecret = errors.New("no such Secret")
 func (p *AgentPlacement) CheckPullSecrets(ctx context.Context, o *CommonOptions, namespaces ...string) error {
 	for _, ns := range slices.Compact(slices.Sorted(slices.Values(namespaces))) {
 		for _, ref := range p.PullSecrets {
-			_, err := o.Client.CoreV1().Secrets(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+			err := secretExists(ctx, o.Client, ns, ref.Name)
 			switch {
 			case apierrors.IsNotFound(err):
 				return fmt.Errorf("--image-pull-secret %s: %w in namespace %s (temporary agents start there; create it with kubectl create secret docker-registry -n %s %s …)", ref.Name, ErrNoPullSecret, ns, ns, ref.Name)
@@ -108,4 +110,18 @@ func (p *AgentPlacement) CheckPullSecrets(ctx context.Context, o *CommonOptions,
 		}
 	}
 	return nil
+}
+
+// secretExists reads only the Secret's metadata (the API server's PartialObjectMetadata), so
+// that its credentials never reach the plugin, nor its -v 8 request log. A fake clientset,
+// which has no REST client, is asked for the Secret itself.
+func secretExists(ctx context.Context, client kubernetes.Interface, ns, name string) error {
+	rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		_, err := client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	}
+	return rc.Get().Namespace(ns).Resource("secrets").Name(name).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").
+		Do(ctx).Error()
 }

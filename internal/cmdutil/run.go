@@ -40,9 +40,6 @@ func (o *CommonOptions) ChooseMode(ctx context.Context, requested string, namesp
 		mode = session.ModeEphemeral
 	}
 	err = access.CheckPermissions(ctx, o.Client, namespaces, access.NeededPermissions(mode == session.ModePod))
-	if err == nil && len(o.PullSecrets) > 0 {
-		err = o.CheckPullSecrets(ctx, o, namespaces...)
-	}
 	var pe *access.PermissionError
 	if err != nil && requested == session.ModeAuto && errors.As(err, &pe) {
 		if perr := access.CheckPermissions(ctx, o.Client, namespaces, access.NeededPermissions(true)); perr == nil {

@@ -90,6 +90,9 @@ func (r *ladderRun) Open(ctx context.Context) (*session.Session, error) {
 		// Clients are temporary pods whatever the server's mode.
 		err = access.CheckPermissions(ctx, o.Client, []string{ns}, access.NeededPermissions(true))
 	}
+	if err == nil {
+		err = o.CheckPullSecrets(ctx, &o.CommonOptions, ns)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -54,14 +54,14 @@ func (r *pathRun) Plan(ctx context.Context) (err error) {
 // Open picks the agents' mode where the user may create them, and the session.
 func (r *pathRun) Open(ctx context.Context) (*session.Session, error) {
 	mode, note, err := r.o.ChooseMode(ctx, r.o.Mode, r.src.Namespace, r.dst.Namespace)
+	if err == nil { // whatever the mode: a server that cannot join DST starts in a pod
+		err = r.o.CheckPullSecrets(ctx, &r.o.CommonOptions, r.src.Namespace, r.dst.Namespace)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if note != "" {
 		r.rep.Warnings = append(r.rep.Warnings, note)
-	}
-	if mode == session.ModeEphemeral && len(r.o.PullSecrets) > 0 {
-		r.rep.Warnings = append(r.rep.Warnings, "--image-pull-secret is for temporary agent pods (--mode pod): ephemeral agents pull with their pod's own imagePullSecrets")
 	}
 	r.sess = r.o.NewSession(mode)
 	return r.sess, nil
