@@ -50,6 +50,9 @@ LAB_FOURTH_SEARCH=${LAB_FOURTH_SEARCH:-0}
 # Names the lab's upstream DNS answers; everything else is NXDOMAIN.
 UPSTREAM_NAMES=${LAB_UPSTREAM_NAMES:-"example.com www.example.com api.example.com netbench.example.org big.example.com"}
 UPSTREAM_ADDR=10.77.0.250 # the address those names resolve to (nothing listens there)
+# Where the nodes' containerd finds the lab's private registry (plain HTTP; the e2e tests serve
+# one there with basic auth, for --image-pull-secret).
+REGISTRY=$HOST_IP:5000
 
 START=$(date +%s)
 

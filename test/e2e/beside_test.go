@@ -68,6 +68,8 @@ func forbidden(name string, fns []ast.Node) string {
 	switch name {
 	case "labScript":
 		return "switches the whole lab"
+	case "taintNodes":
+		return "taints nodes every test places agents on"
 	case "compareUnderSiege":
 		return "compares the agents' figures with runs made before"
 	}

@@ -32,6 +32,12 @@ write_node_config() {
     PROXY_MODE="$(lab_setting LAB_PROXY_MODE)" UNPRIVILEGED_ICMP="$([ "$name" = "$NO_PING_NODE" ] && echo false || echo true)")
   render cni.conflist "${vars[@]}" > "$d/cni/10-lab.conflist"
   render containerd.toml "${vars[@]}" > "$d/containerd.toml"
+  # The lab's private registry (none runs by default; a test serves one there, with basic auth):
+  # pulled over plain HTTP (containerd 1.6 wants the host's own section for that, not only
+  # server), with the credentials of the pod's imagePullSecrets.
+  mkdir -p "$d/certs.d/$REGISTRY"
+  printf 'server = "http://%s"\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$REGISTRY" "$REGISTRY" \
+    > "$d/certs.d/$REGISTRY/hosts.toml"
   local search=""
   [ "$LAB_FOURTH_SEARCH" = 1 ] && search="search $REGION.compute.internal"
   printf '%s\nnameserver %s\n' "$search" "$HOST_IP" > "$d/resolv.conf"
