@@ -66,19 +66,8 @@ func TestLadderClientsStayOffControlPlanes(t *testing.T) {
 	all := []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	f := fakecluster.New(t, fakecluster.NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
 		fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.NodeName, p.Spec.Tolerations = "n2", all }))
-	for _, n := range []*corev1.Node{fakecluster.LabNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
-		fakecluster.LabNode("n1", "zone-a"), fakecluster.LabNode("n2", "zone-b")} {
-		if err := f.Clientset.Tracker().Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
-	got := map[string][]corev1.Toleration{}
-	f.OnCreate = func(p *corev1.Pod) {
-		if p.Labels[session.RoleLabel] == string(session.RoleClient) {
-			got[nodeOf(p)] = p.Spec.Tolerations
-		}
-	}
+	got := clientTolerationsOn(t, f, fakecluster.LabNode("a0-control-plane", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{controlPlaneTaint} }),
+		fakecluster.LabNode("n1", "zone-a"), fakecluster.LabNode("n2", "zone-b"))
 	o, _ := newTestLadderOptions(f)
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -107,19 +96,8 @@ func TestLadderTolerationFlag(t *testing.T) {
 		t.Run(fmt.Sprint(tc.flag), func(t *testing.T) {
 			f := fakecluster.New(t, fakecluster.NewPod(func(p *corev1.Pod) { p.Name, p.Spec.NodeName, p.Status.PodIP = "client-1", "n1", "10.0.0.4" }),
 				fakecluster.NewPod(func(p *corev1.Pod) { p.Spec.NodeName = "n2" }))
-			for _, n := range []*corev1.Node{fakecluster.LabNode("n1", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{dedicated} }),
-				fakecluster.LabNode("n2", "zone-b")} {
-				if err := f.Clientset.Tracker().Add(n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
-			got := map[string][]corev1.Toleration{}
-			f.OnCreate = func(p *corev1.Pod) {
-				if p.Labels[session.RoleLabel] == string(session.RoleClient) {
-					got[nodeOf(p)] = p.Spec.Tolerations
-				}
-			}
+			got := clientTolerationsOn(t, f, fakecluster.LabNode("n1", "zone-a", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{dedicated} }),
+				fakecluster.LabNode("n2", "zone-b"))
 			o, out := newTestLadderOptions(f)
 			o.TolerationSpecs = tc.flag
 			r := runLadder(t, o, out)
@@ -136,4 +114,23 @@ func TestLadderTolerationFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clientTolerationsOn adds nodes to f, scripts a server and clients that succeed, and returns
+// the map the run fills: each client pod's tolerations by its node.
+func clientTolerationsOn(t *testing.T, f *fakecluster.Cluster, nodes ...*corev1.Node) map[string][]corev1.Toleration {
+	t.Helper()
+	for _, n := range nodes {
+		if err := f.Clientset.Tracker().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Script[string(session.RoleServer)], f.Script[string(session.RoleClient)] = fakecluster.ThenHold(fakecluster.ServerReady), fakecluster.Then(fakecluster.ClientOK)
+	got := map[string][]corev1.Toleration{}
+	f.OnCreate = func(p *corev1.Pod) {
+		if p.Labels[session.RoleLabel] == string(session.RoleClient) {
+			got[nodeOf(p)] = p.Spec.Tolerations
+		}
+	}
+	return got
 }
