@@ -65,9 +65,12 @@ func servePrivateRegistry(t *testing.T, tag string) (*privateRegistry, string) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	cache := os.Getenv("LAB_CACHE")
+	cache := os.Getenv("LAB_CACHE") // as hack/lab/lab.sh reads it: relative to the repository
 	if cache == "" {
-		cache = "../../.cache/lab"
+		cache = ".cache/lab"
+	}
+	if !filepath.IsAbs(cache) {
+		cache = filepath.Join("../..", cache)
 	}
 	src, err := name.NewTag(agentImage)
 	if err != nil {
