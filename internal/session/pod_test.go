@@ -26,16 +26,7 @@ func TestTemporaryAgentsMayPing(t *testing.T) {
 		{"host network", &Placement{Node: "n2", HostNetwork: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := fake.NewClientset()
-			s := NewSession(cs, "run1", "token", "img", ModePod, time.Minute)
-			a := &Agent{s: s, Spec: AgentSpec{Role: RoleClient, Target: target, Lifetime: time.Minute, Placement: tc.placement}}
-			if err := s.createPod(context.Background(), a, nil); err != nil {
-				t.Fatal(err)
-			}
-			p, err := cs.CoreV1().Pods("shop").Get(context.Background(), a.Pod, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := createdPod(t, target, tc.placement, nil)
 			if got := pingRange(p.Spec.SecurityContext); got != tc.want {
 				t.Errorf("pod security context %+v: ping_group_range %q set: %v, want %v", p.Spec.SecurityContext, PingGroupRange, got, tc.want)
 			}
@@ -79,17 +70,7 @@ func TestTemporaryAgentsTolerationsAndPullSecrets(t *testing.T) {
 		{"placed, no toleration", &Placement{Node: "n2"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := fake.NewClientset()
-			s := NewSession(cs, "run1", "token", "img", ModePod, time.Minute)
-			s.PullSecrets = secrets
-			a := &Agent{s: s, Spec: AgentSpec{Role: RoleClient, Target: target, Lifetime: time.Minute, Placement: tc.placement}}
-			if err := s.createPod(context.Background(), a, nil); err != nil {
-				t.Fatal(err)
-			}
-			p, err := cs.CoreV1().Pods("shop").Get(context.Background(), a.Pod, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := createdPod(t, target, tc.placement, secrets)
 			if d := cmp.Diff(tc.want, p.Spec.Tolerations); d != "" {
 				t.Errorf("tolerations (-want +got):\n%s", d)
 			}
@@ -104,4 +85,22 @@ func TestTemporaryAgentsTolerationsAndPullSecrets(t *testing.T) {
 	if d := cmp.Diff(secrets, f.daemonSet(nil).Spec.Template.Spec.ImagePullSecrets); d != "" {
 		t.Errorf("the DaemonSet's imagePullSecrets (-want +got):\n%s", d)
 	}
+}
+
+// createdPod is the temporary client agent pod a session with pull secrets creates for target
+// with placement, as the API server stored it.
+func createdPod(t *testing.T, target *Target, placement *Placement, secrets []corev1.LocalObjectReference) *corev1.Pod {
+	t.Helper()
+	cs := fake.NewClientset()
+	s := NewSession(cs, "run1", "token", "img", ModePod, time.Minute)
+	s.PullSecrets = secrets
+	a := &Agent{s: s, Spec: AgentSpec{Role: RoleClient, Target: target, Lifetime: time.Minute, Placement: placement}}
+	if err := s.createPod(context.Background(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cs.CoreV1().Pods(target.Namespace).Get(context.Background(), a.Pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
