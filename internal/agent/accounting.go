@@ -5,6 +5,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
@@ -13,14 +15,15 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// usage is one agent's accounting at one moment: its CPU, and its pod's interfaces with its
-// own I/O.
+// usage is one agent's accounting at one moment: its CPU, its pod's interfaces with its own
+// I/O, and the CPU of the other containers' processes it can see, by cgroup.
 type usage struct {
 	cpu cpustat.Sample
 	net ifstat.Sample
+	app map[string]cpustat.Group
 }
 
-func readUsage() usage { return usage{cpu: cpustat.Read(), net: ifstat.Read()} }
+func readUsage() usage { return usage{cpu: cpustat.Read(), net: ifstat.Read(), app: cpustat.Others()} }
 
 // accounting holds the accounting of the client, and of the server where the probe talks to
 // it, taken as a probe starts: what finish compares the end with.
@@ -48,10 +51,11 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	client := end.cpu.Since(a.client.cpu)
 	res.CPUSeconds = math.Round(client.CPU.Seconds()*1e3) / 1e3
 	h := headers(a.job)
-	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h)}
+	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h),
+		ClientApp: appUse(end, a.client)}
 	if a.server != nil {
 		if srv, err := serverSample(ctx, a.job); err == nil {
-			v.Server = cpuUse(srv.cpu.Since(a.server.cpu))
+			v.Server, v.ServerApp = cpuUse(srv.cpu.Since(a.server.cpu)), appUse(srv, *a.server)
 			// What the client sent again crossed the server's interface too, unread where the
 			// first copy had arrived (a receiver short of CPU drops behind its interface).
 			srv.net.OwnBytes += end.net.Retransmitted - a.client.net.Retransmitted
@@ -82,6 +86,24 @@ func cpuUse(u cpustat.Use) *v1alpha1.CPUUse {
 	if u.LimitCores > 0 {
 		out.LimitFrom = v1alpha1.LimitFromCgroup
 	}
+	return out
+}
+
+// appUse is what the other containers' processes seen at both ends used from before to end, by
+// cgroup (a process that started or ended between them counts from, or up to, what it left).
+func appUse(end, before usage) []v1alpha1.AppContainer {
+	wall := end.cpu.At.Sub(before.cpu.At)
+	var out []v1alpha1.AppContainer
+	for cg, e := range end.app {
+		b, ok := before.app[cg]
+		if !ok || wall <= 0 {
+			continue
+		}
+		out = append(out, v1alpha1.AppContainer{ContainerID: e.ID, Processes: e.Processes, CPUUse: v1alpha1.CPUUse{
+			WallSeconds: roundedSeconds(wall), CPUSeconds: roundedSeconds(max(0, e.CPU-b.CPU)), RunQueueWaitSeconds: roundedSeconds(max(0, e.RunDelay-b.RunDelay)),
+		}})
+	}
+	slices.SortFunc(out, func(x, y v1alpha1.AppContainer) int { return strings.Compare(x.ContainerID, y.ContainerID) })
 	return out
 }
 

@@ -69,6 +69,8 @@ type CPUReply struct {
 	InterfacePackets int64 `json:"interfacePackets,omitempty"`
 	OwnBytes         int64 `json:"ownBytes,omitempty"`
 	TrafficOK        bool  `json:"trafficOK,omitempty"`
+	// App is the CPU of the other containers' processes the server can see, by cgroup path.
+	App map[string]cpustat.Group `json:"app,omitempty"`
 }
 
 // cpuReply is this process's CPUReply now.
@@ -76,7 +78,7 @@ func cpuReply() CPUReply {
 	s, n := cpustat.Read(), ifstat.Read()
 	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: cpustat.PeakRSS(), RunDelayNanos: int64(s.RunDelay),
 		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores,
-		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK}
+		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK, App: cpustat.Others()}
 }
 
 // sample is the accounting the reply holds, taken at `at`.
@@ -85,6 +87,7 @@ func (r CPUReply) sample(at time.Time) usage {
 		cpu: cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
 			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores},
 		net: ifstat.Sample{At: at, Bytes: r.InterfaceBytes, Packets: r.InterfacePackets, OwnBytes: r.OwnBytes, OK: r.TrafficOK},
+		app: r.App,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,4 +136,36 @@ func CheckTarget(t *session.Target, container string, allowHostNetwork bool) err
 		t.Container = p.Spec.Containers[0].Name
 	}
 	return nil
+}
+
+// AppContainers are the target pod's running containers (sidecars too) and ephemeral
+// containers, as report.Judge names the processes an ephemeral agent in the pod saw: the ID
+// from the pod's status, each container's own CPU limit from its spec.
+func AppContainers(t *session.Target) []report.Container {
+	if t == nil || t.Pod == nil {
+		return nil
+	}
+	p := t.Pod
+	var out []report.Container
+	add := func(c corev1.Container, statuses []corev1.ContainerStatus, ephemeral bool) {
+		rc := report.Container{Name: c.Name, LimitCores: c.Resources.Limits.Cpu().AsApproximateFloat64(), Ephemeral: ephemeral}
+		for _, s := range statuses {
+			if s.Name == c.Name {
+				_, rc.ID, _ = strings.Cut(s.ContainerID, "://")
+			}
+		}
+		out = append(out, rc)
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(c, p.Status.InitContainerStatuses, false)
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		add(c, p.Status.ContainerStatuses, false)
+	}
+	for _, e := range p.Spec.EphemeralContainers {
+		add(corev1.Container(e.EphemeralContainerCommon), p.Status.EphemeralContainerStatuses, true)
+	}
+	return out
 }

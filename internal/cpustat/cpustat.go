@@ -87,36 +87,51 @@ func runDelay(taskDir string) time.Duration {
 // cgroup (a cgroup namespace, or a bind mount of its directory on v1), so where the path from
 // procCgroup does not exist under the mount, the mount itself is the cgroup.
 func ownCPUCgroup(procCgroup, root string) string {
-	b, err := os.ReadFile(procCgroup)
-	if err != nil {
-		return ""
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var mounts []string
-		switch {
-		case parts[1] == "" && parts[0] == "0":
-			mounts = []string{root, filepath.Join(root, "unified")}
-		case hasController(parts[1], "cpu"):
-			mounts = []string{filepath.Join(root, parts[1]), filepath.Join(root, "cpu"), filepath.Join(root, "cpu,cpuacct")}
-		default:
-			continue
+	for _, e := range cpuEntries(procCgroup) {
+		mounts := []string{root, filepath.Join(root, "unified")}
+		if !e.unified {
+			mounts = []string{filepath.Join(root, e.controllers), filepath.Join(root, "cpu"), filepath.Join(root, "cpu,cpuacct")}
 		}
 		for _, m := range mounts {
 			if _, err := os.Stat(filepath.Join(m, "cpu.stat")); err != nil {
 				continue
 			}
-			if d := filepath.Join(m, parts[2]); d != m && exists(filepath.Join(d, "cpu.stat")) {
+			if d := filepath.Join(m, e.path); d != m && exists(filepath.Join(d, "cpu.stat")) {
 				return d
 			}
 			return m
 		}
 	}
 	return ""
+}
+
+// cgroupEntry is a line of a /proc/PID/cgroup file that can hold the cpu controller: the v2
+// unified hierarchy's, or a v1 hierarchy's with "cpu" among its controllers.
+type cgroupEntry struct {
+	unified           bool
+	controllers, path string
+}
+
+// cpuEntries are the lines of a /proc/PID/cgroup file that can hold the cpu controller, in the
+// file's order; none when unreadable.
+func cpuEntries(procCgroup string) []cgroupEntry {
+	b, err := os.ReadFile(procCgroup)
+	if err != nil {
+		return nil
+	}
+	var out []cgroupEntry
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		switch {
+		case len(parts) != 3:
+		case parts[1] == "" && parts[0] == "0":
+			out = append(out, cgroupEntry{unified: true, path: parts[2]})
+		case hasController(parts[1], "cpu"):
+			out = append(out, cgroupEntry{controllers: parts[1], path: parts[2]})
+		}
+	}
+	return out
 }
 
 func hasController(list, c string) bool {

@@ -26,7 +26,7 @@ func writeValidity(w io.Writer, groups ...validityGroup) {
 		if l := report.ValidityLines(g.what, g.results); len(l) > 0 && l[0] != report.ValidNote {
 			lines = append(lines, l...)
 		}
-		traffic = append(traffic, report.TrafficLines(g.what, g.results)...)
+		traffic = append(append(traffic, report.TrafficLines(g.what, g.results)...), report.AppLines(g.what, g.results)...)
 	}
 	if len(lines) == 0 && report.HasAccounting(all) {
 		lines = []string{report.ValidNote}

@@ -50,6 +50,9 @@ const AdviceTraffic = "measure when the application is quiet, or with --mode pod
 type Agents struct {
 	Client, Server           float64
 	ClientInApp, ServerInApp bool
+	// ClientPod and ServerPod are the containers of the application pods the ephemeral agents
+	// run in: what names the containers whose processes they saw.
+	ClientPod, ServerPod []Container
 }
 
 // Judge sets r.Validity's verdict from its agents' accounting: the pod's limit filled in
@@ -61,11 +64,13 @@ func Judge(r *v1alpha1.ProbeResult, at Agents) {
 		return
 	}
 	v.Valid, v.Reasons, v.Advice, v.Causes = true, nil, "", nil
+	v.ClientApp, v.ServerApp = judgeApp(v.ClientApp, at.ClientInApp, at.ClientPod), judgeApp(v.ServerApp, at.ServerInApp, at.ServerPod)
 	for _, side := range []struct {
 		role string
 		use  *v1alpha1.CPUUse
 		pod  float64
-	}{{"client", v.Client, at.Client}, {"server", v.Server, at.Server}} {
+		app  []v1alpha1.AppContainer
+	}{{"client", v.Client, at.Client, v.ClientApp}, {"server", v.Server, at.Server, v.ServerApp}} {
 		u := side.use
 		if u == nil {
 			continue
@@ -75,6 +80,9 @@ func Judge(r *v1alpha1.ProbeResult, at Agents) {
 			u.LimitCores, u.LimitFrom = side.pod, v1alpha1.LimitFromPod
 		}
 		if why := cpuLimited(u); why != "" {
+			if u.LimitFrom == v1alpha1.LimitFromPod {
+				why += beside(side.app)
+			}
 			v.Reasons = append(v.Reasons, side.role+" agent CPU-limited: "+why)
 			v.Causes = addCause(v.Causes, v1alpha1.CauseCPULimit)
 			if v.Advice == "" || u.LimitFrom == v1alpha1.LimitFromPod {

@@ -219,7 +219,7 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 	res := full.DNS
 	rep.Result = res
 	if full.Validity != nil {
-		report.Judge(full, report.Agents{Client: t.CPULimitCores(), ClientInApp: !t.HostNetwork()}) // the agent is in the pod, under its limit
+		report.Judge(full, report.Agents{Client: t.CPULimitCores(), ClientInApp: !t.HostNetwork(), ClientPod: cmdutil.AppContainers(t)}) // the agent is in the pod, under its limit
 		rep.Validity = full.Validity
 	}
 	rep.Target.AgentContainer = a.Container

@@ -133,10 +133,10 @@ func (r *pathRun) Finish(context.Context) {
 	r.fillRounds()
 	at := report.Agents{}
 	if r.cli != nil && !r.cli.Temporary {
-		at.Client, at.ClientInApp = r.src.CPULimitCores(), !r.src.HostNetwork()
+		at.Client, at.ClientInApp, at.ClientPod = r.src.CPULimitCores(), !r.src.HostNetwork(), cmdutil.AppContainers(r.src)
 	}
 	if r.srv != nil && !r.srv.Temporary {
-		at.ServerInApp = !r.dst.HostNetwork()
+		at.ServerInApp, at.ServerPod = !r.dst.HostNetwork(), cmdutil.AppContainers(r.dst)
 		if !fault.On(fault.PodLimitIgnored) {
 			at.Server = r.dst.CPULimitCores()
 		}

@@ -61,6 +61,32 @@ type Validity struct {
 	// on the host's network).
 	ClientTraffic *Traffic `json:"clientTraffic,omitempty"`
 	ServerTraffic *Traffic `json:"serverTraffic,omitempty"`
+	// ClientApp and ServerApp are the CPU accounting, over the probe, of the application's
+	// containers in the pod an ephemeral agent runs in: those whose processes it could see (its
+	// target container's; every container's where the pod shares one process namespace), and the
+	// others marked NotSeen.
+	ClientApp []AppContainer `json:"clientApp,omitempty"`
+	ServerApp []AppContainer `json:"serverApp,omitempty"`
+}
+
+// AppContainer is one of the application's containers in an agent's pod over one probe: what
+// its processes used and waited (CPUUse, LimitFrom "container": the container's own CPU limit),
+// and whether its own limit throttled it.
+type AppContainer struct {
+	// Name is the container's, matched by its ID to the pod's status; "" for a cgroup the pod's
+	// status does not name (the pod's sandbox, a container that restarted).
+	Name string `json:"name,omitempty"`
+	// ContainerID is the runtime's ID as the container's cgroup names it.
+	ContainerID string `json:"containerID,omitempty"`
+	Processes   int    `json:"processes,omitempty"`
+	// NotSeen: the agent could not see the container's processes (it shares only its target
+	// container's process namespace); no figures.
+	NotSeen bool `json:"notSeen,omitempty"`
+	// CPULimited: the container's own CPU limit decided its work over the probe (it used 90 %
+	// of the limit or more, or waited for a CPU longer than it ran): the application's own
+	// latency then holds CPU waits that the path's figures do not.
+	CPULimited bool `json:"cpuLimited,omitempty"`
+	CPUUse
 }
 
 // Traffic is what one agent's pod interfaces (all but loopback, both directions) carried over
@@ -90,8 +116,9 @@ const (
 
 // Where a CPUUse's limit comes from.
 const (
-	LimitFromCgroup = "cgroup"
-	LimitFromPod    = "pod"
+	LimitFromCgroup    = "cgroup"
+	LimitFromPod       = "pod"
+	LimitFromContainer = "container" // an application container's limit in its pod's spec
 )
 
 // CPUUse is one agent's CPU accounting over one probe.
