@@ -138,3 +138,80 @@ func limitedPod(t *testing.T, cs kubernetes.Interface, ns string) {
 	createPod(t, cs, ns, limited)
 	waitPod(t, cs, ns, "limited", 2*time.Minute, "running", running)
 }
+
+// The lab's namespace with a LimitRange of 200m per container and an application whose sidecar
+// keeps its own 200m busy (hack/lab/manifests/limited.yaml). In busy, whose containers share a
+// process namespace, the server agent (an ephemeral container under the pod's 0.4 cores) sees
+// both: the transfer is marked CPU-limited with the sidecar's use named in the reason, the
+// sidecar is reported throttled by its own limit (its use near 0.2 cores, its waits), and the
+// idle app container is seen and not named in the human report. In busy-apart the agent sees
+// only the container it targets and says it cannot see the sidecar.
+func TestAppContainersCPU(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	applyManifest(t, ns, "limited.yaml")
+	waitRollout(t, cs, ns, "busy")
+	waitRollout(t, cs, ns, "busy-apart")
+
+	out, stderr, err := netbench(t, "path", "-o", "json", "-n", ns, "deploy/client", "deploy/busy", "--probes", "rtt,tcp", "--duration", "2s")
+	if err != nil {
+		t.Fatalf("path to deploy/busy: %v\n%s", err, stderr)
+	}
+	rep := decodeReport(t, out)
+	tcp := probeOf(t, rep, v1alpha1.ProbeTCP)
+	v := tcp.Validity
+	burner, app := appContainer(v.ServerApp, "burner"), appContainer(v.ServerApp, "app")
+	if burner == nil || app == nil || burner.NotSeen || app.NotSeen {
+		t.Fatalf("the agent in busy did not see both containers: %s", validityJSON(v))
+	}
+	cores := burner.CPUSeconds / burner.WallSeconds
+	t.Logf("%s: burner %.3f cores of its %.2f (waited %.2f s in %.2f s), app %.3f cores; server agent %.3f cores, waited %.2f s",
+		tcp.Name, cores, burner.LimitCores, burner.RunQueueWaitSeconds, burner.WallSeconds, app.CPUSeconds/app.WallSeconds,
+		v.Server.CPUSeconds/v.Server.WallSeconds, v.Server.RunQueueWaitSeconds)
+	if !burner.CPULimited || burner.LimitFrom != v1alpha1.LimitFromContainer || math.Abs(burner.LimitCores-0.2) > 1e-9 || cores < 0.15 || cores > 0.25 {
+		t.Errorf("the sidecar at its 200m limit: %+v", *burner)
+	}
+	if app.CPULimited || app.CPUSeconds > 0.05*app.WallSeconds {
+		t.Errorf("the idle app container: %+v", *app)
+	}
+	if v.Valid || !strings.Contains(strings.Join(v.Reasons, " "), "the pod's containers meanwhile: app 0.0") || !strings.Contains(strings.Join(v.Reasons, " "), ", burner 0.") {
+		t.Errorf("%s beside the sidecar under the pod's 0.4 cores: %s", tcp.Name, validityJSON(v))
+	}
+	var again report.PathReport
+	if err := json.Unmarshal([]byte(out), &again); err != nil {
+		t.Fatal(err)
+	}
+	var human bytes.Buffer
+	if err := render.Write(&human, "", &again); err != nil {
+		t.Fatal(err)
+	}
+	if h := human.String(); !strings.Contains(h, "server pod, container burner: 0.") || !strings.Contains(h, "CPU-THROTTLED") || strings.Contains(h, "container app:") {
+		t.Errorf("the human report does not name the throttled sidecar alone:\n%s", h)
+	}
+
+	apart := probeOf(t, pathJSON(t, "-n", ns, "deploy/client", "deploy/busy-apart", "--probes", "tcp", "--duration", "1s"), v1alpha1.ProbeTCP)
+	if b, a := appContainer(apart.Validity.ServerApp, "burner"), appContainer(apart.Validity.ServerApp, "app"); b == nil || !b.NotSeen || a == nil || a.NotSeen {
+		t.Errorf("%s in busy-apart: want app seen and burner not seen: %s", apart.Name, validityJSON(apart.Validity))
+	}
+}
+
+func appContainer(app []v1alpha1.AppContainer, name string) *v1alpha1.AppContainer {
+	for i := range app {
+		if app[i].Name == name {
+			return &app[i]
+		}
+	}
+	return nil
+}
+
+// probeOf is the report's first result of a kind.
+func probeOf(t *testing.T, rep *v1alpha1.PathReport, kind string) *v1alpha1.ProbeResult {
+	t.Helper()
+	for _, r := range rep.Probes {
+		if r.Kind == kind && r.Validity != nil {
+			return r
+		}
+	}
+	t.Fatalf("no %s probe with accounting in the report", kind)
+	return nil
+}

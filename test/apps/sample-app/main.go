@@ -1,5 +1,6 @@
 // Command sample-app is the lab's stand-in for an application: an HTTP server (default :8080)
-// and a gRPC server with the standard health service (default :9090).
+// and a gRPC server with the standard health service (default :9090); with -burn N, also N
+// goroutines that keep a CPU busy each (a CPU-hungry sidecar).
 package main
 
 import (
@@ -21,7 +22,11 @@ import (
 func main() {
 	httpAddr := flag.String("http", ":8080", "HTTP listen address")
 	grpcAddr := flag.String("grpc", ":9090", "gRPC listen address")
+	burn := flag.Int("burn", 0, "goroutines that keep a CPU busy each")
 	flag.Parse()
+	for range *burn {
+		go spin()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -51,4 +56,15 @@ func main() {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)
+}
+
+// spin keeps a CPU busy until the process ends.
+func spin() {
+	x := uint64(1)
+	for {
+		x = x*6364136223846793005 + 1442695040888963407
+		if x == 0 {
+			fmt.Println(x) // never: keeps the loop from being optimised away
+		}
+	}
 }
