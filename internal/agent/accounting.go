@@ -15,15 +15,16 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// usage is one agent's accounting at one moment: its CPU, its pod's interfaces with its own
-// I/O, and the CPU of the other containers' processes it can see, by cgroup.
+// usage is one agent's accounting at one moment: its CPU, and its pod's interfaces with its
+// own I/O; for a server's end of a probe, what its pod's other containers did since the start
+// (app).
 type usage struct {
 	cpu cpustat.Sample
 	net ifstat.Sample
 	app map[string]cpustat.Group
 }
 
-func readUsage() usage { return usage{cpu: cpustat.Read(), net: ifstat.Read(), app: cpustat.Others()} }
+func readUsage() usage { return usage{cpu: cpustat.Read(), net: ifstat.Read()} }
 
 // accounting holds the accounting of the client, and of the server where the probe talks to
 // it, taken as a probe starts: what finish compares the end with.
@@ -31,14 +32,20 @@ type accounting struct {
 	job    Job
 	client usage
 	server *usage
+	app    *cpustat.Scan // the client pod's other containers, where the job asks
 }
 
+// startAccounting samples the server (which scans its pod's containers first, where the job
+// asks), then the client's pod's containers, then the client: no scan falls in a window.
 func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
 	a := accounting{job: job}
 	if probeUsesServer(job, p) {
-		if s, err := serverSample(ctx, job); err == nil {
+		if s, err := serverSample(ctx, job, appFirst); err == nil {
 			a.server = &s
 		}
+	}
+	if job.ClientApp {
+		a.app = cpustat.ScanOthers()
 	}
 	a.client = readUsage()
 	return a
@@ -51,11 +58,14 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	client := end.cpu.Since(a.client.cpu)
 	res.CPUSeconds = math.Round(client.CPU.Seconds()*1e3) / 1e3
 	h := headers(a.job)
-	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h),
-		ClientApp: appUse(end, a.client)}
+	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h)}
+	if a.app != nil {
+		v.ClientApp = appUse(cpustat.ScanOthers().Since(a.app), client.Wall)
+	}
 	if a.server != nil {
-		if srv, err := serverSample(ctx, a.job); err == nil {
-			v.Server, v.ServerApp = cpuUse(srv.cpu.Since(a.server.cpu)), appUse(srv, *a.server)
+		if srv, err := serverSample(ctx, a.job, appLast); err == nil {
+			use := srv.cpu.Since(a.server.cpu)
+			v.Server, v.ServerApp = cpuUse(use), appUse(srv.app, use.Wall)
 			// What the client sent again crossed the server's interface too, unread where the
 			// first copy had arrived (a receiver short of CPU drops behind its interface).
 			srv.net.OwnBytes += end.net.Retransmitted - a.client.net.Retransmitted
@@ -65,12 +75,25 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	res.Validity = v
 }
 
-// serverSample asks the server agent for its accounting, waiting at most 2 s.
-func serverSample(ctx context.Context, job Job) (usage, error) {
+// The server's scans of its pod's containers, around a probe (PathCPU's query "app"): the
+// first sets the baseline and comes before the CPU sample, the last comes after it and answers
+// what the containers did since the first.
+const (
+	appFirst = "first"
+	appLast  = "last"
+)
+
+// serverSample asks the server agent for its accounting, waiting at most 2 s; where the job
+// asks, with the scan of its pod's containers at this end of the probe (app).
+func serverSample(ctx context.Context, job Job, app string) (usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	path := PathCPU
+	if job.ServerApp && app != "" {
+		path += "?app=" + app
+	}
 	var r CPUReply
-	if err := controlCall(ctx, job, http.MethodGet, PathCPU, &r); err != nil {
+	if err := controlCall(ctx, job, http.MethodGet, path, &r); err != nil {
 		return usage{}, err
 	}
 	return r.sample(time.Now()), nil
@@ -89,18 +112,16 @@ func cpuUse(u cpustat.Use) *v1alpha1.CPUUse {
 	return out
 }
 
-// appUse is what the other containers' processes seen at both ends used from before to end, by
-// cgroup (a process that started or ended between them counts from, or up to, what it left).
-func appUse(end, before usage) []v1alpha1.AppContainer {
-	wall := end.cpu.At.Sub(before.cpu.At)
+// appUse is the schema's form of what the pod's other containers did over a probe of the given
+// wall time, by container, in the order of their IDs.
+func appUse(groups map[string]cpustat.Group, wall time.Duration) []v1alpha1.AppContainer {
+	if wall <= 0 {
+		return nil
+	}
 	var out []v1alpha1.AppContainer
-	for cg, e := range end.app {
-		b, ok := before.app[cg]
-		if !ok || wall <= 0 {
-			continue
-		}
-		out = append(out, v1alpha1.AppContainer{ContainerID: e.ID, Processes: e.Processes, CPUUse: v1alpha1.CPUUse{
-			WallSeconds: roundedSeconds(wall), CPUSeconds: roundedSeconds(max(0, e.CPU-b.CPU)), RunQueueWaitSeconds: roundedSeconds(max(0, e.RunDelay-b.RunDelay)),
+	for _, g := range groups {
+		out = append(out, v1alpha1.AppContainer{ContainerID: g.ID, Processes: g.Processes, CPUUse: v1alpha1.CPUUse{
+			WallSeconds: roundedSeconds(wall), CPUSeconds: roundedSeconds(g.CPU), RunQueueWaitSeconds: roundedSeconds(g.RunDelay),
 		}})
 	}
 	slices.SortFunc(out, func(x, y v1alpha1.AppContainer) int { return strings.Compare(x.ContainerID, y.ContainerID) })

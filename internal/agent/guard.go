@@ -217,9 +217,10 @@ func controlMux(ls *lease, done func(string), id Identity, jobs http.Handler) ht
 	mux.HandleFunc("GET "+PathLease, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, _ *http.Request) {
+	var scans appScans
+	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(cpuReply())
+		_ = json.NewEncoder(w).Encode(scans.reply(r.URL.Query().Get("app")))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -69,8 +69,11 @@ type CPUReply struct {
 	InterfacePackets int64 `json:"interfacePackets,omitempty"`
 	OwnBytes         int64 `json:"ownBytes,omitempty"`
 	TrafficOK        bool  `json:"trafficOK,omitempty"`
-	// App is the CPU of the other containers' processes the server can see, by cgroup path.
+	// App is, at the last of a probe's two scans, what the server pod's other containers did
+	// since the first, by cgroup path.
 	App map[string]cpustat.Group `json:"app,omitempty"`
+	// SampledAgoNanos is how long before the reply the CPU was sampled (a scan after it).
+	SampledAgoNanos int64 `json:"sampledAgoNanos,omitempty"`
 }
 
 // cpuReply is this process's CPUReply now.
@@ -78,11 +81,40 @@ func cpuReply() CPUReply {
 	s, n := cpustat.Read(), ifstat.Read()
 	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: cpustat.PeakRSS(), RunDelayNanos: int64(s.RunDelay),
 		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores,
-		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK, App: cpustat.Others()}
+		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK}
 }
 
-// sample is the accounting the reply holds, taken at `at`.
+// appScans holds the server's first scan of its pod's containers around the probe in progress.
+type appScans struct {
+	mu    sync.Mutex
+	first *cpustat.Scan
+}
+
+// reply is the CPUReply for PathCPU's query app: the first scan before the CPU sample, the last
+// after it with what the containers did since the first; none without the query.
+func (a *appScans) reply(app string) CPUReply {
+	if app == appFirst {
+		scan := cpustat.ScanOthers()
+		a.mu.Lock()
+		a.first = scan
+		a.mu.Unlock()
+	}
+	r := cpuReply()
+	if app == appLast {
+		at := time.Now()
+		a.mu.Lock()
+		first := a.first
+		a.first = nil
+		a.mu.Unlock()
+		r.App = cpustat.ScanOthers().Since(first)
+		r.SampledAgoNanos = int64(time.Since(at))
+	}
+	return r
+}
+
+// sample is the accounting the reply holds, received at `at` (sampled up to 2 s before).
 func (r CPUReply) sample(at time.Time) usage {
+	at = at.Add(-min(max(0, time.Duration(r.SampledAgoNanos)), 2*time.Second))
 	return usage{
 		cpu: cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
 			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores},

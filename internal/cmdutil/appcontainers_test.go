@@ -12,6 +12,7 @@ import (
 
 // A pod's sidecar (a restartable init container), its containers and its ephemeral containers,
 // each with the ID from its status and its own CPU limit; a finished init container is not one.
+// The agent sees its target's processes, and every container's where the pod shares them.
 func TestAppContainers(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	limit := func(cpu string) corev1.ResourceRequirements {
@@ -31,12 +32,20 @@ func TestAppContainers(t *testing.T) {
 	}
 	want := []report.Container{
 		{Name: "proxy", ID: "p0", LimitCores: 0.1},
-		{Name: "app", ID: "a0", LimitCores: 0.2},
+		{Name: "app", ID: "a0", LimitCores: 0.2, Visible: true},
 		{Name: "burner", ID: "b0", LimitCores: 1.5},
 		{Name: "netbench-x", ID: "e0", Ephemeral: true},
 	}
-	if diff := cmp.Diff(want, AppContainers(&session.Target{Pod: p})); diff != "" {
+	if diff := cmp.Diff(want, AppContainers(&session.Target{Pod: p, Container: "app"})); diff != "" {
 		t.Errorf("AppContainers (-want +got):\n%s", diff)
+	}
+	shared := true
+	p.Spec.ShareProcessNamespace = &shared
+	for i := range want {
+		want[i].Visible = true
+	}
+	if diff := cmp.Diff(want, AppContainers(&session.Target{Pod: p, Container: "app"})); diff != "" {
+		t.Errorf("AppContainers of a pod sharing its process namespace (-want +got):\n%s", diff)
 	}
 	if got := AppContainers(nil); got != nil {
 		t.Errorf("no target: %v", got)

@@ -140,15 +140,18 @@ func CheckTarget(t *session.Target, container string, allowHostNetwork bool) err
 
 // AppContainers are the target pod's running containers (sidecars too) and ephemeral
 // containers, as report.Judge names the processes an ephemeral agent in the pod saw: the ID
-// from the pod's status, each container's own CPU limit from its spec.
+// from the pod's status, each container's own CPU limit from its spec, and whether the agent
+// (which targets t.Container) can see its processes.
 func AppContainers(t *session.Target) []report.Container {
 	if t == nil || t.Pod == nil {
 		return nil
 	}
 	p := t.Pod
+	shared := p.Spec.ShareProcessNamespace != nil && *p.Spec.ShareProcessNamespace
 	var out []report.Container
 	add := func(c corev1.Container, statuses []corev1.ContainerStatus, ephemeral bool) {
-		rc := report.Container{Name: c.Name, LimitCores: c.Resources.Limits.Cpu().AsApproximateFloat64(), Ephemeral: ephemeral}
+		rc := report.Container{Name: c.Name, LimitCores: c.Resources.Limits.Cpu().AsApproximateFloat64(), Ephemeral: ephemeral,
+			Visible: shared || c.Name == t.Container}
 		for _, s := range statuses {
 			if s.Name == c.Name {
 				_, rc.ID, _ = strings.Cut(s.ContainerID, "://")

@@ -1,6 +1,7 @@
 // Package cpustat reads what a process's CPU accounting says about a stretch of its work: the CPU
 // time it used, the time its threads were runnable but waited for a CPU, and its own cgroup's CFS
-// quota and throttling (cgroup v1 and v2). The wait is what tells a CPU limit from the network:
+// quota and throttling (cgroup v1 and v2); and the same times of the threads of its pod's other
+// containers that it can see (Scan). The wait is what tells a CPU limit from the network:
 // a task whose cgroup, or any ancestor of it, ran out of quota stays runnable and waits — so an
 // ephemeral container, which has no limit of its own and runs under its pod's, still sees the
 // pod's throttling there, where its own cgroup's cpu.stat says nothing.
@@ -66,19 +67,30 @@ func runDelay(taskDir string) time.Duration {
 	files, _ := filepath.Glob(filepath.Join(taskDir, "*", "schedstat"))
 	var sum time.Duration
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread exited
-		}
-		fields := strings.Fields(string(b))
-		if len(fields) < 2 {
-			continue
-		}
-		if ns, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
-			sum += time.Duration(ns)
+		if _, wait, ok := schedstat(f); ok {
+			sum += wait
 		}
 	}
 	return sum
+}
+
+// schedstat reads a thread's schedstat: the time it ran and the time it waited on a run queue;
+// not ok when the thread exited or the file is not one.
+func schedstat(file string) (run, wait time.Duration, ok bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	r, err1 := strconv.ParseInt(f[0], 10, 64)
+	w, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || r < 0 || w < 0 {
+		return 0, 0, false
+	}
+	return time.Duration(r), time.Duration(w), true
 }
 
 // ownCPUCgroup is the directory of the cpu controller's cgroup of the process whose

@@ -1,6 +1,7 @@
 package cpustat
 
 import (
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -9,75 +10,140 @@ import (
 	"time"
 )
 
-// Group is the CPU accounting of the processes of one cgroup that this process can see: a
-// container of the pod whose process namespace it shares (an ephemeral container shares its
-// target container's, and every container's when the pod shares one namespace).
+// Group is what the threads of one of the pod's other containers did between two scans: the
+// time they ran and the time they were runnable but waited for a CPU (throttling at any cgroup
+// level, or other tasks on the node), summed over the threads alive at the second scan; a
+// thread that exited between the scans takes its share with it.
 type Group struct {
 	// ID is the container's ID as its cgroup's name holds it ("cri-containerd-ID.scope",
-	// "crio-ID.scope", "docker-ID.scope" or "ID"), or the cgroup's name.
-	ID string `json:"id"`
-	// CPU and RunDelay are summed over the group's live threads: the time they ran, and the
-	// time they were runnable but waited for a CPU (throttling at any level, or other tasks).
+	// "crio-ID.scope", "docker-ID.scope" or "ID").
+	ID        string        `json:"id"`
 	CPU       time.Duration `json:"cpuNanos"`
 	RunDelay  time.Duration `json:"runDelayNanos"`
-	Processes int           `json:"processes"`
+	Processes int           `json:"processes"` // at the second scan
 }
 
-// maxTasks bounds the threads Others reads in one call: a pod with more than this many is
-// counted in part (the groups' Processes say how many processes were).
-const maxTasks = 20000
+// Bounds of one scan: a pod with more threads, or a scan that takes longer, is not compared
+// (Since answers nil), so that a busy application can neither slow the agent nor skew its
+// figures; and at most maxGroups containers.
+const (
+	maxTasks   = 20000
+	scanBudget = 200 * time.Millisecond
+	maxGroups  = 64
+)
 
-// Others samples the processes in /proc that are not in this process's own cgroup, by cgroup.
-func Others() map[string]Group { return others("/proc", strconv.Itoa(os.Getpid())) }
+// Scan is one look at the threads of the other containers of this process's pod that it can
+// see: those of the processes in /proc whose cgroup is a sibling of its own (or below one),
+// each by its thread ID.
+type Scan struct {
+	threads   map[int]thread
+	processes map[string]int
+	truncated bool
+}
 
-// others reads the processes under proc other than self and those in self's cgroup, keyed by
-// cgroup path.
-func others(proc, self string) map[string]Group {
+type thread struct {
+	group     string
+	run, wait time.Duration
+}
+
+// ScanOthers scans the pod's other containers' threads this process can see.
+func ScanOthers() *Scan { return scanOthers("/proc", strconv.Itoa(os.Getpid()), scanBudget) }
+
+func scanOthers(proc, self string, budget time.Duration) *Scan {
+	s := &Scan{threads: map[int]thread{}, processes: map[string]int{}}
 	own := cpuCgroupOf(filepath.Join(proc, self, "cgroup"))
-	entries, err := os.ReadDir(proc)
-	if err != nil || own == "" {
+	pids, full := readDirNames(proc, maxTasks+1024)
+	if own == "" || full {
+		s.truncated = true
+		return s
+	}
+	deadline := time.Now().Add(budget)
+	for _, pid := range pids {
+		if _, err := strconv.Atoi(pid); err != nil || pid == self {
+			continue
+		}
+		group, ok := containerOf(cpuCgroupOf(filepath.Join(proc, pid, "cgroup")), own)
+		if !ok {
+			continue
+		}
+		if !s.addThreads(filepath.Join(proc, pid, "task"), group) || time.Now().After(deadline) {
+			s.truncated = true
+			return s
+		}
+		s.processes[group]++
+	}
+	return s
+}
+
+// addThreads adds the threads under taskDir to the scan; false past maxTasks.
+func (s *Scan) addThreads(taskDir, group string) bool {
+	tids, full := readDirNames(taskDir, maxTasks-len(s.threads)+1)
+	if full {
+		return false
+	}
+	for _, t := range tids {
+		tid, err := strconv.Atoi(t)
+		if err != nil {
+			continue
+		}
+		if run, wait, ok := schedstat(filepath.Join(taskDir, t, "schedstat")); ok {
+			s.threads[tid] = thread{group: group, run: run, wait: wait}
+		}
+	}
+	return true
+}
+
+// readDirNames lists at most n-1 names in dir; full when there were n or more.
+func readDirNames(dir string, n int) (names []string, full bool) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	names, err = f.Readdirnames(n)
+	if err != nil && err != io.EOF {
+		return nil, false
+	}
+	return names, len(names) >= n
+}
+
+// containerOf is the container cgroup a cgroup path belongs to when it is a sibling of own or
+// below one (a container's own sub-cgroups fold into it): the pod's containers. Inside a
+// cgroup namespace own is "/" and its siblings "/../ID".
+func containerOf(cg, own string) (string, bool) {
+	parent := path.Dir(own)
+	if own == "/" {
+		parent = "/.."
+	}
+	rest, ok := strings.CutPrefix(cg, strings.TrimSuffix(parent, "/")+"/")
+	if cg == "" || cg == own || strings.HasPrefix(cg, own+"/") || !ok || rest == "" || strings.HasPrefix(rest, "..") {
+		return "", false
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	return strings.TrimSuffix(parent, "/") + "/" + first, true
+}
+
+// Since is what each container's threads did from before to s, by container cgroup; nil when
+// either scan was cut short, or when there are more than maxGroups containers. A thread seen
+// in both counts its difference; one that started since, everything it did.
+func (s *Scan) Since(before *Scan) map[string]Group {
+	if s == nil || before == nil || s.truncated || before.truncated {
 		return nil
 	}
-	out, tasks := map[string]Group{}, 0
-	for _, e := range entries {
-		pid := e.Name()
-		if _, err := strconv.Atoi(pid); err != nil || pid == self || tasks >= maxTasks {
-			continue
+	out := map[string]Group{}
+	for tid, t := range s.threads {
+		run, wait := t.run, t.wait
+		if b, ok := before.threads[tid]; ok && b.group == t.group && b.run <= t.run && b.wait <= t.wait {
+			run, wait = t.run-b.run, t.wait-b.wait
 		}
-		cg := cpuCgroupOf(filepath.Join(proc, pid, "cgroup"))
-		if cg == "" || cg == own {
-			continue
-		}
-		cpu, delay, n := taskTimes(filepath.Join(proc, pid, "task"), maxTasks-tasks)
-		tasks += n
-		g := out[cg]
-		g.ID, g.CPU, g.RunDelay, g.Processes = ContainerID(cg), g.CPU+cpu, g.RunDelay+delay, g.Processes+1
-		out[cg] = g
+		g := out[t.group]
+		g.ID, g.CPU, g.RunDelay, g.Processes = ContainerID(t.group), g.CPU+run, g.RunDelay+wait, s.processes[t.group]
+		out[t.group] = g
+	}
+	if len(out) > maxGroups {
+		return nil
 	}
 	return out
-}
-
-// taskTimes sums the first two fields of the schedstat of at most limit threads under taskDir:
-// nanoseconds on a CPU, and on a run queue waiting for one.
-func taskTimes(taskDir string, limit int) (cpu, delay time.Duration, n int) {
-	tasks, _ := os.ReadDir(taskDir)
-	for _, t := range tasks[:min(len(tasks), limit)] {
-		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "schedstat"))
-		if err != nil {
-			continue // the thread exited
-		}
-		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			continue
-		}
-		run, err1 := strconv.ParseInt(f[0], 10, 64)
-		wait, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil || run < 0 || wait < 0 {
-			continue
-		}
-		cpu, delay, n = cpu+time.Duration(run), delay+time.Duration(wait), n+1
-	}
-	return cpu, delay, n
 }
 
 // cpuCgroupOf is the path of the cpu controller's cgroup in a /proc/PID/cgroup file: the v1

@@ -64,7 +64,7 @@ func Judge(r *v1alpha1.ProbeResult, at Agents) {
 		return
 	}
 	v.Valid, v.Reasons, v.Advice, v.Causes = true, nil, "", nil
-	v.ClientApp, v.ServerApp = judgeApp(v.ClientApp, at.ClientInApp, at.ClientPod), judgeApp(v.ServerApp, at.ServerInApp, at.ServerPod)
+	v.ClientApp, v.ServerApp = judgeApp(v.ClientApp, at.ClientInApp, at.ClientPod, wallOf(v.Client)), judgeApp(v.ServerApp, at.ServerInApp, at.ServerPod, wallOf(v.Server))
 	for _, side := range []struct {
 		role string
 		use  *v1alpha1.CPUUse
@@ -97,6 +97,14 @@ func Judge(r *v1alpha1.ProbeResult, at Agents) {
 	v.ServerTraffic = sanitizeTraffic(v.ServerTraffic, at.ServerInApp)
 	judgeTraffic(r)
 	v.Valid = len(v.Causes) == 0
+}
+
+// wallOf is an agent's wall time over a probe; 0 without its accounting.
+func wallOf(u *v1alpha1.CPUUse) float64 {
+	if u == nil || u.WallSeconds != u.WallSeconds {
+		return 0
+	}
+	return u.WallSeconds
 }
 
 func addCause(causes []string, c string) []string {

@@ -235,7 +235,9 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 func (r *dnsRun) agentSpec() session.AgentSpec {
 	o := r.o
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
-	return session.AgentSpec{Role: session.RoleDNS, Target: r.t, Lifetime: o.agentLifetime(), Job: dnsJob(spec)}
+	job := dnsJob(spec)
+	job.ClientApp = !r.t.HostNetwork() // the agent is an ephemeral container in the application's pod
+	return session.AgentSpec{Role: session.RoleDNS, Target: r.t, Lifetime: o.agentLifetime(), Job: job}
 }
 
 // captureSpec is the agent that captures the pod's own DNS traffic for --observe, told the

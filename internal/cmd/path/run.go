@@ -89,7 +89,9 @@ func (r *pathRun) Start(ctx context.Context) (err error) {
 		rep.Destination.AgentIP = r.srv.IP
 		SetAgentName(&rep.Destination, r.srv)
 		job.Host, job.Port = r.srv.IP, r.srv.Port
+		job.ServerApp = !r.srv.Temporary && !dst.HostNetwork()
 	}
+	job.ClientApp = r.sess.Mode == session.ModeEphemeral && !src.HostNetwork()
 	rep.Mode = r.sess.Mode
 	r.timer.Phase("start-server")
 	return r.startClient(ctx, &job, lifetime)

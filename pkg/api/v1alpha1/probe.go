@@ -64,7 +64,7 @@ type Validity struct {
 	// ClientApp and ServerApp are the CPU accounting, over the probe, of the application's
 	// containers in the pod an ephemeral agent runs in: those whose processes it could see (its
 	// target container's; every container's where the pod shares one process namespace), and the
-	// others marked NotSeen.
+	// others marked NotSeen. Only where the run asked (Job.ClientApp, ServerApp).
 	ClientApp []AppContainer `json:"clientApp,omitempty"`
 	ServerApp []AppContainer `json:"serverApp,omitempty"`
 }
@@ -80,11 +80,11 @@ type AppContainer struct {
 	ContainerID string `json:"containerID,omitempty"`
 	Processes   int    `json:"processes,omitempty"`
 	// NotSeen: the agent could not see the container's processes (it shares only its target
-	// container's process namespace); no figures.
+	// container's process namespace); its figures are zero.
 	NotSeen bool `json:"notSeen,omitempty"`
-	// CPULimited: the container's own CPU limit decided its work over the probe (it used 90 %
-	// of the limit or more, or waited for a CPU longer than it ran): the application's own
-	// latency then holds CPU waits that the path's figures do not.
+	// CPULimited: the container used 90 % of its own CPU limit or more over the probe (of 0.5 s
+	// or more): the application's own latency can then hold CPU waits that the path's figures
+	// do not.
 	CPULimited bool `json:"cpuLimited,omitempty"`
 	CPUUse
 }
@@ -121,7 +121,8 @@ const (
 	LimitFromContainer = "container" // an application container's limit in its pod's spec
 )
 
-// CPUUse is one agent's CPU accounting over one probe.
+// CPUUse is one agent's CPU accounting over one probe, or an application container's
+// (AppContainer: no throttling counters, LimitFrom "container").
 type CPUUse struct {
 	WallSeconds float64 `json:"wallSeconds"`
 	CPUSeconds  float64 `json:"cpuSeconds"`
