@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -75,16 +73,9 @@ func TestPathShowsCompetingTraffic(t *testing.T) {
 			t.Errorf("%s: %.2f Mbit/s besides the agents' on the server's pod, which the app's traffic does not cross", r.Name, s.OtherBitsPerSecond/1e6)
 		}
 	}
-	var again report.PathReport
-	if err := json.Unmarshal([]byte(out), &again); err != nil {
-		t.Fatal(err)
-	}
-	var human bytes.Buffer
-	if err := render.Write(&human, "", &again); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(human.String(), "competing traffic") || !strings.Contains(human.String(), "the client pod's interfaces carried") {
-		t.Errorf("the human report does not name the competing traffic:\n%s", human.String())
+	human := humanReport(t, out)
+	if !strings.Contains(human, "competing traffic") || !strings.Contains(human, "the client pod's interfaces carried") {
+		t.Errorf("the human report does not name the competing traffic:\n%s", human)
 	}
 }
 

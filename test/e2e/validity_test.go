@@ -62,17 +62,10 @@ func TestPathMarksCPULimitedProbes(t *testing.T) {
 			}
 		}
 	}
-	var again report.PathReport // the human report of the same run, from its JSON
-	if err := json.Unmarshal([]byte(out), &again); err != nil {
-		t.Fatal(err)
-	}
-	var human bytes.Buffer
-	if err := render.Write(&human, "", &again); err != nil {
-		t.Fatal(err)
-	}
+	human := humanReport(t, out) // the human report of the same run, from its JSON
 	for _, want := range []string{"[cpu-limited]", "NOT THE NETWORK'S", "waited", report.AdvicePodLimit} {
-		if !strings.Contains(human.String(), want) {
-			t.Errorf("the human report lacks %q:\n%s", want, human.String())
+		if !strings.Contains(human, want) {
+			t.Errorf("the human report lacks %q:\n%s", want, human)
 		}
 	}
 	for _, r := range eph.Probes {
@@ -112,13 +105,10 @@ func limitedRounds(t *testing.T, ns string) {
 	if f := r.Figures["tcp-1.valid"]; f.Samples != 2 || f.Median != 0 {
 		t.Errorf("tcp-1.valid over 2 rounds on the limited pod: %+v, want 0", f)
 	}
-	var human bytes.Buffer
-	if err := render.Write(&human, "", &r); err != nil {
-		t.Fatal(err)
-	}
+	human := humanReport(t, out)
 	for _, want := range []string{"Over 2 rounds", "NOT THE NETWORK'S in round 1", "NOT THE NETWORK'S in round 2", "not the network's in 2 of 2 rounds"} {
-		if !strings.Contains(human.String(), want) {
-			t.Errorf("the human report of --repeat 2 on the limited pod lacks %q:\n%s", want, human.String())
+		if !strings.Contains(human, want) {
+			t.Errorf("the human report of --repeat 2 on the limited pod lacks %q:\n%s", want, human)
 		}
 	}
 }
@@ -177,15 +167,7 @@ func TestAppContainersCPU(t *testing.T) {
 	if v.Valid || !strings.Contains(strings.Join(v.Reasons, " "), "the pod's containers meanwhile: app 0.0") || !strings.Contains(strings.Join(v.Reasons, " "), ", burner 0.") {
 		t.Errorf("%s beside the sidecar under the pod's 0.4 cores: %s", tcp.Name, validityJSON(v))
 	}
-	var again report.PathReport
-	if err := json.Unmarshal([]byte(out), &again); err != nil {
-		t.Fatal(err)
-	}
-	var human bytes.Buffer
-	if err := render.Write(&human, "", &again); err != nil {
-		t.Fatal(err)
-	}
-	if h := human.String(); !strings.Contains(h, "server pod, container burner: 0.") || !strings.Contains(h, "CPU-THROTTLED") || strings.Contains(h, "container app:") {
+	if h := humanReport(t, out); !strings.Contains(h, "server pod, container burner: 0.") || !strings.Contains(h, "CPU-THROTTLED") || strings.Contains(h, "container app:") {
 		t.Errorf("the human report does not name the throttled sidecar alone:\n%s", h)
 	}
 
@@ -214,4 +196,18 @@ func probeOf(t *testing.T, rep *v1alpha1.PathReport, kind string) *v1alpha1.Prob
 	}
 	t.Fatalf("no %s probe with accounting in the report", kind)
 	return nil
+}
+
+// humanReport is the human report of a path run, rendered from its JSON.
+func humanReport(t *testing.T, out string) string {
+	t.Helper()
+	var r report.PathReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	var human bytes.Buffer
+	if err := render.Write(&human, "", &r); err != nil {
+		t.Fatal(err)
+	}
+	return human.String()
 }
