@@ -176,7 +176,13 @@ func (a *Agent) Ready(ctx context.Context) error {
 		return a.handOver(ctx)
 	}
 	a.firstLease(ctx)
+	// Admitted like a create, so that Close, which waits for those, never waits for the
+	// background work before it is added; after Close has begun there is none.
+	if err := a.s.begin(); err != nil {
+		return err
+	}
 	a.s.wg.Add(2)
+	a.s.creating.Done()
 	go func() { defer a.s.wg.Done(); a.s.renewLease(a) }()
 	go func() { defer a.s.wg.Done(); a.followServer() }()
 	return nil
