@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -16,15 +17,27 @@ import (
 )
 
 // usage is one agent's accounting at one moment: its CPU, and its pod's interfaces with its
-// own I/O; for a server's end of a probe, what its pod's other containers did since the start
-// (app).
+// own I/O; for a server's end of a probe, what its pod's other containers did since the start.
 type usage struct {
 	cpu cpustat.Sample
 	net ifstat.Sample
-	app map[string]cpustat.Group
+	app appResult
 }
 
 func readUsage() usage { return usage{cpu: cpustat.Read(), net: ifstat.Read()} }
+
+// appResult is what a pod's other containers did over a probe, as one agent scanned them; cut
+// when a scan was cut short (not compared).
+type appResult struct {
+	groups map[string]cpustat.Group
+	window time.Duration
+	cut    bool
+}
+
+func appSince(end, start *cpustat.Scan) appResult {
+	g, w, ok := end.Since(start)
+	return appResult{groups: g, window: w, cut: !ok}
+}
 
 // accounting holds the accounting of the client, and of the server where the probe talks to
 // it, taken as a probe starts: what finish compares the end with.
@@ -35,17 +48,18 @@ type accounting struct {
 	app    *cpustat.Scan // the client pod's other containers, where the job asks
 }
 
-// startAccounting samples the server (which scans its pod's containers first, where the job
-// asks), then the client's pod's containers, then the client: no scan falls in a window.
+// startAccounting scans the client pod's other containers (where the job asks), samples the
+// server (which scans its own first), then the client; finish samples in the opposite order:
+// no scan falls in either agent's window.
 func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
 	a := accounting{job: job}
+	if len(job.ClientApp) > 0 {
+		a.app = cpustat.ScanOthers(job.ClientApp)
+	}
 	if probeUsesServer(job, p) {
 		if s, err := serverSample(ctx, job, appFirst); err == nil {
 			a.server = &s
 		}
-	}
-	if job.ClientApp {
-		a.app = cpustat.ScanOthers()
 	}
 	a.client = readUsage()
 	return a
@@ -59,44 +73,49 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	res.CPUSeconds = math.Round(client.CPU.Seconds()*1e3) / 1e3
 	h := headers(a.job)
 	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h)}
-	if a.app != nil {
-		v.ClientApp = appUse(cpustat.ScanOthers().Since(a.app), client.Wall)
-	}
 	if a.server != nil {
 		if srv, err := serverSample(ctx, a.job, appLast); err == nil {
-			use := srv.cpu.Since(a.server.cpu)
-			v.Server, v.ServerApp = cpuUse(use), appUse(srv.app, use.Wall)
+			v.Server = cpuUse(srv.cpu.Since(a.server.cpu))
+			v.ServerApp, v.ServerAppNotCompared = appUse(srv.app), srv.app.cut
 			// What the client sent again crossed the server's interface too, unread where the
 			// first copy had arrived (a receiver short of CPU drops behind its interface).
 			srv.net.OwnBytes += end.net.Retransmitted - a.client.net.Retransmitted
 			v.ServerTraffic = traffic(srv.net, a.server.net, h)
 		}
 	}
+	if a.app != nil {
+		app := appSince(cpustat.ScanOthers(a.job.ClientApp), a.app)
+		v.ClientApp, v.ClientAppNotCompared = appUse(app), app.cut
+	}
 	res.Validity = v
 }
 
-// The server's scans of its pod's containers, around a probe (PathCPU's query "app"): the
-// first sets the baseline and comes before the CPU sample, the last comes after it and answers
-// what the containers did since the first.
+// The server's scans of its pod's containers around a probe (PathCPU's query "app", with the
+// containers' IDs in "ids"): the first sets the baseline and comes before the CPU sample, the
+// last comes after it and answers what the containers did since the first.
 const (
 	appFirst = "first"
 	appLast  = "last"
 )
 
 // serverSample asks the server agent for its accounting, waiting at most 2 s; where the job
-// asks, with the scan of its pod's containers at this end of the probe (app).
+// asks, with the scan of its pod's containers at this end of the probe (app). The CPU sample's
+// time is the reply's arrival less how long before it the server says it sampled, at most the
+// call's own time.
 func serverSample(ctx context.Context, job Job, app string) (usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	path := PathCPU
-	if job.ServerApp && app != "" {
-		path += "?app=" + app
+	if len(job.ServerApp) > 0 && app != "" {
+		path += "?" + url.Values{"app": {app}, "ids": {strings.Join(job.ServerApp, ",")}}.Encode()
 	}
+	sent := time.Now()
 	var r CPUReply
 	if err := controlCall(ctx, job, http.MethodGet, path, &r); err != nil {
 		return usage{}, err
 	}
-	return r.sample(time.Now()), nil
+	now := time.Now()
+	return r.sample(now, now.Sub(sent)), nil
 }
 
 // roundedSeconds is d in seconds, rounded to the millisecond.
@@ -112,16 +131,16 @@ func cpuUse(u cpustat.Use) *v1alpha1.CPUUse {
 	return out
 }
 
-// appUse is the schema's form of what the pod's other containers did over a probe of the given
-// wall time, by container, in the order of their IDs.
-func appUse(groups map[string]cpustat.Group, wall time.Duration) []v1alpha1.AppContainer {
-	if wall <= 0 {
+// appUse is the schema's form of what the pod's other containers did over a probe, by
+// container, in the order of their IDs; the window is each one's wall time.
+func appUse(r appResult) []v1alpha1.AppContainer {
+	if r.window <= 0 {
 		return nil
 	}
 	var out []v1alpha1.AppContainer
-	for _, g := range groups {
+	for _, g := range r.groups {
 		out = append(out, v1alpha1.AppContainer{ContainerID: g.ID, Processes: g.Processes, CPUUse: v1alpha1.CPUUse{
-			WallSeconds: roundedSeconds(wall), CPUSeconds: roundedSeconds(g.CPU), RunQueueWaitSeconds: roundedSeconds(g.RunDelay),
+			WallSeconds: roundedSeconds(r.window), CPUSeconds: roundedSeconds(g.CPU), RunQueueWaitSeconds: roundedSeconds(g.RunDelay),
 		}})
 	}
 	slices.SortFunc(out, func(x, y v1alpha1.AppContainer) int { return strings.Compare(x.ContainerID, y.ContainerID) })

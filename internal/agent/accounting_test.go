@@ -2,6 +2,8 @@ package agent
 
 import (
 	"encoding/json"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,41 +13,54 @@ import (
 )
 
 // The other containers' use over a probe in the schema's form: seconds to the millisecond, the
-// probe's wall time on each, in the order of the IDs; nothing without a wall time.
+// scans' window as each one's wall time, in the order of the IDs; nothing without a window.
 func TestAppUse(t *testing.T) {
 	groups := map[string]cpustat.Group{
-		"/../b": {ID: "b", CPU: 400 * time.Millisecond, RunDelay: 1600 * time.Millisecond, Processes: 1},
-		"/../a": {ID: "a", CPU: 1234567 * time.Nanosecond, Processes: 2},
+		"b": {ID: "b", CPU: 400 * time.Millisecond, RunDelay: 1600 * time.Millisecond, Processes: 1},
+		"a": {ID: "a", CPU: 1234567 * time.Nanosecond, Processes: 2},
 	}
 	want := []v1alpha1.AppContainer{
-		{ContainerID: "a", Processes: 2, CPUUse: v1alpha1.CPUUse{WallSeconds: 2, CPUSeconds: 0.001}},
-		{ContainerID: "b", Processes: 1, CPUUse: v1alpha1.CPUUse{WallSeconds: 2, CPUSeconds: 0.4, RunQueueWaitSeconds: 1.6}},
+		{ContainerID: "a", Processes: 2, CPUUse: v1alpha1.CPUUse{WallSeconds: 2.05, CPUSeconds: 0.001}},
+		{ContainerID: "b", Processes: 1, CPUUse: v1alpha1.CPUUse{WallSeconds: 2.05, CPUSeconds: 0.4, RunQueueWaitSeconds: 1.6}},
 	}
-	if diff := cmp.Diff(want, appUse(groups, 2*time.Second)); diff != "" {
+	if diff := cmp.Diff(want, appUse(appResult{groups: groups, window: 2050 * time.Millisecond})); diff != "" {
 		t.Errorf("appUse (-want +got):\n%s", diff)
 	}
-	if got := appUse(groups, 0); got != nil {
-		t.Errorf("no wall time: %v", got)
+	if got := appUse(appResult{groups: groups}); got != nil {
+		t.Errorf("no window: %v", got)
 	}
 }
 
-// The server's replies around a probe: only the last carries the containers' use, and says how
-// long before it the CPU was sampled, which the client takes off the reply's arrival; a reply
-// without the query scans nothing; what crosses the wire comes back the same.
+// The server's replies around a probe: only the last carries the containers' use and its
+// window, and says how long before it the CPU was sampled, which the client takes off the
+// reply's arrival (at most the call's own time); a reply without IDs scans nothing; the IDs a
+// query names are bounded and must look like a runtime's; what crosses the wire comes back the
+// same.
 func TestServerAppReplies(t *testing.T) {
 	var scans appScans
-	if first := scans.reply(appFirst); first.App != nil || first.SampledAgoNanos != 0 || scans.first == nil {
+	ids := []string{"not-running-here"}
+	if first := scans.reply(appFirst, ids); first.App != nil || first.SampledAgoNanos != 0 || scans.first == nil {
 		t.Fatalf("first reply %+v, baseline %v", first, scans.first)
 	}
-	last := scans.reply(appLast)
-	if last.SampledAgoNanos <= 0 || scans.first != nil {
-		t.Errorf("last reply sampled %d ns before, baseline left %v", last.SampledAgoNanos, scans.first)
+	last := scans.reply(appLast, ids)
+	if last.SampledAgoNanos <= 0 || scans.first != nil || last.AppCut || last.AppWindowNanos <= 0 {
+		t.Errorf("last reply %+v, baseline left %v", last, scans.first)
 	}
-	if plain := scans.reply(""); plain.App != nil || plain.SampledAgoNanos != 0 {
-		t.Errorf("a reply without the query: %+v", plain)
+	if plain := scans.reply(appLast, nil); plain.App != nil || plain.SampledAgoNanos != 0 || plain.AppWindowNanos != 0 {
+		t.Errorf("a reply without IDs: %+v", plain)
+	}
+	if cut := scans.reply(appLast, ids); !cut.AppCut {
+		t.Errorf("a last scan without a first compared: %+v", cut)
+	}
+	many := strings.Repeat("a,", 100) + "\x1b[2J,b"
+	if got := appIDs(many); len(got) != maxAppIDs || got[0] != "a" {
+		t.Errorf("appIDs of a hostile query: %d IDs, %q", len(got), got[:min(3, len(got))])
+	}
+	if got := appIDs(url.Values{"ids": {"x1,\x1b[2J,y.2"}}.Get("ids")); !cmp.Equal(got, []string{"x1", "y.2"}) {
+		t.Errorf("appIDs = %q", got)
 	}
 	now := time.Unix(100, 0)
-	r := CPUReply{App: map[string]cpustat.Group{"/../x": {ID: "x", CPU: 5, RunDelay: 6, Processes: 1}}, SampledAgoNanos: int64(30 * time.Millisecond)}
+	r := CPUReply{App: map[string]cpustat.Group{"x": {ID: "x", CPU: 5, RunDelay: 6, Processes: 1}}, AppWindowNanos: 7, SampledAgoNanos: int64(30 * time.Millisecond)}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -54,11 +69,11 @@ func TestServerAppReplies(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	u := back.sample(now)
-	if diff := cmp.Diff(r.App, u.app); diff != "" || !u.cpu.At.Equal(now.Add(-30*time.Millisecond)) {
-		t.Errorf("over the wire (-want +got):\n%s; sampled at %v", diff, u.cpu.At)
+	u := back.sample(now, time.Second)
+	if diff := cmp.Diff(r.App, u.app.groups); diff != "" || u.app.window != 7 || !u.cpu.At.Equal(now.Add(-30*time.Millisecond)) {
+		t.Errorf("over the wire (-want +got):\n%s; window %v, sampled at %v", diff, u.app.window, u.cpu.At)
 	}
-	if u := (CPUReply{SampledAgoNanos: int64(time.Hour)}).sample(now); !u.cpu.At.Equal(now.Add(-2 * time.Second)) {
-		t.Errorf("a claimed hour before: sampled at %v, want at most 2 s before", u.cpu.At)
+	if u := back.sample(now, 5*time.Millisecond); !u.cpu.At.Equal(now.Add(-5 * time.Millisecond)) {
+		t.Errorf("sampled before the call was made: at %v", u.cpu.At)
 	}
 }

@@ -220,7 +220,8 @@ func controlMux(ls *lease, done func(string), id Identity, jobs http.Handler) ht
 	var scans appScans
 	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(scans.reply(r.URL.Query().Get("app")))
+		q := r.URL.Query()
+		_ = json.NewEncoder(w).Encode(scans.reply(q.Get("app"), appIDs(q.Get("ids"))))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

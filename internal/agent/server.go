@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,8 +72,10 @@ type CPUReply struct {
 	OwnBytes         int64 `json:"ownBytes,omitempty"`
 	TrafficOK        bool  `json:"trafficOK,omitempty"`
 	// App is, at the last of a probe's two scans, what the server pod's other containers did
-	// since the first, by cgroup path.
-	App map[string]cpustat.Group `json:"app,omitempty"`
+	// since the first, by container ID, over AppWindowNanos; AppCut when a scan was cut short.
+	App            map[string]cpustat.Group `json:"app,omitempty"`
+	AppWindowNanos int64                    `json:"appWindowNanos,omitempty"`
+	AppCut         bool                     `json:"appCut,omitempty"`
 	// SampledAgoNanos is how long before the reply the CPU was sampled (a scan after it).
 	SampledAgoNanos int64 `json:"sampledAgoNanos,omitempty"`
 }
@@ -90,11 +94,30 @@ type appScans struct {
 	first *cpustat.Scan
 }
 
-// reply is the CPUReply for PathCPU's query app: the first scan before the CPU sample, the last
-// after it with what the containers did since the first; none without the query.
-func (a *appScans) reply(app string) CPUReply {
+// maxAppIDs bounds the container IDs a query names.
+const maxAppIDs = 64
+
+// appIDs are the container IDs of PathCPU's query: at most maxAppIDs, each like a runtime's.
+func appIDs(q string) []string {
+	var ids []string
+	for _, id := range strings.Split(q, ",") {
+		if len(ids) < maxAppIDs && containerID.MatchString(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+var containerID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// reply is the CPUReply for PathCPU's query (app, ids): the first scan before the CPU sample,
+// the last after it with what the containers did since the first; none without the query.
+func (a *appScans) reply(app string, ids []string) CPUReply {
+	if len(ids) == 0 {
+		return cpuReply()
+	}
 	if app == appFirst {
-		scan := cpustat.ScanOthers()
+		scan := cpustat.ScanOthers(ids)
 		a.mu.Lock()
 		a.first = scan
 		a.mu.Unlock()
@@ -106,20 +129,21 @@ func (a *appScans) reply(app string) CPUReply {
 		first := a.first
 		a.first = nil
 		a.mu.Unlock()
-		r.App = cpustat.ScanOthers().Since(first)
+		res := appSince(cpustat.ScanOthers(ids), first)
+		r.App, r.AppWindowNanos, r.AppCut = res.groups, int64(res.window), res.cut
 		r.SampledAgoNanos = int64(time.Since(at))
 	}
 	return r
 }
 
-// sample is the accounting the reply holds, received at `at` (sampled up to 2 s before).
-func (r CPUReply) sample(at time.Time) usage {
-	at = at.Add(-min(max(0, time.Duration(r.SampledAgoNanos)), 2*time.Second))
+// sample is the accounting the reply holds, received at `at` (sampled at most maxAgo before).
+func (r CPUReply) sample(at time.Time, maxAgo time.Duration) usage {
+	at = at.Add(-min(max(0, time.Duration(r.SampledAgoNanos)), maxAgo))
 	return usage{
 		cpu: cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
 			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores},
 		net: ifstat.Sample{At: at, Bytes: r.InterfaceBytes, Packets: r.InterfacePackets, OwnBytes: r.OwnBytes, OK: r.TrafficOK},
-		app: r.App,
+		app: appResult{groups: r.App, window: time.Duration(r.AppWindowNanos), cut: r.AppCut},
 	}
 }
 

@@ -65,10 +65,11 @@ type Job struct {
 	Probes []ProbeSpec `json:"probes"`
 	// Done tells the server to exit once the job has finished (or failed).
 	Done bool `json:"done,omitempty"`
-	// ClientApp and ServerApp ask the client, and the server, to account the CPU of their
-	// pods' other containers over each probe: for an ephemeral agent in an application pod.
-	ClientApp bool `json:"clientApp,omitempty"`
-	ServerApp bool `json:"serverApp,omitempty"`
+	// ClientApp and ServerApp ask the client, and the server, to account the CPU of these of
+	// their pods' containers over each probe, by runtime ID: for an ephemeral agent in an
+	// application pod.
+	ClientApp []string `json:"clientApp,omitempty"`
+	ServerApp []string `json:"serverApp,omitempty"`
 }
 
 // ProbeSpec is one probe of a job. Zero values take each probe's defaults.

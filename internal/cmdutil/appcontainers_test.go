@@ -47,6 +47,9 @@ func TestAppContainers(t *testing.T) {
 	if diff := cmp.Diff(want, AppContainers(&session.Target{Pod: p, Container: "app"})); diff != "" {
 		t.Errorf("AppContainers of a pod sharing its process namespace (-want +got):\n%s", diff)
 	}
+	if got := AppIDs(&session.Target{Pod: p, Container: "app"}); !cmp.Equal(got, []string{"p0", "a0", "b0"}) {
+		t.Errorf("AppIDs = %q, want the application's containers, not the agents'", got)
+	}
 	if got := AppContainers(nil); got != nil {
 		t.Errorf("no target: %v", got)
 	}

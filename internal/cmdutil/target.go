@@ -172,3 +172,15 @@ func AppContainers(t *session.Target) []report.Container {
 	}
 	return out
 }
+
+// AppIDs are the runtime IDs of the target pod's application containers (not the ephemeral
+// ones): those an ephemeral agent in it accounts the CPU of.
+func AppIDs(t *session.Target) []string {
+	var ids []string
+	for _, c := range AppContainers(t) {
+		if !c.Ephemeral && c.ID != "" {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}

@@ -10,8 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeProc writes a /proc with the given cgroup files and thread schedstats ("PID/TID": "RUN WAIT").
-func fakeProc(t *testing.T, cgroups, threads map[string]string) string {
+// fakeProc writes a /proc: cgroup files, thread schedstats ("PID/TID": "RUN WAIT") and stat
+// files ("PID": "CUTIME CSTIME STARTTIME", in clock ticks).
+func fakeProc(t *testing.T, cgroups, threads, stats map[string]string) string {
 	t.Helper()
 	proc := t.TempDir()
 	for pid, cg := range cgroups {
@@ -21,88 +22,79 @@ func fakeProc(t *testing.T, cgroups, threads map[string]string) string {
 		pid, tid, _ := strings.Cut(pt, "/")
 		write(t, filepath.Join(proc, pid, "task", tid, "schedstat"), times+" 1\n")
 	}
+	for pid, s := range stats {
+		var cu, cs, st int
+		fmt.Sscan(s, &cu, &cs, &st)
+		// fields 3-15, then cutime, cstime, then 18-21, then starttime; a command with ") (" in it
+		write(t, filepath.Join(proc, pid, "stat"), fmt.Sprintf("%s (a) (b) S 1 1 1 0 -1 0 0 0 0 0 5 5 %d %d 20 0 1 0 %d 0 0\n", pid, cu, cs, st))
+	}
+	write(t, filepath.Join(proc, "self", "cgroup"), "0::/\n")
 	return proc
 }
 
-// An ephemeral container in a cgroup namespace: its own cgroup is "/", the pod's other
-// containers "/../ID" (their sub-cgroups fold in); other pods' cgroups (hostPID), its own
-// cgroup and unreadable entries are left out. Over two scans a thread seen in both counts its
-// difference, a new thread everything, and a thread that exited nothing (not its history
-// subtracted from the others').
+// The pod's containers asked about, seen from an agent in a cgroup namespace ("/../ID", with
+// sub-cgroups) and as the host names them (CRI-O's subgroup layout); other pods' and the agent's
+// own processes are left out. Over two scans a thread seen in both counts its difference, a new
+// thread everything, a thread that exited nothing (not its history subtracted), and a process
+// seen in both the CPU of the children it reaped meanwhile (not a reused PID's).
 func TestScanSinceByContainer(t *testing.T) {
 	cgroups := map[string]string{
-		"7":  "0::/\n",
+		"7":  "0::/\n", // the agent
 		"1":  "0::/../cri-containerd-pause1.scope\n",
 		"20": "0::/../cri-containerd-abc.scope\n",
-		"21": "0::/../cri-containerd-abc.scope/init\n", // a sub-cgroup of the container
-		"30": "0::/\n",                                 // another process of the agent's own container
+		"21": "0::/../cri-containerd-abc.scope/init\n",
+		"30": "0::/kubepods.slice/kubepods-pod1.slice/crio-def.scope/container\n",
 		"40": "0::/../../pod-other/cri-containerd-zzz.scope\n",
-		"50": "0::/sub\n", // below the agent's own cgroup
+		"50": "12:cpu,cpuacct:/kubepods/burstable/pod1/ghi\n0::/\n", // cgroup v1, cgroupfs driver
 	}
 	before := fakeProc(t, cgroups, map[string]string{
 		"7/7": "5 5", "1/1": "1000 10", "20/20": "100000000 100000000", "20/22": "5000000000 5000000000",
-		"21/21": "50000000 0", "30/30": "9 9", "40/40": "7 7", "50/50": "3 3",
-	})
+		"21/21": "50000000 0", "30/30": "1 1", "40/40": "7 7", "50/50": "3 3",
+	}, map[string]string{"20": "100 0 9", "21": "0 0 11", "50": "7 0 5"})
 	after := fakeProc(t, cgroups, map[string]string{ // 22 exited, 23 started, the rest ran on
 		"7/7": "6 6", "1/1": "1000 10", "20/20": "300000000 400000000", "20/23": "40000000 0",
-		"21/21": "60000000 5000000", "30/30": "99 99", "40/40": "77 77", "50/50": "33 33",
-	})
-	s0, s1 := scanOthers(before, "7", time.Minute), scanOthers(after, "7", time.Minute)
-	got := s1.Since(s0)
+		"21/21": "60000000 5000000", "30/30": "2 3", "40/40": "77 77", "50/50": "33 33",
+	}, map[string]string{"20": "110 5 9", "21": "50 0 12", "50": "7 0 5"}) // 20 reaped 150 ms; 21 is another process
+	ids := []string{"abc", "def", "ghi"}
+	s0, s1 := scanOthers(before, ids, time.Minute), scanOthers(after, ids, time.Minute)
+	got, window, ok := s1.Since(s0)
 	want := map[string]Group{
-		"/../cri-containerd-pause1.scope": {ID: "pause1", Processes: 1},
-		"/../cri-containerd-abc.scope":    {ID: "abc", CPU: 250 * time.Millisecond, RunDelay: 305 * time.Millisecond, Processes: 2},
+		"abc": {ID: "abc", CPU: 400 * time.Millisecond, RunDelay: 305 * time.Millisecond, Processes: 2},
+		"def": {ID: "def", CPU: 1, RunDelay: 2, Processes: 1},
+		"ghi": {ID: "ghi", CPU: 30, RunDelay: 30, Processes: 1},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Since (-want +got):\n%s", diff)
-	}
-}
-
-// The pod's containers seen from outside a cgroup namespace (cgroup v1, or v2 without one):
-// siblings under the pod's cgroup, whatever the driver's naming.
-func TestContainerOf(t *testing.T) {
-	own := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podU.slice/cri-containerd-A.scope"
-	pod := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podU.slice/"
-	for cg, want := range map[string]string{
-		pod + "cri-containerd-B.scope":          pod + "cri-containerd-B.scope",
-		pod + "cri-containerd-B.scope/sub/more": pod + "cri-containerd-B.scope",
-		own:                                     "",
-		own + "/child":                          "",
-		"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podV.slice/cri-containerd-C.scope": "",
-		"/system.slice/containerd.service": "",
-		"":                                 "",
-	} {
-		got, ok := containerOf(cg, own)
-		if got != want || ok != (want != "") {
-			t.Errorf("containerOf(%q) = %q, %v; want %q", cg, got, ok, want)
-		}
+	if diff := cmp.Diff(want, got); diff != "" || !ok || window <= 0 {
+		t.Errorf("Since, ok %v, window %v (-want +got):\n%s", ok, window, diff)
 	}
 }
 
-// A scan cut short (more threads than the bound, or past its time) is not compared.
+// A scan past its thread bound or its time, or of a /proc it cannot list, is not compared; the
+// deadline holds however few of the processes are the containers asked about.
 func TestScanBounds(t *testing.T) {
 	threads := map[string]string{}
 	for i := range 30 {
 		threads[fmt.Sprintf("20/%d", 100+i)] = "1 1"
 	}
-	proc := fakeProc(t, map[string]string{"7": "0::/\n", "20": "0::/../b\n"}, threads)
-	whole := scanOthers(proc, "7", time.Minute)
-	if got := whole.Since(whole); len(got) != 1 {
-		t.Fatalf("a whole scan: %v", got)
+	cgroups := map[string]string{"20": "0::/../b\n"}
+	for i := range 200 {
+		cgroups[fmt.Sprint(1000+i)] = "0::/../other\n"
 	}
-	if late := scanOthers(proc, "7", -time.Second); late.Since(whole) != nil || whole.Since(late) != nil {
-		t.Errorf("a scan past its time compared")
+	proc := fakeProc(t, cgroups, threads, nil)
+	whole := scanOthers(proc, []string{"b"}, time.Minute)
+	if got, _, ok := whole.Since(whole); !ok || len(got) != 1 {
+		t.Fatalf("a whole scan: %v %v", got, ok)
 	}
-	many := &Scan{threads: whole.threads, processes: whole.processes}
-	if !many.addThreads(filepath.Join(proc, "20", "task"), "/../b") {
-		t.Errorf("30 threads refused")
+	if late := scanOthers(proc, []string{"nothing-here"}, -time.Second); !late.truncated {
+		t.Errorf("a scan past its time, over processes none of which is asked about, not cut short")
 	}
-	if noRoom := (&Scan{threads: make(map[int]thread, maxTasks)}); func() bool {
-		for i := range maxTasks - 10 {
-			noRoom.threads[-i-1] = thread{}
-		}
-		return noRoom.addThreads(filepath.Join(proc, "20", "task"), "/../b")
-	}() {
+	if _, _, ok := scanOthers(filepath.Join(proc, "missing"), []string{"b"}, time.Minute).Since(whole); ok {
+		t.Errorf("a scan of a /proc it cannot list compared")
+	}
+	full := &Scan{threads: make(map[int]thread, maxTasks), procs: map[int]process{}}
+	for i := range maxTasks - 10 {
+		full.threads[-i-1] = thread{}
+	}
+	if full.addProcess(filepath.Join(proc, "20"), 20, "b", time.Now().Add(time.Minute)) {
 		t.Errorf("threads past %d accepted", maxTasks)
 	}
 }

@@ -30,6 +30,11 @@ const (
 	maxAppProcesses  = 1 << 20
 )
 
+// appWindowSlack: the window between an agent's two scans of its pod's containers differs from
+// its own wall time by the scans' and the control calls' durations: at most this, in seconds,
+// and 5 %.
+const appWindowSlack = 0.5
+
 // appBusyCores: a container seen using this many cores or more over the probes is named in
 // AppLines even when its limit did not decide its work.
 const appBusyCores = 0.1
@@ -39,7 +44,7 @@ const appBusyCores = 0.1
 var containerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // judgeApp keeps what an agent saw of its pod's containers that a kernel could have counted over
-// the agent's own window (wall), names each by the pod's status, gives it its own limit and
+// about the agent's own window (wall), names each by the pod's status, gives it its own limit and
 // judges whether that limit decided its work; then adds the containers the agent could not see
 // (outside its process namespace). Nil where the agent is not in an application pod or took no
 // such accounting over the probe (a probe the server agent had no part in).
@@ -75,7 +80,7 @@ func plausibleApp(a *v1alpha1.AppContainer, wall float64) bool {
 	sanitize(&a.CPUUse)
 	a.Processes = min(max(a.Processes, 0), maxAppProcesses)
 	d := a.WallSeconds - wall
-	return containerIDPattern.MatchString(a.ContainerID) && d*d <= (0.01+0.01*wall)*(0.01+0.01*wall) &&
+	return containerIDPattern.MatchString(a.ContainerID) && d*d <= (appWindowSlack+0.05*wall)*(appWindowSlack+0.05*wall) &&
 		a.CPUSeconds <= cpuMaxCores*a.WallSeconds && a.RunQueueWaitSeconds <= maxAppWaitShare*a.WallSeconds
 }
 
@@ -88,7 +93,8 @@ func nameApp(a v1alpha1.AppContainer, pod []Container) v1alpha1.AppContainer {
 	a.Name, a.LimitCores = pod[i].Name, pod[i].LimitCores
 	if a.LimitCores > 0 {
 		a.LimitFrom = v1alpha1.LimitFromContainer
-		a.CPULimited = a.WallSeconds >= cpuMinWall && a.CPUSeconds >= cpuLimitShare*a.LimitCores*a.WallSeconds
+		a.CPULimited = a.WallSeconds >= cpuMinWall && a.CPUSeconds >= cpuLimitShare*a.LimitCores*a.WallSeconds &&
+			a.RunQueueWaitSeconds >= cpuWaitShare*a.WallSeconds
 	}
 	return a
 }

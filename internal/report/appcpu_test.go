@@ -127,3 +127,27 @@ func TestAppLinesSayOnlyWhatTheFiguresShow(t *testing.T) {
 		t.Errorf("server app containers without the server's accounting: %+v", icmp.Validity.ServerApp)
 	}
 }
+
+// A container steadily at 95 % of its limit without waiting is not called throttled; an agent
+// whose scan was cut short says so, once per side, outside an application pod never.
+func TestAppAtItsLimitAndScansNotCompared(t *testing.T) {
+	pod := []Container{{Name: "app", ID: "a1", LimitCores: 0.2, Visible: true}}
+	r := &v1alpha1.ProbeResult{Name: "tcp-1", Kind: v1alpha1.ProbeTCP, Validity: &v1alpha1.Validity{
+		Client:               &v1alpha1.CPUUse{WallSeconds: 2},
+		Server:               &v1alpha1.CPUUse{WallSeconds: 2},
+		ClientApp:            []v1alpha1.AppContainer{{ContainerID: "a1", CPUUse: use(2, 0.38, 0.05)}},
+		ServerAppNotCompared: true,
+	}}
+	Judge(r, Agents{ClientInApp: true, ServerInApp: true, ClientPod: pod, ServerPod: pod})
+	if r.Validity.ClientApp[0].CPULimited {
+		t.Errorf("a container at 95 %% of its limit that hardly waited: %+v", r.Validity.ClientApp[0])
+	}
+	l := strings.Join(AppLines("", []*v1alpha1.ProbeResult{r, r}), "\n")
+	if !strings.Contains(l, "server pod, in 2 of 2 probes: "+AppNotComparedWhy) || strings.Contains(l, "client pod, in") || strings.Contains(l, "THROTTLED") {
+		t.Errorf("AppLines:\n%s", l)
+	}
+	Judge(r, Agents{ClientPod: pod, ServerPod: pod})
+	if r.Validity.ServerAppNotCompared || AppLines("", []*v1alpha1.ProbeResult{r}) != nil {
+		t.Errorf("outside an application pod: %+v", r.Validity)
+	}
+}

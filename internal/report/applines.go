@@ -29,6 +29,7 @@ func AppLines(what string, results []*v1alpha1.ProbeResult) []string {
 			lines = append(lines, l)
 		}
 	}
+	lines = append(lines, notCompared(results)...)
 	if len(lines) == 0 {
 		return nil
 	}
@@ -95,4 +96,34 @@ func (t *appTotal) line() string {
 		l += "; it waited longer than it ran: its own limit, the pod's (which an ephemeral agent shares) or other work on the node"
 	}
 	return l
+}
+
+// AppNotComparedWhy says why an agent has no figures for its pod's containers in a probe.
+const AppNotComparedWhy = "its scan of the pod's processes was cut short (more than 20,000 threads, or past 200 ms): not compared"
+
+// notCompared names the sides whose agent could not compare its scans in some probes.
+func notCompared(results []*v1alpha1.ProbeResult) []string {
+	var client, server, all int
+	for _, r := range results {
+		if r == nil || r.Validity == nil || r.Skipped != "" {
+			continue
+		}
+		all++
+		if r.Validity.ClientAppNotCompared {
+			client++
+		}
+		if r.Validity.ServerAppNotCompared {
+			server++
+		}
+	}
+	var lines []string
+	for _, side := range []struct {
+		role string
+		n    int
+	}{{"client", client}, {"server", server}} {
+		if side.n > 0 {
+			lines = append(lines, fmt.Sprintf("  %s pod, in %d of %d probes: %s", side.role, side.n, all, AppNotComparedWhy))
+		}
+	}
+	return lines
 }

@@ -65,6 +65,8 @@ func Judge(r *v1alpha1.ProbeResult, at Agents) {
 	}
 	v.Valid, v.Reasons, v.Advice, v.Causes = true, nil, "", nil
 	v.ClientApp, v.ServerApp = judgeApp(v.ClientApp, at.ClientInApp, at.ClientPod, wallOf(v.Client)), judgeApp(v.ServerApp, at.ServerInApp, at.ServerPod, wallOf(v.Server))
+	v.ClientAppNotCompared = v.ClientAppNotCompared && at.ClientInApp && v.ClientApp == nil
+	v.ServerAppNotCompared = v.ServerAppNotCompared && at.ServerInApp && v.ServerApp == nil
 	for _, side := range []struct {
 		role string
 		use  *v1alpha1.CPUUse

@@ -236,7 +236,9 @@ func (r *dnsRun) agentSpec() session.AgentSpec {
 	o := r.o
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
 	job := dnsJob(spec)
-	job.ClientApp = !r.t.HostNetwork() // the agent is an ephemeral container in the application's pod
+	if !r.t.HostNetwork() { // the agent is an ephemeral container in the application's pod
+		job.ClientApp = cmdutil.AppIDs(r.t)
+	}
 	return session.AgentSpec{Role: session.RoleDNS, Target: r.t, Lifetime: o.agentLifetime(), Job: job}
 }
 

@@ -89,9 +89,13 @@ func (r *pathRun) Start(ctx context.Context) (err error) {
 		rep.Destination.AgentIP = r.srv.IP
 		SetAgentName(&rep.Destination, r.srv)
 		job.Host, job.Port = r.srv.IP, r.srv.Port
-		job.ServerApp = !r.srv.Temporary && !dst.HostNetwork()
+		if !r.srv.Temporary && !dst.HostNetwork() {
+			job.ServerApp = cmdutil.AppIDs(dst)
+		}
 	}
-	job.ClientApp = r.sess.Mode == session.ModeEphemeral && !src.HostNetwork()
+	if r.sess.Mode == session.ModeEphemeral && !src.HostNetwork() {
+		job.ClientApp = cmdutil.AppIDs(src)
+	}
 	rep.Mode = r.sess.Mode
 	r.timer.Phase("start-server")
 	return r.startClient(ctx, &job, lifetime)

@@ -67,14 +67,17 @@ type Validity struct {
 	// others marked NotSeen. Only where the run asked (Job.ClientApp, ServerApp).
 	ClientApp []AppContainer `json:"clientApp,omitempty"`
 	ServerApp []AppContainer `json:"serverApp,omitempty"`
+	// ClientAppNotCompared and ServerAppNotCompared: the agent's scan of its pod's processes
+	// was cut short (more than 20,000 threads, or past 200 ms): no figures for its containers.
+	ClientAppNotCompared bool `json:"clientAppNotCompared,omitempty"`
+	ServerAppNotCompared bool `json:"serverAppNotCompared,omitempty"`
 }
 
 // AppContainer is one of the application's containers in an agent's pod over one probe: what
 // its processes used and waited (CPUUse, LimitFrom "container": the container's own CPU limit),
 // and whether its own limit throttled it.
 type AppContainer struct {
-	// Name is the container's, matched by its ID to the pod's status; "" for a cgroup the pod's
-	// status does not name (the pod's sandbox, a container that restarted).
+	// Name is the container's, matched by its ID to the pod's status.
 	Name string `json:"name,omitempty"`
 	// ContainerID is the runtime's ID as the container's cgroup names it.
 	ContainerID string `json:"containerID,omitempty"`
@@ -82,9 +85,9 @@ type AppContainer struct {
 	// NotSeen: the agent could not see the container's processes (it shares only its target
 	// container's process namespace); its figures are zero.
 	NotSeen bool `json:"notSeen,omitempty"`
-	// CPULimited: the container used 90 % of its own CPU limit or more over the probe (of 0.5 s
-	// or more): the application's own latency can then hold CPU waits that the path's figures
-	// do not.
+	// CPULimited: over the probe (of 0.5 s or more) the container used 90 % of its own CPU
+	// limit or more and its threads waited for a CPU 10 % of the time or more: the
+	// application's own latency can then hold CPU waits that the path's figures do not.
 	CPULimited bool `json:"cpuLimited,omitempty"`
 	CPUUse
 }
