@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +45,7 @@ func appSince(end, start *cpustat.Scan) appResult {
 // it, taken as a probe starts: what finish compares the end with.
 type accounting struct {
 	job    Job
+	key    string // names the probe to the server, which keeps its first scan by it
 	client usage
 	server *usage
 	app    *cpustat.Scan // the client pod's other containers, where the job asks
@@ -52,12 +55,12 @@ type accounting struct {
 // server (which scans its own first), then the client; finish samples in the opposite order:
 // no scan falls in either agent's window.
 func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
-	a := accounting{job: job}
+	a := accounting{job: job, key: strconv.FormatUint(rand.Uint64(), 36)}
 	if len(job.ClientApp) > 0 {
 		a.app = cpustat.ScanOthers(job.ClientApp)
 	}
 	if probeUsesServer(job, p) {
-		if s, err := serverSample(ctx, job, appFirst); err == nil {
+		if s, err := serverSample(ctx, job, appFirst, a.key); err == nil {
 			a.server = &s
 		}
 	}
@@ -74,7 +77,7 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	h := headers(a.job)
 	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h)}
 	if a.server != nil {
-		if srv, err := serverSample(ctx, a.job, appLast); err == nil {
+		if srv, err := serverSample(ctx, a.job, appLast, a.key); err == nil {
 			v.Server = cpuUse(srv.cpu.Since(a.server.cpu))
 			v.ServerApp, v.ServerAppNotCompared = appUse(srv.app), srv.app.cut
 			// What the client sent again crossed the server's interface too, unread where the
@@ -99,15 +102,15 @@ const (
 )
 
 // serverSample asks the server agent for its accounting, waiting at most 2 s; where the job
-// asks, with the scan of its pod's containers at this end of the probe (app). The CPU sample's
+// asks, with the scan of its pod's containers at this end of the probe (app) the key names. The CPU sample's
 // time is the reply's arrival less how long before it the server says it sampled, at most the
 // call's own time.
-func serverSample(ctx context.Context, job Job, app string) (usage, error) {
+func serverSample(ctx context.Context, job Job, app, key string) (usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	path := PathCPU
 	if len(job.ServerApp) > 0 && app != "" {
-		path += "?" + url.Values{"app": {app}, "ids": {strings.Join(job.ServerApp, ",")}}.Encode()
+		path += "?" + url.Values{"app": {app}, "ids": {strings.Join(job.ServerApp, ",")}, "probe": {key}}.Encode()
 	}
 	sent := time.Now()
 	var r CPUReply

@@ -39,17 +39,23 @@ func TestAppUse(t *testing.T) {
 func TestServerAppReplies(t *testing.T) {
 	var scans appScans
 	ids := []string{"not-running-here"}
-	if first := scans.reply(appFirst, ids); first.App != nil || first.SampledAgoNanos != 0 || scans.first == nil {
+	if first := scans.reply(appFirst, ids, "p1"); first.App != nil || first.SampledAgoNanos != 0 || scans.first["p1"] == nil {
 		t.Fatalf("first reply %+v, baseline %v", first, scans.first)
 	}
-	last := scans.reply(appLast, ids)
-	if last.SampledAgoNanos <= 0 || scans.first != nil || last.AppCut || last.AppWindowNanos <= 0 {
-		t.Errorf("last reply %+v, baseline left %v", last, scans.first)
+	scans.reply(appFirst, ids, "p2") // another probe's
+	if late := scans.reply(appLast, ids, "p0"); !late.AppCut || scans.first["p1"] == nil || scans.first["p2"] == nil {
+		t.Errorf("a last call of another probe took a baseline: %+v, baselines %v", late, scans.first)
 	}
-	if plain := scans.reply(appLast, nil); plain.App != nil || plain.SampledAgoNanos != 0 || plain.AppWindowNanos != 0 {
-		t.Errorf("a reply without IDs: %+v", plain)
+	last := scans.reply(appLast, ids, "p1")
+	if last.SampledAgoNanos <= 0 || scans.first["p1"] != nil || last.AppCut || last.AppWindowNanos <= 0 {
+		t.Errorf("last reply %+v, baselines left %v", last, scans.first)
 	}
-	if cut := scans.reply(appLast, ids); !cut.AppCut {
+	for _, plain := range []CPUReply{scans.reply(appLast, nil, "p2"), scans.reply(appLast, ids, "")} {
+		if plain.App != nil || plain.SampledAgoNanos != 0 || plain.AppWindowNanos != 0 || plain.AppCut {
+			t.Errorf("a reply without IDs or a key: %+v", plain)
+		}
+	}
+	if cut := scans.reply(appLast, ids, "p1"); !cut.AppCut {
 		t.Errorf("a last scan without a first compared: %+v", cut)
 	}
 	many := strings.Repeat("a,", 100) + "\x1b[2J,b"

@@ -221,7 +221,7 @@ func controlMux(ls *lease, done func(string), id Identity, jobs http.Handler) ht
 	mux.HandleFunc(PathCPU, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		q := r.URL.Query()
-		_ = json.NewEncoder(w).Encode(scans.reply(q.Get("app"), appIDs(q.Get("ids"))))
+		_ = json.NewEncoder(w).Encode(scans.reply(q.Get("app"), appIDs(q.Get("ids")), q.Get("probe")))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -262,7 +262,7 @@ func footprints(job Job) map[string]Footprint {
 }
 
 func serverCPU(ctx context.Context, job Job) (time.Duration, error) {
-	s, err := serverSample(ctx, job, "")
+	s, err := serverSample(ctx, job, "", "")
 	if err != nil {
 		return 0, err
 	}

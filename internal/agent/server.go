@@ -88,11 +88,16 @@ func cpuReply() CPUReply {
 		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK}
 }
 
-// appScans holds the server's first scan of its pod's containers around the probe in progress.
+// appScans holds the server's first scans of its pod's containers around the probes in
+// progress, by the key the client gave the probe: a late last call, or another client, never
+// takes another probe's baseline.
 type appScans struct {
 	mu    sync.Mutex
-	first *cpustat.Scan
+	first map[string]*cpustat.Scan
 }
+
+// maxAppProbes bounds the baselines kept: a client runs one probe at a time.
+const maxAppProbes = 4
 
 // maxAppIDs bounds the container IDs a query names.
 const maxAppIDs = 64
@@ -110,24 +115,28 @@ func appIDs(q string) []string {
 
 var containerID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// reply is the CPUReply for PathCPU's query (app, ids): the first scan before the CPU sample,
-// the last after it with what the containers did since the first; none without the query.
-func (a *appScans) reply(app string, ids []string) CPUReply {
-	if len(ids) == 0 {
+// reply is the CPUReply for PathCPU's query (app, ids, and the probe's key): the first scan
+// before the CPU sample, the last after it with what the containers did since the first; none
+// without IDs or a key.
+func (a *appScans) reply(app string, ids []string, key string) CPUReply {
+	if len(ids) == 0 || !containerID.MatchString(key) {
 		return cpuReply()
 	}
 	if app == appFirst {
 		scan := cpustat.ScanOthers(ids)
 		a.mu.Lock()
-		a.first = scan
+		if a.first == nil || len(a.first) >= maxAppProbes {
+			a.first = map[string]*cpustat.Scan{}
+		}
+		a.first[key] = scan
 		a.mu.Unlock()
 	}
 	r := cpuReply()
 	if app == appLast {
 		at := time.Now()
 		a.mu.Lock()
-		first := a.first
-		a.first = nil
+		first := a.first[key]
+		delete(a.first, key)
 		a.mu.Unlock()
 		res := appSince(cpustat.ScanOthers(ids), first)
 		r.App, r.AppWindowNanos, r.AppCut = res.groups, int64(res.window), res.cut
