@@ -39,15 +39,15 @@ func TestAppUse(t *testing.T) {
 func TestServerAppReplies(t *testing.T) {
 	var scans appScans
 	ids := []string{"not-running-here"}
-	if first := scans.reply(appFirst, ids, "p1"); first.App != nil || first.SampledAgoNanos != 0 || scans.first["p1"] == nil {
+	if first := scans.reply(appFirst, ids, "p1"); first.App != nil || first.SampledAgoNanos != 0 || scans.first["p1"].scan == nil {
 		t.Fatalf("first reply %+v, baseline %v", first, scans.first)
 	}
 	scans.reply(appFirst, ids, "p2") // another probe's
-	if late := scans.reply(appLast, ids, "p0"); !late.AppCut || scans.first["p1"] == nil || scans.first["p2"] == nil {
+	if late := scans.reply(appLast, ids, "p0"); !late.AppCut || scans.first["p1"].scan == nil || scans.first["p2"].scan == nil {
 		t.Errorf("a last call of another probe took a baseline: %+v, baselines %v", late, scans.first)
 	}
 	last := scans.reply(appLast, ids, "p1")
-	if last.SampledAgoNanos <= 0 || scans.first["p1"] != nil || last.AppCut || last.AppWindowNanos <= 0 {
+	if last.SampledAgoNanos <= 0 || scans.first["p1"].scan != nil || last.AppCut || last.AppWindowNanos <= 0 {
 		t.Errorf("last reply %+v, baselines left %v", last, scans.first)
 	}
 	for _, plain := range []CPUReply{scans.reply(appLast, nil, "p2"), scans.reply(appLast, ids, "")} {
@@ -57,6 +57,12 @@ func TestServerAppReplies(t *testing.T) {
 	}
 	if cut := scans.reply(appLast, ids, "p1"); !cut.AppCut {
 		t.Errorf("a last scan without a first compared: %+v", cut)
+	}
+	for _, k := range []string{"k1", "k2", "k3", "k4", "k5"} { // p2 is the oldest
+		scans.reply(appFirst, ids, k)
+	}
+	if _, ok := scans.first["p2"]; ok || len(scans.first) != maxAppProbes || scans.first["k5"].scan == nil {
+		t.Errorf("past %d baselines: %v", maxAppProbes, scans.first)
 	}
 	many := strings.Repeat("a,", 100) + "\x1b[2J,b"
 	if got := appIDs(many); len(got) != maxAppIDs || got[0] != "a" {

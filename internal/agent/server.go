@@ -93,11 +93,44 @@ func cpuReply() CPUReply {
 // takes another probe's baseline.
 type appScans struct {
 	mu    sync.Mutex
-	first map[string]*cpustat.Scan
+	first map[string]firstScan
 }
 
-// maxAppProbes bounds the baselines kept: a client runs one probe at a time.
+type firstScan struct {
+	scan *cpustat.Scan
+	at   time.Time
+}
+
+// maxAppProbes bounds the baselines kept (the oldest goes): a client runs one probe at a time.
 const maxAppProbes = 4
+
+// keep stores a probe's first scan, making room by dropping the oldest.
+func (a *appScans) keep(key string, scan *cpustat.Scan) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.first == nil {
+		a.first = map[string]firstScan{}
+	}
+	for len(a.first) >= maxAppProbes {
+		oldest := ""
+		for k, f := range a.first {
+			if oldest == "" || f.at.Before(a.first[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(a.first, oldest)
+	}
+	a.first[key] = firstScan{scan: scan, at: time.Now()}
+}
+
+// take removes and returns a probe's first scan; nil without one.
+func (a *appScans) take(key string) *cpustat.Scan {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.first[key]
+	delete(a.first, key)
+	return f.scan
+}
 
 // maxAppIDs bounds the container IDs a query names.
 const maxAppIDs = 64
@@ -123,21 +156,12 @@ func (a *appScans) reply(app string, ids []string, key string) CPUReply {
 		return cpuReply()
 	}
 	if app == appFirst {
-		scan := cpustat.ScanOthers(ids)
-		a.mu.Lock()
-		if a.first == nil || len(a.first) >= maxAppProbes {
-			a.first = map[string]*cpustat.Scan{}
-		}
-		a.first[key] = scan
-		a.mu.Unlock()
+		a.keep(key, cpustat.ScanOthers(ids))
 	}
 	r := cpuReply()
 	if app == appLast {
 		at := time.Now()
-		a.mu.Lock()
-		first := a.first[key]
-		delete(a.first, key)
-		a.mu.Unlock()
+		first := a.take(key)
 		res := appSince(cpustat.ScanOthers(ids), first)
 		r.App, r.AppWindowNanos, r.AppCut = res.groups, int64(res.window), res.cut
 		r.SampledAgoNanos = int64(time.Since(at))

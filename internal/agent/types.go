@@ -68,8 +68,8 @@ type Job struct {
 	// ClientApp and ServerApp ask the client, and the server, to account the CPU of these of
 	// their pods' containers over each probe, by runtime ID: for an ephemeral agent in an
 	// application pod.
-	ClientApp []string `json:"clientApp,omitempty"`
-	ServerApp []string `json:"serverApp,omitempty"`
+	ClientApp []string `json:"clientAppIDs,omitempty"`
+	ServerApp []string `json:"serverAppIDs,omitempty"`
 }
 
 // ProbeSpec is one probe of a job. Zero values take each probe's defaults.

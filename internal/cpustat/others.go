@@ -12,14 +12,15 @@ import (
 
 // Group is what the processes of one of the pod's other containers did between two scans: the
 // time their threads ran and were runnable but waited for a CPU (throttling at any cgroup level,
-// or other tasks on the node), summed over the threads alive at the second scan, plus the CPU of
-// the children they reaped meanwhile. A thread that exited between the scans without being
-// reaped by one of them takes its share with it: the figures are at least what was done.
+// or other tasks on the node), summed over the threads alive at the second scan, plus the CPU
+// the children they reaped meanwhile did in the window. A thread that exited between the scans
+// without being reaped by one of them takes its share with it; a child that ran only between
+// two scans' reads of its parent and itself is missed: the figures are lower bounds.
 type Group struct {
 	ID        string        `json:"id"` // the container's ID
 	CPU       time.Duration `json:"cpuNanos"`
 	RunDelay  time.Duration `json:"runDelayNanos"`
-	Processes int           `json:"processes"` // with threads read at the second scan
+	Processes int           `json:"processes"` // at the second scan
 }
 
 // Bounds of one scan: a pod with more threads or processes, or a scan that takes longer, is not
@@ -51,14 +52,18 @@ type thread struct {
 
 type process struct {
 	id       string
-	started  int64 // starttime, in clock ticks after boot: tells a reused PID
-	children time.Duration
-	threads  int
+	ppid     int
+	started  int64         // starttime, in clock ticks after boot: tells a reused PID
+	total    time.Duration // its own CPU and its reaped children's
+	children time.Duration // its reaped children's
 }
 
 // ScanOthers scans the processes of the containers with the given runtime IDs.
 func ScanOthers(ids []string) *Scan { return scanOthers("/proc", ids, scanBudget) }
 
+// scanOthers reads, for the processes of the containers asked about, first every stat file, then
+// every thread: a child reaped between the two is in its parent's reaped CPU or in its own
+// threads, never both.
 func scanOthers(procDir string, ids []string, budget time.Duration) *Scan {
 	s := &Scan{threads: map[int]thread{}, procs: map[int]process{}, start: time.Now()}
 	defer func() { s.end = time.Now() }()
@@ -66,16 +71,26 @@ func scanOthers(procDir string, ids []string, budget time.Duration) *Scan {
 	for _, id := range ids {
 		want[id] = true
 	}
-	pids, ok := readDirNames(procDir, maxEntries)
-	if !ok {
-		s.truncated = true
+	names, full, err := readDirNames(procDir, maxEntries)
+	deadline := s.start.Add(budget)
+	if s.truncated = full || err != nil || !s.readProcesses(procDir, names, want, deadline); s.truncated {
 		return s
 	}
-	deadline := s.start.Add(budget)
-	for i, name := range pids {
-		if i%checkEvery == 0 && time.Now().After(deadline) {
+	for pid, p := range s.procs {
+		if !s.addThreads(filepath.Join(procDir, strconv.Itoa(pid), "task"), p.id, deadline) {
 			s.truncated = true
 			return s
+		}
+	}
+	return s
+}
+
+// readProcesses reads the stat file of each process in names whose cgroup names a container
+// asked about; false past the deadline.
+func (s *Scan) readProcesses(procDir string, names []string, want map[string]bool, deadline time.Time) bool {
+	for i, name := range names {
+		if i%checkEvery == 0 && time.Now().After(deadline) {
+			return false
 		}
 		pid, err := strconv.Atoi(name)
 		if err != nil {
@@ -85,21 +100,24 @@ func scanOthers(procDir string, ids []string, budget time.Duration) *Scan {
 		if id == "" {
 			continue
 		}
-		if !s.addProcess(filepath.Join(procDir, name), pid, id, deadline) {
-			s.truncated = true
-			return s
+		if p, ok := readStat(filepath.Join(procDir, name, "stat")); ok {
+			p.id = id
+			s.procs[pid] = p
 		}
 	}
-	return s
+	return true
 }
 
-// addProcess adds a process's threads and reaped children; false past maxTasks or the deadline.
-func (s *Scan) addProcess(dir string, pid int, id string, deadline time.Time) bool {
-	tids, ok := readDirNames(filepath.Join(dir, "task"), maxTasks-len(s.threads)+1)
-	if !ok {
+// addThreads adds the threads under taskDir to the scan; false past maxTasks or the deadline
+// (a process that ended meanwhile is skipped).
+func (s *Scan) addThreads(taskDir, id string, deadline time.Time) bool {
+	tids, full, err := readDirNames(taskDir, maxTasks-len(s.threads)+1)
+	if full {
 		return false
 	}
-	p := process{id: id}
+	if err != nil {
+		return true
+	}
 	for i, t := range tids {
 		if i%checkEvery == 0 && time.Now().After(deadline) {
 			return false
@@ -108,65 +126,67 @@ func (s *Scan) addProcess(dir string, pid int, id string, deadline time.Time) bo
 		if err != nil {
 			continue
 		}
-		if run, wait, ok := schedstat(filepath.Join(dir, "task", t, "schedstat")); ok {
+		if run, wait, ok := schedstat(filepath.Join(taskDir, t, "schedstat")); ok {
 			s.threads[tid] = thread{id: id, run: run, wait: wait}
-			p.threads++
 		}
-	}
-	if p.threads > 0 {
-		p.started, p.children = reaped(filepath.Join(dir, "stat"))
-		s.procs[pid] = p
 	}
 	return true
 }
 
-// reaped reads a process's start time and its reaped children's CPU (cutime + cstime) from its
-// stat file: fields 22, 16 and 17, counted after the command's closing parenthesis.
-func reaped(statFile string) (started int64, children time.Duration) {
+// readStat reads a process's parent, start time, own and reaped children's CPU from its stat
+// file: fields 4, 22, 14-15 and 16-17, counted after the command's closing parenthesis.
+func readStat(statFile string) (process, bool) {
 	b, err := os.ReadFile(statFile)
 	if err != nil {
-		return 0, 0
+		return process{}, false
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return 0, 0
+		return process{}, false
 	}
 	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
 	if len(f) < 20 {
-		return 0, 0
+		return process{}, false
 	}
-	cu, err1 := strconv.ParseInt(f[13], 10, 64)
-	cs, err2 := strconv.ParseInt(f[14], 10, 64)
-	st, err3 := strconv.ParseInt(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || cu < 0 || cs < 0 {
-		return 0, 0
+	var v [5]int64
+	for j, k := range []int{1, 11, 12, 13, 14} { // ppid, utime, stime, cutime, cstime
+		x, err := strconv.ParseInt(f[k], 10, 64)
+		if err != nil || x < 0 {
+			return process{}, false
+		}
+		v[j] = x
 	}
-	return st, time.Duration(cu+cs) * time.Second / clockTicks
+	started, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return process{}, false
+	}
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+	return process{ppid: int(v[0]), started: started, total: tick(v[1] + v[2] + v[3] + v[4]), children: tick(v[3] + v[4])}, true
 }
 
-// readDirNames lists at most n-1 names in dir; not ok when it holds n or more, or cannot be read.
-func readDirNames(dir string, n int) (names []string, ok bool) {
+// readDirNames lists at most n-1 names in dir; full when it holds n or more.
+func readDirNames(dir string, n int) (names []string, full bool, err error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, false
+		return nil, false, err
 	}
 	defer f.Close()
 	names, err = f.Readdirnames(n)
 	if err != nil && err != io.EOF {
-		return nil, false
+		return nil, false, err
 	}
-	return names, len(names) < n
+	return names, len(names) >= n, nil
 }
 
-// containerOf is the ID, among want, of the container a cgroup path belongs to: the deepest
-// element of the path that names one (a container's own sub-cgroups fold into it, whatever the
-// runtime's layout); "" for any other cgroup.
+// containerOf is the ID, among want, of the container a cgroup path belongs to: the
+// shallowest element of the path that names one — the runtime's cgroup of the container, below
+// which everything is the container's own (its sub-cgroups, whatever they are named); "" for
+// any other cgroup.
 func containerOf(cg string, want map[string]bool) string {
-	for cg != "" && cg != "/" && cg != "." {
-		if id := ContainerID(cg); want[id] {
+	for _, elem := range strings.Split(cg, "/") {
+		if id := ContainerID(elem); elem != "" && want[id] {
 			return id
 		}
-		cg = path.Dir(cg)
 	}
 	return ""
 }
@@ -174,7 +194,8 @@ func containerOf(cg string, want map[string]bool) string {
 // Since is what each container's processes did from before to s, by container ID, over the
 // window between the two scans' midpoints; not ok when either scan was cut short. A thread seen
 // in both counts its difference, one that started since everything it did; a process seen in
-// both (the same start time) adds the CPU of the children it reaped meanwhile.
+// both (the same start time) adds the CPU of the children it reaped meanwhile, less what those
+// of them that the first scan saw had done by then.
 func (s *Scan) Since(before *Scan) (groups map[string]Group, window time.Duration, ok bool) {
 	if s == nil || before == nil || s.truncated || before.truncated {
 		return nil, 0, false
@@ -189,15 +210,34 @@ func (s *Scan) Since(before *Scan) (groups map[string]Group, window time.Duratio
 		g.ID, g.CPU, g.RunDelay = t.id, g.CPU+run, g.RunDelay+wait
 		groups[t.id] = g
 	}
+	earlier := s.reapedEarlier(before)
 	for pid, p := range s.procs {
 		g := groups[p.id]
-		g.Processes++
+		g.ID, g.Processes = p.id, g.Processes+1
 		if b, seen := before.procs[pid]; seen && b.started == p.started && b.children <= p.children {
-			g.CPU += p.children - b.children
+			g.CPU += max(0, p.children-b.children-earlier[pid])
 		}
 		groups[p.id] = g
 	}
 	return groups, mid(s).Sub(mid(before)), true
+}
+
+// reapedEarlier is, by parent, what the processes the first scan saw and the second does not
+// (ended, and reaped by a parent seen in both) had done by the first scan: their reaping adds it
+// to the parent's children's CPU, though it was done before the window.
+func (s *Scan) reapedEarlier(before *Scan) map[int]time.Duration {
+	out := map[int]time.Duration{}
+	for pid, b := range before.procs {
+		if p, ok := s.procs[pid]; ok && p.started == b.started {
+			continue
+		}
+		if pb, ok := before.procs[b.ppid]; ok {
+			if pa, ok := s.procs[b.ppid]; ok && pa.started == pb.started {
+				out[b.ppid] += b.total
+			}
+		}
+	}
+	return out
 }
 
 // mid is the middle of a scan: where, on average, it read its threads.

@@ -30,10 +30,10 @@ const (
 	maxAppProcesses  = 1 << 20
 )
 
-// appWindowSlack: the window between an agent's two scans of its pod's containers differs from
-// its own wall time by the scans' and the control calls' durations: at most this, in seconds,
-// and 5 %.
-const appWindowSlack = 0.5
+// appWindowLonger: an agent's two scans of its pod's containers bracket its own window (and, for
+// the client, the calls to the server): the scans' window is at least the agent's wall time and
+// longer by at most this, in seconds (two control calls of at most 2 s each, and the scans).
+const appWindowLonger = 5
 
 // appBusyCores: a container seen using this many cores or more over the probes is named in
 // AppLines even when its limit did not decide its work.
@@ -44,15 +44,15 @@ const appBusyCores = 0.1
 var containerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // judgeApp keeps what an agent saw of its pod's containers that a kernel could have counted over
-// about the agent's own window (wall), names each by the pod's status, gives it its own limit and
-// judges whether that limit decided its work; then adds the containers the agent could not see
-// (outside its process namespace). Nil where the agent is not in an application pod or took no
-// such accounting over the probe (a probe the server agent had no part in).
-func judgeApp(seen []v1alpha1.AppContainer, inApp bool, pod []Container, wall float64) []v1alpha1.AppContainer {
+// a window around the agent's own (wall), names each by the pod's status, gives it its own limit
+// and judges whether that limit decided its work; then adds the containers the agent could not
+// see (outside its process namespace). Nil where the agent is not in an application pod or took
+// no such accounting over the probe (a probe the server agent had no part in); dropped when the
+// agent sent entries and none could be kept.
+func judgeApp(seen []v1alpha1.AppContainer, inApp bool, pod []Container, wall float64) (out []v1alpha1.AppContainer, dropped bool) {
 	if !inApp || len(pod) == 0 || len(seen) == 0 || wall <= 0 {
-		return nil
+		return nil, false
 	}
-	var out []v1alpha1.AppContainer
 	matched := map[string]bool{}
 	for _, a := range seen[:min(len(seen), 4*maxAppContainers)] {
 		if !plausibleApp(&a, wall) || matched[a.ContainerID] {
@@ -60,6 +60,9 @@ func judgeApp(seen []v1alpha1.AppContainer, inApp bool, pod []Container, wall fl
 		}
 		matched[a.ContainerID] = true
 		out = append(out, nameApp(a, pod))
+	}
+	if len(out) == 0 {
+		return nil, true
 	}
 	slices.SortStableFunc(out, func(x, y v1alpha1.AppContainer) int {
 		return cmp.Or(cmp.Compare(specOrder(pod, x), specOrder(pod, y)), strings.Compare(x.ContainerID, y.ContainerID))
@@ -70,7 +73,7 @@ func judgeApp(seen []v1alpha1.AppContainer, inApp bool, pod []Container, wall fl
 			out = append(out, v1alpha1.AppContainer{Name: c.Name, ContainerID: c.ID, NotSeen: true})
 		}
 	}
-	return out
+	return out, false
 }
 
 // plausibleApp says whether an entry is what a kernel could have counted over the agent's
@@ -80,7 +83,7 @@ func plausibleApp(a *v1alpha1.AppContainer, wall float64) bool {
 	sanitize(&a.CPUUse)
 	a.Processes = min(max(a.Processes, 0), maxAppProcesses)
 	d := a.WallSeconds - wall
-	return containerIDPattern.MatchString(a.ContainerID) && d*d <= (appWindowSlack+0.05*wall)*(appWindowSlack+0.05*wall) &&
+	return containerIDPattern.MatchString(a.ContainerID) && d >= -(0.01+0.01*wall) && d <= appWindowLonger &&
 		a.CPUSeconds <= cpuMaxCores*a.WallSeconds && a.RunQueueWaitSeconds <= maxAppWaitShare*a.WallSeconds
 }
 

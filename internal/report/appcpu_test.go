@@ -34,7 +34,8 @@ func TestJudgeNamesTheAppContainers(t *testing.T) {
 			{ContainerID: "b1", CPUUse: use(2, 1, 1)},                   // twice: the first counts
 			{ContainerID: "huge", CPUUse: use(2, 1e9, 0)},               // beyond any machine
 			{ContainerID: "longwait", CPUUse: use(2, 0, 1e9)},           // beyond any thread count
-			{ContainerID: "elsewhen", CPUUse: use(5, 1, 0)},             // not the agent's window
+			{ContainerID: "elsewhen", CPUUse: use(8, 1, 0)},             // not around the agent's window
+			{ContainerID: "shorter", CPUUse: use(1.5, 1, 0)},            // shorter than the agent's window
 			{ContainerID: "\x1b[2J", CPUUse: use(2, 1, 0)},              // not an ID
 			{ContainerID: "e1", Processes: -4, CPUUse: use(2.01, 0, 0)}, // another run's agent
 		},
@@ -149,5 +150,10 @@ func TestAppAtItsLimitAndScansNotCompared(t *testing.T) {
 	Judge(r, Agents{ClientPod: pod, ServerPod: pod})
 	if r.Validity.ServerAppNotCompared || AppLines("", []*v1alpha1.ProbeResult{r}) != nil {
 		t.Errorf("outside an application pod: %+v", r.Validity)
+	}
+	r.Validity.ClientApp = []v1alpha1.AppContainer{{ContainerID: "a1", CPUUse: use(0.2, 1, 0)}} // none to keep
+	Judge(r, Agents{ClientInApp: true, ClientPod: pod})
+	if !r.Validity.ClientAppNotCompared || r.Validity.ClientApp != nil {
+		t.Errorf("every entry dropped: %+v", r.Validity)
 	}
 }

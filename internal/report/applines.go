@@ -99,30 +99,33 @@ func (t *appTotal) line() string {
 }
 
 // AppNotComparedWhy says why an agent has no figures for its pod's containers in a probe.
-const AppNotComparedWhy = "its scan of the pod's processes was cut short (more than 20,000 threads, or past 200 ms): not compared"
+const AppNotComparedWhy = "its two scans of the pod's processes could not be compared (a scan cut short: more than 20,000 threads or past 200 ms; a /proc it could not list; the server's first scan lost; or figures no kernel counts)"
 
-// notCompared names the sides whose agent could not compare its scans in some probes.
+// notCompared names the sides whose agent could not compare its scans in some of the probes
+// that side took part in.
 func notCompared(results []*v1alpha1.ProbeResult) []string {
-	var client, server, all int
-	for _, r := range results {
-		if r == nil || r.Validity == nil || r.Skipped != "" {
-			continue
-		}
-		all++
-		if r.Validity.ClientAppNotCompared {
-			client++
-		}
-		if r.Validity.ServerAppNotCompared {
-			server++
-		}
-	}
 	var lines []string
 	for _, side := range []struct {
 		role string
-		n    int
-	}{{"client", client}, {"server", server}} {
-		if side.n > 0 {
-			lines = append(lines, fmt.Sprintf("  %s pod, in %d of %d probes: %s", side.role, side.n, all, AppNotComparedWhy))
+		of   func(*v1alpha1.Validity) (took, not bool)
+	}{
+		{"client", func(v *v1alpha1.Validity) (bool, bool) { return v.Client != nil, v.ClientAppNotCompared }},
+		{"server", func(v *v1alpha1.Validity) (bool, bool) { return v.Server != nil, v.ServerAppNotCompared }},
+	} {
+		n, all := 0, 0
+		for _, r := range results {
+			if r == nil || r.Validity == nil || r.Skipped != "" {
+				continue
+			}
+			if took, not := side.of(r.Validity); took {
+				all++
+				if not {
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			lines = append(lines, fmt.Sprintf("  %s pod, in %d of %d probes: %s", side.role, n, all, AppNotComparedWhy))
 		}
 	}
 	return lines

@@ -64,9 +64,11 @@ func Judge(r *v1alpha1.ProbeResult, at Agents) {
 		return
 	}
 	v.Valid, v.Reasons, v.Advice, v.Causes = true, nil, "", nil
-	v.ClientApp, v.ServerApp = judgeApp(v.ClientApp, at.ClientInApp, at.ClientPod, wallOf(v.Client)), judgeApp(v.ServerApp, at.ServerInApp, at.ServerPod, wallOf(v.Server))
-	v.ClientAppNotCompared = v.ClientAppNotCompared && at.ClientInApp && v.ClientApp == nil
-	v.ServerAppNotCompared = v.ServerAppNotCompared && at.ServerInApp && v.ServerApp == nil
+	var cDropped, sDropped bool
+	v.ClientApp, cDropped = judgeApp(v.ClientApp, at.ClientInApp, at.ClientPod, wallOf(v.Client))
+	v.ServerApp, sDropped = judgeApp(v.ServerApp, at.ServerInApp, at.ServerPod, wallOf(v.Server))
+	v.ClientAppNotCompared = (v.ClientAppNotCompared || cDropped) && at.ClientInApp && v.ClientApp == nil
+	v.ServerAppNotCompared = (v.ServerAppNotCompared || sDropped) && at.ServerInApp && v.ServerApp == nil
 	for _, side := range []struct {
 		role string
 		use  *v1alpha1.CPUUse
