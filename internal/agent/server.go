@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,20 +138,18 @@ const maxAppIDs = 64
 func appIDs(q string) []string {
 	var ids []string
 	for _, id := range strings.Split(q, ",") {
-		if len(ids) < maxAppIDs && containerID.MatchString(id) {
+		if len(ids) < maxAppIDs && cpustat.LooksLikeID(id) {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-var containerID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-
 // reply is the CPUReply for PathCPU's query (app, ids, and the probe's key): the first scan
 // before the CPU sample, the last after it with what the containers did since the first; none
 // without IDs or a key.
 func (a *appScans) reply(app string, ids []string, key string) CPUReply {
-	if len(ids) == 0 || !containerID.MatchString(key) {
+	if len(ids) == 0 || !cpustat.LooksLikeID(key) {
 		return cpuReply()
 	}
 	if app == appFirst {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -255,6 +256,12 @@ func cpuCgroupOf(procCgroup string) string {
 	}
 	return unified
 }
+
+// idPattern is what a runtime's container ID looks like.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// LooksLikeID says whether s looks like a runtime's container ID (and is safe to print).
+func LooksLikeID(s string) bool { return idPattern.MatchString(s) }
 
 // ContainerID is the container ID a cgroup path's last element names: the runtimes' systemd
 // scopes ("cri-containerd-ID.scope", "crio-ID.scope", "docker-ID.scope") or the cgroupfs

@@ -3,10 +3,10 @@ package report
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -38,10 +38,6 @@ const appWindowLonger = 5
 // appBusyCores: a container seen using this many cores or more over the probes is named in
 // AppLines even when its limit did not decide its work.
 const appBusyCores = 0.1
-
-// containerIDPattern is what a runtime's container ID looks like; anything else an agent sends
-// is not printed.
-var containerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // judgeApp keeps what an agent saw of its pod's containers that a kernel could have counted over
 // a window around the agent's own (wall), names each by the pod's status, gives it its own limit
@@ -83,7 +79,7 @@ func plausibleApp(a *v1alpha1.AppContainer, wall float64) bool {
 	sanitize(&a.CPUUse)
 	a.Processes = min(max(a.Processes, 0), maxAppProcesses)
 	d := a.WallSeconds - wall
-	return containerIDPattern.MatchString(a.ContainerID) && d >= -(0.01+0.01*wall) && d <= appWindowLonger &&
+	return cpustat.LooksLikeID(a.ContainerID) && d >= -(0.01+0.01*wall) && d <= appWindowLonger &&
 		a.CPUSeconds <= cpuMaxCores*a.WallSeconds && a.RunQueueWaitSeconds <= maxAppWaitShare*a.WallSeconds
 }
 
