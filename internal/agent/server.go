@@ -22,10 +22,7 @@ import (
 type ServeOptions struct {
 	// Listen is the address to listen on; port 0 picks a free port.
 	Listen string
-	// IPs, when set, are the addresses to listen on at Listen's port instead (a dual-stack
-	// pod's address of each family).
-	IPs   []string
-	Token string
+	Token  string
 	// TokenSHA256 accepts clients whose token has this hex digest (instead of Token).
 	TokenSHA256 string
 	// NotAfter bounds the server's life: it exits then whether or not a client came.
@@ -198,9 +195,9 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
 	defer cancel()
 
-	ln, err := listenAll(o.Listen, o.IPs)
+	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return fmt.Errorf("listening on %s %v: %w", o.Listen, o.IPs, err)
+		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
 	keys := &udpKeys{}
 	accept := keys.learning(tokenAccepter(o.Token, o.TokenSHA256))

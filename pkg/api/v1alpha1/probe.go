@@ -22,11 +22,9 @@ const (
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.
 type ProbeResult struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"`
-	Skipped string `json:"skipped,omitempty"`
-	// IPFamily is the family of the address the probe measured (IPv4 or IPv6), in path reports.
-	IPFamily   string            `json:"ipFamily,omitempty"`
+	Name       string            `json:"name"`
+	Kind       string            `json:"kind"`
+	Skipped    string            `json:"skipped,omitempty"`
 	RTT        *RTTResult        `json:"rtt,omitempty"`
 	HTTP       *HTTPResult       `json:"http,omitempty"`
 	GRPC       *GRPCResult       `json:"grpc,omitempty"`
