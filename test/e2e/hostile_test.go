@@ -279,7 +279,10 @@ func noServices(t *testing.T, cs kubernetes.Interface, ns string) {
 }
 
 // SIGINT at ten moments spread over the first 3 s of a run: each time the plugin exits saying
-// it was interrupted, and every agent it started has stopped within 5 s.
+// it was interrupted, and every agent it started has stopped soon after the later of the
+// plugin's exit and its own start (one injected before the signal may start after the plugin
+// has gone): a server within 5 s (nobody renews its lease), a client within 10 s (nobody
+// hands it its job).
 func TestInterruptAtAnyMoment(t *testing.T) {
 	beside(t)
 	cs, ns := lab(t)
@@ -288,12 +291,42 @@ func TestInterruptAtAnyMoment(t *testing.T) {
 		after := time.Duration(i) * 300 * time.Millisecond
 		t.Run(after.String(), func(t *testing.T) {
 			stderr, err := interruptAfter(t, after, "path", "-n", ns, "deploy/client", "svc/web", "--probes", "rtt,tcp", "--duration", "20s")
+			exited := time.Now()
 			if err == nil {
 				t.Errorf("exit 0 after SIGINT; stderr %q", stderr)
 			}
-			agentsTerminated(t, cs, ns, 5*time.Second)
+			agentsEndedSoon(t, cs, ns, exited, map[string]time.Duration{"server": 5 * time.Second, "client": 10 * time.Second})
 			noAgentPods(t, cs, ns)
 		})
+	}
+}
+
+// agentsEndedSoon fails unless every netbench ephemeral container in ns has ended within its
+// role's bound (the suffix of its name) of the later of exited and its own start. Container
+// times have whole seconds, so one second more is allowed.
+func agentsEndedSoon(t *testing.T, cs kubernetes.Interface, ns string, exited time.Time, bound map[string]time.Duration) {
+	t.Helper()
+	agentsTerminated(t, cs, ns, 40*time.Second)
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			end := s.State.Terminated
+			if !strings.HasPrefix(s.Name, "netbench-") || end == nil {
+				continue
+			}
+			from := exited.Truncate(time.Second)
+			if end.StartedAt.After(from) {
+				from = end.StartedAt.Time
+			}
+			within := bound[s.Name[strings.LastIndex(s.Name, "-")+1:]]
+			if late := end.FinishedAt.Sub(from); late > within+time.Second {
+				t.Errorf("%s/%s (started %s, plugin exited %s) ended %s later, want within %s",
+					p.Name, s.Name, end.StartedAt.UTC().Format(time.TimeOnly), exited.UTC().Format(time.TimeOnly), late, within)
+			}
+		}
 	}
 }
 

@@ -224,7 +224,7 @@ func agentsTerminated(t *testing.T, cs kubernetes.Interface, ns string, d time.D
 			// A container whose image never came stays Waiting in the spec; it exits at once
 			// if it ever starts (its not-after time has passed), so only Running counts.
 			if strings.HasPrefix(s.Name, "netbench-") && s.State.Running != nil {
-				running = append(running, p.Name+"/"+s.Name)
+				running = append(running, fmt.Sprintf("%s/%s (started %s)", p.Name, s.Name, s.State.Running.StartedAt.UTC().Format(time.TimeOnly)))
 			}
 		}
 		return running
@@ -399,7 +399,7 @@ func TestPathInterrupt(t *testing.T) {
 	} {
 		t.Run(tc.phase, func(t *testing.T) {
 			cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "path", "-n", ns, "deploy/client", "svc/web",
-				"--mode", tc.mode, "--probes", "rtt,http", "--duration", "20s", "--start-timeout", "20s")
+				"--mode", tc.mode, "--probes", "rtt,http", "--duration", "20s", "--start-timeout", "60s")
 			cmd.Env = append(os.Environ(), "NETBENCH_PROGRESS=always")
 			stderr, _ := cmd.StderrPipe()
 			if err := cmd.Start(); err != nil {
@@ -430,8 +430,10 @@ func TestPathInterrupt(t *testing.T) {
 				t.Fatal("the plugin did not exit within 30 s of SIGINT")
 			}
 			noAgentPods(t, cs, ns)
-			// The agents' own deadline here: 20 s start timeout + the probes + 30 s.
-			agentsTerminated(t, cs, ns, 90*time.Second)
+			// The agents' own deadline here: 60 s start timeout + the probes + 30 s. (A start
+			// timeout of 20 s was too short beside the other tests on two cores: in CI an agent
+			// pod took 9 s to start and the next one more than 20 s.)
+			agentsTerminated(t, cs, ns, 130*time.Second)
 		})
 	}
 }
