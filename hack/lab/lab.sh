@@ -7,7 +7,8 @@
 #
 # Settings of `up`: LAB_NETWORK_POLICY=1 (default; 0 turns it off) runs kube-network-policies on
 # every node, so NetworkPolicies are enforced; LAB_PROXY_MODE=iptables (default), nftables or ipvs
-# is kube-proxy's mode (proxy-mode switches a running lab).
+# is kube-proxy's mode (proxy-mode switches a running lab); LAB_IP_FAMILY=4,6 (default) makes a
+# dual-stack cluster with IPv4 primary, 6,4 one with IPv6 primary, 4 an IPv4-only one.
 #
 # This file holds the settings and dispatches; lib/ holds the steps, templates/ the configs
 # (rendered with @KEY@ placeholders).
@@ -33,6 +34,12 @@ HOST_IP=10.77.0.1
 SERVICE_CIDR=10.96.0.0/16
 CLUSTER_DNS=10.96.0.10
 CLUSTER_CIDR=10.244.0.0/16
+# IPv6 (LAB_IP_FAMILY 4,6 or 6,4): each node's address and pod range follow its IPv4 ones
+# (lib/common.sh ip6_of, cidr6_of: 10.77.0.11 is fd77::11, 10.244.1.0/24 is fd00:10:244:1::/64).
+HOST_IP6=fd77::1
+SERVICE_CIDR6=fd00:10:96::/112
+CLUSTER_DNS6=fd00:10:96::a
+CLUSTER_CIDR6=fd00:10:244::/56
 REGION=lab-region-1
 # name zone node-ip pod-cidr
 NODES=(

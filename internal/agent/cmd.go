@@ -58,6 +58,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.Listen, "listen", ":0", "address to listen on (port 0 picks a free port)")
+	cmd.Flags().StringSliceVar(&o.IPs, "ip", nil, "listen on these addresses (comma-separated: a dual-stack pod's of each family) at --listen's port, instead of --listen's address")
 	cmd.Flags().StringVar(&o.Token, "token", "", "the run token clients must present (default $"+TokenEnv+")")
 	cmd.Flags().StringVar(&o.TokenSHA256, "token-sha256", "", "accept clients whose token has this hex SHA-256 (the plugin's way: the token stays out of the pod spec)")
 	cmd.Flags().DurationVar(&deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")

@@ -46,8 +46,9 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 	}
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
-		acct := startAccounting(ctx, job, p)
-		res, err := runProbe(ctx, job, p)
+		pj := job.forProbe(p)
+		acct := startAccounting(ctx, pj, p)
+		res, err := runProbe(ctx, pj, p)
 		if res != nil {
 			acct.finish(ctx, res)
 		}
@@ -64,6 +65,15 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		em.Emit(Event{Type: EventResult, Probe: p.Label(), Result: res})
 	}
 	return nil
+}
+
+// forProbe is the job as probe p sees it: the server at p's own address when it has one (the
+// server's address of the other IP family).
+func (j Job) forProbe(p ProbeSpec) Job {
+	if p.Host != "" {
+		j.Host = p.Host
+	}
+	return j
 }
 
 func (j Job) agentAddr() string { return net.JoinHostPort(j.Host, strconv.Itoa(j.Port)) }

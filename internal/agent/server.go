@@ -22,7 +22,10 @@ import (
 type ServeOptions struct {
 	// Listen is the address to listen on; port 0 picks a free port.
 	Listen string
-	Token  string
+	// IPs, when set, are the addresses to listen on at Listen's port instead (a dual-stack
+	// pod's address of each family).
+	IPs   []string
+	Token string
 	// TokenSHA256 accepts clients whose token has this hex digest (instead of Token).
 	TokenSHA256 string
 	// NotAfter bounds the server's life: it exits then whether or not a client came.
@@ -195,9 +198,9 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
 	defer cancel()
 
-	ln, err := net.Listen("tcp", o.Listen)
+	ln, err := listenAll(o.Listen, o.IPs)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.Listen, err)
+		return fmt.Errorf("listening on %s %v: %w", o.Listen, o.IPs, err)
 	}
 	keys := &udpKeys{}
 	accept := keys.learning(tokenAccepter(o.Token, o.TokenSHA256))

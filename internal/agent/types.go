@@ -89,6 +89,9 @@ type ProbeSpec struct {
 	// application's own port. No token is sent to such a target.
 	Address string `json:"address,omitempty"`
 	URL     string `json:"url,omitempty"`
+	// Host is the agent server's address for this probe when it is not the job's Host: the
+	// same server's address of the other IP family (path --ip-family both). Tokens are sent.
+	Host string `json:"host,omitempty"`
 
 	// DNS probe: the names, the resolver to model ("" = detect it from the application's
 	// binary), warm repeats, extra ndots what-ifs, and the resolv.conf to read
@@ -193,6 +196,9 @@ func (j *Job) Validate() error {
 				return fmt.Errorf("probe %s: race check of %d lookups: want 0-%d", p.Label(), p.DNSRace, probes.MaxRaceLookups)
 			}
 			continue
+		}
+		if p.Host != "" && (net.ParseIP(p.Host) == nil || j.Host == "" || p.Address != "" || p.URL != "") {
+			return fmt.Errorf("probe %s: host %q: want the agent server's IP address of another family, in a job with a host and no address or URL", p.Label(), p.Host)
 		}
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())

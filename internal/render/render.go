@@ -56,11 +56,15 @@ func Human(w io.Writer, r *report.PathReport) error {
 	if r.Path.Dataplane != nil {
 		fmt.Fprintf(w, "dataplane: %s\n", r.Path.Dataplane)
 	}
+	if r.IPFamily != "" {
+		fmt.Fprintf(w, "IP family: %s\n", r.IPFamily)
+	}
 	writeProbes(w, "agent to agent", r.Probes)
 	if len(r.AppPort) > 0 {
 		writeProbes(w, "to the destination app's port", r.AppPort)
 	}
 	writeRounds(w, r)
+	writeFamilies(w, r)
 	if r.Cost != nil {
 		c := r.Cost
 		fmt.Fprintf(w, "\nCross-zone cost (estimate): this run moved %s across the zone boundary = $%.4f at $%.3f/GB × 2 sides; 1 Gbit/s sustained for 30 days = $%.0f.\n",

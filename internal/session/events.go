@@ -106,7 +106,7 @@ func (a *Agent) started(p *corev1.Pod) (bool, error) {
 		switch {
 		case s.State.Running != nil, s.State.Terminated != nil:
 			if a.Temporary {
-				a.IP = p.Status.PodIP
+				a.IP, a.IPs = p.Status.PodIP, PodIPs(p)
 			}
 			return true, nil
 		case s.State.Waiting != nil:

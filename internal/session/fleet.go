@@ -162,13 +162,13 @@ func (f *Fleet) daemonSet(trust []string) *appsv1.DaemonSet {
 	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = f.nodeTerms()
 	c := &pod.Spec.Containers[0]
 	c.Image, c.SecurityContext = s.Image, podContext(restrictedContext())
-	c.Args = []string{"serve", "--listen", "$(POD_IP):" + strconv.Itoa(port), "--not-after", f.NotAfter.UTC().Format(time.RFC3339),
+	c.Args = []string{"serve", "--listen", ":" + strconv.Itoa(port), "--ip", "$(POD_IPS)", "--not-after", f.NotAfter.UTC().Format(time.RFC3339),
 		"--token-sha256", agent.TokenDigest(s.Token), "--jobs", "--idle-when-done", "--pod", "$(POD_NAME)", "--node", "$(NODE_NAME)"}
 	if f.Spec.Lease > 0 {
 		c.Args = append(c.Args, "--lease", f.Spec.Lease.String())
 	}
 	c.Args = append(c.Args, trust...)
-	c.Env = append([]corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}, faultEnv()...)
+	c.Env = append([]corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_IPS", "status.podIPs"), fieldEnv("POD_NAME", "metadata.name"), fieldEnv("NODE_NAME", "spec.nodeName")}, faultEnv()...)
 	c.Ports = []corev1.ContainerPort{{Name: "netbench", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
 		PeriodSeconds: 1, FailureThreshold: 1}

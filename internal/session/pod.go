@@ -25,7 +25,7 @@ func (s *Session) securityContext(a *Agent) *corev1.SecurityContext {
 
 func (s *Session) addEphemeral(ctx context.Context, a *Agent, args []string) error {
 	t := a.Spec.Target
-	a.Pod, a.Container, a.IP = t.Pod.Name, s.Name(a.Spec), t.Pod.Status.PodIP
+	a.Pod, a.Container, a.IP, a.IPs = t.Pod.Name, s.Name(a.Spec), t.Pod.Status.PodIP, PodIPs(t.Pod)
 	ec := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name: a.Container, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,

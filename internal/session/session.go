@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 )
 
 // Labels every temporary pod carries, so that `kubectl delete pods -l` can always find them.
@@ -162,7 +162,8 @@ type Agent struct {
 	Pod       string
 	Container string
 	IP        string
-	Temporary bool // a temporary pod, deleted by Close
+	IPs       []string // every address of its pod, one per family, IP first
+	Temporary bool     // a temporary pod, deleted by Close
 	NotAfter  time.Time
 	Port      int // a server's port, once ready
 
@@ -235,15 +236,17 @@ func (s *Session) begin() error {
 // every ephemeral container for good): a runner is handed its job through the pod proxy.
 func (a *Agent) args(trust []string) ([]string, error) {
 	listen := ":" + strconv.Itoa(a.Spec.Port)
-	if a.inPod() {
-		listen = "$(POD_IP)" + listen
-	} else if a.Spec.Target.Pod.Status.PodIP != "" {
-		listen = text.JoinHostPort(a.Spec.Target.Pod.Status.PodIP, a.Spec.Port)
-	}
 	notAfter := a.NotAfter.UTC().Format(time.RFC3339)
 	digest := agent.TokenDigest(a.s.Token)
 	if a.Spec.Serve {
-		args := append([]string{"serve", "--listen", listen, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest}, trust...)
+		args := []string{"serve", "--listen", listen}
+		// The server listens on the pod's addresses only, one of each family it has.
+		if a.inPod() {
+			args = append(args, "--ip", "$(POD_IPS)")
+		} else if ips := PodIPs(a.Spec.Target.Pod); len(ips) > 0 {
+			args = append(args, "--ip", strings.Join(ips, ","))
+		}
+		args = append(append(args, "--not-after", notAfter, "--lease", LeasePeriod.String(), "--token-sha256", digest), trust...)
 		id := a.Spec.Identity
 		for _, fv := range [][2]string{{"--pod", id.Pod}, {"--node", id.Node}, {"--zone", id.Zone}} {
 			if fv[1] != "" {
@@ -264,6 +267,12 @@ func (a *Agent) args(trust []string) ([]string, error) {
 		}
 		a.handedOver = true
 		return []string{"run", "--job", string(b), "--not-after", notAfter}, nil
+	}
+	// A runner takes its job on the pod's primary address only.
+	if a.inPod() {
+		listen = "$(POD_IP)" + listen
+	} else if a.Spec.Target.Pod.Status.PodIP != "" {
+		listen = net.JoinHostPort(a.Spec.Target.Pod.Status.PodIP, strconv.Itoa(a.Spec.Port))
 	}
 	return append([]string{"run", "--listen", listen, "--not-after", notAfter, "--await-job", HandoverWindow.String(), "--token-sha256", digest}, trust...), nil
 }
@@ -296,7 +305,7 @@ func (a *Agent) env() []corev1.EnvVar {
 	if !a.inPod() {
 		return faultEnv()
 	}
-	return append([]corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, faultEnv()...)
+	return append([]corev1.EnvVar{fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_IPS", "status.podIPs")}, faultEnv()...)
 }
 
 // faultEnv passes the plugin's injected faults on to its agents; only a build with the tag
@@ -324,4 +333,18 @@ func (a *Agent) String() string {
 		return fmt.Sprintf("%s agent (pod %s/%s)", a.Spec.Role, a.Namespace, a.Pod)
 	}
 	return fmt.Sprintf("%s agent (%s/%s, container %s)", a.Spec.Role, a.Namespace, a.Pod, a.Container)
+}
+
+// PodIPs are the pod's addresses, one per family, the primary first.
+func PodIPs(p *corev1.Pod) []string {
+	var ips []string
+	for _, a := range p.Status.PodIPs {
+		if a.IP != "" {
+			ips = append(ips, a.IP)
+		}
+	}
+	if len(ips) == 0 && p.Status.PodIP != "" {
+		ips = append(ips, p.Status.PodIP)
+	}
+	return ips
 }

@@ -43,7 +43,7 @@ wait_for() { # wait_for SECONDS DESCRIPTION CMD...
   done
 }
 
-# lab_setting NAME: a setting chosen at `lab.sh up` (LAB_NETWORK_POLICY, LAB_PROXY_MODE), as
+# lab_setting NAME: a setting chosen at `lab.sh up` (LAB_NETWORK_POLICY, LAB_PROXY_MODE, LAB_IP_FAMILY), as
 # recorded in $STATE/settings.env for later commands; before that, the environment's or the default.
 lab_setting() {
   local v=""
@@ -52,7 +52,34 @@ lab_setting() {
     case "$1" in
       LAB_NETWORK_POLICY) v=${LAB_NETWORK_POLICY:-1} ;;
       LAB_PROXY_MODE) v=${LAB_PROXY_MODE:-iptables} ;;
+      LAB_IP_FAMILY) v=${LAB_IP_FAMILY:-4,6} ;;
     esac
   fi
   echo "$v"
+}
+
+# The lab's IPv6 addresses follow its IPv4 ones: node 10.77.0.11 is fd77::11, and its pod range
+# 10.244.1.0/24 is fd00:10:244:1::/64.
+ip6_of() { echo "fd77::${1##*.}"; }
+cidr6_of() { local c=${1%.0/24}; echo "fd00:10:244:${c##*.}::/64"; }
+
+# by_family V4 V6: the lab's values of both families in its order, comma-separated: V4,V6 on a
+# dual-stack lab with IPv4 primary (LAB_IP_FAMILY=4,6, the default), V6,V4 with IPv6 primary
+# (6,4), V4 alone on an IPv4-only lab (4).
+by_family() {
+  case "$(lab_setting LAB_IP_FAMILY)" in
+    4) echo "$1" ;;
+    6,4) echo "$2,$1" ;;
+    *) echo "$1,$2" ;;
+  esac
+}
+primary_of() { local v; v=$(by_family "$1" "$2"); echo "${v%%,*}"; }
+has_ipv6() { [ "$(lab_setting LAB_IP_FAMILY)" != 4 ]; }
+
+# ipt NETNS ARGS...: iptables in the node's namespace NETNS, and ip6tables too on a lab with IPv6
+# (for rules that name no address); the status is the last one's.
+ipt() {
+  local ns=$1; shift
+  ip netns exec "$ns" iptables "$@" || return
+  if has_ipv6; then ip netns exec "$ns" ip6tables "$@"; fi
 }

@@ -18,7 +18,7 @@ start_control_plane() {
     --client-ca-file="$p/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
-    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --service-cluster-ip-range="$(by_family "$SERVICE_CIDR" "$SERVICE_CIDR6")" \
     --authorization-mode=RBAC --allow-privileged=true \
     --kubelet-client-certificate="$p/admin.crt" --kubelet-client-key="$p/admin.key" \
     --kubelet-preferred-address-types=InternalIP \
@@ -28,7 +28,7 @@ start_control_plane() {
   start kube-controller-manager - "$BIN/kube-controller-manager" \
     --kubeconfig="$KUBECONFIG_PATH" --leader-elect=false \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
-    --use-service-account-credentials=true --cluster-cidr="$CLUSTER_CIDR" \
+    --use-service-account-credentials=true --cluster-cidr="$(by_family "$CLUSTER_CIDR" "$CLUSTER_CIDR6")" \
     --bind-address=127.0.0.1 --profiling=false --v=1
   start kube-scheduler - "$BIN/kube-scheduler" \
     --kubeconfig="$KUBECONFIG_PATH" --leader-elect=false --bind-address=127.0.0.1 --profiling=false --v=1

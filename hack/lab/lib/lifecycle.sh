@@ -3,18 +3,24 @@
 # up, status, down and check-clean.
 
 deploy_addons() {
-  sed -e "s/@CLUSTER_DNS@/$CLUSTER_DNS/g" -e "s/@UPSTREAM@/$HOST_IP/g" "$LAB/manifests/coredns.yaml" | kubectl apply -f - >/dev/null
+  # kube-dns has an address of each of the lab's families, the primary first.
+  local ips policy=SingleStack
+  ips=$(by_family "$CLUSTER_DNS" "$CLUSTER_DNS6")
+  has_ipv6 && policy=RequireDualStack
+  sed -e "s/@CLUSTER_DNS@/${ips%%,*}/g" -e "s/@CLUSTER_DNS_IPS@/$ips/g" -e "s/@IP_FAMILY_POLICY@/$policy/g" \
+    -e "s/@UPSTREAM@/$HOST_IP/g" "$LAB/manifests/coredns.yaml" | kubectl apply -f - >/dev/null
   publish_proxy_config
 }
 
 # write_settings records the settings this lab is brought up with (LAB_NETWORK_POLICY=0|1,
 # LAB_PROXY_MODE), checked first, for later commands.
 write_settings() {
-  local np=${LAB_NETWORK_POLICY:-1} mode=${LAB_PROXY_MODE:-iptables}
+  local np=${LAB_NETWORK_POLICY:-1} mode=${LAB_PROXY_MODE:-iptables} fam=${LAB_IP_FAMILY:-4,6}
   case "$np" in 0 | 1) ;; *) die "LAB_NETWORK_POLICY=$np: want 1 (NetworkPolicy enforced, the default) or 0" ;; esac
+  case "$fam" in 4 | 4,6 | 6,4) ;; *) die "LAB_IP_FAMILY=$fam: want 4,6 (dual-stack, IPv4 primary: the default), 6,4 (IPv6 primary) or 4" ;; esac
   check_proxy_mode "$mode"
   mkdir -p "$STATE"
-  printf 'LAB_NETWORK_POLICY=%s\nLAB_PROXY_MODE=%s\n' "$np" "$mode" >"$STATE/settings.env"
+  printf 'LAB_NETWORK_POLICY=%s\nLAB_PROXY_MODE=%s\nLAB_IP_FAMILY=%s\n' "$np" "$mode" "$fam" >"$STATE/settings.env"
 }
 
 cmd_up() {
@@ -56,7 +62,7 @@ cmd_up() {
   log "waiting for the nodes and cluster DNS"
   wait_for 120 "${#NODES[@]} Ready nodes" bash -c "[ \$('$BIN/kubectl' --kubeconfig '$KUBECONFIG_PATH' get nodes --no-headers 2>/dev/null | grep -cw Ready) = ${#NODES[@]} ]"
   wait_for 120 "CoreDNS" kubectl -n kube-system rollout status deploy/coredns --timeout=2s
-  log "the lab is up in $(( $(date +%s) - START )) s (NetworkPolicy enforced: $(lab_setting LAB_NETWORK_POLICY), kube-proxy mode $(lab_setting LAB_PROXY_MODE)); KUBECONFIG=$KUBECONFIG_PATH"
+  log "the lab is up in $(( $(date +%s) - START )) s (NetworkPolicy enforced: $(lab_setting LAB_NETWORK_POLICY), kube-proxy mode $(lab_setting LAB_PROXY_MODE), IP families $(lab_setting LAB_IP_FAMILY)); KUBECONFIG=$KUBECONFIG_PATH"
   kubectl get nodes -L topology.kubernetes.io/zone
 }
 
@@ -142,7 +148,10 @@ cmd_down() {
     ip netns delete "nblab-${name#lab-}" 2>/dev/null || true
   done
   ip link delete "$BRIDGE" 2>/dev/null || true
-  while iptables -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment netbench-lab -j ACCEPT 2>/dev/null; do :; done
+  local t
+  for t in iptables ip6tables; do
+    while $t -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment netbench-lab -j ACCEPT 2>/dev/null; do :; done
+  done
   rm -rf "$RUN" "$STATE"
   log "the lab is down"
 }
@@ -159,8 +168,10 @@ $procs"
   grep -E " ($STATE|$RUN)" /proc/self/mountinfo >/dev/null && report "mounts under $STATE or $RUN"
   for h in /sys/fs/cgroup/*/lab-*; do [ -d "$h" ] && report "cgroup $h"; done
   iptables -S 2>/dev/null | grep -q netbench-lab && report "iptables rules tagged netbench-lab"
+  ip6tables -S 2>/dev/null | grep -q netbench-lab && report "ip6tables rules tagged netbench-lab"
   ip link show "$BRIDGE" >/dev/null 2>&1 && report "bridge $BRIDGE"
   ip route | grep -q "10.244." && report "routes to pod CIDRs"
+  ip -6 route | grep -q "fd00:10:244:" && report "IPv6 routes to pod CIDRs"
   [ -e "$STATE" ] && report "$STATE"
   [ -e "$RUN" ] && report "$RUN"
   if [ $left = 0 ]; then echo "clean: no lab process, network namespace, mount, cgroup, iptables rule, route or state is left"; fi

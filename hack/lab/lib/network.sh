@@ -4,14 +4,19 @@
 
 setup_network() {
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    log "creating the lab network"
+    log "creating the lab network ($(by_family IPv4 IPv6))"
     ip link add "$BRIDGE" type bridge
     ip addr add "$HOST_IP/24" dev "$BRIDGE"
+    if has_ipv6; then ip addr add "$HOST_IP6/64" dev "$BRIDGE" nodad; fi
     ip link set "$BRIDGE" up
   fi
   # Bridged frames may pass the host's iptables (br_netfilter): let the lab's through.
-  iptables -C FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment netbench-lab -j ACCEPT 2>/dev/null ||
-    iptables -I FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment netbench-lab -j ACCEPT
+  local t
+  for t in iptables ip6tables; do
+    [ $t = ip6tables ] && ! has_ipv6 && continue
+    $t -C FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment netbench-lab -j ACCEPT 2>/dev/null ||
+      $t -I FORWARD -i "$BRIDGE" -o "$BRIDGE" -m comment --comment netbench-lab -j ACCEPT
+  done
   for n in "${NODES[@]}"; do
     read -r name zone ip cidr <<<"$n"
     local ns=nblab-${name#lab-}
@@ -27,12 +32,19 @@ setup_network() {
       ip -n "$ns" route add unreachable default
       ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
       ip netns exec "$ns" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+      if has_ipv6; then
+        ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.forwarding=1
+        ip -n "$ns" addr add "$(ip6_of "$ip")/64" dev eth0 nodad
+        ip -n "$ns" -6 route add unreachable default
+      fi
     fi
     ip route replace "$cidr" via "$ip" dev "$BRIDGE"
+    if has_ipv6; then ip -6 route replace "$(cidr6_of "$cidr")" via "$(ip6_of "$ip")" dev "$BRIDGE"; fi
     for m in "${NODES[@]}"; do
       read -r oname _ oip ocidr <<<"$m"
       [ "$oname" = "$name" ] && continue
       ip -n "$ns" route replace "$ocidr" via "$oip" dev eth0
+      if has_ipv6; then ip -n "$ns" -6 route replace "$(cidr6_of "$ocidr")" via "$(ip6_of "$oip")" dev eth0; fi
     done
   done
 }
@@ -52,10 +64,10 @@ cmd_delay() {
     local ns=nblab-${name#lab-}
     local f; f=$(pidfile "delay-$name")
     if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
-    ip netns exec "$ns" iptables -t mangle -N NBLAB-DELAY 2>/dev/null || true
-    ip netns exec "$ns" iptables -t mangle -F NBLAB-DELAY
-    ip netns exec "$ns" iptables -t mangle -C POSTROUTING -o eth0 -j NBLAB-DELAY 2>/dev/null ||
-      ip netns exec "$ns" iptables -t mangle -A POSTROUTING -o eth0 -j NBLAB-DELAY
+    ipt "$ns" -t mangle -N NBLAB-DELAY 2>/dev/null || true
+    ipt "$ns" -t mangle -F NBLAB-DELAY
+    ipt "$ns" -t mangle -C POSTROUTING -o eth0 -j NBLAB-DELAY 2>/dev/null ||
+      ipt "$ns" -t mangle -A POSTROUTING -o eth0 -j NBLAB-DELAY
     local extra q1=$same q2=$cross
     extra=$(cat "$RUN/slow-$name" 2>/dev/null || true)
     if [ "$same" = off ]; then
@@ -72,6 +84,11 @@ cmd_delay() {
       for dst in "$oip" "$ocidr"; do
         ip netns exec "$ns" iptables -t mangle -A NBLAB-DELAY -d "$dst" -j NFQUEUE --queue-num $q --queue-bypass
       done
+      if has_ipv6; then
+        for dst in "$(ip6_of "$oip")" "$(cidr6_of "$ocidr")"; do
+          ip netns exec "$ns" ip6tables -t mangle -A NBLAB-DELAY -d "$dst" -j NFQUEUE --queue-num $q --queue-bypass
+        done
+      fi
     done
     start "delay-$name" "$ns" "$BIN/delay" "1=$q1" "2=$q2"
   done
@@ -104,18 +121,18 @@ cmd_udp_loss() {
   local node=${1:-} pct=${2:-}
   [ -n "$pct" ] || die "usage: lab.sh udp-loss NODE PERCENT (e.g. lab-b1 20) | udp-loss NODE off"
   local ns; ns=$(node_ns "$node")
-  ip netns exec "$ns" iptables -N NBLAB-LOSS 2>/dev/null || true
-  ip netns exec "$ns" iptables -F NBLAB-LOSS
-  ip netns exec "$ns" iptables -C FORWARD -j NBLAB-LOSS 2>/dev/null || ip netns exec "$ns" iptables -I FORWARD -j NBLAB-LOSS
+  ipt "$ns" -N NBLAB-LOSS 2>/dev/null || true
+  ipt "$ns" -F NBLAB-LOSS
+  ipt "$ns" -C FORWARD -j NBLAB-LOSS 2>/dev/null || ipt "$ns" -I FORWARD -j NBLAB-LOSS
   if [ "$pct" = off ]; then
-    ip netns exec "$ns" iptables -D FORWARD -j NBLAB-LOSS
-    ip netns exec "$ns" iptables -X NBLAB-LOSS
+    ipt "$ns" -D FORWARD -j NBLAB-LOSS
+    ipt "$ns" -X NBLAB-LOSS
     log "$node: UDP loss off"
     return
   fi
   if ! [[ "$pct" =~ ^[0-9]+$ ]] || [ "$pct" -gt 100 ]; then die "udp-loss $pct: want a whole percentage 0-100"; fi
   local p; p=$(awk -v p="$pct" 'BEGIN { printf "%.4f", p / 100 }')
-  ip netns exec "$ns" iptables -A NBLAB-LOSS -p udp -m multiport ! --ports 53 -m statistic --mode random --probability "$p" -j DROP
+  ipt "$ns" -A NBLAB-LOSS -p udp -m multiport ! --ports 53 -m statistic --mode random --probability "$p" -j DROP
   log "$node: drops $pct % of the UDP it forwards (each direction, port 53 spared)"
 }
 

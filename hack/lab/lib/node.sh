@@ -26,9 +26,16 @@ write_node_config() {
   local name=$1 ip=$3 cidr=$4
   local d=$STATE/nodes/$name r=$RUN/$name
   mkdir -p "$d/cni" "$d/kubelet" "$d/pod-logs" "$r"
-  local gw=${cidr%.0/24}.1
-  local vars=(NODE_NAME="$name" NODE_IP="$ip" NODE_DIR="$d" NODE_RUN="$r" POD_CIDR="$cidr" POD_GATEWAY="$gw"
-    STATE="$STATE" CLUSTER_DNS="$CLUSTER_DNS" CLUSTER_CIDR="$CLUSTER_CIDR" KUBECONFIG="$KUBECONFIG_PATH"
+  local ip6 cidr6 range4 range6
+  ip6=$(ip6_of "$ip") cidr6=$(cidr6_of "$cidr")
+  range4="[{\"subnet\": \"$cidr\", \"gateway\": \"${cidr%.0/24}.1\"}]"
+  range6="[{\"subnet\": \"$cidr6\", \"gateway\": \"${cidr6%/64}1\"}]"
+  # The pod ranges and routes of the lab's families, in its order (the first is the pods' primary).
+  local vars=(NODE_NAME="$name" NODE_IP="$(primary_of "$ip" "$ip6")" NODE_IPS="$(by_family "$ip" "$ip6")"
+    NODE_DIR="$d" NODE_RUN="$r" POD_RANGES="$(by_family "$range4" "$range6")"
+    POD_ROUTES="$(by_family '{"dst": "0.0.0.0/0"}' '{"dst": "::/0"}')"
+    STATE="$STATE" CLUSTER_DNS="$(primary_of "$CLUSTER_DNS" "$CLUSTER_DNS6")"
+    CLUSTER_CIDR="$(by_family "$CLUSTER_CIDR" "$CLUSTER_CIDR6")" KUBECONFIG="$KUBECONFIG_PATH"
     PROXY_MODE="$(lab_setting LAB_PROXY_MODE)" UNPRIVILEGED_ICMP="$([ "$name" = "$NO_PING_NODE" ] && echo false || echo true)")
   render cni.conflist "${vars[@]}" > "$d/cni/10-lab.conflist"
   render containerd.toml "${vars[@]}" > "$d/containerd.toml"
@@ -54,16 +61,17 @@ start_node() {
   wait_for 30 "containerd on $name" ctr --address "$r/containerd.sock" version
   import_images "$name"
   start "kubelet-$name" "$ns" "$BIN/kubelet" --config="$d/kubelet.yaml" \
-    --kubeconfig="$KUBECONFIG_PATH" --hostname-override="$name" --node-ip="$ip" \
+    --kubeconfig="$KUBECONFIG_PATH" --hostname-override="$name" --node-ip="$(by_family "$ip" "$(ip6_of "$ip")")" \
     --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" \
     --node-labels="topology.kubernetes.io/zone=$zone,topology.kubernetes.io/region=$REGION" --v=1
   start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$d/kube-proxy.yaml" "${PROXY_LOG[@]}"
   if [ "$(lab_setting LAB_NETWORK_POLICY)" = 1 ]; then
     # The chain the enforcer fills with the selected pods' NFQUEUE rules (see its main.go).
-    ip netns exec "$ns" iptables -t mangle -N NBLAB-NETPOL 2>/dev/null || true
-    ip netns exec "$ns" iptables -t mangle -C FORWARD -j NBLAB-NETPOL 2>/dev/null ||
-      ip netns exec "$ns" iptables -t mangle -I FORWARD 1 -j NBLAB-NETPOL
-    start "netpol-$name" "$ns" "$BIN/netpol" --kubeconfig="$KUBECONFIG_PATH" --node="$name" --v=1
+    ipt "$ns" -t mangle -N NBLAB-NETPOL 2>/dev/null || true
+    ipt "$ns" -t mangle -C FORWARD -j NBLAB-NETPOL 2>/dev/null ||
+      ipt "$ns" -t mangle -I FORWARD 1 -j NBLAB-NETPOL
+    start "netpol-$name" "$ns" "$BIN/netpol" --kubeconfig="$KUBECONFIG_PATH" --node="$name" --v=1 \
+      --ipv6="$(has_ipv6 && echo true || echo false)"
   fi
 }
 

@@ -33,6 +33,7 @@ type PathOptions struct {
 	SrcContainer, DstContainer string
 	Mode                       string
 	Profile                    string
+	IPFamily                   string // --ip-family (path)
 	Probes                     []string
 	Duration                   time.Duration
 	QPS                        float64
@@ -96,6 +97,8 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	f.StringVar(&o.IPFamily, "ip-family", "", "address family to measure on a dual-stack path: 4, 6, or both (each, side by side; the IPv6 probes named *"+V6Suffix+"); default: DST's primary family")
+	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion(Family4, Family6, FamilyBoth))
 	o.AddMeasureFlags(cmd)
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
@@ -132,6 +135,9 @@ func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags; every message names the flag.
 func (o *PathOptions) Validate() error {
+	if err := checkFamilyFlag(o.IPFamily); err != nil {
+		return err
+	}
 	switch o.Mode {
 	case session.ModeEphemeral, session.ModePod, session.ModeAuto:
 	default:

@@ -3,6 +3,7 @@ package path
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
@@ -27,12 +28,18 @@ type pathRun struct {
 	pp          *policyplan.PathPolicy
 	cli, srv    *session.Agent
 	res         *collected
+	// addrs are DST's addresses the probes use, one per family (--ip-family).
+	addrs []netip.Addr
 }
 
 func (r *pathRun) FiguresBeforePlan() {}
 
 func (r *pathRun) PlannedFigures() map[string]string {
-	planned, appPlanned := r.o.ProbeSpecs(netip.IPv4Unspecified().String())
+	addrs := []netip.Addr{netip.IPv4Unspecified()}
+	if r.o.IPFamily == FamilyBoth {
+		addrs = append(addrs, netip.IPv6Unspecified())
+	}
+	planned, appPlanned := r.specs(addrs, nil)
 	return report.PlannedFigures(append(planned, appPlanned...))
 }
 
@@ -42,6 +49,13 @@ func (r *pathRun) Plan(ctx context.Context) (err error) {
 	o.Progress("resolving %s and %s", o.SrcArg, o.DstArg)
 	if r.src, r.dst, err = o.resolvePair(ctx); err != nil {
 		return err
+	}
+	if r.addrs, err = checkFamilies(o.IPFamily, r.src, r.dst); err != nil {
+		return err
+	}
+	rep.IPFamily = FamilyName(r.addrs[0])
+	if len(r.addrs) > 1 {
+		rep.IPFamily = "IPv4 and IPv6 (probes named *" + V6Suffix + " over IPv6)"
 	}
 	rep.Source, rep.Destination = o.Endpoint(ctx, r.src), o.Endpoint(ctx, r.dst)
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
@@ -71,7 +85,7 @@ func (r *pathRun) Open(ctx context.Context) (*session.Session, error) {
 func (r *pathRun) Start(ctx context.Context) (err error) {
 	o, rep, src, dst := r.o, r.rep, r.src, r.dst
 	rep.Warnings = append(rep.Warnings, o.CleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
-	probes, appPort := o.ProbeSpecs(dst.Pod.Status.PodIP)
+	probes, appPort := r.specs(r.addrs, nil)
 	perRound := ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))
 	lifetime := time.Duration(perRound*float64(o.Rounds)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 	r.pp, err = o.PlanPolicy(ctx, r.sess, o.ReadPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
@@ -86,9 +100,14 @@ func (r *pathRun) Start(ctx context.Context) (err error) {
 		if r.srv, err = o.StartServer(ctx, r.sess, dst, r.pp.SrvPort, lifetime, &rep.Warnings); err != nil {
 			return err
 		}
-		rep.Destination.AgentIP = r.srv.IP
+		rep.Destination.AgentIP = serverHost(r.srv, r.addrs[0])
 		SetAgentName(&rep.Destination, r.srv)
-		job.Host, job.Port = r.srv.IP, r.srv.Port
+		job.Host, job.Port = rep.Destination.AgentIP, r.srv.Port
+		if len(r.addrs) > 1 { // the IPv6 twins go to the server's IPv6 address
+			r.probes, _ = r.specs(r.addrs, r.srv)
+			r.probes = r.pp.Runnable(r.probes)
+			job.Probes = RepeatProbes(append(append([]agent.ProbeSpec{}, r.probes...), r.app...), o.Rounds)
+		}
 		if !r.srv.Temporary && !dst.HostNetwork() {
 			job.ServerApp = cmdutil.AppIDs(dst)
 		}
@@ -116,6 +135,21 @@ func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time
 	}
 	r.timer.Phase("start-client")
 	return nil
+}
+
+// specs are the probes for DST's addresses (one per family; the second's probes are IPv6 twins
+// named with V6Suffix, sent to srv's IPv6 address once the server agent is known).
+func (r *pathRun) specs(addrs []netip.Addr, srv *session.Agent) (probes, appPort []agent.ProbeSpec) {
+	probes, appPort = r.o.ProbeSpecs(addrs[0].String())
+	if len(addrs) < 2 {
+		return probes, appPort
+	}
+	host6 := addrs[1].String()
+	if srv != nil {
+		host6 = serverHost(srv, addrs[1])
+	}
+	_, app6 := r.o.ProbeSpecs(addrs[1].String())
+	return twinV6(probes, host6), append(appPort, suffixed(app6)...)
 }
 
 // Measure reads the client's results as they come.
@@ -149,9 +183,21 @@ func (r *pathRun) Finish(context.Context) {
 	}
 	for _, res := range allResults(r.rep) {
 		report.Judge(res, at)
+		res.IPFamily = r.familyOf(res.Name)
 	}
 	r.rep.Summarize()
 	r.rep.Skipped = append(r.pp.Skipped(), r.rep.Skipped...)
+}
+
+// familyOf is the address family of the probe named name.
+func (r *pathRun) familyOf(name string) string {
+	if len(r.addrs) == 0 {
+		return ""
+	}
+	if len(r.addrs) > 1 && strings.HasSuffix(name, V6Suffix) {
+		return FamilyName(r.addrs[1])
+	}
+	return FamilyName(r.addrs[0])
 }
 
 // allResults are the report's results: round 1's, and every other round's.

@@ -144,7 +144,7 @@ func TestPathRunServerArgs(t *testing.T) {
 	}
 	args := strings.Join(ec.Args, " ")
 	digest := agent.TokenDigest(f.Token)
-	if !strings.HasPrefix(args, "serve --listen 10.0.0.5:0 --not-after ") || !strings.HasSuffix(args, "--lease 5s --token-sha256 "+digest) {
+	if !strings.HasPrefix(args, "serve --listen :0 --ip 10.0.0.5 --not-after ") || !strings.HasSuffix(args, "--lease 5s --token-sha256 "+digest) {
 		t.Errorf("server args %q: want the pod IP, an absolute not-after time, a lease and the token's digest", args)
 	}
 	// The client's spec carries neither the job nor the token: it is handed them by the proxy.
@@ -168,9 +168,9 @@ func TestPathRunServerArgs(t *testing.T) {
 	if !slices.Contains(f.ProxiedCalls(), "POST "+agent.PathJob) {
 		t.Errorf("the job was not handed over: %v", f.ProxiedCalls())
 	}
-	na, err := time.Parse(time.RFC3339, ec.Args[4])
+	na, err := time.Parse(time.RFC3339, ec.Args[6])
 	if err != nil || time.Until(na) < time.Minute || time.Until(na) > 10*time.Minute {
-		t.Errorf("not-after %s (%v): want minutes from now", ec.Args[4], err)
+		t.Errorf("not-after %s (%v): want minutes from now", ec.Args[6], err)
 	}
 	sc := ec.SecurityContext
 	if !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || sc.Capabilities.Drop[0] != "ALL" {

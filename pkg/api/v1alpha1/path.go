@@ -20,7 +20,10 @@ type PathReport struct {
 	Destination Endpoint  `json:"destination"`
 	Path        PathClass `json:"path"`
 	// Probes holds the results, in the order the probes ran; with --repeat, round 1's.
-	Probes []*ProbeResult `json:"probes"`
+	// IPFamily is the address family the probes used (--ip-family): IPv4, IPv6, or both (each
+	// probe's own IPFamily says which).
+	IPFamily string         `json:"ipFamily,omitempty"`
+	Probes   []*ProbeResult `json:"probes"`
 	// AppPort holds the probes against the destination application's own port (--port).
 	AppPort []*ProbeResult `json:"appPort,omitempty"`
 	// Rounds is --repeat: how many times the probes ran, round after round, between the same

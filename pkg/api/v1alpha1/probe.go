@@ -22,9 +22,11 @@ const (
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.
 type ProbeResult struct {
-	Name       string            `json:"name"`
-	Kind       string            `json:"kind"`
-	Skipped    string            `json:"skipped,omitempty"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Skipped string `json:"skipped,omitempty"`
+	// IPFamily is the family of the address the probe measured (IPv4 or IPv6), in path reports.
+	IPFamily   string            `json:"ipFamily,omitempty"`
 	RTT        *RTTResult        `json:"rtt,omitempty"`
 	HTTP       *HTTPResult       `json:"http,omitempty"`
 	GRPC       *GRPCResult       `json:"grpc,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,15 +39,16 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
 	node := flag.String("node", "", "name of the node this process enforces policies on")
 	queue := flag.Int("nfqueue-id", 100, "NFQUEUE number (the lab's delay line uses 1 and 2)")
+	ipv6 := flag.Bool("ipv6", false, "steer the pods' IPv6 connections too (ip6tables), on a lab with IPv6")
 	klog.InitFlags(nil)
 	flag.Parse()
-	if err := run(*kubeconfig, *node, *queue); err != nil {
+	if err := run(*kubeconfig, *node, *queue, *ipv6); err != nil {
 		fmt.Fprintln(os.Stderr, "netpol:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, node string, queue int) error {
+func run(kubeconfig, node string, queue int, ipv6 bool) error {
 	if node == "" {
 		return fmt.Errorf("--node is required")
 	}
@@ -77,7 +79,7 @@ func run(kubeconfig, node string, queue int) error {
 	if err != nil {
 		return err
 	}
-	st := &steering{node: node, queue: queue, pods: factory.Core().V1().Pods().Lister(), policies: factory.Networking().V1().NetworkPolicies().Lister(), kick: make(chan struct{}, 1)}
+	st := &steering{node: node, queue: queue, ipv6: ipv6, pods: factory.Core().V1().Pods().Lister(), policies: factory.Networking().V1().NetworkPolicies().Lister(), kick: make(chan struct{}, 1)}
 	for _, inf := range []cache.SharedIndexInformer{factory.Core().V1().Pods().Informer(), factory.Networking().V1().NetworkPolicies().Informer()} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { st.changed() }, UpdateFunc: func(any, any) { st.changed() }, DeleteFunc: func(any) { st.changed() },
@@ -97,10 +99,11 @@ func run(kubeconfig, node string, queue int) error {
 type steering struct {
 	node     string
 	queue    int
+	ipv6     bool
 	pods     corelisters.PodLister
 	policies networkinglisters.NetworkPolicyLister
 	kick     chan struct{}
-	last     string
+	last     [2]string // the rules last written, IPv4 and IPv6
 }
 
 func (s *steering) changed() {
@@ -123,37 +126,60 @@ func (s *steering) loop(ctx context.Context) {
 	}
 }
 
-// sync writes the chain when the set of selected local pod IPs changed.
+// sync writes the chain of each family when the set of its selected local pod IPs changed.
 func (s *steering) sync() error {
 	pods, err := s.pods.List(labels.Everything())
 	if err != nil {
 		return err
 	}
-	var ips []string
+	var ips [2][]string // IPv4, IPv6
 	for _, p := range pods {
-		if p.Spec.NodeName == s.node && !p.Spec.HostNetwork && p.Status.PodIP != "" && s.selected(p) {
-			ips = append(ips, p.Status.PodIP)
+		if p.Spec.NodeName != s.node || p.Spec.HostNetwork || !s.selected(p) {
+			continue
+		}
+		for _, a := range p.Status.PodIPs {
+			if ip, err := netip.ParseAddr(a.IP); err == nil {
+				f := 0
+				if !ip.Unmap().Is4() {
+					f = 1
+				}
+				ips[f] = append(ips[f], ip.Unmap().String())
+			}
 		}
 	}
+	for f, restore := range []string{"iptables-restore", "ip6tables-restore"} {
+		if f == 1 && !s.ipv6 {
+			continue
+		}
+		if err := s.write(f, restore, ips[f]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write puts one family's rules in its chain with the restore command, unless they are unchanged.
+func (s *steering) write(f int, restore string, ips []string) error {
+	bits := []string{"32", "128"}[f]
 	sort.Strings(ips)
 	var b strings.Builder
 	b.WriteString("*mangle\n:NBLAB-NETPOL - [0:0]\n")
 	for _, ip := range ips {
 		for _, dir := range []string{"-s", "-d"} {
-			fmt.Fprintf(&b, "-A NBLAB-NETPOL %s %s/32 -m conntrack --ctstate NEW -j NFQUEUE --queue-num %d\n", dir, ip, s.queue)
+			fmt.Fprintf(&b, "-A NBLAB-NETPOL %s %s/%s -m conntrack --ctstate NEW -j NFQUEUE --queue-num %d\n", dir, ip, bits, s.queue)
 		}
 	}
 	b.WriteString("COMMIT\n")
-	if b.String() == s.last {
+	if b.String() == s.last[f] {
 		return nil
 	}
-	cmd := exec.Command("iptables-restore", "--noflush")
+	cmd := exec.Command(restore, "--noflush")
 	cmd.Stdin = strings.NewReader(b.String())
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("iptables-restore: %w: %s", err, out)
+		return fmt.Errorf("%s: %w: %s", restore, err, out)
 	}
-	s.last = b.String()
-	klog.InfoS("steering", "pods", len(ips))
+	s.last[f] = b.String()
+	klog.InfoS("steering", "family", []string{"IPv4", "IPv6"}[f], "pods", len(ips))
 	return nil
 }
 

@@ -1,0 +1,145 @@
+package path
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+)
+
+// --ip-family: which of a dual-stack path's address families the probes use.
+const (
+	FamilyPrimary = ""     // the destination pod's primary family (its first address)
+	Family4       = "4"    // IPv4
+	Family6       = "6"    // IPv6
+	FamilyBoth    = "both" // each, side by side: the IPv6 probes' names end in V6Suffix
+)
+
+// V6Suffix ends the names of the probes an --ip-family both run makes over IPv6 (icmp-v6,
+// tcp-1-v6); their IPv4 twins keep the plain names.
+const V6Suffix = "-v6"
+
+// ErrNoFamily: a pod of the path has no address of the family --ip-family asks for.
+var ErrNoFamily = errors.New("no address of that family")
+
+func checkFamilyFlag(v string) error {
+	switch v {
+	case FamilyPrimary, Family4, Family6, FamilyBoth:
+		return nil
+	}
+	return fmt.Errorf("--ip-family %q: want 4, 6 or both (default: the destination pod's primary family)", v)
+}
+
+// familyAddrs are the addresses of ips that --ip-family v picks, IPv4 before IPv6 for both;
+// ips are a pod's, its primary first.
+func familyAddrs(v string, ips []string) ([]netip.Addr, error) {
+	var v4, v6, all []netip.Addr
+	for _, s := range ips {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		all = append(all, a)
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	pick := func(as []netip.Addr, name string) ([]netip.Addr, error) {
+		if len(as) == 0 {
+			return nil, fmt.Errorf("%w: no %s address (it has %s)", ErrNoFamily, name, addrList(all))
+		}
+		return as[:1], nil
+	}
+	switch v {
+	case Family4:
+		return pick(v4, "IPv4")
+	case Family6:
+		return pick(v6, "IPv6")
+	case FamilyBoth:
+		a4, err := pick(v4, "IPv4")
+		if err != nil {
+			return nil, err
+		}
+		a6, err := pick(v6, "IPv6")
+		if err != nil {
+			return nil, err
+		}
+		return append(a4, a6...), nil
+	}
+	return pick(all, "IP")
+}
+
+func addrList(as []netip.Addr) string {
+	if len(as) == 0 {
+		return "none yet"
+	}
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// checkFamilies refuses, before anything is created, a pair whose pods lack a family the run
+// needs; it returns DST's addresses to measure, one per family.
+func checkFamilies(v string, src, dst *session.Target) ([]netip.Addr, error) {
+	if _, err := familyAddrs(v, session.PodIPs(src.Pod)); err != nil && v != FamilyPrimary {
+		return nil, fmt.Errorf("--ip-family %s: SRC pod %s/%s: %w", v, src.Namespace, src.Pod.Name, err)
+	}
+	addrs, err := familyAddrs(v, session.PodIPs(dst.Pod))
+	if err != nil {
+		flag := "--ip-family " + v
+		if v == FamilyPrimary {
+			flag = "DST"
+		}
+		return nil, fmt.Errorf("%s: pod %s/%s: %w", flag, dst.Namespace, dst.Pod.Name, err)
+	}
+	return addrs, nil
+}
+
+// FamilyName is the schema's name of an address's family.
+func FamilyName(a netip.Addr) string {
+	if a.Unmap().Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// serverHost is the server agent's address of family like: its own addresses (a temporary
+// pod's, or DST's for an ephemeral agent), else its primary one.
+func serverHost(srv *session.Agent, like netip.Addr) string {
+	for _, s := range srv.IPs {
+		if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is4() == like.Unmap().Is4() {
+			return a.Unmap().String()
+		}
+	}
+	return srv.IP
+}
+
+// twinV6 appends to specs an IPv6 twin of each agent-to-agent probe: named with V6Suffix, sent
+// to the server agent's IPv6 address host6.
+func twinV6(specs []agent.ProbeSpec, host6 string) []agent.ProbeSpec {
+	out := append([]agent.ProbeSpec(nil), specs...)
+	for _, p := range specs {
+		p.Name = p.Label() + V6Suffix
+		p.Host = host6
+		out = append(out, p)
+	}
+	return out
+}
+
+// suffixed names app-port probes (made for DST's IPv6 address) as IPv6 twins.
+func suffixed(specs []agent.ProbeSpec) []agent.ProbeSpec {
+	out := make([]agent.ProbeSpec, len(specs))
+	for i, p := range specs {
+		p.Name = p.Label() + V6Suffix
+		out[i] = p
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+)
+
+// v6Suffix ends the names of an --ip-family both run's IPv6 probes (path.V6Suffix).
+const v6Suffix = "-v6"
+
+// writeFamilies sets an --ip-family both run's figures side by side: each IPv4 figure, its IPv6
+// twin's, and the difference (IPv6 minus IPv4).
+func writeFamilies(w io.Writer, r *report.PathReport) {
+	fs := r.FigureValues()
+	byName := map[string]report.FigureValue{}
+	for _, f := range fs {
+		byName[f.Name] = f
+	}
+	var rows [][]string
+	for _, f := range fs {
+		if f.Alias || report.IsValidity(f.Name) || f.Probe == "" || strings.HasSuffix(f.Probe, v6Suffix) {
+			continue
+		}
+		twin, ok := byName[f.Probe+v6Suffix+"."+f.Stat]
+		if !ok {
+			continue
+		}
+		diff := twin.Value - f.Value
+		rel := "—"
+		if f.Value != 0 {
+			rel = fmt.Sprintf("%+.1f %%", 100*diff/f.Value)
+		}
+		rows = append(rows, []string{f.Name, unitText(f.Value, f.Unit), unitText(twin.Value, f.Unit), signed(unitText(diff, f.Unit), diff), rel})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nIPv4 and IPv6 side by side (each probe's figures over each family; difference = IPv6 − IPv4)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  FIGURE\tIPv4\tIPv6\tDIFFERENCE\t")
+	for _, row := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s (%s)\t\n", row[0], row[1], row[2], row[3], row[4])
+	}
+	tw.Flush()
+}
+
+// unitText is a figure's value with its unit.
+func unitText(v float64, unit string) string {
+	switch unit {
+	case report.UnitMicros:
+		return report.Micros(v)
+	case report.UnitGbps:
+		return fmt.Sprintf("%.2f Gbit/s", v)
+	case report.UnitPercent:
+		return fmt.Sprintf("%.2f %%", v)
+	case report.UnitBytes:
+		return fmt.Sprintf("%.0f B", v)
+	case report.UnitCount:
+		return fmt.Sprintf("%g", v)
+	}
+	return fmt.Sprintf("%g %s", v, unit)
+}
+
+// signed puts a plus before a difference that is not negative (a negative one has its minus).
+func signed(s string, v float64) string {
+	if v >= 0 {
+		return "+" + s
+	}
+	return s
+}

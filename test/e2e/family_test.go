@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// On the dual-stack lab with the zone delay on (300 µs same zone, 2 ms cross zone, one way),
+// `path --ip-family both` on the cross-zone pair measures each family: every probe has its IPv6
+// twin (named *-v6) sent to the server's IPv6 address; each family's ICMP p50 is within
+// pingBound of iputils `ping -4` / `ping -6` from the same pod to the same pod, and each
+// family's single-stream throughput within throughputBound of iperf3 `-4` / `-6` run between
+// the same two pods' network namespaces just before and after. A bad --ip-family is refused
+// with one line naming the flag, before anything is created.
+func TestPathBothFamilies(t *testing.T) {
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	waitRollout(t, cs, ns, "client")
+	waitRollout(t, cs, ns, "web")
+	labScript(t, "delay", "300us", "2ms")
+	t.Cleanup(func() { labScript(t, "delay", "off") })
+
+	if _, stderr, err := netbench(t, "path", "-n", ns, "deploy/client", "deploy/web", "--ip-family", "5"); err == nil || !strings.Contains(stderr, "--ip-family \"5\": want 4, 6 or both") {
+		t.Errorf("--ip-family 5: err %v, stderr %q: want one line naming the flag", err, stderr)
+	}
+	web := onePod(t, cs, ns, "app=web")
+	client := onePod(t, cs, ns, "app=client")
+	if len(web.Status.PodIPs) != 2 || len(client.Status.PodIPs) != 2 {
+		t.Fatalf("the lab is not dual-stack: web %v, client %v", web.Status.PodIPs, client.Status.PodIPs)
+	}
+	dst4, dst6 := web.Status.PodIPs[0].IP, web.Status.PodIPs[1].IP
+	cliNetns, webNetns := podNetns(t, "lab-a1", client.Status.PodIP), podNetns(t, "lab-b1", dst4)
+
+	before := map[string]float64{"4": iperf3Bits(t, cliNetns, webNetns, dst4, "-4"), "6": iperf3Bits(t, cliNetns, webNetns, dst6, "-6")}
+	r := runJSON[report.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--ip-family", "both", "--probes", "rtt,tcp", "--duration", "3s")
+	after := map[string]float64{"4": iperf3Bits(t, cliNetns, webNetns, dst4, "-4"), "6": iperf3Bits(t, cliNetns, webNetns, dst6, "-6")}
+	if !strings.HasPrefix(r.IPFamily, "IPv4 and IPv6") {
+		t.Errorf("ipFamily %q: want both", r.IPFamily)
+	}
+	for fam, suffix := range map[string]string{"4": "", "6": "-v6"} {
+		ip, name := dst4, "IPv4"
+		if fam == "6" {
+			ip, name = dst6, "IPv6"
+		}
+		icmp := probe(t, r, "icmp"+suffix)
+		if icmp.IPFamily != name || !strings.Contains(icmp.RTT.Target, ip) {
+			t.Errorf("icmp%s: family %q, target %q: want %s to %s", suffix, icmp.IPFamily, icmp.RTT.Target, name, ip)
+		}
+		ping := pingMedian(t, cliNetns, ip, 30, "0.05")
+		t.Logf("%s: icmp%s p50 %.1f µs, ping -%s median %.1f µs (bound ±%.0f µs)", name, suffix, icmp.RTT.RTT.P50Micros, fam, ping, pingBound(ping))
+		if d := icmp.RTT.RTT.P50Micros - ping; d > pingBound(ping) || d < -pingBound(ping) {
+			t.Errorf("%s: icmp%s p50 %.1f µs is %+.1f µs from ping's %.1f µs: want within %.0f", name, suffix, icmp.RTT.RTT.P50Micros, d, ping, pingBound(ping))
+		}
+		tcp := throughputProbe(t, r, "tcp-1"+suffix)
+		got, lo, hi := tcp.Throughput.BitsPerSecondReceived, min(before[fam], after[fam]), max(before[fam], after[fam])
+		t.Logf("%s: tcp-1%s %.1f Mbit/s, iperf3 -%s %.1f Mbit/s before and %.1f after", name, suffix, got/1e6, fam, before[fam]/1e6, after[fam]/1e6)
+		if got < lo*(1-throughputBound) || got > hi*(1+throughputBound) {
+			t.Errorf("%s: tcp-1%s %.1f Mbit/s, iperf3 %.1f–%.1f: want within %.0f %% of iperf3's range", name, suffix, got/1e6, lo/1e6, hi/1e6, 100*throughputBound)
+		}
+	}
+}
+
+// throughputBound: how far a single-stream figure may be outside the range of iperf3's runs just
+// before and after it on the same pair and family.
+const throughputBound = 0.15
+
+// iperf3Bits runs one 3-second iperf3 stream from clientNetns to ip (family flag -4 or -6) and
+// returns what the receiver got, in bit/s.
+func iperf3Bits(t *testing.T, clientNetns, serverNetns, ip, family string) float64 {
+	t.Helper()
+	srv := exec.Command("nsenter", "--net="+serverNetns, "iperf3", "-s", "-1", "-p", "5302")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Wait()         //nolint:errcheck
+	defer srv.Process.Kill() //nolint:errcheck
+	var res struct {
+		Error string `json:"error"`
+		End   struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	for try := 0; ; try++ { // until the server listens
+		exec.Command("sleep", "0.2").Run() //nolint:errcheck
+		out, err := exec.Command("nsenter", "--net="+clientNetns, "iperf3", family, "-c", ip, "-p", "5302", "-t", "3", "-J").Output()
+		if jerr := json.Unmarshal(out, &res); jerr != nil {
+			t.Fatalf("iperf3 %s -c %s: %v, %v\n%s", family, ip, err, jerr, out)
+		}
+		if res.Error == "" && res.End.SumReceived.BitsPerSecond > 0 {
+			break
+		}
+		if try == 10 {
+			t.Fatalf("iperf3 %s -c %s: %s", family, ip, res.Error)
+		}
+	}
+	return res.End.SumReceived.BitsPerSecond
+}
+
+// throughputProbe is the report's throughput result named name.
+func throughputProbe(t *testing.T, r *report.PathReport, name string) *v1alpha1.ProbeResult {
+	t.Helper()
+	for _, p := range r.Probes {
+		if p.Name == name && p.Throughput != nil {
+			return p
+		}
+	}
+	t.Fatalf("no %s throughput result", name)
+	return nil
+}
+
+// onePod is the one pod of ns with the label selector.
+func onePod(t *testing.T, cs kubernetes.Interface, ns, selector string) corev1.Pod {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods %s in %s: %v (%d)", selector, ns, err, len(pods.Items))
+	}
+	return pods.Items[0]
+}
