@@ -24,5 +24,5 @@ gen_certs() {
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   )
-  render admin.kubeconfig HOST_IP="$HOST_IP" PKI="$d" > "$KUBECONFIG_PATH"
+  render admin.kubeconfig HOST_IP="$(primary_of "$HOST_IP" "[$HOST_IP6]")" PKI="$d" > "$KUBECONFIG_PATH"
 }

@@ -10,10 +10,12 @@ start_control_plane() {
     --initial-cluster lab=http://127.0.0.1:2380 --unsafe-no-fsync
   wait_for 30 etcd curl -sf http://127.0.0.1:2379/health
 
-  local p=$STATE/pki
+  # The API server's address is of the lab's primary family (its Service range's first).
+  local p=$STATE/pki api
+  api=$(primary_of "$HOST_IP" "$HOST_IP6")
   start kube-apiserver - "$BIN/kube-apiserver" \
     --etcd-servers=http://127.0.0.1:2379 \
-    --bind-address="$HOST_IP" --advertise-address="$HOST_IP" --secure-port=6443 \
+    --bind-address="$api" --advertise-address="$api" --secure-port=6443 \
     --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" \
     --client-ca-file="$p/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
