@@ -34,7 +34,7 @@ func writeFamilies(w io.Writer, r *report.PathReport) {
 		if f.Value != 0 {
 			rel = fmt.Sprintf("%+.1f %%", 100*diff/f.Value)
 		}
-		rows = append(rows, []string{f.Name, unitText(f.Value, f.Unit), unitText(twin.Value, f.Unit), signed(unitText(diff, f.Unit), diff), rel})
+		rows = append(rows, []string{f.Name, formatValue(f.Value, f.Unit), formatValue(twin.Value, f.Unit), signed(formatValue(diff, f.Unit), diff), rel})
 	}
 	if len(rows) == 0 {
 		return
@@ -46,23 +46,6 @@ func writeFamilies(w io.Writer, r *report.PathReport) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s (%s)\t\n", row[0], row[1], row[2], row[3], row[4])
 	}
 	tw.Flush()
-}
-
-// unitText is a figure's value with its unit.
-func unitText(v float64, unit string) string {
-	switch unit {
-	case report.UnitMicros:
-		return report.Micros(v)
-	case report.UnitGbps:
-		return fmt.Sprintf("%.2f Gbit/s", v)
-	case report.UnitPercent:
-		return fmt.Sprintf("%.2f %%", v)
-	case report.UnitBytes:
-		return fmt.Sprintf("%.0f B", v)
-	case report.UnitCount:
-		return fmt.Sprintf("%g", v)
-	}
-	return fmt.Sprintf("%g %s", v, unit)
 }
 
 // signed puts a plus before a difference that is not negative (a negative one has its minus).
