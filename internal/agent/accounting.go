@@ -45,6 +45,7 @@ func appSince(end, start *cpustat.Scan) appResult {
 // it, taken as a probe starts: what finish compares the end with.
 type accounting struct {
 	job    Job
+	hdr    int64  // what each packet carries besides payload on the probe's path
 	key    string // names the probe to the server, which keeps its first scan by it
 	client usage
 	server *usage
@@ -55,7 +56,7 @@ type accounting struct {
 // server (which scans its own first), then the client; finish samples in the opposite order:
 // no scan falls in either agent's window.
 func startAccounting(ctx context.Context, job Job, p ProbeSpec) accounting {
-	a := accounting{job: job, key: strconv.FormatUint(rand.Uint64(), 36)}
+	a := accounting{job: job, hdr: headers(job, p), key: strconv.FormatUint(rand.Uint64(), 36)}
 	if len(job.ClientApp) > 0 {
 		a.app = cpustat.ScanOthers(job.ClientApp)
 	}
@@ -74,7 +75,7 @@ func (a accounting) finish(ctx context.Context, res *ProbeResult) {
 	end := readUsage()
 	client := end.cpu.Since(a.client.cpu)
 	res.CPUSeconds = math.Round(client.CPU.Seconds()*1e3) / 1e3
-	h := headers(a.job)
+	h := a.hdr
 	v := &v1alpha1.Validity{Valid: true, Client: cpuUse(client), ClientTraffic: traffic(end.net, a.client.net, h)}
 	if a.server != nil {
 		if srv, err := serverSample(ctx, a.job, appLast, a.key); err == nil {
@@ -150,9 +151,16 @@ func appUse(r appResult) []v1alpha1.AppContainer {
 	return out
 }
 
-// headers is what each packet carries besides payload on the job's path (ifstat.Headers*).
-func headers(job Job) int64 {
-	if ip := net.ParseIP(job.Host); ip != nil && ip.To4() == nil {
+// headers is what each packet carries besides payload on the probe's path (ifstat.Headers*):
+// IPv6's when the host it talks to (its own address or URL's, else the job's) is IPv6.
+func headers(job Job, p ProbeSpec) int64 {
+	host := job.Host
+	if p.Address != "" {
+		host, _, _ = net.SplitHostPort(p.Address)
+	} else if u, err := url.Parse(p.URL); err == nil && p.URL != "" {
+		host = u.Hostname()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
 		return ifstat.HeadersIPv6
 	}
 	return ifstat.HeadersIPv4

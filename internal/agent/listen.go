@@ -7,41 +7,66 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 )
 
 // listenAll listens on addr, or, given IPs, on each of them at addr's port (a dual-stack pod's
-// IPv4 and IPv6 address): one listener that accepts from all. With port 0 the first picks a
-// free port and the others take the same.
-func listenAll(addr string, ips []string) (net.Listener, error) {
+// IPv4 and IPv6 address): one listener that accepts from all. The first IP (the pod's primary)
+// must bind; another that cannot (its address not usable yet) is left out and said in the
+// note. With port 0 the first picks a free port and the others take the same, picked again
+// (a few times) where it is taken on another address.
+func listenAll(addr string, ips []string) (ln net.Listener, note string, err error) {
 	ips = slices.DeleteFunc(slices.Clone(ips), func(s string) bool { return s == "" })
 	if len(ips) == 0 {
-		return net.Listen("tcp", addr)
+		ln, err = net.Listen("tcp", addr)
+		return ln, "", err
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", addr, err)
+		return nil, "", fmt.Errorf("--listen %s: %w", addr, err)
 	}
-	m := &multiListener{conns: make(chan acceptResult), closed: make(chan struct{})}
 	for _, s := range ips {
-		ip, err := netip.ParseAddr(s)
-		if err != nil {
-			m.Close()
-			return nil, fmt.Errorf("--ip %q: not an IP address", s)
+		if _, err := netip.ParseAddr(s); err != nil {
+			return nil, "", fmt.Errorf("--ip %q: not an IP address", s)
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip.Unmap().String(), port))
-		if err != nil {
-			m.Close()
-			return nil, err
+	}
+	for try := 0; ; try++ {
+		m, note, err := listenOnce(port, ips)
+		if err != nil && port == "0" && try < 5 && errors.Is(err, syscall.EADDRINUSE) {
+			continue
 		}
-		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		return m, note, err
+	}
+}
+
+// listenOnce binds every IP at port (the first's when 0).
+func listenOnce(port string, ips []string) (*multiListener, string, error) {
+	m := &multiListener{conns: make(chan acceptResult), closed: make(chan struct{})}
+	var skipped []string
+	picked := port == "0"
+	for i, s := range ips {
+		ip := netip.MustParseAddr(s).Unmap()
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), port))
+		if err != nil && (i == 0 || (picked && errors.Is(err, syscall.EADDRINUSE))) { // picked again
+			m.Close()
+			return nil, "", err
+		}
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("not on %s: %v", ip, err))
+			continue
+		}
+		if i == 0 {
+			port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		}
 		m.lns = append(m.lns, ln)
 	}
 	for _, ln := range m.lns {
 		m.wg.Add(1)
 		go m.accept(ln)
 	}
-	return m, nil
+	return m, strings.Join(skipped, "; "), nil
 }
 
 type acceptResult struct {

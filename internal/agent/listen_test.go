@@ -3,16 +3,20 @@ package agent
 import (
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 )
 
 // A server given both loopback addresses accepts on each at one port, picked by the first.
 func TestListenAllFamilies(t *testing.T) {
-	ln, err := listenAll(":0", []string{"127.0.0.1", "", "::1"})
+	ln, note, err := listenAll(":0", []string{"127.0.0.1", "", "::1"})
 	if err != nil {
 		t.Skipf("no IPv6 loopback here: %v", err)
 	}
 	defer ln.Close()
+	if note != "" {
+		t.Errorf("note %q", note)
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		c, err := net.Dial("tcp", net.JoinHostPort(host, itoa(port)))
@@ -29,8 +33,19 @@ func TestListenAllFamilies(t *testing.T) {
 		c.Close()
 		s.Close()
 	}
-	if _, err := listenAll(":0", []string{"nope"}); err == nil {
+	if _, _, err := listenAll(":0", []string{"nope"}); err == nil {
 		t.Error("--ip nope accepted")
+	}
+	// An address that cannot be bound besides the primary is left out and said; the primary
+	// must bind.
+	ln2, note, err := listenAll(":0", []string{"127.0.0.1", "192.0.2.1"})
+	if err != nil || !strings.Contains(note, "not on 192.0.2.1") {
+		t.Errorf("an unusable second address: %v, note %q", err, note)
+	} else {
+		ln2.Close()
+	}
+	if _, _, err := listenAll(":0", []string{"192.0.2.1", "127.0.0.1"}); err == nil {
+		t.Error("an unusable primary address accepted")
 	}
 	ln.Close()
 	if _, err := ln.Accept(); err == nil {

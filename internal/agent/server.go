@@ -198,7 +198,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	ctx, cancel := context.WithDeadline(ctx, o.NotAfter)
 	defer cancel()
 
-	ln, err := listenAll(o.Listen, o.IPs)
+	ln, listenNote, err := listenAll(o.Listen, o.IPs)
 	if err != nil {
 		return fmt.Errorf("listening on %s %v: %w", o.Listen, o.IPs, err)
 	}
@@ -209,9 +209,12 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	udpNote := ""
+	if listenNote != "" {
+		udpNote = "; " + listenNote
+	}
 	waitUDP, err := serveUDP(ctx, port, keys.get)
 	if err != nil {
-		waitUDP, udpNote = func() {}, fmt.Sprintf("; no UDP echo: %v", err)
+		waitUDP, udpNote = func() {}, udpNote+fmt.Sprintf("; no UDP echo: %v", err)
 	}
 
 	var doneOnce sync.Once

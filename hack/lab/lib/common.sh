@@ -47,7 +47,11 @@ wait_for() { # wait_for SECONDS DESCRIPTION CMD...
 # recorded in $STATE/settings.env for later commands; before that, the environment's or the default.
 lab_setting() {
   local v=""
-  if [ -f "$STATE/settings.env" ]; then v=$(sed -n "s/^$1=//p" "$STATE/settings.env"); fi
+  if [ -f "$STATE/settings.env" ]; then
+    v=$(sed -n "s/^$1=//p" "$STATE/settings.env")
+    # A lab brought up before the families were a setting is IPv4 only.
+    if [ -z "$v" ] && [ "$1" = LAB_IP_FAMILY ]; then v=4; fi
+  fi
   if [ -z "$v" ]; then
     case "$1" in
       LAB_NETWORK_POLICY) v=${LAB_NETWORK_POLICY:-1} ;;

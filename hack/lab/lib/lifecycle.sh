@@ -19,6 +19,9 @@ write_settings() {
   case "$np" in 0 | 1) ;; *) die "LAB_NETWORK_POLICY=$np: want 1 (NetworkPolicy enforced, the default) or 0" ;; esac
   case "$fam" in 4 | 4,6 | 6,4) ;; *) die "LAB_IP_FAMILY=$fam: want 4,6 (dual-stack, IPv4 primary: the default), 6,4 (IPv6 primary) or 4" ;; esac
   check_proxy_mode "$mode"
+  if [ "$fam" != 4 ] && { [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)" != 0 ] || ! command -v ip6tables >/dev/null; }; then
+    die "LAB_IP_FAMILY=$fam: this host has no IPv6 (net.ipv6.conf.all.disable_ipv6 not 0, or no ip6tables): use LAB_IP_FAMILY=4"
+  fi
   mkdir -p "$STATE"
   printf 'LAB_NETWORK_POLICY=%s\nLAB_PROXY_MODE=%s\nLAB_IP_FAMILY=%s\n' "$np" "$mode" "$fam" >"$STATE/settings.env"
 }
@@ -253,27 +256,31 @@ YAML
 # are never dropped.
 cmd_dns_race() {
   [ "$(id -u)" = 0 ] || die "run as root"
-  local pct=${1:-} only=${2:-} n name ns node addr prob
+  local pct=${1:-} only=${2:-} n name ns node addr prob t
   [ -n "$pct" ] || die "usage: lab.sh dns-race PERCENT [NODE] (e.g. 30 lab-b1) | dns-race off"
   [ -z "$only" ] || node_ns "$only" >/dev/null
   if [ "$pct" != off ] && { ! [[ "$pct" =~ ^[0-9]+$ ]] || [ "$pct" -gt 100 ]; }; then die "dns-race $pct: want a whole percentage 0-100"; fi
   for n in "${NODES[@]}"; do
     read -r name _ <<<"$n"
     ns=$(node_ns "$name")
-    ip netns exec "$ns" iptables -D FORWARD -j NBLAB-DNSRACE 2>/dev/null || true
-    ip netns exec "$ns" iptables -F NBLAB-DNSRACE 2>/dev/null || true
-    ip netns exec "$ns" iptables -X NBLAB-DNSRACE 2>/dev/null || true
+    for t in iptables ip6tables; do
+      ip netns exec "$ns" $t -D FORWARD -j NBLAB-DNSRACE 2>/dev/null || true
+      ip netns exec "$ns" $t -F NBLAB-DNSRACE 2>/dev/null || true
+      ip netns exec "$ns" $t -X NBLAB-DNSRACE 2>/dev/null || true
+    done
   done
   if [ "$pct" = off ]; then log "DNS race off"; return; fi
   prob=$(awk -v p="$pct" 'BEGIN { printf "%.4f", p / 100 }')
   while read -r node addr; do
     [ -z "$only" ] || [ "$node" = "$only" ] || continue
     ns=$(node_ns "$node")
-    ip netns exec "$ns" iptables -N NBLAB-DNSRACE 2>/dev/null || true
-    ip netns exec "$ns" iptables -A NBLAB-DNSRACE -d "$addr" -p udp --dport 53 -m conntrack --ctstate NEW \
+    t=iptables
+    [[ $addr == *:* ]] && t=ip6tables # an IPv6-primary lab's replica
+    ip netns exec "$ns" $t -N NBLAB-DNSRACE 2>/dev/null || true
+    ip netns exec "$ns" $t -A NBLAB-DNSRACE -d "$addr" -p udp --dport 53 -m conntrack --ctstate NEW \
       -m connbytes --connbytes 2:2 --connbytes-dir original --connbytes-mode packets \
       -m statistic --mode random --probability "$prob" -j DROP
-    ip netns exec "$ns" iptables -C FORWARD -j NBLAB-DNSRACE 2>/dev/null || ip netns exec "$ns" iptables -I FORWARD -j NBLAB-DNSRACE
+    ip netns exec "$ns" $t -C FORWARD -j NBLAB-DNSRACE 2>/dev/null || ip netns exec "$ns" $t -I FORWARD -j NBLAB-DNSRACE
   done < <(kubectl -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.podIP}{"\n"}{end}')
   log "DNS race: $pct % of second queries sent at once on one socket are dropped at ${only:+the }CoreDNS replica${only:+s on $only}${only:-s}"
 }

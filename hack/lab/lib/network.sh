@@ -147,6 +147,8 @@ cmd_mtu() {
   ns=$(node_ns "$node")
   [ "$mtu" = off ] && mtu=1500
   if ! [[ "$mtu" =~ ^[0-9]+$ ]] || [ "$mtu" -lt 576 ] || [ "$mtu" -gt 9000 ]; then die "mtu $mtu: want 576-9000 bytes"; fi
+  # Below 1280 the kernel takes IPv6 off the interfaces for good (its addresses with it).
+  if has_ipv6 && [ "$mtu" -lt 1280 ]; then die "mtu $mtu: IPv6 needs at least 1280 bytes (this lab has IPv6; LAB_IP_FAMILY=4 for smaller)"; fi
   local n=0 f v
   for f in "$RUN/$node"/containerd/io.containerd.grpc.v1.cri/netns/*; do
     [ -e "$f" ] || continue

@@ -111,22 +111,31 @@ func FamilyName(a netip.Addr) string {
 	return "IPv6"
 }
 
-// serverHost is the server agent's address of family like: its own addresses (a temporary
-// pod's, or DST's for an ephemeral agent), else its primary one.
-func serverHost(srv *session.Agent, like netip.Addr) string {
-	for _, s := range srv.IPs {
+// serverHost is the server agent's address of like's family (a temporary pod's own, or DST's
+// for an ephemeral agent); ErrNoFamily when it has none (never another family's instead).
+func serverHost(srv *session.Agent, like netip.Addr) (string, error) {
+	ips := srv.IPs
+	if len(ips) == 0 {
+		ips = []string{srv.IP}
+	}
+	if ips[0] == "" { // a dry run's agent: no pod, no address
+		return "", nil
+	}
+	for _, s := range ips {
 		if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is4() == like.Unmap().Is4() {
-			return a.Unmap().String()
+			return a.Unmap().String(), nil
 		}
 	}
-	return srv.IP
+	return "", fmt.Errorf("the server agent's pod %s: %w: no %s address (it has %s)", srv.Pod, ErrNoFamily, FamilyName(like), strings.Join(ips, ", "))
 }
 
-// twinV6 appends to specs an IPv6 twin of each agent-to-agent probe: named with V6Suffix, sent
-// to the server agent's IPv6 address host6.
+// twinV6 follows each agent-to-agent probe by its IPv6 twin: named with V6Suffix, sent to the
+// server agent's IPv6 address host6. Twins run one after the other, so that both families'
+// figures come from the same moment of the run (not IPv6's all after every IPv4 transfer).
 func twinV6(specs []agent.ProbeSpec, host6 string) []agent.ProbeSpec {
-	out := append([]agent.ProbeSpec(nil), specs...)
+	var out []agent.ProbeSpec
 	for _, p := range specs {
+		out = append(out, p)
 		p.Name = p.Label() + V6Suffix
 		p.Host = host6
 		out = append(out, p)

@@ -52,12 +52,12 @@ func TestTwinV6(t *testing.T) {
 	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	o.Probes, o.Port = []string{"rtt", "tcp"}, 8080
 	r := &pathRun{o: o}
-	probes, app := r.specs([]netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, nil)
+	probes, app, _ := r.specs([]netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, nil)
 	var names []string
 	for _, p := range probes {
 		names = append(names, p.Label()+"@"+p.Host)
 	}
-	want := []string{"icmp@", "tcp-rtt@", "tcp-1@", "tcp-8@", "icmp-v6@fd00::5", "tcp-rtt-v6@fd00::5", "tcp-1-v6@fd00::5", "tcp-8-v6@fd00::5"}
+	want := []string{"icmp@", "icmp-v6@fd00::5", "tcp-rtt@", "tcp-rtt-v6@fd00::5", "tcp-1@", "tcp-1-v6@fd00::5", "tcp-8@", "tcp-8-v6@fd00::5"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("probes (-want +got)\n%s", diff)
 	}

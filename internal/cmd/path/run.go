@@ -39,7 +39,7 @@ func (r *pathRun) PlannedFigures() map[string]string {
 	if r.o.IPFamily == FamilyBoth {
 		addrs = append(addrs, netip.IPv6Unspecified())
 	}
-	planned, appPlanned := r.specs(addrs, nil)
+	planned, appPlanned, _ := r.specs(addrs, nil)
 	return report.PlannedFigures(append(planned, appPlanned...))
 }
 
@@ -85,7 +85,7 @@ func (r *pathRun) Open(ctx context.Context) (*session.Session, error) {
 func (r *pathRun) Start(ctx context.Context) (err error) {
 	o, rep, src, dst := r.o, r.rep, r.src, r.dst
 	rep.Warnings = append(rep.Warnings, o.CleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
-	probes, appPort := r.specs(r.addrs, nil)
+	probes, appPort, _ := r.specs(r.addrs, nil)
 	perRound := ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))
 	lifetime := time.Duration(perRound*float64(o.Rounds)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 	r.pp, err = o.PlanPolicy(ctx, r.sess, o.ReadPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
@@ -100,11 +100,15 @@ func (r *pathRun) Start(ctx context.Context) (err error) {
 		if r.srv, err = o.StartServer(ctx, r.sess, dst, r.pp.SrvPort, lifetime, &rep.Warnings); err != nil {
 			return err
 		}
-		rep.Destination.AgentIP = serverHost(r.srv, r.addrs[0])
+		if rep.Destination.AgentIP, err = serverHost(r.srv, r.addrs[0]); err != nil {
+			return err
+		}
 		SetAgentName(&rep.Destination, r.srv)
 		job.Host, job.Port = rep.Destination.AgentIP, r.srv.Port
 		if len(r.addrs) > 1 { // the IPv6 twins go to the server's IPv6 address
-			r.probes, _ = r.specs(r.addrs, r.srv)
+			if r.probes, _, err = r.specs(r.addrs, r.srv); err != nil {
+				return err
+			}
 			r.probes = r.pp.Runnable(r.probes)
 			job.Probes = RepeatProbes(append(append([]agent.ProbeSpec{}, r.probes...), r.app...), o.Rounds)
 		}
@@ -139,17 +143,19 @@ func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time
 
 // specs are the probes for DST's addresses (one per family; the second's probes are IPv6 twins
 // named with V6Suffix, sent to srv's IPv6 address once the server agent is known).
-func (r *pathRun) specs(addrs []netip.Addr, srv *session.Agent) (probes, appPort []agent.ProbeSpec) {
+func (r *pathRun) specs(addrs []netip.Addr, srv *session.Agent) (probes, appPort []agent.ProbeSpec, err error) {
 	probes, appPort = r.o.ProbeSpecs(addrs[0].String())
 	if len(addrs) < 2 {
-		return probes, appPort
+		return probes, appPort, nil
 	}
 	host6 := addrs[1].String()
 	if srv != nil {
-		host6 = serverHost(srv, addrs[1])
+		if host6, err = serverHost(srv, addrs[1]); err != nil {
+			return nil, nil, err
+		}
 	}
 	_, app6 := r.o.ProbeSpecs(addrs[1].String())
-	return twinV6(probes, host6), append(appPort, suffixed(app6)...)
+	return twinV6(probes, host6), append(appPort, suffixed(app6)...), nil
 }
 
 // Measure reads the client's results as they come.
