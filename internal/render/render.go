@@ -161,7 +161,7 @@ func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
 		writeThroughput(w, title, tput)
 	}
 	for _, r := range mtu {
-		writePMTU(w, title, r.PMTU)
+		writePMTU(w, title, r)
 	}
 }
 
@@ -265,11 +265,19 @@ func writeThroughput(w io.Writer, title string, tput []*v1alpha1.ProbeResult) {
 	}
 }
 
-// writePMTU writes what the path-MTU probe found.
-func writePMTU(w io.Writer, title string, m *v1alpha1.PMTUResult) {
-	fmt.Fprintf(w, "\nPath MTU, %s: %d bytes cross to the server with don't-fragment set\n", title, m.PathMTU)
+// writePMTU writes what a path-MTU probe found.
+func writePMTU(w io.Writer, title string, r *v1alpha1.ProbeResult) {
+	m := r.PMTU
+	what := fmt.Sprintf("%d bytes cross to the server with don't-fragment set", m.PathMTU)
+	if r.IPFamily == "IPv6" {
+		what = fmt.Sprintf("%d bytes cross to the server over IPv6 (routers never fragment it; 1280 at least)", m.PathMTU)
+	}
+	fmt.Fprintf(w, "\nPath MTU (%s), %s: %s\n", report.Marked(r), title, what)
 	how := "larger ones were dropped silently"
-	if m.FragNeeded {
+	switch {
+	case m.FragNeeded && r.IPFamily == "IPv6":
+		how = `a hop refused larger ones with ICMPv6 "Packet Too Big"`
+	case m.FragNeeded:
 		how = `a hop refused larger ones with ICMP "fragmentation needed"`
 	}
 	if m.PathMTU >= m.LocalMTU {

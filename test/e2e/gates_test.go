@@ -312,6 +312,36 @@ func TestPathMTUThroughANarrowNode(t *testing.T) {
 	if got := report.Figures(wide.FigureValues())["path-mtu.bytes"].Value; got != 1500 {
 		t.Errorf("lab-a1 → lab-a2: path MTU %v, want 1500", got)
 	}
+	pathMTUOverIPv6(t, cs, ns)
+}
+
+// pathMTUOverIPv6: with lab-b1's pod side at 1400 (as the caller left it), then at IPv6's
+// minimum 1280, each family's probe into lab-b1 finds that size, the node refusing larger
+// packets with ICMP "fragmentation needed" / ICMPv6 "Packet Too Big"; the lab refuses an MTU
+// below 1280 where pods have IPv6.
+func pathMTUOverIPv6(t *testing.T, cs kubernetes.Interface, ns string) {
+	if web := onePod(t, cs, ns, "app=web"); familyIP(web, true) == "" {
+		t.Fatalf("this test needs the dual-stack lab (LAB_IP_FAMILY 4,6, the default, or 6,4): web has %v", web.Status.PodIPs)
+	}
+	for _, mtu := range []int{1400, 1280} {
+		labScript(t, "mtu", "lab-b1", strconv.Itoa(mtu))
+		r := runJSON[report.PathReport](t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "path-mtu", "--ip-family", "both")
+		for _, p := range r.Probes {
+			if p.PMTU == nil {
+				continue
+			}
+			t.Logf("MTU %d into lab-b1: %s (%s) %+v", mtu, p.Name, p.IPFamily, *p.PMTU)
+			if p.PMTU.PathMTU != mtu || !p.PMTU.FragNeeded {
+				t.Errorf("%s (%s) into lab-b1 at MTU %d: path MTU %d, refused by a hop: %v; want %d, refused", p.Name, p.IPFamily, mtu, p.PMTU.PathMTU, p.PMTU.FragNeeded, mtu)
+			}
+		}
+		if n := len(r.Probes); n != 2 {
+			t.Errorf("MTU %d: %d probes, want path-mtu and path-mtu-v6", mtu, n)
+		}
+	}
+	if out, err := exec.Command("../../hack/lab/lab.sh", "mtu", "lab-b1", "1279").CombinedOutput(); err == nil || !strings.Contains(string(out), "IPv6 needs at least 1280") {
+		t.Errorf("lab.sh mtu lab-b1 1279 on a lab with IPv6: %v %s; want refused (IPv6 needs 1280)", err, out)
+	}
 }
 
 // diff on real runs: two runs without a change show no change beyond the spread; with the zone

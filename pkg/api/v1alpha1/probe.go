@@ -332,7 +332,8 @@ type PMTUResult struct {
 	RemoteMTU  int `json:"remoteMTU,omitempty"`
 	KernelPMTU int `json:"kernelPMTU,omitempty"`
 	// Probes is how many packets were sent; FragNeeded says a hop answered a size with ICMP
-	// "fragmentation needed" (else sizes that did not cross were dropped silently).
+	// "fragmentation needed" (ICMPv6 "Packet Too Big" over IPv6), else sizes that did not
+	// cross were dropped silently.
 	Probes     int  `json:"probes"`
 	FragNeeded bool `json:"fragNeeded,omitempty"`
 }
