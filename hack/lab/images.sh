@@ -35,3 +35,7 @@ printf 'hosts: files dns\n' > "$B/nsswitch.conf"
 musl-gcc -static -O2 -o "$B/resolver-musl" test/apps/resolver/resolver.c
 "$IB" -tag netbench.lab/resolver-musl:1 -o "$OUT/resolver-musl.tar" -entrypoint /resolver \
   -file "$B/resolver-musl:/resolver:0755"
+# Go's own resolver, the same looper in Go (static, as CGO_ENABLED=0 apps are).
+static resolver-go ./test/apps/resolver-go
+"$IB" -tag netbench.lab/resolver-go:1 -o "$OUT/resolver-go.tar" -entrypoint /resolver \
+  -file "$B/resolver-go:/resolver:0755"

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // --observe counts what the wire shows: a packet capture on the node, at the pod's bridge, over
@@ -21,20 +24,24 @@ import (
 // A-only lookups (AF_INET) each fold into as many lookups as the looper made.
 func TestDNSObserveMatchesPacketCapture(t *testing.T) {
 	t.Run("A and AAAA", func(t *testing.T) {
-		observeAgainstCapture(t, nil, map[string][2]float64{"example.com": {7, 8}, "kubernetes.default": {3.5, 4}})
+		cs, ns := lab(t)
+		ip := looper(t, cs, ns, "--count", "0", "--every", "100", "example.com", "kubernetes.default")
+		observeAgainstCapture(t, ns, ip, ip, map[string][2]float64{"example.com": {7, 8}, "kubernetes.default": {3.5, 4}})
 	})
 	t.Run("A only", func(t *testing.T) {
-		observeAgainstCapture(t, []string{"--family", "4"}, map[string][2]float64{"example.com": {3.5, 4}, "kubernetes.default": {1.8, 2}})
+		cs, ns := lab(t)
+		ip := looper(t, cs, ns, "--count", "0", "--every", "100", "--family", "4", "example.com", "kubernetes.default")
+		observeAgainstCapture(t, ns, ip, ip, map[string][2]float64{"example.com": {3.5, 4}, "kubernetes.default": {1.8, 2}})
 	})
 }
 
-// observeAgainstCapture runs a glibc looper with extra args, observes it and checks the counts
-// against tcpdump on the node and the queries per lookup against want (min, max).
-func observeAgainstCapture(t *testing.T, extra []string, want map[string][2]float64) {
-	cs, ns := lab(t)
-	args := append(append([]string{"--count", "0", "--every", "100"}, extra...), "example.com", "kubernetes.default")
-	ip := looper(t, cs, ns, args...)
-	capture, stdout := tcpdumpA1(t, "host "+ip+" and udp port 53")
+// observeAgainstCapture observes deploy/looper in ns (a resolver on lab-a1 looping over
+// example.com and kubernetes.default, its pod at podIP, its queries from ip) and checks the
+// counts against tcpdump on the node's end of the pod's veth and the queries per lookup
+// against want (min, max); it returns the report.
+func observeAgainstCapture(t *testing.T, ns, podIP, ip string, want map[string][2]float64) *v1alpha1.DNSReport {
+	t.Helper()
+	capture, stdout := tcpdumpPod(t, podIP, "host "+ip+" and udp port 53")
 	type pkt struct {
 		at        time.Time
 		query, nx bool
@@ -91,12 +98,13 @@ func observeAgainstCapture(t *testing.T, extra []string, want map[string][2]floa
 			t.Errorf("example.com: %+v (the looper makes about 9 a second)", n)
 		}
 	}
-	// The window may cut one lookup of each name at its edges.
+	// The window may cut one lookup of each name at its edges (want nil: the caller checks).
 	for name, w := range want {
 		if per[name] < w[0] || per[name] > w[1] {
 			t.Errorf("queries per lookup: %v, want %s within %v", per, name, w)
 		}
 	}
+	return r
 }
 
 // In a namespace enforcing Pod Security "restricted", --observe says why it cannot capture and
@@ -128,7 +136,12 @@ func abs(v int) int {
 // its pod's IP once it runs.
 func looper(t *testing.T, cs kubernetes.Interface, ns string, args ...string) string {
 	t.Helper()
-	d := deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", args)
+	return startLooper(t, cs, ns, deployment("looper", "lab-a1", "netbench.lab/resolver-glibc:1", args))
+}
+
+// startLooper creates the looper deployment d and returns its pod's primary IP once it runs.
+func startLooper(t *testing.T, cs kubernetes.Interface, ns string, d *appsv1.Deployment) string {
+	t.Helper()
 	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +153,41 @@ func looper(t *testing.T, cs kubernetes.Interface, ns string, args ...string) st
 	return pods.Items[0].Status.PodIP
 }
 
+// tcpdumpPod starts tcpdump on the node's end of the veth of the pod at ip on lab-a1 (every
+// packet the pod sends or receives crosses it once; on the bridge a packet the node routes back
+// to a pod on the same bridge can show twice) with filter, as tcpdumpA1 does.
+func tcpdumpPod(t *testing.T, ip, filter string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+podNetns(t, "lab-a1", ip), "ip", "-o", "link", "show", "eth0").Output()
+	_, peer, ok := strings.Cut(strings.Fields(string(out) + " x x")[1], "@if")
+	if err != nil || !ok {
+		t.Fatalf("the veth of the pod at %s: %v %q", ip, err, out)
+	}
+	out, err = exec.Command("ip", "-n", "nblab-a1", "-o", "link", "show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == strings.TrimSuffix(peer, ":")+":" {
+			return tcpdumpOn(t, strings.Split(strings.TrimSuffix(f[1], ":"), "@")[0], filter)
+		}
+	}
+	t.Fatalf("no interface %s on lab-a1 (the peer of the pod at %s)", peer, ip)
+	return nil, nil
+}
+
 // tcpdumpA1 starts tcpdump on lab-a1's pod bridge with filter and returns it and its output
 // (-nn -l -tt: one line per packet, starting with its Unix time); it skips the test without
 // tcpdump.
 func tcpdumpA1(t *testing.T, filter string) (*exec.Cmd, io.Reader) {
 	t.Helper()
-	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", "cni0", "-nn", "-l", "-tt", filter)
+	return tcpdumpOn(t, "cni0", filter)
+}
+
+// tcpdumpOn starts tcpdump on lab-a1's interface dev with filter.
+func tcpdumpOn(t *testing.T, dev, filter string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	capture := exec.Command("ip", "netns", "exec", "nblab-a1", "tcpdump", "-i", dev, "-nn", "-l", "-tt", filter)
 	stdout, _ := capture.StdoutPipe()
 	if err := capture.Start(); err != nil {
 		t.Skipf("tcpdump: %v (apt-get install tcpdump)", err)
