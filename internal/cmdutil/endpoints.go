@@ -16,8 +16,15 @@ import (
 // ("zones=…;nodes=…", "" without any), which decide where the dataplane sends connections.
 type Endpoint struct{ Pod, Node, Zone, Addr, Hints string }
 
-// ReadyEndpoints lists the Service's ready endpoint pods from its EndpointSlices.
+// ReadyEndpoints lists the Service's ready endpoint pods from its EndpointSlices (of any
+// address type: a dual-stack Service's pods once each).
 func ReadyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name string) ([]Endpoint, error) {
+	return ReadyEndpointsOf(ctx, client, ns, name, "")
+}
+
+// ReadyEndpointsOf lists the Service's ready endpoint pods from its EndpointSlices of address
+// type t (IPv4, IPv6; "" for any).
+func ReadyEndpointsOf(ctx context.Context, client kubernetes.Interface, ns, name string, t discoveryv1.AddressType) ([]Endpoint, error) {
 	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
 		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
@@ -25,6 +32,9 @@ func ReadyEndpoints(ctx context.Context, client kubernetes.Interface, ns, name s
 	seen := map[string]bool{}
 	var out []Endpoint
 	for _, s := range slices.Items {
+		if t != "" && s.AddressType != t {
+			continue
+		}
 		for _, e := range s.Endpoints {
 			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || (e.Conditions.Ready != nil && !*e.Conditions.Ready) || seen[e.TargetRef.Name] {
 				continue

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -26,6 +28,9 @@ func WriteLadder(w io.Writer, format string, r *report.LadderReport) error {
 	}
 	fmt.Fprintf(w, "kubectl netbench ladder: to %s\n", report.EndpointName(r.Destination))
 	fmt.Fprintf(w, "server agent: %s   clients: temporary pods, one rung at a time   profile: %s   rounds: %d\n", r.Mode, r.Profile, r.Rounds)
+	if r.IPFamily != "" {
+		fmt.Fprintf(w, "IP family: %s\n", r.IPFamily)
+	}
 	var measured []*report.LadderRung
 	for i := range r.Rungs {
 		rung := &r.Rungs[i]
@@ -179,9 +184,16 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 	for _, z := range zones {
 		perZone = append(perZone, fmt.Sprintf("%s %d", orNone(z), svc.EndpointsByZone[z]))
 	}
-	fmt.Fprintf(w, "\nService %s/%s (%s:%d; %s; %d ready endpoints: %s)\n", svc.Namespace, svc.Name, svc.ClusterIP, svc.Port, settings,
+	addr := net.JoinHostPort(svc.ClusterIP, strconv.Itoa(svc.Port))
+	if len(svc.ClusterIPs) > 1 {
+		addr = fmt.Sprintf("%s port %d, %s", strings.Join(svc.ClusterIPs, " and "), svc.Port, cmpOr(svc.IPFamilyPolicy, "dual-stack"))
+	}
+	fmt.Fprintf(w, "\nService %s/%s (%s; %s; %d ready endpoints: %s)\n", svc.Namespace, svc.Name, addr, settings,
 		svc.ReadyEndpoints, strings.Join(perZone, ", "))
 	fmt.Fprintln(w, "  svc-* figures go through its ClusterIP, app-* to DST's pod IP; svc.vs-dst-* is the difference: where the Service sent connections and its dataplane together")
+	if len(svc.ClusterIPs) > 1 {
+		fmt.Fprintf(w, "  svc-*%s figures go through its second ClusterIP %s\n", suffixOf(svc.ClusterIPs[1]), svc.ClusterIPs[1])
+	}
 	if svc.Dataplane != nil {
 		fmt.Fprintf(w, "  dataplane: %s\n", svc.Dataplane)
 	}
@@ -189,8 +201,45 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 		fmt.Fprintf(w, "  where connections land: not measured: %s\n", svc.SpreadSkipped)
 		return
 	}
-	fmt.Fprintf(w, "  where new connections land (agents in %d of %d endpoints on port %d, behind temporary Service %s):\n",
-		svc.MeasuredEndpoints, svc.ReadyEndpoints, svc.AgentPort, svc.TemporaryService)
+	writeSpread(w, svc, rungs, zones, "", func(r *report.LadderRung) *report.RungSpread { return r.Spread })
+	if len(svc.ClusterIPs) > 1 {
+		writeSpread(w, svc, rungs, zones, suffixOf(svc.ClusterIPs[1]), func(r *report.LadderRung) *report.RungSpread { return r.SpreadSecondary })
+	}
+	fmt.Fprintln(w, "  column dataplane: TCP handshake p50 through the Service minus straight to the same endpoint, per endpoint, weighted by its connections")
+	fmt.Fprintln(w, "  (each p50 over the connections the endpoint answered and ≥ 10 straight handshakes, counts in the JSON's spread.endpoints; clock 1 ns);")
+	fmt.Fprintln(w, "  column routing vs DST: the straight p50 of the endpoints connections landed on minus the straight p50 to DST (negative: nearer than DST)")
+	if svc.SpreadCaveat != "" {
+		fmt.Fprintf(w, "  caveat: %s\n", svc.SpreadCaveat)
+	}
+}
+
+// suffixOf is the name suffix of the probes through a dual-stack Service's second ClusterIP.
+func suffixOf(ip string) string {
+	if strings.Contains(ip, ":") {
+		return "-v6"
+	}
+	return "-v4"
+}
+
+// writeSpread writes where new connections landed through one of the temporary Service's
+// ClusterIPs (the spread that of picks from each rung, its probe named with suffix); nothing if
+// no rung has one.
+func writeSpread(w io.Writer, svc *report.LadderService, rungs []*report.LadderRung, zones []string, suffix string, of func(*report.LadderRung) *report.RungSpread) {
+	var first *report.RungSpread
+	for _, r := range rungs {
+		if first == nil {
+			first = of(r)
+		}
+	}
+	if first == nil {
+		return
+	}
+	through := ""
+	if first.ClusterIP != "" {
+		through = fmt.Sprintf(", through %s %s", cmpOr(first.IPFamily, "ClusterIP"), first.ClusterIP)
+	}
+	fmt.Fprintf(w, "  where new connections land (agents in %d of %d endpoints on port %d, behind temporary Service %s%s):\n",
+		svc.MeasuredEndpoints, svc.ReadyEndpoints, svc.AgentPort, svc.TemporaryService, through)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "  rung\tzone\tanswered\t"
 	for _, z := range zones {
@@ -198,8 +247,9 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 	}
 	fmt.Fprintln(tw, head+"same zone\tcross-zone cost of 1 Gbit/s, 30 days\tdataplane\trouting vs DST\t")
 	var estimate string
+	probe := report.SpreadProbe + suffix
 	for _, r := range rungs {
-		sp := r.Spread
+		sp := of(r)
 		if sp == nil {
 			continue
 		}
@@ -208,18 +258,12 @@ func writeLadderService(w io.Writer, svc *report.LadderService, rungs []*report.
 			row += fmt.Sprintf("%.1f %%\t", sp.ZonePercent[z])
 		}
 		fmt.Fprintln(tw, row+fmt.Sprintf("%.1f %%\t$%.0f\t%s\t%s\t", sp.SameZonePercent, sp.MonthlyUSDPerGbps,
-			figureText(r.Figures, report.FigureDataplane), figureText(r.Figures, report.FigureRouting)))
+			figureText(r.Figures, report.SpreadFigureName(report.FigureDataplane, probe)), figureText(r.Figures, report.SpreadFigureName(report.FigureRouting, probe))))
 		estimate = cmpOr(estimate, sp.Estimate)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "  column dataplane: TCP handshake p50 through the Service minus straight to the same endpoint, per endpoint, weighted by its connections")
-	fmt.Fprintln(w, "  (each p50 over the connections the endpoint answered and ≥ 10 straight handshakes, counts in the JSON's spread.endpoints; clock 1 ns);")
-	fmt.Fprintln(w, "  column routing vs DST: the straight p50 of the endpoints connections landed on minus the straight p50 to DST (negative: nearer than DST)")
 	if estimate != "" {
 		fmt.Fprintf(w, "  estimate: %s\n", estimate)
-	}
-	if svc.SpreadCaveat != "" {
-		fmt.Fprintf(w, "  caveat: %s\n", svc.SpreadCaveat)
 	}
 }
 

@@ -141,7 +141,7 @@ func ProbeFigures(results []*v1alpha1.ProbeResult) []FigureValue {
 				out = append(out, FigureValue{Name: r.Name + "." + s.name, Unit: s.unit, Value: v, Probe: r.Name, Stat: s.name, Spread: spread})
 			}
 		}
-		out = append(out, spreadFigures(r.Spread)...)
+		out = append(out, spreadFigures(r.Name, r.Spread)...)
 		if r.Validity != nil {
 			out = append(out, FigureValue{Name: r.Name + ".valid", Unit: UnitCount, Value: b2f(r.Validity.Valid), Probe: r.Name, Stat: "valid"})
 		}

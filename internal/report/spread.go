@@ -1,6 +1,10 @@
 package report
 
-import "github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+import (
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
 
 // Figures of the spread probe, in µs of TCP handshake (p50s).
 const (
@@ -43,15 +47,35 @@ func SpreadCosts(s *v1alpha1.SpreadResult) (dataplane, routing float64, okD, okR
 	return dataplane, routing, okD, okR
 }
 
-// spreadFigures are the dataplane and routing figures of a spread result, if it has them.
-func spreadFigures(s *v1alpha1.SpreadResult) []FigureValue {
+// SpreadProbe names the spread probe; a dual-stack Service's second ClusterIP has its own,
+// named with that family's suffix (svc-spread-v6).
+const SpreadProbe = "svc-spread"
+
+// SpreadFigureName is the figure name (FigureDataplane or FigureRouting) of the spread probe
+// named probe: svc-spread-v6's are svc-v6.dataplane-tcp-rtt.p50 and so on.
+func SpreadFigureName(figure, probe string) string {
+	suffix, ok := strings.CutPrefix(probe, SpreadProbe)
+	if !ok {
+		suffix = ""
+	}
+	return strings.Replace(figure, "svc.", "svc"+suffix+".", 1)
+}
+
+// spreadFigures are the dataplane and routing figures of the spread probe named probe, if its
+// result has them.
+func spreadFigures(probe string, s *v1alpha1.SpreadResult) []FigureValue {
 	d, r, okD, okR := SpreadCosts(s)
 	var out []FigureValue
+	add := func(figure string, v float64) {
+		name := SpreadFigureName(figure, probe)
+		p, stat, _ := strings.Cut(name, ".")
+		out = append(out, FigureValue{Name: name, Unit: UnitMicros, Value: v, Probe: p, Stat: stat})
+	}
 	if okD {
-		out = append(out, FigureValue{Name: FigureDataplane, Unit: UnitMicros, Value: d, Probe: "svc", Stat: "dataplane-tcp-rtt.p50"})
+		add(FigureDataplane, d)
 	}
 	if okR {
-		out = append(out, FigureValue{Name: FigureRouting, Unit: UnitMicros, Value: r, Probe: "svc", Stat: "routing-tcp-rtt.p50"})
+		add(FigureRouting, r)
 	}
 	return out
 }

@@ -153,3 +153,48 @@ func onePod(t *testing.T, cs kubernetes.Interface, ns, selector string) corev1.P
 	}
 	return pods.Items[0]
 }
+
+// `ladder --ip-family both` measures every rung over each family: each rung's icmp and
+// tcp-rtt have IPv6 twins sent to the server agent's IPv6 address (the app pod's own, its
+// agent an ephemeral container), the report says so, and --ip-family 6 on a pod without
+// IPv6 would be refused (unit-tested: TestLadderIPFamilyRefused).
+func TestLadderBothFamilies(t *testing.T) {
+	beside(t)
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	web := onePod(t, cs, ns, "app=web")
+	dst4, dst6 := familyIP(web, false), familyIP(web, true)
+	if dst6 == "" {
+		t.Fatalf("this test needs the dual-stack lab: web has %v", web.Status.PodIPs)
+	}
+	r := ladderJSON(t, "-n", ns, "deploy/web", "--ip-family", "both", "--probes", "rtt", "--duration", "1s")
+	if !strings.HasPrefix(r.IPFamily, "IPv4 and IPv6") {
+		t.Errorf("ipFamily %q", r.IPFamily)
+	}
+	measured := 0
+	for _, rung := range r.Rungs {
+		if rung.Skipped != "" || len(rung.Results) == 0 {
+			continue
+		}
+		measured++
+		got := map[string]string{}
+		for _, p := range rung.Results[0].Probes {
+			if p.RTT != nil {
+				got[p.Name] = p.RTT.Target
+			}
+		}
+		for name, ip := range map[string]string{"icmp": dst4, "icmp-v6": dst6, "tcp-rtt": dst4, "tcp-rtt-v6": dst6} {
+			if !strings.Contains(got[name], ip) {
+				t.Errorf("rung %s: %s to %q, want %s (probes: %v)", rung.Name, name, got[name], ip, got)
+			}
+		}
+		for _, f := range []string{"icmp.p50", "icmp-v6.p50"} {
+			if _, ok := rung.Figures[f]; !ok {
+				t.Errorf("rung %s: no figure %s", rung.Name, f)
+			}
+		}
+	}
+	if measured < 3 {
+		t.Errorf("%d rungs measured, want same-node, same-zone and cross-zone", measured)
+	}
+}

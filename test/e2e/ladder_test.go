@@ -33,7 +33,7 @@ func podNetns(t *testing.T, node, ip string) string {
 	t.Helper()
 	files, _ := filepath.Glob("/run/netbench-lab/" + node + "/containerd/io.containerd.grpc.v1.cri/netns/*")
 	for _, f := range files {
-		out, err := exec.Command("nsenter", "--net="+f, "ip", "-o", "-4", "addr", "show").Output()
+		out, err := exec.Command("nsenter", "--net="+f, "ip", "-o", "addr", "show").Output()
 		if err == nil && strings.Contains(string(out), " "+ip+"/") {
 			return f
 		}
@@ -149,13 +149,15 @@ func TestLadderCleanup(t *testing.T) {
 		t.Run(fmt.Sprintf("interrupt after %s", after), func(t *testing.T) {
 			stderr, _ := interruptAfter(t, after, "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
 				"--host-baseline", "--probes", "rtt,tcp", "--duration", "3s", "-v", "2")
+			exited := time.Now()
 			defer func() {
 				if t.Failed() {
 					t.Logf("the plugin's stderr:\n%s", stderr)
 				}
 			}()
 			noAgentPods(t, cs, ns)
-			agentsTerminated(t, cs, ns, 5*time.Second)
+			// An agent injected before the signal may start after the plugin has gone.
+			agentsEndedSoon(t, cs, ns, exited)
 			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {
 				t.Errorf("temporary Services left: %d (%v)", len(svcs.Items), err)
 			}
@@ -271,24 +273,30 @@ func ladderServiceRuns(t *testing.T, cs kubernetes.Interface, ns, mode string) {
 			if d := r.Service.Dataplane; d == nil || d.Mode != mode || d.Proxy != "kube-proxy" {
 				t.Errorf("dataplane %+v, want kube-proxy in %s mode", d, mode)
 			}
+			// The lab's Services are dual-stack: each ClusterIP's connections land by the same rule.
+			if len(r.Service.ClusterIPs) != 2 || r.Service.IPFamilyPolicy != "PreferDualStack" {
+				t.Errorf("Service %s: ClusterIPs %v (%s), want one of each family", tc.svc, r.Service.ClusterIPs, r.Service.IPFamilyPolicy)
+			}
 			seen := false
 			for _, rung := range r.Rungs {
-				if rung.Spread == nil {
-					t.Errorf("rung %s: no spread; its app-port probes: %s; warnings: %q; the Service: %+v", rung.Name, appPortSummary(rung), r.Warnings, r.Service)
-					continue
-				}
-				t.Logf("%s from %s (%s): %v of %d answered", tc.svc, rung.Name, rung.Zone, rung.Spread.ZonePercent, rung.Spread.Answered)
-				if rung.Spread.Answered < 190 {
-					t.Errorf("rung %s: %d of %d connections answered", rung.Name, rung.Spread.Answered, rung.Spread.Connections)
-				}
-				if rung.Zone == "zone-a" {
-					seen = true
-					if !tc.check(rung.Spread.ZonePercent) {
-						t.Errorf("from %s in zone-a: %v, want %s; kube-proxy on %s about Services now gone:\n%s", rung.Name, rung.Spread.ZonePercent, tc.want,
-							rung.Node, strings.Join(proxyTopologyLog(t, cs, rung.Node, start), "\n"))
+				for fam, sp := range map[string]*v1alpha1.RungSpread{"IPv4": rung.Spread, "IPv6": rung.SpreadSecondary} {
+					if sp == nil {
+						t.Errorf("rung %s: no %s spread; its app-port probes: %s; warnings: %q; the Service: %+v", rung.Name, fam, appPortSummary(rung), r.Warnings, r.Service)
+						continue
+					}
+					t.Logf("%s from %s (%s) through %s %s: %v of %d answered", tc.svc, rung.Name, rung.Zone, sp.IPFamily, sp.ClusterIP, sp.ZonePercent, sp.Answered)
+					if sp.Answered < 190 || sp.IPFamily != fam {
+						t.Errorf("rung %s, %s (%s): %d of %d connections answered", rung.Name, fam, sp.IPFamily, sp.Answered, sp.Connections)
+					}
+					if rung.Zone == "zone-a" {
+						seen = true
+						if !tc.check(sp.ZonePercent) {
+							t.Errorf("from %s in zone-a through %s: %v, want %s; kube-proxy on %s about Services now gone:\n%s", rung.Name, fam, sp.ZonePercent, tc.want,
+								rung.Node, strings.Join(proxyTopologyLog(t, cs, rung.Node, start), "\n"))
+						}
 					}
 				}
-				for _, f := range []string{"svc.vs-dst-tcp-rtt.p50", "svc.dataplane-tcp-rtt.p50", "svc.routing-tcp-rtt.p50"} {
+				for _, f := range []string{"svc.vs-dst-tcp-rtt.p50", "svc.dataplane-tcp-rtt.p50", "svc.routing-tcp-rtt.p50", "svc-tcp-rtt-v6.p50", "svc-v6.dataplane-tcp-rtt.p50", "svc-v6.routing-tcp-rtt.p50"} {
 					if _, ok := rung.Figures[f]; !ok {
 						t.Errorf("rung %s: no figure %s", rung.Name, f)
 					}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
@@ -57,6 +58,13 @@ func (r *ladderRun) startHostServer(ctx context.Context) error {
 	if err := a.WaitReady(ctx); err != nil {
 		return err
 	}
+	// Every agent-to-agent probe, to the host-network server's address of each family.
+	if r.hostProbes, _, err = r.o.FamilySpecs(r.addrs, a); err != nil {
+		return fmt.Errorf("the host-network rung: %w", err)
+	}
+	if r.hostHost, err = path.ServerHost(a, r.addrs[0]); err != nil {
+		return fmt.Errorf("the host-network rung: %w", err)
+	}
 	r.hostSrv = a
 	r.timer.Phase("start-host-server")
 	return nil
@@ -77,7 +85,7 @@ func (r *ladderRun) hostRung() *report.LadderRung {
 // not reached from there the way a pod reaches them).
 func (r *ladderRun) hostClientSpec(rung *report.LadderRung, round, i int) session.AgentSpec {
 	job := r.job
-	job.Host, job.Port, job.Probes = r.hostSrv.IP, r.hostSrv.Port, r.hostProbes
+	job.Host, job.Port, job.Probes = r.hostHost, r.hostSrv.Port, r.hostProbes
 	return session.AgentSpec{Role: session.RoleClient, Target: r.dst, Job: &job, Lifetime: r.perRung, Suffix: strconv.Itoa(i+1) + "-" + strconv.Itoa(round),
 		Placement: &session.Placement{Node: rung.Node, Tolerations: r.tolerationsOn(rung.Node), HostNetwork: true}}
 }

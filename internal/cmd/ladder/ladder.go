@@ -3,6 +3,7 @@ package ladder
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
@@ -239,41 +240,57 @@ func (o *LadderOptions) addCosts(rep *report.LadderReport) {
 	}
 }
 
-// addSpread sums, per rung, where the Service's connections landed and what the share that
-// left the rung's zone costs.
+// addSpread sums, per rung, where the Service's connections landed through each ClusterIP of
+// its copy and what the share that left the rung's zone costs.
 func (o *LadderOptions) addSpread(rep *report.LadderReport, sr *serviceRun) {
 	if sr.temp == nil {
 		return
 	}
 	for i := range rep.Rungs {
 		r := &rep.Rungs[i]
-		sp := &report.RungSpread{ZonePercent: map[string]float64{}}
-		byZone := map[string]int{}
-		for _, round := range r.Results {
-			for _, p := range round.AppPort {
-				if p.Spread == nil {
-					continue
-				}
-				sp.Connections += p.Spread.Connections
-				sp.Answered += p.Spread.Answered
-				sp.Unanswered += p.Spread.Unanswered
-				for z, n := range p.Spread.ByZone {
-					byZone[z] += n
-				}
+		for k, c := range clusterIPs(sr.temp) {
+			sp := o.rungSpread(r, sr, report.SpreadProbe+c.suffix)
+			if sp == nil {
+				continue
+			}
+			sp.ClusterIP, sp.IPFamily = c.ip, path.FamilyName(netip.MustParseAddr(c.ip))
+			if k == 0 {
+				r.Spread = sp
+			} else {
+				r.SpreadSecondary = sp
 			}
 		}
-		if sp.Answered == 0 {
-			continue
-		}
-		for z, n := range byZone {
-			sp.ZonePercent[z] = report.Round1(100 * float64(n) / float64(sp.Answered))
-		}
-		sp.SameZonePercent = sp.ZonePercent[r.Zone]
-		sp.MonthlyUSDPerGbps = report.Round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
-		if len(sr.measured) < len(sr.ready) {
-			sp.Estimate = fmt.Sprintf("%d of %d ready endpoints ran an agent (%v per zone of %v): connections to the others were refused and left out, so the shares are of the measured endpoints",
-				len(sr.measured), len(sr.ready), countZones(sr.measured), countZones(sr.ready))
-		}
-		r.Spread = sp
 	}
+}
+
+// rungSpread sums the rounds of the rung's spread probe named probe (nil: none answered).
+func (o *LadderOptions) rungSpread(r *report.LadderRung, sr *serviceRun, probe string) *report.RungSpread {
+	sp := &report.RungSpread{ZonePercent: map[string]float64{}}
+	byZone := map[string]int{}
+	for _, round := range r.Results {
+		for _, p := range round.AppPort {
+			if p.Spread == nil || p.Name != probe {
+				continue
+			}
+			sp.Connections += p.Spread.Connections
+			sp.Answered += p.Spread.Answered
+			sp.Unanswered += p.Spread.Unanswered
+			for z, n := range p.Spread.ByZone {
+				byZone[z] += n
+			}
+		}
+	}
+	if sp.Answered == 0 {
+		return nil
+	}
+	for z, n := range byZone {
+		sp.ZonePercent[z] = report.Round1(100 * float64(n) / float64(sp.Answered))
+	}
+	sp.SameZonePercent = sp.ZonePercent[r.Zone]
+	sp.MonthlyUSDPerGbps = report.Round1(report.NewCost(0, o.PricePerGB).MonthlyUSDPerGbps * (100 - sp.SameZonePercent) / 100)
+	if len(sr.measured) < len(sr.ready) {
+		sp.Estimate = fmt.Sprintf("%d of %d ready endpoints ran an agent (%v per zone of %v): connections to the others were refused and left out, so the shares are of the measured endpoints",
+			len(sr.measured), len(sr.ready), countZones(sr.measured), countZones(sr.ready))
+	}
+	return sp
 }

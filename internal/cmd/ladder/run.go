@@ -3,6 +3,8 @@ package ladder
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -29,8 +31,10 @@ type ladderRun struct {
 	sess  *session.Session
 	// pp is what the NetworkPolicies let through.
 	pp *policyplan.PathPolicy
-	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung.
+	// srv serves every rung; hostSrv, on DST's node in its network, the host-network rung (at
+	// hostHost, its address of the first family measured).
 	srv, hostSrv *session.Agent
+	hostHost     string
 	// job is what every client runs (nProbes agent-to-agent probes, then app and Service ones).
 	job     agent.Job
 	nProbes int
@@ -41,6 +45,8 @@ type ladderRun struct {
 	lifetime   time.Duration
 	// clientTol are the tolerations of clients on nodes other than DST's (clientTolerations).
 	clientTol []corev1.Toleration
+	// addrs are DST's addresses the probes use, one per family (--ip-family).
+	addrs []netip.Addr
 }
 
 // Plan resolves DST, places the rungs and reads the Service, before anything is created.
@@ -50,6 +56,10 @@ func (r *ladderRun) Plan(ctx context.Context) (err error) {
 	if r.dst, err = o.Resolve(ctx, o.DstArg, o.DstContainer, o.AllowHostNetwork); err != nil {
 		return fmt.Errorf("DST: %w", err)
 	}
+	if r.addrs, err = path.DstAddrs(o.IPFamily, r.dst); err != nil {
+		return err
+	}
+	r.rep.IPFamily = path.FamiliesName(r.addrs)
 	r.rep.Destination = o.Endpoint(ctx, r.dst)
 	if r.rungs, r.clientTol, err = o.planRungs(ctx, r.dst); err != nil {
 		return err
@@ -74,7 +84,7 @@ func (r *ladderRun) Plan(ctx context.Context) (err error) {
 
 // PlannedFigures names the figures the planned rungs will report, for --fail-if.
 func (r *ladderRun) PlannedFigures() map[string]string {
-	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort, _ := r.o.FamilySpecs(path.PlannedAddrs(r.o.IPFamily), nil)
 	all := append(probes, appPort...)
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...)
@@ -118,7 +128,7 @@ func (r *ladderRun) Start(ctx context.Context) error {
 
 // budget sets how long a rung may take and how long the agents may live.
 func (r *ladderRun) budget() {
-	probes, appPort := r.o.ProbeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort, _ := r.o.FamilySpecs(r.addrs, nil)
 	all := append(probes, appPort...)
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
@@ -132,10 +142,7 @@ func (r *ladderRun) budget() {
 // clients' job from the probes the policies let through.
 func (r *ladderRun) startAgents(ctx context.Context) error {
 	o := r.o
-	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
-	r.hostProbes = probes
-	probes, appPort = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
-	r.nProbes = len(probes)
+	probes, appPort, _ := o.FamilySpecs(r.addrs, nil)
 	r.rep.Mode = r.sess.Mode
 	if !r.pp.NoServer {
 		o.Progress("starting the server agent next to %s/%s (%s)", r.dst.Namespace, r.dst.Pod.Name, r.sess.Mode)
@@ -143,10 +150,18 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.srv, r.rep.Destination.AgentIP = srv, srv.IP
+		r.srv = srv
+		if r.rep.Destination.AgentIP, err = path.ServerHost(srv, r.addrs[0]); err != nil {
+			return err
+		}
+		if probes, _, err = o.FamilySpecs(r.addrs, srv); err != nil { // the IPv6 twins to the server's IPv6 address
+			return err
+		}
 		path.SetAgentName(&r.rep.Destination, srv)
-		r.job.Host, r.job.Port = srv.IP, srv.Port
+		r.job.Host, r.job.Port = r.rep.Destination.AgentIP, srv.Port
 	}
+	probes, appPort = r.pp.Runnable(probes), r.pp.RunnableApp(appPort)
+	r.nProbes = len(probes)
 	r.timer.Phase("start-server")
 	if err := r.startHostServer(ctx); err != nil {
 		return err
@@ -156,11 +171,31 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 		if err := o.startSpread(ctx, r.sess, r.sr, r.lifetime); err != nil {
 			return err
 		}
-		appPort = append(appPort, r.pp.RunnableApp(o.serviceProbes(r.sr))...)
+		appPort = append(appPort, r.pp.RunnableApp(r.familyHosts(o.serviceProbes(r.sr)))...)
 		r.timer.Phase("start-endpoints")
 	}
 	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(probes, appPort...)
 	return nil
+}
+
+// familyHosts sends the spread probes through a dual-stack Service's second ClusterIP to the
+// server agent's address of that family for their straight handshakes to DST, so that the
+// routing figure compares one family (a server without one: said, and DST's primary address).
+func (r *ladderRun) familyHosts(specs []agent.ProbeSpec) []agent.ProbeSpec {
+	for i, p := range specs {
+		if p.Kind != agent.ProbeSpread || p.Name == report.SpreadProbe || r.srv == nil {
+			continue
+		}
+		host, _, _ := net.SplitHostPort(p.Address)
+		a, err := netip.ParseAddr(host)
+		if err == nil {
+			specs[i].Host, err = path.ServerHost(r.srv, a)
+		}
+		if err != nil {
+			r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("%s: its routing figure compares with DST's primary address: %v", p.Name, err))
+		}
+	}
+	return specs
 }
 
 // Measure runs every measurable rung once per round, round-robin, and returns the time spent

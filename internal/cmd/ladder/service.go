@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -78,6 +80,12 @@ func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns
 	}
 	sr.info = &report.LadderService{Namespace: ns, Name: name, ClusterIP: svc.Spec.ClusterIP, Port: int(sr.port.Port),
 		TrafficDistribution: cmdutil.Deref(svc.Spec.TrafficDistribution), TopologyMode: svc.Annotations[TopologyModeAnnotation]}
+	if len(svc.Spec.ClusterIPs) > 1 {
+		sr.info.ClusterIPs = svc.Spec.ClusterIPs
+	}
+	if p := svc.Spec.IPFamilyPolicy; p != nil {
+		sr.info.IPFamilyPolicy = string(*p)
+	}
 	if p := svc.Spec.InternalTrafficPolicy; p != nil {
 		sr.info.InternalTrafficPolicy = string(*p)
 	}
@@ -140,8 +148,8 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Sessio
 	temp := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "netbench-" + sess.RunID, Namespace: sr.svc.Namespace},
 		Spec: corev1.ServiceSpec{Selector: sr.svc.Spec.Selector, TrafficDistribution: sr.svc.Spec.TrafficDistribution,
-			InternalTrafficPolicy: sr.svc.Spec.InternalTrafficPolicy,
-			Ports:                 []corev1.ServicePort{{Name: "agent", Protocol: corev1.ProtocolTCP, Port: sr.port.Port, TargetPort: intstr.FromInt(port)}}},
+			InternalTrafficPolicy: sr.svc.Spec.InternalTrafficPolicy, IPFamilies: sr.svc.Spec.IPFamilies, IPFamilyPolicy: sr.svc.Spec.IPFamilyPolicy,
+			Ports: []corev1.ServicePort{{Name: "agent", Protocol: corev1.ProtocolTCP, Port: sr.port.Port, TargetPort: intstr.FromInt(port)}}},
 	}
 	if m := sr.svc.Annotations[TopologyModeAnnotation]; m != "" {
 		temp.Annotations = map[string]string{TopologyModeAnnotation: m}
@@ -178,11 +186,15 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 // to program them. Hints that do not come within hintsWait are a caveat on the spread, not an
 // error: the controller may legitimately decide otherwise for the copy.
 func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
-	var eps []cmdutil.Endpoint
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		eps, err = cmdutil.ReadyEndpoints(ctx, o.Client, sr.temp.Namespace, sr.temp.Name)
-		return err == nil && len(eps) >= len(sr.ready), nil
+		// Each family's EndpointSlices of a dual-stack copy list every ready endpoint.
+		for _, f := range addressTypes(sr.temp) {
+			got, err := cmdutil.ReadyEndpointsOf(ctx, o.Client, sr.temp.Namespace, sr.temp.Name, f)
+			if err != nil || len(got) < len(sr.ready) {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -190,19 +202,17 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 		}
 		return fmt.Errorf("the temporary Service %s/%s has no ready endpoints within --start-timeout %s", sr.temp.Namespace, sr.temp.Name, o.StartTimeout)
 	}
+	differ := ""
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, hintsWait, true, func(ctx context.Context) (bool, error) {
-		if hintsDiffer(sr.ready, eps) == "" {
-			return true, nil
-		}
 		var err error
-		eps, err = cmdutil.ReadyEndpoints(ctx, o.Client, sr.temp.Namespace, sr.temp.Name)
-		return false, err
+		differ, err = o.copyHintsDiffer(ctx, sr)
+		return err == nil && differ == "", err
 	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if err != nil {
-		sr.info.SpreadCaveat = fmt.Sprintf("the temporary Service's EndpointSlices did not get the Service's topology hints within %s (%s): its connections may land differently", hintsWait, hintsDiffer(sr.ready, eps))
+		sr.info.SpreadCaveat = fmt.Sprintf("the temporary Service's EndpointSlices did not get the Service's topology hints within %s (%s): its connections may land differently", hintsWait, differ)
 	}
 	select {
 	case <-ctx.Done():
@@ -210,6 +220,34 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 	case <-time.After(ServiceSettle):
 	}
 	return nil
+}
+
+// copyHintsDiffer names the first endpoint whose hints in the temporary Service's
+// EndpointSlices (each family's) differ from the Service's own ("" if none).
+func (o *LadderOptions) copyHintsDiffer(ctx context.Context, sr *serviceRun) (string, error) {
+	for _, f := range addressTypes(sr.temp) {
+		eps, err := cmdutil.ReadyEndpointsOf(ctx, o.Client, sr.temp.Namespace, sr.temp.Name, f)
+		if err != nil {
+			return "", err
+		}
+		if d := hintsDiffer(sr.ready, eps); d != "" {
+			return strings.TrimSpace(string(f) + " " + d), nil
+		}
+	}
+	return "", nil
+}
+
+// addressTypes are the EndpointSlice address types of a Service's families ("" for any, when
+// the Service does not say).
+func addressTypes(svc *corev1.Service) []discoveryv1.AddressType {
+	if len(svc.Spec.IPFamilies) == 0 {
+		return []discoveryv1.AddressType{""}
+	}
+	out := make([]discoveryv1.AddressType, len(svc.Spec.IPFamilies))
+	for i, f := range svc.Spec.IPFamilies {
+		out[i] = discoveryv1.AddressType(f)
+	}
+	return out
 }
 
 // hintsDiffer names the first endpoint pod whose hints in have differ from want's ("" if none).
@@ -265,36 +303,79 @@ func countZones(eps []cmdutil.Endpoint) map[string]int {
 	return m
 }
 
-// serviceProbes measure through the Service from a rung: its ClusterIP on the Service port
-// (against the app, to set beside the app-* probes on the pod IP) and, when endpoint agents run,
-// where new connections land.
+// serviceProbes measure through the Service from a rung: each of its ClusterIPs (a dual-stack
+// Service's two families) on the Service port, against the app, to set beside the app-* probes
+// on the pod IP, and, when endpoint agents run, where new connections to each land.
 func (o *LadderOptions) serviceProbes(sr *serviceRun) []agent.ProbeSpec {
 	pr := path.Profiles[o.Profile]
+	port := strconv.Itoa(int(sr.port.Port))
 	var out []agent.ProbeSpec
-	if ip := sr.svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-		addr := net.JoinHostPort(ip, strconv.Itoa(int(sr.port.Port)))
+	for _, c := range clusterIPs(sr.svc) {
+		addr := net.JoinHostPort(c.ip, port)
 		h, nc := pr.Http, pr.HttpNewConn
-		h.Name, h.URL = "svc-http", "http://"+addr+o.HTTPPath
-		nc.Name, nc.URL = "svc-http-new-conn", "http://"+addr+o.HTTPPath
+		h.Name, h.URL = "svc-http"+c.suffix, "http://"+addr+o.HTTPPath
+		nc.Name, nc.URL = "svc-http-new-conn"+c.suffix, "http://"+addr+o.HTTPPath
 		if o.Duration > 0 {
 			h.DurationSeconds, nc.DurationSeconds = o.Duration.Seconds(), o.Duration.Seconds()
 		}
-		out = append(out, agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "svc-tcp-rtt", Address: addr, Count: pr.RttCount, IntervalMillis: pr.RttInterval}, h, nc)
+		out = append(out, agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "svc-tcp-rtt" + c.suffix, Address: addr, Count: pr.RttCount, IntervalMillis: pr.RttInterval}, h, nc)
 	}
 	if sr.temp != nil {
-		out = append(out, agent.ProbeSpec{Kind: agent.ProbeSpread, Name: "svc-spread",
-			Address: net.JoinHostPort(sr.temp.Spec.ClusterIP, strconv.Itoa(int(sr.port.Port))), Count: o.ConnectionsPerRung, Direct: sr.direct()})
+		for _, c := range clusterIPs(sr.temp) {
+			out = append(out, agent.ProbeSpec{Kind: agent.ProbeSpread, Name: report.SpreadProbe + c.suffix,
+				Address: net.JoinHostPort(c.ip, port), Count: o.ConnectionsPerRung, Direct: sr.direct(c.ip)})
+		}
 	}
 	return out
 }
 
-// direct are the endpoint agents' own addresses by pod: the spread probe's handshakes straight
-// to them are set beside those through the Service (the dataplane's cost per endpoint).
-func (sr *serviceRun) direct() map[string]string {
+// clusterIP is one of a Service's ClusterIPs; suffix ends its probes' names: none for the
+// primary, the family's for a dual-stack Service's second (path.V6Suffix, or -v4).
+type clusterIP struct{ ip, suffix string }
+
+// clusterIPs are a Service's ClusterIPs, primary first (none for a headless Service).
+func clusterIPs(svc *corev1.Service) []clusterIP {
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	var out []clusterIP
+	for i, ip := range ips {
+		a, err := netip.ParseAddr(ip)
+		if err != nil { // "", None
+			continue
+		}
+		c := clusterIP{ip: a.String()}
+		if i > 0 {
+			c.suffix = V4Suffix
+			if a.Unmap().Is6() {
+				c.suffix = path.V6Suffix
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// V4Suffix ends the names of the probes through an IPv6-primary dual-stack Service's IPv4
+// ClusterIP.
+const V4Suffix = "-v4"
+
+// direct are the endpoint agents' own addresses by pod, of like's family: the spread probe's
+// handshakes straight to them are set beside those through the Service (the dataplane's cost
+// per endpoint).
+func (sr *serviceRun) direct(like string) map[string]string {
+	want, _ := netip.ParseAddr(like)
 	out := map[string]string{}
 	for i, p := range sr.pods {
-		if ip := p.Status.PodIP; ip != "" && i < len(sr.measured) {
-			out[sr.measured[i].Pod] = net.JoinHostPort(ip, strconv.Itoa(sr.agentPort))
+		if i >= len(sr.measured) {
+			break
+		}
+		for _, s := range session.PodIPs(p) {
+			if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is4() == want.Unmap().Is4() {
+				out[sr.measured[i].Pod] = net.JoinHostPort(a.Unmap().String(), strconv.Itoa(sr.agentPort))
+				break
+			}
 		}
 	}
 	return out

@@ -92,6 +92,22 @@ func checkFamilies(v string, src, dst *session.Target) ([]netip.Addr, error) {
 	if _, err := familyAddrs(v, session.PodIPs(src.Pod)); err != nil && v != FamilyPrimary {
 		return nil, fmt.Errorf("--ip-family %s: SRC pod %s/%s: %w", v, src.Namespace, src.Pod.Name, err)
 	}
+	return DstAddrs(v, dst)
+}
+
+// PlannedAddrs stand for DST's addresses before they are known: one per family --ip-family v
+// measures.
+func PlannedAddrs(v string) []netip.Addr {
+	addrs := []netip.Addr{netip.IPv4Unspecified()}
+	if v == FamilyBoth {
+		addrs = append(addrs, netip.IPv6Unspecified())
+	}
+	return addrs
+}
+
+// DstAddrs are DST's addresses to measure, one per family --ip-family v asks for; refused,
+// naming the flag, where DST has no address of one.
+func DstAddrs(v string, dst *session.Target) ([]netip.Addr, error) {
 	addrs, err := familyAddrs(v, session.PodIPs(dst.Pod))
 	if err != nil {
 		flag := "--ip-family " + v
@@ -103,6 +119,14 @@ func checkFamilies(v string, src, dst *session.Target) ([]netip.Addr, error) {
 	return addrs, nil
 }
 
+// FamiliesName says which families the addresses a run measures are of, for its report.
+func FamiliesName(addrs []netip.Addr) string {
+	if len(addrs) > 1 {
+		return "IPv4 and IPv6 (probes named *" + V6Suffix + " over IPv6)"
+	}
+	return FamilyName(addrs[0])
+}
+
 // FamilyName is the schema's name of an address's family.
 func FamilyName(a netip.Addr) string {
 	if a.Unmap().Is4() {
@@ -111,9 +135,9 @@ func FamilyName(a netip.Addr) string {
 	return "IPv6"
 }
 
-// serverHost is the server agent's address of like's family (a temporary pod's own, or DST's
+// ServerHost is the server agent's address of like's family (a temporary pod's own, or DST's
 // for an ephemeral agent); ErrNoFamily when it has none (never another family's instead).
-func serverHost(srv *session.Agent, like netip.Addr) (string, error) {
+func ServerHost(srv *session.Agent, like netip.Addr) (string, error) {
 	ips := srv.IPs
 	if len(ips) == 0 {
 		ips = []string{srv.IP}

@@ -52,7 +52,7 @@ func TestTwinV6(t *testing.T) {
 	o := NewPathOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	o.Probes, o.Port = []string{"rtt", "tcp"}, 8080
 	r := &pathRun{o: o}
-	probes, app, _ := r.specs([]netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, nil)
+	probes, app, _ := r.o.FamilySpecs([]netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}, nil)
 	var names []string
 	for _, p := range probes {
 		names = append(names, p.Label()+"@"+p.Host)

@@ -33,7 +33,7 @@ type PathOptions struct {
 	SrcContainer, DstContainer string
 	Mode                       string
 	Profile                    string
-	IPFamily                   string // --ip-family (path)
+	IPFamily                   string // --ip-family (path, ladder)
 	Probes                     []string
 	Duration                   time.Duration
 	QPS                        float64
@@ -97,8 +97,6 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
-	f.StringVar(&o.IPFamily, "ip-family", "", "address family to measure on a dual-stack path: 4, 6, or both (each, side by side; the IPv6 probes named *"+V6Suffix+"); default: DST's primary family")
-	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion(Family4, Family6, FamilyBoth))
 	o.AddMeasureFlags(cmd)
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
@@ -109,6 +107,8 @@ ephemeral containers are unavailable).`,
 func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Mode, "mode", o.Mode, "how to start the agents: ephemeral, pod, or auto")
+	f.StringVar(&o.IPFamily, "ip-family", "", "address family to measure on a dual-stack path: 4, 6, or both (each, side by side; the IPv6 probes named *"+V6Suffix+"); default: DST's primary family")
+	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion(Family4, Family6, FamilyBoth))
 	f.StringVar(&o.Profile, "profile", o.Profile, "quick (whole run ≤ 30 s) or seed (the published methodology, ~8 min)")
 	f.StringSliceVar(&o.Probes, "probes", o.Probes, "probes to run: "+strings.Join(probeGroups, ","))
 	f.DurationVar(&o.Duration, "duration", 0, "duration of each HTTP, gRPC and TCP probe (default: the profile's)")

@@ -35,11 +35,7 @@ type pathRun struct {
 func (r *pathRun) FiguresBeforePlan() {}
 
 func (r *pathRun) PlannedFigures() map[string]string {
-	addrs := []netip.Addr{netip.IPv4Unspecified()}
-	if r.o.IPFamily == FamilyBoth {
-		addrs = append(addrs, netip.IPv6Unspecified())
-	}
-	planned, appPlanned, _ := r.specs(addrs, nil)
+	planned, appPlanned, _ := r.o.FamilySpecs(PlannedAddrs(r.o.IPFamily), nil)
 	return report.PlannedFigures(append(planned, appPlanned...))
 }
 
@@ -53,10 +49,7 @@ func (r *pathRun) Plan(ctx context.Context) (err error) {
 	if r.addrs, err = checkFamilies(o.IPFamily, r.src, r.dst); err != nil {
 		return err
 	}
-	rep.IPFamily = FamilyName(r.addrs[0])
-	if len(r.addrs) > 1 {
-		rep.IPFamily = "IPv4 and IPv6 (probes named *" + V6Suffix + " over IPv6)"
-	}
+	rep.IPFamily = FamiliesName(r.addrs)
 	rep.Source, rep.Destination = o.Endpoint(ctx, r.src), o.Endpoint(ctx, r.dst)
 	rep.Path = report.Classify(rep.Source.Node, rep.Destination.Node, rep.Source.Zone, rep.Destination.Zone, rep.Source.Region, rep.Destination.Region)
 	rep.Path.Dataplane = o.Dataplane(ctx)
@@ -85,7 +78,7 @@ func (r *pathRun) Open(ctx context.Context) (*session.Session, error) {
 func (r *pathRun) Start(ctx context.Context) (err error) {
 	o, rep, src, dst := r.o, r.rep, r.src, r.dst
 	rep.Warnings = append(rep.Warnings, o.CleanStale(ctx, r.sess, src.Namespace, dst.Namespace)...)
-	probes, appPort, _ := r.specs(r.addrs, nil)
+	probes, appPort, _ := r.o.FamilySpecs(r.addrs, nil)
 	perRound := ExpectedSeconds(append(append([]agent.ProbeSpec{}, probes...), appPort...))
 	lifetime := time.Duration(perRound*float64(o.Rounds)*float64(time.Second)) + 2*o.StartTimeout + 30*time.Second
 	r.pp, err = o.PlanPolicy(ctx, r.sess, o.ReadPolicies(ctx, src.Namespace, dst.Namespace), src, dst, probes, appPort, lifetime)
@@ -100,13 +93,13 @@ func (r *pathRun) Start(ctx context.Context) (err error) {
 		if r.srv, err = o.StartServer(ctx, r.sess, dst, r.pp.SrvPort, lifetime, &rep.Warnings); err != nil {
 			return err
 		}
-		if rep.Destination.AgentIP, err = serverHost(r.srv, r.addrs[0]); err != nil {
+		if rep.Destination.AgentIP, err = ServerHost(r.srv, r.addrs[0]); err != nil {
 			return err
 		}
 		SetAgentName(&rep.Destination, r.srv)
 		job.Host, job.Port = rep.Destination.AgentIP, r.srv.Port
 		if len(r.addrs) > 1 { // the IPv6 twins go to the server's IPv6 address
-			if r.probes, _, err = r.specs(r.addrs, r.srv); err != nil {
+			if r.probes, _, err = r.o.FamilySpecs(r.addrs, r.srv); err != nil {
 				return err
 			}
 			r.probes = r.pp.Runnable(r.probes)
@@ -141,20 +134,20 @@ func (r *pathRun) startClient(ctx context.Context, job *agent.Job, lifetime time
 	return nil
 }
 
-// specs are the probes for DST's addresses (one per family; the second's probes are IPv6 twins
+// FamilySpecs are the probes for DST's addresses (one per family; the second's probes are IPv6 twins
 // named with V6Suffix, sent to srv's IPv6 address once the server agent is known).
-func (r *pathRun) specs(addrs []netip.Addr, srv *session.Agent) (probes, appPort []agent.ProbeSpec, err error) {
-	probes, appPort = r.o.ProbeSpecs(addrs[0].String())
+func (o *PathOptions) FamilySpecs(addrs []netip.Addr, srv *session.Agent) (probes, appPort []agent.ProbeSpec, err error) {
+	probes, appPort = o.ProbeSpecs(addrs[0].String())
 	if len(addrs) < 2 {
 		return probes, appPort, nil
 	}
 	host6 := addrs[1].String()
 	if srv != nil {
-		if host6, err = serverHost(srv, addrs[1]); err != nil {
+		if host6, err = ServerHost(srv, addrs[1]); err != nil {
 			return nil, nil, err
 		}
 	}
-	_, app6 := r.o.ProbeSpecs(addrs[1].String())
+	_, app6 := o.ProbeSpecs(addrs[1].String())
 	return twinV6(probes, host6), append(appPort, suffixed(app6)...), nil
 }
 

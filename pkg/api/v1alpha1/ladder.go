@@ -10,8 +10,11 @@ type LadderReport struct {
 	ToolVersion string    `json:"toolVersion"`
 	StartTime   time.Time `json:"startTime"`
 	// Mode is how the server agent was started; clients are always temporary pods.
-	Mode        string   `json:"mode"`
-	Profile     string   `json:"profile"`
+	Mode    string `json:"mode"`
+	Profile string `json:"profile"`
+	// IPFamily is the address family the probes used (--ip-family): IPv4, IPv6, or both (the
+	// IPv6 probes named *-v6).
+	IPFamily    string   `json:"ipFamily,omitempty"`
 	Destination Endpoint `json:"destination"`
 	// Rounds is --repeat: each round runs every rung once, in order.
 	Rounds int          `json:"rounds"`
@@ -49,15 +52,22 @@ type LadderRung struct {
 	Figures map[string]Figure `json:"figures,omitempty"`
 	// Cost of the bytes this rung's throughput probes moved, for cross-zone and cross-region rungs.
 	Cost *Cost `json:"cost,omitempty"`
-	// Spread is where the Service sent this rung's new connections, over all rounds.
-	Spread *RungSpread `json:"spread,omitempty"`
+	// Spread is where the Service sent this rung's new connections, over all rounds, through
+	// its (primary) ClusterIP; SpreadSecondary through a dual-stack Service's other ClusterIP
+	// (the other address family: its probes are named *-v6, or *-v4 when IPv6 is primary).
+	Spread          *RungSpread `json:"spread,omitempty"`
+	SpreadSecondary *RungSpread `json:"spreadSecondary,omitempty"`
 }
 
 // LadderService describes the Service a ladder measured and how its spread was measured.
 type LadderService struct {
-	Namespace             string         `json:"namespace"`
-	Name                  string         `json:"name"`
-	ClusterIP             string         `json:"clusterIP"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	ClusterIP string `json:"clusterIP"`
+	// ClusterIPs and IPFamilyPolicy: a dual-stack Service's addresses, primary first, and its
+	// policy (SingleStack, PreferDualStack, RequireDualStack); each ClusterIP is measured.
+	ClusterIPs            []string       `json:"clusterIPs,omitempty"`
+	IPFamilyPolicy        string         `json:"ipFamilyPolicy,omitempty"`
 	Port                  int            `json:"port"`
 	TrafficDistribution   string         `json:"trafficDistribution,omitempty"`
 	InternalTrafficPolicy string         `json:"internalTrafficPolicy,omitempty"`
@@ -79,8 +89,12 @@ type LadderService struct {
 
 // RungSpread is where a Service sent one rung's new connections.
 type RungSpread struct {
-	Connections int `json:"connections"`
-	Answered    int `json:"answered"`
+	// ClusterIP is the temporary Service's address the connections went to; IPFamily its
+	// family (IPv4 or IPv6).
+	ClusterIP   string `json:"clusterIP,omitempty"`
+	IPFamily    string `json:"ipFamily,omitempty"`
+	Connections int    `json:"connections"`
+	Answered    int    `json:"answered"`
 	// Unanswered connections reached an endpoint without an agent (or failed); the shares are
 	// of the answered ones.
 	Unanswered int `json:"unanswered"`
