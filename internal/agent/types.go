@@ -90,7 +90,8 @@ type ProbeSpec struct {
 	Address string `json:"address,omitempty"`
 	URL     string `json:"url,omitempty"`
 	// Host is the agent server's address for this probe when it is not the job's Host: the
-	// same server's address of the other IP family (path --ip-family both). Tokens are sent.
+	// same server's address of the other IP family (path --ip-family both; a spread probe's
+	// straight handshakes to DST through a dual-stack Service's other family). Tokens are sent.
 	Host string `json:"host,omitempty"`
 
 	// DNS probe: the names, the resolver to model ("" = detect it from the application's
@@ -197,8 +198,9 @@ func (j *Job) Validate() error {
 			}
 			continue
 		}
-		if p.Host != "" && (net.ParseIP(p.Host) == nil || j.Host == "" || p.Address != "" || p.URL != "") {
-			return fmt.Errorf("probe %s: host %q: want the agent server's IP address of another family, in a job with a host and no address or URL", p.Label(), p.Host)
+		// A spread probe has both: its Service address, and Host for its straight handshakes to DST.
+		if p.Host != "" && (net.ParseIP(p.Host) == nil || j.Host == "" || p.URL != "" || (p.Address != "" && p.Kind != ProbeSpread)) {
+			return fmt.Errorf("probe %s: host %q: want the agent server's IP address of another family, in a job with a host and no address (but a spread probe's) or URL", p.Label(), p.Host)
 		}
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
