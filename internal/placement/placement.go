@@ -30,6 +30,8 @@ type Node struct {
 	Ready              bool
 	Unschedulable      bool
 	Taints             []corev1.Taint
+	// IPv4 and IPv6 say the node has an InternalIP (or a pod range) of that family.
+	IPv4, IPv6 bool
 }
 
 // NodeFrom reads a node object.
@@ -40,6 +42,16 @@ func NodeFrom(n *corev1.Node) Node {
 		if c.Type == corev1.NodeReady {
 			out.Ready = c.Status == corev1.ConditionTrue
 		}
+	}
+	addrs := slices.Clone(n.Spec.PodCIDRs)
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			addrs = append(addrs, a.Address)
+		}
+	}
+	for _, a := range addrs {
+		v6 := strings.Contains(a, ":")
+		out.IPv4, out.IPv6 = out.IPv4 || !v6, out.IPv6 || v6
 	}
 	return out
 }

@@ -70,6 +70,9 @@ func writeMatrixHeader(w io.Writer, r *report.MatrixReport) {
 		scope += fmt.Sprintf(" of %d pairs", r.Plan.Sample)
 	}
 	fmt.Fprintf(w, "kubectl netbench matrix: %d nodes in %d zones (namespace %s), scope %s\n", len(r.Nodes), len(zones), r.Namespace, scope)
+	if r.IPFamily != "" {
+		fmt.Fprintf(w, "IP family: %s\n", r.IPFamily)
+	}
 	fmt.Fprintf(w, "%d pairs in %d rounds of up to %d at once; RTT from %s, %s round trips per pair\n",
 		r.Plan.Pairs, r.Plan.Rounds, r.Plan.Concurrency, r.Probe, samplesOf(r.Pairs))
 	for _, e := range r.Excluded {

@@ -41,11 +41,16 @@ type FleetSpec struct {
 	// Lease, when set, stops an agent serving unless the plugin renews it within each such
 	// period; the fleet renews it every Lease/3 until the session closes.
 	Lease time.Duration
+	// IPFamily, 4 or 6, is the family of the members' addresses jobs aim at ("": each pod's
+	// primary).
+	IPFamily string
 }
 
-// Member is the fleet's agent on one node.
+// Member is the fleet's agent on one node: IP its pod's address jobs aim at (of the fleet's
+// family), IPs all of them.
 type Member struct {
 	Node, Pod, IP string
+	IPs           []string
 	Ready         bool
 	// Problem says why the agent is not ready (the pod's waiting reason, unschedulable, …).
 	Problem string

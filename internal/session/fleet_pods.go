@@ -39,9 +39,23 @@ func (f *Fleet) update(p *corev1.Pod) bool {
 		return false
 	}
 	was := m.Ready
-	m.Pod, m.IP, m.created = p.Name, p.Status.PodIP, p.CreationTimestamp.Time
-	m.Ready, m.Problem = podReady(p) && p.Status.PodIP != "", podProblem(p)
+	m.Pod, m.IPs, m.created = p.Name, PodIPs(p), p.CreationTimestamp.Time
+	m.IP, m.Problem = familyIP(m.IPs, f.Spec.IPFamily), podProblem(p)
+	if m.IP == "" && len(m.IPs) > 0 && m.Problem == "" {
+		m.Problem = fmt.Sprintf("its pod %s has no IPv%s address (it has %s)", p.Name, f.Spec.IPFamily, strings.Join(m.IPs, ", "))
+	}
+	m.Ready = podReady(p) && m.IP != ""
 	return m.Ready != was
+}
+
+// familyIP is the first of ips of family ("4" or "6"; "": the first of all).
+func familyIP(ips []string, family string) string {
+	for _, ip := range ips {
+		if family == "" || strings.Contains(ip, ":") == (family == "6") {
+			return ip
+		}
+	}
+	return ""
 }
 
 // reject notes why a pod the DaemonSet controls is not trusted, on a member without an agent

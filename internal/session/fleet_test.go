@@ -222,7 +222,7 @@ func TestFleetMemberTrust(t *testing.T) {
 	}{
 		{agentPod("adopted", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "netbench.lab/pause:1" }),
 			Member{Node: "n1", Problem: "pod adopted is not trusted: it runs image netbench.lab/pause:1, not img"}},
-		{agentPod("agent", func(*corev1.Pod) {}), Member{Node: "n1", Pod: "agent", IP: "10.0.0.1", Ready: true}},
+		{agentPod("agent", func(*corev1.Pod) {}), Member{Node: "n1", Pod: "agent", IP: "10.0.0.1", IPs: []string{"10.0.0.1"}, Ready: true}},
 		{agentPod("agent", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
 		}), Member{Node: "n1", Problem: "its pod agent is no longer trusted: it runs other containers than the agent"}},
@@ -252,6 +252,38 @@ func TestSameImage(t *testing.T) {
 	for _, tc := range tests {
 		if got := sameImage(tc.image, tc.want); got != tc.same {
 			t.Errorf("sameImage(%q, %q) = %v, want %v", tc.image, tc.want, got, tc.same)
+		}
+	}
+}
+
+// A member's address jobs aim at is its pod's of the fleet's family; a pod without one is not
+// ready, and says why.
+func TestFleetMemberFamily(t *testing.T) {
+	for _, tc := range []struct {
+		family, ip, problem string
+		ips                 []string
+	}{
+		{"", "10.0.0.1", "", []string{"10.0.0.1", "fd00::1"}},
+		{"6", "fd00::1", "", []string{"10.0.0.1", "fd00::1"}},
+		{"4", "10.0.0.1", "", []string{"fd00::1", "10.0.0.1"}},
+		{"6", "", "its pod agent has no IPv6 address (it has 10.0.0.1)", []string{"10.0.0.1"}},
+	} {
+		s := NewSession(fake.NewClientset(), "run1", "token", "img", ModePod, time.Minute)
+		f := &Fleet{s: s, Name: "netbench-run1-mesh", Spec: FleetSpec{Namespace: "netbench", Nodes: []string{"n1"}, Port: 24930, IPFamily: tc.family}, UID: "uid-1",
+			Members: map[string]*Member{"n1": {Node: "n1", Problem: "no pod yet"}}}
+		ds := f.daemonSet(nil)
+		ds.UID = f.UID
+		f.template = ds.Spec.Template.Spec
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}},
+			Spec:   *ds.Spec.Template.Spec.DeepCopy(),
+			Status: corev1.PodStatus{PodIP: tc.ips[0], Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		p.Spec.NodeName = "n1"
+		for _, ip := range tc.ips {
+			p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+		}
+		f.update(p)
+		if m := f.Members["n1"]; m.IP != tc.ip || m.Ready != (tc.ip != "") || m.Problem != tc.problem {
+			t.Errorf("family %q, pod IPs %v: member %+v, want IP %q, problem %q", tc.family, tc.ips, *m, tc.ip, tc.problem)
 		}
 	}
 }

@@ -198,3 +198,28 @@ func TestLadderBothFamilies(t *testing.T) {
 		t.Errorf("%d rungs measured, want same-node, same-zone and cross-zone", measured)
 	}
 }
+
+// `matrix --ip-family 6` on the dual-stack lab: every agent is measured at its pod's IPv6
+// address (the report's nodes, and each pair's ICMP and TCP targets), and every pair answers.
+func TestMatrixOverIPv6(t *testing.T) {
+	beside(t)
+	_, ns := lab(t)
+	r := matrixJSON(t, "-n", ns, "--ip-family", "6")
+	if r.IPFamily != "IPv6" {
+		t.Errorf("ipFamily %q", r.IPFamily)
+	}
+	addr := map[string]string{}
+	for _, n := range r.Nodes {
+		addr[n.Name] = n.IP
+		if !strings.Contains(n.IP, ":") {
+			t.Errorf("node %s: agent at %q, want its IPv6 address", n.Name, n.IP)
+		}
+	}
+	for _, p := range r.Pairs {
+		for _, res := range p.Results {
+			if res.RTT != nil && !strings.Contains(res.RTT.Target, addr[p.To]) {
+				t.Errorf("pair %s → %s: %s to %q, want %s", p.From, p.To, res.Name, res.RTT.Target, addr[p.To])
+			}
+		}
+	}
+}

@@ -46,6 +46,9 @@ type MatrixOptions struct {
 	NodeFactor        float64
 	Port              int
 	AllowPolicy       bool
+	// IPFamily is --ip-family: the agents measure each other's address of that family (4 or 6;
+	// "" the pods' primary).
+	IPFamily string
 
 	// portGiven says --agent-port was set (the policy check leaves it as it is).
 	portGiven bool
@@ -119,6 +122,8 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 	f.Float64Var(&o.OutlierFactor, "outlier-factor", o.OutlierFactor, "a pair is an outlier when its p50 or p99 is this many times the same cell's other pairs' (1.05-100)")
 	f.Float64Var(&o.NodeFactor, "node-outlier-factor", o.NodeFactor, "a node is an outlier when its pairs are, by the median, this many times the same cells' other pairs (1.05-100)")
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
+	f.StringVar(&o.IPFamily, "ip-family", "", "address family the agents measure each other over on a dual-stack cluster: 4 or 6 (default: the pods' primary)")
+	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion("4", "6"))
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create a temporary one that lets exactly this run's agents reach each other and the API server reach their port (deleted at the end)")
 	o.AddFlags(cmd)
 	cmd.ValidArgsFunction = nil
@@ -138,6 +143,13 @@ func (o *MatrixOptions) Validate(cmd *cobra.Command) error {
 	}
 	if err := o.validateNumbers(); err != nil {
 		return err
+	}
+	switch o.IPFamily {
+	case "", "4", "6":
+	case "both":
+		return fmt.Errorf("--ip-family both: the matrix measures one family per run; run it with --ip-family 4 and again with --ip-family 6")
+	default:
+		return fmt.Errorf("--ip-family %q: want 4 or 6 (default: the pods' primary family)", o.IPFamily)
 	}
 	sel, err := labels.Parse(o.NodeSelector)
 	if err != nil {

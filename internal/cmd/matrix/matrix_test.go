@@ -195,6 +195,8 @@ func TestMatrixValidate(t *testing.T) {
 		{func(o *MatrixOptions) { o.Port = 80 }, "--agent-port 80: want 1024-65535"},
 		{func(o *MatrixOptions) { o.Sample = -1 }, "--sample -1: want 1-1000000 pairs"},
 		{func(o *MatrixOptions) { o.TolerateAllTaints, o.TolerationsFrom = true, "deploy/x" }, "--tolerations-from deploy/x with --tolerate-all-taints: choose one"},
+		{func(o *MatrixOptions) { o.IPFamily = "both" }, "--ip-family both: the matrix measures one family per run; run it with --ip-family 4 and again with --ip-family 6"},
+		{func(o *MatrixOptions) { o.IPFamily = "5" }, `--ip-family "5": want 4 or 6`},
 	} {
 		o := matrixOptions(fakecluster.NewFleet(1, 1), &strings.Builder{})
 		tc.mod(o)
@@ -238,5 +240,18 @@ func TestMatrixPullSecretAndToleration(t *testing.T) {
 	want := []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpEqual, Value: "agents", Effect: corev1.TaintEffectNoSchedule}}
 	if d := cmp.Diff(want, spec.Tolerations); d != "" || len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "regcred" {
 		t.Errorf("tolerations (-want +got):\n%s; imagePullSecrets %v", d, spec.ImagePullSecrets)
+	}
+}
+
+// --ip-family 6 where a usable node has no IPv6 address is refused, naming the node, before the
+// DaemonSet is made.
+func TestMatrixIPFamilyNeedsTheNodes(t *testing.T) {
+	f := fakecluster.NewFleet(4, 2)
+	_, err := runMatrix(t, f, func(o *MatrixOptions) { o.IPFamily = "6" })
+	if err == nil || !strings.HasPrefix(err.Error(), "--ip-family 6: node node-00000 has no IPv6 InternalIP or pod range") {
+		t.Fatalf("err %v", err)
+	}
+	if left := f.Remaining(); len(left) > 0 {
+		t.Errorf("made: %v", left)
 	}
 }

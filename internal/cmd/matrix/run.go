@@ -50,8 +50,12 @@ func (o *MatrixOptions) Run(ctx context.Context) error {
 }
 
 func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
-	return &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
+	r := &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Namespace: o.Namespace, Scope: o.Scope}
+	if o.IPFamily != "" {
+		r.IPFamily = "IPv" + o.IPFamily
+	}
+	return r
 }
 
 // Open refuses, before anything is created, a user without the permissions and a namespace
@@ -105,6 +109,9 @@ func (r *matrixRun) Plan(ctx context.Context) error {
 	for _, e := range excluded {
 		r.rep.Excluded = append(r.rep.Excluded, report.MatrixExcl{Node: e.Node, Reason: e.Reason})
 	}
+	if err := o.checkFamily(r.nodes); err != nil {
+		return err
+	}
 	mp := placement.MatrixPlan{Scope: o.Scope, PairsPerCell: o.PairsPerCell, Sample: o.Sample, MaxPairs: o.MaxPairs, Seed: o.Seed}
 	if r.pairs, err = mp.Plan(r.nodes); err != nil {
 		return err
@@ -123,6 +130,17 @@ func (r *matrixRun) Plan(ctx context.Context) error {
 	}
 	r.nodeCount = len(all)
 	return r.checkLifetime()
+}
+
+// checkFamily refuses --ip-family where a usable node has no address of that family (a
+// single-stack cluster, or a node pool without it), before anything is created.
+func (o *MatrixOptions) checkFamily(nodes []placement.Node) error {
+	for _, n := range nodes {
+		if (o.IPFamily == "6" && !n.IPv6) || (o.IPFamily == "4" && !n.IPv4) {
+			return fmt.Errorf("--ip-family %s: node %s has no IPv%s InternalIP or pod range: the cluster is not dual-stack there (leave it out with --nodes or --zones)", o.IPFamily, n.Name, o.IPFamily)
+		}
+	}
+	return nil
 }
 
 // roundOverhead is what a round adds to its pairs' measuring: jobs posted and answered
@@ -219,7 +237,7 @@ func (r *matrixRun) startFleet(ctx context.Context) error {
 		len(nodes), "netbench", r.sess.RunID, session.RoleMesh, o.Namespace, session.FleetLeasePeriod, lifetime.Round(time.Second))
 	var err error
 	r.fleet, err = r.sess.StartFleet(ctx, session.FleetSpec{Namespace: o.Namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
-		Port: o.Port, Lifetime: lifetime, Lease: session.FleetLeasePeriod})
+		Port: o.Port, Lifetime: lifetime, Lease: session.FleetLeasePeriod, IPFamily: o.IPFamily})
 	if err != nil {
 		return err
 	}

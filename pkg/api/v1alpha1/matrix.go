@@ -12,8 +12,11 @@ type MatrixReport struct {
 	StartTime   time.Time `json:"startTime"`
 	Namespace   string    `json:"namespace"`
 	// Scope is zones, nodes or sample (see docs/matrix.md).
-	Scope string     `json:"scope"`
-	Plan  MatrixPlan `json:"plan"`
+	Scope string `json:"scope"`
+	// IPFamily is --ip-family (IPv4 or IPv6): the family of the addresses the agents measured
+	// each other at ("": each pod's primary).
+	IPFamily string     `json:"ipFamily,omitempty"`
+	Plan     MatrixPlan `json:"plan"`
 	// Probe is what the cells' RTT figures come from: icmp, or tcp-rtt when ICMP was not
 	// allowed on some pair.
 	Probe string `json:"probe"`
