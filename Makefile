@@ -103,9 +103,9 @@ krew-manifest:
 test-mutations:
 	hack/mutations.sh
 
-## e2e: the end-to-end tests against the running lab.
+## e2e: the end-to-end tests against the running lab (RUN='^TestPath' runs those alone).
 e2e:
-	NETBENCH_LAB_KUBECONFIG=$$(hack/lab/lab.sh kubeconfig) PKGS=./test/e2e/ hack/test.sh -timeout 20m
+	NETBENCH_LAB_KUBECONFIG=$$(hack/lab/lab.sh kubeconfig) PKGS=./test/e2e/ hack/test.sh -timeout 20m $(if $(RUN),-run '$(RUN)')
 
 clean:
 	rm -rf bin dist

@@ -268,9 +268,10 @@ func (a *Agent) args(trust []string) ([]string, error) {
 		a.handedOver = true
 		return []string{"run", "--job", string(b), "--not-after", notAfter}, nil
 	}
-	// A runner takes its job on the pod's primary address only.
+	// A runner takes its job on the pod's primary address only (bracketed: an IPv6 address has
+	// colons; Go takes an IPv4 address in brackets too).
 	if a.inPod() {
-		listen = "$(POD_IP)" + listen
+		listen = "[$(POD_IP)]" + listen
 	} else if a.Spec.Target.Pod.Status.PodIP != "" {
 		listen = net.JoinHostPort(a.Spec.Target.Pod.Status.PodIP, strconv.Itoa(a.Spec.Port))
 	}

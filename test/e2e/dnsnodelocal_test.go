@@ -35,7 +35,11 @@ func corednsNode(t *testing.T, cs kubernetes.Interface) string {
 // node's own cache at addr (the NOTRACK rule for UDP queries to it), read in the node's namespace.
 func cacheHits(t *testing.T, node, addr string) int {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", nodeNetns(node), "iptables", "-t", "raw", "-L", "NBLAB-NODELOCAL", "-v", "-x", "-n").CombinedOutput()
+	tables := "iptables"
+	if strings.Contains(addr, ":") {
+		tables = "ip6tables"
+	}
+	out, err := exec.Command("ip", "netns", "exec", nodeNetns(node), tables, "-t", "raw", "-L", "NBLAB-NODELOCAL", "-v", "-x", "-n").CombinedOutput()
 	if err != nil {
 		t.Fatalf("reading the cache rules: %v %s", err, out)
 	}
@@ -77,9 +81,10 @@ func TestDNSNodeLocalCache(t *testing.T) {
 
 	labScript(t, "nodelocaldns", "on")
 	t.Cleanup(func() { labScript(t, "nodelocaldns", "off") })
-	before := cacheHits(t, node, "10.96.0.10")
+	// The pod's nameserver: the Service's ClusterIP of the lab's primary family.
+	before := cacheHits(t, node, c.Address)
 	on := dnsJSON(t, "-n", ns, "deploy/app", "kubernetes.default")
-	hits := cacheHits(t, node, "10.96.0.10") - before
+	hits := cacheHits(t, node, c.Address) - before
 	c, view := on.NameserverService.NodeLocalCache, on.Result.ReplicaView
 	t.Logf("with the cache: %+v; %d queries answered on the node", c, hits)
 	if c == nil || c.State != v1alpha1.NodeLocalInUse || !strings.HasPrefix(c.Pod, "node-local-dns-") || on.NameserverService.CrossZoneShare >= 0 {

@@ -19,7 +19,12 @@ func TestDNSTruncatedAnswerOverTCP(t *testing.T) {
 	cs, ns := lab(t)
 	ip := looper(t, cs, ns, "--count", "0", "--every", "200", "big.example.com")
 	// The wire: the pod's UDP queries, and the TCP connections it opens to port 53 (their SYNs).
-	capture, stdout := tcpdumpA1(t, "src host "+ip+" and (udp dst port 53 or (tcp dst port 53 and tcp[tcpflags] & tcp-syn != 0))")
+	// (tcp[] reads IPv4 only: over IPv6 the flags are byte 13 after the 40-byte header.)
+	syn := "tcp[tcpflags] & tcp-syn != 0"
+	if strings.Contains(ip, ":") {
+		syn = "ip6[53] & 2 != 0"
+	}
+	capture, stdout := tcpdumpPod(t, ip, "src host "+ip+" and (udp dst port 53 or (tcp dst port 53 and "+syn+"))")
 	type pkt struct {
 		at  time.Time
 		syn bool

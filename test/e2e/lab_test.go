@@ -425,7 +425,11 @@ func waitServiceRouted(t *testing.T, node, clusterIP string) {
 
 // nftRoutes says whether kube-proxy in nftables mode on node has the ClusterIP in its map.
 func nftRoutes(node, clusterIP string) bool {
-	out, _ := exec.Command("ip", "netns", "exec", nodeNetns(node), "nft", "list", "map", "ip", "kube-proxy", "service-ips").Output()
+	family := "ip"
+	if strings.Contains(clusterIP, ":") {
+		family = "ip6"
+	}
+	out, _ := exec.Command("ip", "netns", "exec", nodeNetns(node), "nft", "list", "map", family, "kube-proxy", "service-ips").Output()
 	return strings.Contains(string(out), clusterIP+" . ")
 }
 
@@ -434,9 +438,14 @@ func nftRoutes(node, clusterIP string) bool {
 // a change of the Service's endpoints or topology. In nftables mode it waits 3 s instead.
 func waitServiceEndpoints(t *testing.T, node, clusterIP, proto string, port, want int) {
 	t.Helper()
-	svc := regexp.MustCompile(`^-A KUBE-SERVICES -d ` + regexp.QuoteMeta(clusterIP) + `/32 -p ` + proto + ` .*--dport ` + strconv.Itoa(port) + ` -j (KUBE-SVC-\S+)`)
+	// kube-proxy's IPv6 rules are ip6tables' (a ClusterIP of an IPv6-primary lab's Service).
+	save, host := "iptables-save", "/32"
+	if strings.Contains(clusterIP, ":") {
+		save, host = "ip6tables-save", "/128"
+	}
+	svc := regexp.MustCompile(`^-A KUBE-SERVICES -d ` + regexp.QuoteMeta(clusterIP) + host + ` -p ` + proto + ` .*--dport ` + strconv.Itoa(port) + ` -j (KUBE-SVC-\S+)`)
 	endpoints := func() (int, bool) {
-		out, _ := exec.Command("ip", "netns", "exec", nodeNetns(node), "iptables-save", "-t", "nat").Output()
+		out, _ := exec.Command("ip", "netns", "exec", nodeNetns(node), save, "-t", "nat").Output()
 		lines := strings.Split(string(out), "\n")
 		chain := ""
 		for _, l := range lines {

@@ -505,8 +505,12 @@ func TestPathErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rule := []string{"FORWARD", "-d", db.Status.PodIP, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}
+	tables := "iptables" // the pod's primary address: ip6tables on an IPv6-primary lab
+	if strings.Contains(db.Status.PodIP, ":") {
+		tables = "ip6tables"
+	}
 	iptables := func(op string) error {
-		return exec.Command("ip", append([]string{"netns", "exec", "nblab-a2", "iptables", op}, rule...)...).Run()
+		return exec.Command("ip", append([]string{"netns", "exec", "nblab-a2", tables, op}, rule...)...).Run()
 	}
 	tests = append(tests, struct {
 		name string

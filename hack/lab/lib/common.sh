@@ -65,6 +65,8 @@ lab_setting() {
 # The lab's IPv6 addresses follow its IPv4 ones: node 10.77.0.11 is fd77::11, and its pod range
 # 10.244.1.0/24 is fd00:10:244:1::/64.
 ip6_of() { echo "fd77::${1##*.}"; }
+# host_prefix ADDR: the address as a host route's prefix (/32, or /128 for IPv6).
+host_prefix() { case $1 in *:*) echo "$1/128" ;; *) echo "$1/32" ;; esac; }
 cidr6_of() { local c=${1%.0/24}; echo "fd00:10:244:${c##*.}::/64"; }
 
 # by_family V4 V6: the lab's values of both families in its order, comma-separated: V4,V6 on a

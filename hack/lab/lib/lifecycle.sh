@@ -205,30 +205,37 @@ NODELOCAL_IP=169.254.20.10
 # "off" removes the caches, their addresses and rules, and the upstream Service.
 cmd_nodelocaldns() {
   [ "$(id -u)" = 0 ] || die "run as root"
-  local n name ns a p chain upstream
+  local n name ns a p t chain upstream addrs=("$NODELOCAL_IP" "$CLUSTER_DNS")
   case "${1:-}" in on | off) ;; *) die "usage: lab.sh nodelocaldns on|off" ;; esac
+  # With IPv6 the cache answers the Service's IPv6 ClusterIP too (the pods' nameserver on an
+  # IPv6-primary lab).
+  if has_ipv6; then addrs+=("$CLUSTER_DNS6"); fi
   if [ "$1" = off ]; then
     kubectl -n kube-system delete daemonset/node-local-dns configmap/node-local-dns service/kube-dns-upstream --ignore-not-found --wait=true >/dev/null
   fi
   for n in "${NODES[@]}"; do
     read -r name _ <<<"$n"
     ns=$(node_ns "$name")
-    for a in "$NODELOCAL_IP" "$CLUSTER_DNS"; do ip -n "$ns" addr del "$a/32" dev lo 2>/dev/null || true; done
-    ip netns exec "$ns" iptables -t raw -F NBLAB-NODELOCAL 2>/dev/null || true
-    for chain in PREROUTING OUTPUT; do
-      ip netns exec "$ns" iptables -t raw -D "$chain" -j NBLAB-NODELOCAL 2>/dev/null || true
+    for a in "${addrs[@]}"; do ip -n "$ns" addr del "$(host_prefix "$a")" dev lo 2>/dev/null || true; done
+    for t in iptables ip6tables; do
+      ip netns exec "$ns" "$t" -t raw -F NBLAB-NODELOCAL 2>/dev/null || true
+      for chain in PREROUTING OUTPUT; do
+        ip netns exec "$ns" "$t" -t raw -D "$chain" -j NBLAB-NODELOCAL 2>/dev/null || true
+      done
+      ip netns exec "$ns" "$t" -t raw -X NBLAB-NODELOCAL 2>/dev/null || true
     done
-    ip netns exec "$ns" iptables -t raw -X NBLAB-NODELOCAL 2>/dev/null || true
     [ "$1" = on ] || continue
-    for a in "$NODELOCAL_IP" "$CLUSTER_DNS"; do ip -n "$ns" addr add "$a/32" dev lo; done
-    ip netns exec "$ns" iptables -t raw -N NBLAB-NODELOCAL
-    for a in "$NODELOCAL_IP" "$CLUSTER_DNS"; do
+    for a in "${addrs[@]}"; do ip -n "$ns" addr add "$(host_prefix "$a")" dev lo; done
+    ipt "$ns" -t raw -N NBLAB-NODELOCAL
+    for a in "${addrs[@]}"; do
+      t=iptables
+      [[ "$a" == *:* ]] && t=ip6tables
       for p in udp tcp; do
-        ip netns exec "$ns" iptables -t raw -A NBLAB-NODELOCAL -d "$a" -p "$p" --dport 53 -j NOTRACK
-        ip netns exec "$ns" iptables -t raw -A NBLAB-NODELOCAL -s "$a" -p "$p" --sport 53 -j NOTRACK
+        ip netns exec "$ns" "$t" -t raw -A NBLAB-NODELOCAL -d "$a" -p "$p" --dport 53 -j NOTRACK
+        ip netns exec "$ns" "$t" -t raw -A NBLAB-NODELOCAL -s "$a" -p "$p" --sport 53 -j NOTRACK
       done
     done
-    for chain in PREROUTING OUTPUT; do ip netns exec "$ns" iptables -t raw -I "$chain" -j NBLAB-NODELOCAL; done
+    for chain in PREROUTING OUTPUT; do ipt "$ns" -t raw -I "$chain" -j NBLAB-NODELOCAL; done
   done
   if [ "$1" = off ]; then log "NodeLocal DNSCache off"; return; fi
   kubectl -n kube-system apply -f - >/dev/null <<YAML
@@ -242,10 +249,10 @@ spec:
   - {name: dns-tcp, port: 53, protocol: TCP}
 YAML
   upstream=$(kubectl -n kube-system get service kube-dns-upstream -o jsonpath='{.spec.clusterIP}')
-  sed -e "s/@LOCAL_IP@/$NODELOCAL_IP/g" -e "s/@CLUSTER_DNS@/$CLUSTER_DNS/g" -e "s/@UPSTREAM_IP@/$upstream/g" \
+  sed -e "s/@LOCAL_IP@/$NODELOCAL_IP/g" -e "s/@CLUSTER_DNS@/${addrs[*]:1}/g" -e "s/@UPSTREAM_IP@/$upstream/g" \
     "$LAB/manifests/nodelocaldns.yaml" | kubectl apply -f - >/dev/null
   kubectl -n kube-system rollout status daemonset/node-local-dns --timeout=120s >/dev/null
-  log "NodeLocal DNSCache on: every node answers $CLUSTER_DNS and $NODELOCAL_IP (cache misses go to kube-dns-upstream $upstream)"
+  log "NodeLocal DNSCache on: every node answers ${addrs[*]} (cache misses go to kube-dns-upstream $upstream)"
 }
 
 # cmd_dns_race PCT [NODE]|off: stands in for the conntrack race that drops one of two UDP queries

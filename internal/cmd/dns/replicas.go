@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
@@ -37,14 +38,20 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *session.Target) (
 		return s, nil
 	}
 	s.ClusterIP = svc.Spec.ClusterIP
-	if t.Pod.Spec.DNSPolicy == corev1.DNSNone && !asksClusterDNS(t.Pod.Spec.DNSConfig, s.ClusterIP) {
-		s.Skipped = fmt.Sprintf("skipped: the pod (dnsPolicy None) names its own nameservers, neither the Service's ClusterIP %s nor a node-local cache's link-local address", s.ClusterIP)
-		return s, nil
+	if t.Pod.Spec.DNSPolicy == corev1.DNSNone {
+		ip, ok := askedClusterIP(t.Pod.Spec.DNSConfig, svc)
+		if !ok {
+			s.Skipped = fmt.Sprintf("skipped: the pod (dnsPolicy None) names its own nameservers, neither the Service's ClusterIP %s nor a node-local cache's link-local address", strings.Join(clusterIPs(svc), " or "))
+			return s, nil
+		}
+		s.ClusterIP = ip
 	}
 	if td := svc.Spec.TrafficDistribution; td != nil {
 		s.TrafficDistribution = *td
 	}
-	eps, err := cmdutil.ReadyEndpoints(ctx, o.Client, ns, name)
+	// The replicas at their addresses of the family the pod asks the Service in (a dual-stack
+	// Service has an EndpointSlice of each).
+	eps, err := cmdutil.ReadyEndpointsOf(ctx, o.Client, ns, name, addressType(s.ClusterIP))
 	if err != nil {
 		s.Skipped = "skipped: " + err.Error()
 		return s, nil
@@ -65,14 +72,44 @@ func (o *DNSOptions) nameserverService(ctx context.Context, t *session.Target) (
 	return s, reps
 }
 
-// asksClusterDNS says whether a pod with dnsPolicy None still asks the cluster DNS first: its
-// first nameserver is the Service's ClusterIP or link-local (a node-local cache's address).
-func asksClusterDNS(c *corev1.PodDNSConfig, clusterIP string) bool {
+// askedClusterIP says whether a pod with dnsPolicy None still asks the cluster DNS first, and
+// at which of the Service's ClusterIPs: its first nameserver is one of them (either family of
+// a dual-stack Service), or link-local (a node-local cache's address, which stands for the
+// primary).
+func askedClusterIP(c *corev1.PodDNSConfig, svc *corev1.Service) (string, bool) {
 	if c == nil || len(c.Nameservers) == 0 {
-		return false
+		return "", false
 	}
 	a, err := netip.ParseAddr(c.Nameservers[0])
-	return c.Nameservers[0] == clusterIP || (err == nil && a.IsLinkLocalUnicast())
+	if err != nil {
+		return "", false
+	}
+	for _, ip := range clusterIPs(svc) {
+		if b, err := netip.ParseAddr(ip); err == nil && a.Unmap() == b.Unmap() {
+			return ip, true
+		}
+	}
+	return svc.Spec.ClusterIP, a.IsLinkLocalUnicast()
+}
+
+// clusterIPs are a Service's ClusterIPs, primary first.
+func clusterIPs(svc *corev1.Service) []string {
+	if len(svc.Spec.ClusterIPs) > 0 {
+		return svc.Spec.ClusterIPs
+	}
+	return []string{svc.Spec.ClusterIP}
+}
+
+// addressType is the EndpointSlice address type of ip's family ("" when it is no address).
+func addressType(ip string) discoveryv1.AddressType {
+	a, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return ""
+	case a.Unmap().Is4():
+		return discoveryv1.AddressTypeIPv4
+	}
+	return discoveryv1.AddressTypeIPv6
 }
 
 // nodeZone is the node's zone label ("" when it has none or cannot be read).

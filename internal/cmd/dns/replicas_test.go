@@ -31,9 +31,34 @@ func kubeDNS(td string) *fake.Clientset {
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}}
 	}
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns-x", Labels: map[string]string{discoveryv1.LabelServiceName: "kube-dns"}},
-		Endpoints: []discoveryv1.Endpoint{ep("coredns-a", "lab-a1", "zone-a", "10.244.1.3"), ep("coredns-b", "lab-b1", "zone-b", "10.244.3.3")}}
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{ep("coredns-a", "lab-a1", "zone-a", "10.244.1.3"), ep("coredns-b", "lab-b1", "zone-b", "10.244.3.3")}}
+	// Dual-stack: the Service's IPv6 ClusterIP and the replicas' IPv6 addresses, listed first.
+	svc.Spec.ClusterIPs = []string{"10.96.0.10", "fd00:10:96::a"}
+	slice6 := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns-6", Labels: map[string]string{discoveryv1.LabelServiceName: "kube-dns"}},
+		AddressType: discoveryv1.AddressTypeIPv6,
+		Endpoints:   []discoveryv1.Endpoint{ep("coredns-a", "lab-a1", "zone-a", "fd00:10:244:1::3"), ep("coredns-b", "lab-b1", "zone-b", "fd00:10:244:3::3")}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lab-a2", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}}
-	return fake.NewClientset(svc, slice, node)
+	return fake.NewClientset(svc, slice6, slice, node)
+}
+
+// A pod (dnsPolicy None) asking the DNS Service's IPv6 ClusterIP has the Service viewed at that
+// address, its replicas at their IPv6 addresses; one asking the IPv4 ClusterIP, at IPv4 ones.
+func TestNameserverServiceFamily(t *testing.T) {
+	o := NewDNSOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+	o.Client = kubeDNS("")
+	for ns, want := range map[string][]string{"fd00:10:96::a": {"fd00:10:244:1::3", "fd00:10:244:3::3"}, "10.96.0.10": {"10.244.1.3", "10.244.3.3"}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}, Spec: corev1.PodSpec{NodeName: "lab-a2",
+			DNSPolicy: corev1.DNSNone, DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{ns}}}}
+		s, reps := o.nameserverService(context.Background(), &session.Target{Namespace: "shop", Pod: pod})
+		var got []string
+		for _, r := range reps {
+			got = append(got, r.Address)
+		}
+		if s.Skipped != "" || s.ClusterIP != ns || !cmp.Equal(got, want) {
+			t.Errorf("nameserver %s: view %+v, replicas %v; want %v", ns, s, got, want)
+		}
+	}
 }
 
 func TestNameserverService(t *testing.T) {
