@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -237,19 +235,6 @@ func (o *LadderOptions) copyHintsDiffer(ctx context.Context, sr *serviceRun) (st
 	return "", nil
 }
 
-// addressTypes are the EndpointSlice address types of a Service's families ("" for any, when
-// the Service does not say).
-func addressTypes(svc *corev1.Service) []discoveryv1.AddressType {
-	if len(svc.Spec.IPFamilies) == 0 {
-		return []discoveryv1.AddressType{""}
-	}
-	out := make([]discoveryv1.AddressType, len(svc.Spec.IPFamilies))
-	for i, f := range svc.Spec.IPFamilies {
-		out[i] = discoveryv1.AddressType(f)
-	}
-	return out
-}
-
 // hintsDiffer names the first endpoint pod whose hints in have differ from want's ("" if none).
 func hintsDiffer(want, have []cmdutil.Endpoint) string {
 	got := map[string]string{}
@@ -324,58 +309,6 @@ func (o *LadderOptions) serviceProbes(sr *serviceRun) []agent.ProbeSpec {
 		for _, c := range clusterIPs(sr.temp) {
 			out = append(out, agent.ProbeSpec{Kind: agent.ProbeSpread, Name: report.SpreadProbe + c.suffix,
 				Address: net.JoinHostPort(c.ip, port), Count: o.ConnectionsPerRung, Direct: sr.direct(c.ip)})
-		}
-	}
-	return out
-}
-
-// clusterIP is one of a Service's ClusterIPs; suffix ends its probes' names: none for the
-// primary, the family's for a dual-stack Service's second (path.V6Suffix, or -v4).
-type clusterIP struct{ ip, suffix string }
-
-// clusterIPs are a Service's ClusterIPs, primary first (none for a headless Service).
-func clusterIPs(svc *corev1.Service) []clusterIP {
-	ips := svc.Spec.ClusterIPs
-	if len(ips) == 0 {
-		ips = []string{svc.Spec.ClusterIP}
-	}
-	var out []clusterIP
-	for i, ip := range ips {
-		a, err := netip.ParseAddr(ip)
-		if err != nil { // "", None
-			continue
-		}
-		c := clusterIP{ip: a.String()}
-		if i > 0 {
-			c.suffix = V4Suffix
-			if a.Unmap().Is6() {
-				c.suffix = path.V6Suffix
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// V4Suffix ends the names of the probes through an IPv6-primary dual-stack Service's IPv4
-// ClusterIP.
-const V4Suffix = "-v4"
-
-// direct are the endpoint agents' own addresses by pod, of like's family: the spread probe's
-// handshakes straight to them are set beside those through the Service (the dataplane's cost
-// per endpoint).
-func (sr *serviceRun) direct(like string) map[string]string {
-	want, _ := netip.ParseAddr(like)
-	out := map[string]string{}
-	for i, p := range sr.pods {
-		if i >= len(sr.measured) {
-			break
-		}
-		for _, s := range session.PodIPs(p) {
-			if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is4() == want.Unmap().Is4() {
-				out[sr.measured[i].Pod] = net.JoinHostPort(a.Unmap().String(), strconv.Itoa(sr.agentPort))
-				break
-			}
 		}
 	}
 	return out
