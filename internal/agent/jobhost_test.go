@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+	"net"
 	"strings"
 	"testing"
 )
@@ -22,6 +24,7 @@ func TestJobProbeHost(t *testing.T) {
 			Direct: map[string]string{"web-1": "[fd00::7]:23456"}}, ""},
 		{"app port with a host", ProbeSpec{Kind: ProbeTCPRTT, Name: "app-tcp-rtt", Address: "10.0.0.5:8080", Host: "fd00::5", Count: 3}, "host \"fd00::5\""},
 		{"URL with a host", ProbeSpec{Kind: ProbeHTTP, Name: "app-http", URL: "http://10.0.0.5:8080/", Host: "fd00::5", QPS: 10, Connections: 1, DurationSeconds: 1}, "host \"fd00::5\""},
+		{"DNS with a host", ProbeSpec{Kind: ProbeDNS, Name: "dns", Names: []string{"example.com"}, Host: "fd00::5"}, "a DNS probe asks the pod's nameservers"},
 		{"host not an IP", ProbeSpec{Kind: ProbeSpread, Name: "svc-spread-v6", Address: "[fd00:10:96::9]:80", Host: "web", Count: 10}, "host \"web\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,5 +33,13 @@ func TestJobProbeHost(t *testing.T) {
 				t.Errorf("err %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A peer's job (the matrix's) aims at the peer alone: a probe Host is refused like an address.
+func TestMeshJobRefusesHost(t *testing.T) {
+	job := Job{APIVersion: APIVersion, Host: "10.0.0.5", Port: 7000, Probes: []ProbeSpec{{Kind: ProbeTCPRTT, Count: 3, Host: "192.0.2.9"}}}
+	if err := checkMeshJob(job, &net.TCPAddr{IP: net.ParseIP("10.0.0.4"), Port: 7000}); !errors.Is(err, ErrNotAPeer) {
+		t.Errorf("err %v, want ErrNotAPeer", err)
 	}
 }

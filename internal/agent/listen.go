@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -41,14 +42,20 @@ func listenAll(addr string, ips []string) (ln net.Listener, note string, err err
 	}
 }
 
-// listenOnce binds every IP at port (the first's when 0).
+// listenOnce binds every IP at port (the first's when 0). The others may be bound before the
+// pod can use them (freebind: a new pod's IPv6 address is tentative for a moment); the first,
+// the pod's primary, must be its own now.
 func listenOnce(port string, ips []string) (*multiListener, string, error) {
 	m := &multiListener{conns: make(chan acceptResult), closed: make(chan struct{})}
 	var skipped []string
 	picked := port == "0"
 	for i, s := range ips {
 		ip := netip.MustParseAddr(s).Unmap()
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), port))
+		lc := net.ListenConfig{}
+		if i > 0 {
+			lc.Control = freebind
+		}
+		ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip.String(), port))
 		if err != nil && (i == 0 || (picked && errors.Is(err, syscall.EADDRINUSE))) { // picked again
 			m.Close()
 			return nil, "", err

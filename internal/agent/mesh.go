@@ -74,7 +74,7 @@ func checkMeshJob(job Job, local net.Addr) error {
 		return fmt.Errorf("%w: port %d is not the agents' port %d", ErrNotAPeer, job.Port, own.Port)
 	}
 	for _, p := range job.Probes {
-		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" {
+		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" || p.Host != "" {
 			return fmt.Errorf("%w: probe %s is not one of %v against the peer", ErrNotAPeer, p.Label(), meshProbes)
 		}
 	}

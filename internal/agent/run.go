@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +44,10 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 	}
 	if usesServer(job) {
 		introduce(ctx, job)
+	}
+	// The IPv6 twins' server address too: its first burst then comes from a known source.
+	for _, host := range twinHosts(job) {
+		introduce(ctx, job.forProbe(ProbeSpec{Host: host}))
 	}
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
@@ -101,6 +106,17 @@ func introduce(ctx context.Context, job Job) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_ = controlCall(ctx, job, http.MethodGet, PathLease, nil)
+}
+
+// twinHosts are the server's other addresses the job's probes use (their Host), each once.
+func twinHosts(job Job) []string {
+	var out []string
+	for _, p := range job.Probes {
+		if p.Host != "" && p.Host != job.Host && !slices.Contains(out, p.Host) {
+			out = append(out, p.Host)
+		}
+	}
+	return out
 }
 
 // usesServer says whether a probe of the job talks to the server agent at job.Host.

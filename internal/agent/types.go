@@ -186,6 +186,9 @@ func (j *Job) Validate() error {
 		if err := checkDirect(p); err != nil {
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}
+		if p.Kind == ProbeDNS && p.Host != "" {
+			return fmt.Errorf("probe %s: host %q: a DNS probe asks the pod's nameservers, never the agent server", p.Label(), p.Host)
+		}
 		if p.Kind == ProbeDNS {
 			if len(p.Names) == 0 {
 				return fmt.Errorf("probe %s: no names", p.Label())

@@ -30,7 +30,8 @@ type Node struct {
 	Ready              bool
 	Unschedulable      bool
 	Taints             []corev1.Taint
-	// IPv4 and IPv6 say the node has an InternalIP (or a pod range) of that family.
+	// IPv4 and IPv6 say the node has a pod range of that family (or, where the cluster
+	// allocates none, an InternalIP).
 	IPv4, IPv6 bool
 }
 
@@ -43,9 +44,10 @@ func NodeFrom(n *corev1.Node) Node {
 			out.Ready = c.Status == corev1.ConditionTrue
 		}
 	}
+	// Its pods' families: its pod ranges where the cluster allocates them, else its InternalIPs.
 	addrs := slices.Clone(n.Spec.PodCIDRs)
 	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
+		if a.Type == corev1.NodeInternalIP && len(n.Spec.PodCIDRs) == 0 {
 			addrs = append(addrs, a.Address)
 		}
 	}

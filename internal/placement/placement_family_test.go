@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// A node's families come from its InternalIPs and pod ranges.
+// A node's families come from its pod ranges, else from its InternalIPs.
 func TestNodeFamilies(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -17,6 +17,7 @@ func TestNodeFamilies(t *testing.T) {
 		{"dual-stack", []string{"10.77.0.11", "fd77::11"}, nil, true, true},
 		{"IPv4 only", []string{"10.77.0.11"}, nil, true, false},
 		{"IPv6 pod range", []string{"10.77.0.11"}, []string{"10.244.1.0/24", "fd00:10:244:1::/64"}, true, true},
+		{"IPv4 pod range on a dual-stack node", []string{"10.77.0.11", "fd77::11"}, []string{"10.244.1.0/24"}, true, false},
 		{"none", nil, nil, false, false},
 	} {
 		n := &corev1.Node{Spec: corev1.NodeSpec{PodCIDRs: tc.podCIDRs}}

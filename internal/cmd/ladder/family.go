@@ -16,8 +16,9 @@ import (
 // primary, the family's for a dual-stack Service's second (path.V6Suffix, or -v4).
 type clusterIP struct{ ip, suffix string }
 
-// clusterIPs are a Service's ClusterIPs, primary first (none for a headless Service).
-func clusterIPs(svc *corev1.Service) []clusterIP {
+// clusterIPs are a Service's ClusterIPs, primary first (none for a headless Service), or its
+// ClusterIP of family (--ip-family 4 or 6) alone.
+func clusterIPs(svc *corev1.Service, family string) []clusterIP {
 	ips := svc.Spec.ClusterIPs
 	if len(ips) == 0 {
 		ips = []string{svc.Spec.ClusterIP}
@@ -29,7 +30,13 @@ func clusterIPs(svc *corev1.Service) []clusterIP {
 			continue
 		}
 		c := clusterIP{ip: a.String()}
-		if i > 0 {
+		switch {
+		case family == path.Family4 || family == path.Family6:
+			// --ip-family 4|6: that family's ClusterIP alone, under the plain names.
+			if a.Unmap().Is4() != (family == path.Family4) {
+				continue
+			}
+		case i > 0:
 			c.suffix = V4Suffix
 			if a.Unmap().Is6() {
 				c.suffix = path.V6Suffix

@@ -36,24 +36,31 @@ func dualStackPod(name string, ips ...string) *corev1.Pod {
 func TestServiceProbesPerClusterIP(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
+		family    string
 		svc, temp []string
 		want      map[string]string // probe → address
 		direct    map[string]string // spread probe → the endpoint's straight address
 	}{
-		{"IPv4 primary", []string{"10.96.0.5", "fd00::5"}, []string{"10.96.0.9", "fd00::9"},
-			map[string]string{"svc-tcp-rtt": "10.96.0.5:80", "svc-tcp-rtt-v6": "[fd00::5]:80", "svc-spread": "10.96.0.9:80", "svc-spread-v6": "[fd00::9]:80"},
-			map[string]string{"svc-spread": "10.244.1.7:23456", "svc-spread-v6": "[fd00:10:244:1::7]:23456"}},
-		{"IPv6 primary", []string{"fd00::5", "10.96.0.5"}, []string{"fd00::9", "10.96.0.9"},
-			map[string]string{"svc-tcp-rtt": "[fd00::5]:80", "svc-tcp-rtt-v4": "10.96.0.5:80", "svc-spread": "[fd00::9]:80", "svc-spread-v4": "10.96.0.9:80"},
-			map[string]string{"svc-spread": "[fd00:10:244:1::7]:23456", "svc-spread-v4": "10.244.1.7:23456"}},
-		{"single stack", []string{"10.96.0.5"}, []string{"10.96.0.9"},
+		{"--ip-family 6", "6", []string{"10.96.0.5", "fd00::5"}, []string{"10.96.0.9", "fd00::9"},
+			map[string]string{"svc-tcp-rtt": "[fd00::5]:80", "svc-spread": "[fd00::9]:80"},
+			map[string]string{"svc-spread": "[fd00:10:244:1::7]:23456"}},
+		{"--ip-family 4", "4", []string{"10.96.0.5", "fd00::5"}, []string{"10.96.0.9", "fd00::9"},
 			map[string]string{"svc-tcp-rtt": "10.96.0.5:80", "svc-spread": "10.96.0.9:80"},
 			map[string]string{"svc-spread": "10.244.1.7:23456"}},
-		{"headless", []string{corev1.ClusterIPNone}, nil, map[string]string{}, map[string]string{}},
+		{"IPv4 primary", "", []string{"10.96.0.5", "fd00::5"}, []string{"10.96.0.9", "fd00::9"},
+			map[string]string{"svc-tcp-rtt": "10.96.0.5:80", "svc-tcp-rtt-v6": "[fd00::5]:80", "svc-spread": "10.96.0.9:80", "svc-spread-v6": "[fd00::9]:80"},
+			map[string]string{"svc-spread": "10.244.1.7:23456", "svc-spread-v6": "[fd00:10:244:1::7]:23456"}},
+		{"IPv6 primary", "", []string{"fd00::5", "10.96.0.5"}, []string{"fd00::9", "10.96.0.9"},
+			map[string]string{"svc-tcp-rtt": "[fd00::5]:80", "svc-tcp-rtt-v4": "10.96.0.5:80", "svc-spread": "[fd00::9]:80", "svc-spread-v4": "10.96.0.9:80"},
+			map[string]string{"svc-spread": "[fd00:10:244:1::7]:23456", "svc-spread-v4": "10.244.1.7:23456"}},
+		{"single stack", "", []string{"10.96.0.5"}, []string{"10.96.0.9"},
+			map[string]string{"svc-tcp-rtt": "10.96.0.5:80", "svc-spread": "10.96.0.9:80"},
+			map[string]string{"svc-spread": "10.244.1.7:23456"}},
+		{"headless", "", []string{corev1.ClusterIPNone}, nil, map[string]string{}, map[string]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewLadderOptions(nil, genericiooptions.IOStreams{})
-			o.Profile = "quick"
+			o.Profile, o.IPFamily = "quick", tc.family
 			pod := dualStackPod("web-1", "10.244.1.7", "fd00:10:244:1::7")
 			if strings.Contains(tc.svc[0], ":") {
 				pod = dualStackPod("web-1", "fd00:10:244:1::7", "10.244.1.7")
@@ -125,5 +132,26 @@ func TestLadderIPFamilyRefused(t *testing.T) {
 	}
 	if left := fakecluster.AgentPods(t, f); len(left) != 0 || len(created) != 0 {
 		t.Errorf("agents made: %v %v", left, created)
+	}
+}
+
+// --ip-family 4 on a Service without an IPv4 ClusterIP is refused, naming the flag and the
+// Service, before anything is created.
+func TestLadderServiceFamilyRefused(t *testing.T) {
+	f := svcCluster(t)
+	o, _ := newTestLadderOptions(f)
+	o.Service, o.IPFamily = "svc/web", "4"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := f.Clientset.CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	svc.Spec.ClusterIPs = []string{"fd00::5"}
+	svc.Spec.ClusterIP = "fd00::5"
+	if _, err := f.Clientset.CoreV1().Services("shop").Update(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--ip-family 4: Service shop/web has no IPv4 ClusterIP (it has fd00::5)") {
+		t.Fatalf("err %v", err)
 	}
 }

@@ -248,7 +248,7 @@ func (o *LadderOptions) addSpread(rep *report.LadderReport, sr *serviceRun) {
 	}
 	for i := range rep.Rungs {
 		r := &rep.Rungs[i]
-		for k, c := range clusterIPs(sr.temp) {
+		for k, c := range clusterIPs(sr.temp, o.IPFamily) {
 			sp := o.rungSpread(r, sr, report.SpreadProbe+c.suffix)
 			if sp == nil {
 				continue

@@ -28,7 +28,7 @@ func ladderClient(s *session.Session, dst *session.Target) *session.Target {
 // and the app's port, then the Service's flows. --allow-policy opens what they block.
 func (r *ladderRun) planPolicies(ctx context.Context) error {
 	o := r.o
-	probes, appPort := o.ProbeSpecs(r.dst.Pod.Status.PodIP)
+	probes, appPort, _ := o.FamilySpecs(r.addrs, nil) // the IPv6 twins too (--ip-family both)
 	namespaces := []string{r.dst.Namespace}
 	if r.sr != nil {
 		namespaces = append(namespaces, r.sr.svc.Namespace)

@@ -178,12 +178,12 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 	return nil
 }
 
-// familyHosts sends the spread probes through a dual-stack Service's second ClusterIP to the
-// server agent's address of that family for their straight handshakes to DST, so that the
-// routing figure compares one family (a server without one: said, and DST's primary address).
+// familyHosts sends each spread probe's straight handshakes to DST to the server agent's
+// address of its ClusterIP's family, so that the routing figure compares one family (a server
+// without one: said, and the job's address).
 func (r *ladderRun) familyHosts(specs []agent.ProbeSpec) []agent.ProbeSpec {
 	for i, p := range specs {
-		if p.Kind != agent.ProbeSpread || p.Name == report.SpreadProbe || r.srv == nil {
+		if p.Kind != agent.ProbeSpread || r.srv == nil {
 			continue
 		}
 		host, _, _ := net.SplitHostPort(p.Address)

@@ -78,8 +78,14 @@ func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns
 	}
 	sr.info = &report.LadderService{Namespace: ns, Name: name, ClusterIP: svc.Spec.ClusterIP, Port: int(sr.port.Port),
 		TrafficDistribution: cmdutil.Deref(svc.Spec.TrafficDistribution), TopologyMode: svc.Annotations[TopologyModeAnnotation]}
-	if len(svc.Spec.ClusterIPs) > 1 {
+	// The ClusterIPs measured: each of a dual-stack Service's, or --ip-family's alone.
+	switch measured := clusterIPs(svc, o.IPFamily); {
+	case len(measured) == 0 && len(clusterIPs(svc, "")) > 0:
+		return nil, fmt.Errorf("--ip-family %s: Service %s/%s has no IPv%s ClusterIP (it has %s)", o.IPFamily, ns, name, o.IPFamily, strings.Join(svc.Spec.ClusterIPs, ", "))
+	case len(measured) > 1:
 		sr.info.ClusterIPs = svc.Spec.ClusterIPs
+	case len(measured) == 1:
+		sr.info.ClusterIP = measured[0].ip
 	}
 	if p := svc.Spec.IPFamilyPolicy; p != nil {
 		sr.info.IPFamilyPolicy = string(*p)
@@ -295,7 +301,7 @@ func (o *LadderOptions) serviceProbes(sr *serviceRun) []agent.ProbeSpec {
 	pr := path.Profiles[o.Profile]
 	port := strconv.Itoa(int(sr.port.Port))
 	var out []agent.ProbeSpec
-	for _, c := range clusterIPs(sr.svc) {
+	for _, c := range clusterIPs(sr.svc, o.IPFamily) {
 		addr := net.JoinHostPort(c.ip, port)
 		h, nc := pr.Http, pr.HttpNewConn
 		h.Name, h.URL = "svc-http"+c.suffix, "http://"+addr+o.HTTPPath
@@ -306,7 +312,7 @@ func (o *LadderOptions) serviceProbes(sr *serviceRun) []agent.ProbeSpec {
 		out = append(out, agent.ProbeSpec{Kind: agent.ProbeTCPRTT, Name: "svc-tcp-rtt" + c.suffix, Address: addr, Count: pr.RttCount, IntervalMillis: pr.RttInterval}, h, nc)
 	}
 	if sr.temp != nil {
-		for _, c := range clusterIPs(sr.temp) {
+		for _, c := range clusterIPs(sr.temp, o.IPFamily) {
 			out = append(out, agent.ProbeSpec{Kind: agent.ProbeSpread, Name: report.SpreadProbe + c.suffix,
 				Address: net.JoinHostPort(c.ip, port), Count: o.ConnectionsPerRung, Direct: sr.direct(c.ip)})
 		}

@@ -248,7 +248,7 @@ func TestMatrixPullSecretAndToleration(t *testing.T) {
 func TestMatrixIPFamilyNeedsTheNodes(t *testing.T) {
 	f := fakecluster.NewFleet(4, 2)
 	_, err := runMatrix(t, f, func(o *MatrixOptions) { o.IPFamily = "6" })
-	if err == nil || !strings.HasPrefix(err.Error(), "--ip-family 6: node node-00000 has no IPv6 InternalIP or pod range") {
+	if err == nil || !strings.HasPrefix(err.Error(), "--ip-family 6: node node-00000 has no IPv6 pod range or InternalIP") {
 		t.Fatalf("err %v", err)
 	}
 	if left := f.Remaining(); len(left) > 0 {

@@ -137,7 +137,7 @@ func (r *matrixRun) Plan(ctx context.Context) error {
 func (o *MatrixOptions) checkFamily(nodes []placement.Node) error {
 	for _, n := range nodes {
 		if (o.IPFamily == "6" && !n.IPv6) || (o.IPFamily == "4" && !n.IPv4) {
-			return fmt.Errorf("--ip-family %s: node %s has no IPv%s InternalIP or pod range: the cluster is not dual-stack there (leave it out with --nodes or --zones)", o.IPFamily, n.Name, o.IPFamily)
+			return fmt.Errorf("--ip-family %s: node %s has no IPv%s pod range or InternalIP: the cluster is not dual-stack there (leave it out with --nodes or --zones)", o.IPFamily, n.Name, o.IPFamily)
 		}
 	}
 	return nil
