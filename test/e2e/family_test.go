@@ -92,11 +92,14 @@ func familyIP(p corev1.Pod, v6 bool) string {
 }
 
 // throughputBound: how far a single-stream figure may be outside the range of iperf3's runs just
-// before and after it on the same pair and family. The path is the lab's user-space delay line,
-// CPU-bound on 2 vCPUs: iperf3's own two runs differed by up to 37 % (352 and 481 Mbit/s over
-// IPv6), the agent's figures fell inside their range (400 and 390 Mbit/s). Which address each
-// probe used is checked exactly (targets, and the MSS 20 bytes smaller over IPv6).
-const throughputBound = 0.15
+// before and after it on the same pair and family: the reference's own noise on this path. The
+// path is the lab's user-space delay line, CPU-bound on 2 vCPUs: iperf3's own two runs differed by
+// up to 37 % (352 and 481 Mbit/s over IPv6, by hand, 2026-12-04); in CI the agent's IPv6 run got
+// 423 Mbit/s between iperf3's 310 and 276 (36 % above the higher), its IPv4 run 318 between
+// 324 and 303. So 15 % failed on noise alone. What this comparison can catch is a gross error
+// (a byte count off by a factor, a transfer that never ran); which address each probe used is
+// checked exactly (targets, and the MSS 20 bytes smaller over IPv6).
+const throughputBound = 0.40
 
 // iperf3Bits runs one 3-second iperf3 stream from clientNetns to ip (family flag -4 or -6) and
 // returns what the receiver got, in bit/s.
