@@ -359,7 +359,7 @@ func interruptAfter(t *testing.T, after time.Duration, args ...string) (string, 
 }
 
 // SIGKILL of the plugin in the middle of a TCP probe: nobody cleans up, yet both agents stop
-// within 10 s (the server's lease runs out; the client sees its server go).
+// soon: the server within 5 s (its lease runs out), the client within 10 s (it sees its server go).
 func TestPluginKilledAgentsStop(t *testing.T) {
 	beside(t)
 	cs, ns := lab(t)
@@ -384,7 +384,10 @@ func TestPluginKilledAgentsStop(t *testing.T) {
 			_ = cmd.Wait()
 			killed := time.Now()
 			if mode == "ephemeral" {
-				agentsTerminated(t, cs, ns, 10*time.Second)
+				// When each container ended, by its own finish time: under load the kubelet
+				// may report it seconds later (in CI a server ended on time and was still
+				// reported running 10 s after the kill).
+				agentsEndedSoon(t, cs, ns, killed)
 			} else {
 				podsEnded(t, cs, ns, 10*time.Second)
 			}
