@@ -99,7 +99,7 @@ func TestLadderZoneDelay(t *testing.T) {
 		}
 	}
 	noAgentPods(t, cs, ns)
-	agentsTerminated(t, cs, ns, 5*time.Second)
+	agentsEndedSoon(t, cs, ns, time.Now()) // by their own finish times (the kubelet reports late under load)
 }
 
 // Rungs left out are listed with the reason; a rung that fails in the middle (an admission
@@ -246,7 +246,7 @@ func ladderServiceSubtests(t *testing.T, cs kubernetes.Interface, ns, mode strin
 			t.Errorf("temporary Services left: %v %v", svcs, err)
 		}
 		noAgentPods(t, cs, ns)
-		agentsTerminated(t, cs, ns, 5*time.Second)
+		agentsEndedSoon(t, cs, ns, time.Now())
 	})
 }
 
@@ -419,7 +419,7 @@ func TestLadderHostBaseline(t *testing.T) {
 		t.Errorf("the other rungs were not measured: %+v", r.Rungs[0])
 	}
 	noAgentPods(t, cs, ns)
-	agentsTerminated(t, cs, ns, 5*time.Second)
+	agentsEndedSoon(t, cs, ns, time.Now()) // by their own finish times (the kubelet reports late under load)
 }
 
 // appPortSummary says what became of a rung's probes through the Service, round by round.
