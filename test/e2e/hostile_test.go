@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -307,11 +308,20 @@ func TestInterruptAtAnyMoment(t *testing.T) {
 // times have whole seconds, so one second more is allowed.
 func agentsEndedSoon(t *testing.T, cs kubernetes.Interface, ns string, exited time.Time) {
 	t.Helper()
+	for _, late := range agentsEndedLate(t, cs, ns, exited) {
+		t.Error(late)
+	}
+}
+
+// agentsEndedLate says which agents did not end as soon as agentsEndedSoon wants.
+func agentsEndedLate(t *testing.T, cs kubernetes.Interface, ns string, exited time.Time) []string {
+	t.Helper()
 	agentsTerminated(t, cs, ns, 40*time.Second)
 	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var lates []string
 	for _, p := range pods.Items {
 		for _, s := range p.Status.EphemeralContainerStatuses {
 			end := s.State.Terminated
@@ -327,11 +337,18 @@ func agentsEndedSoon(t *testing.T, cs kubernetes.Interface, ns string, exited ti
 				within = 10 * time.Second
 			}
 			if late := end.FinishedAt.Sub(from); late > within+time.Second {
-				t.Errorf("%s/%s (started %s, plugin exited %s) ended %s later, want within %s",
-					p.Name, s.Name, end.StartedAt.UTC().Format(time.TimeOnly), exited.UTC().Format(time.TimeOnly), late, within)
+				lates = append(lates, fmt.Sprintf("%s/%s (started %s, plugin exited %s) ended %s later (%s: %s), want within %s",
+					p.Name, s.Name, end.StartedAt.UTC().Format(time.TimeOnly), exited.UTC().Format(time.TimeOnly), late, end.Reason, finalLine(end.Message), within))
 			}
 		}
 	}
+	return lates
+}
+
+// finalLine is the last line of s, blanks around it trimmed.
+func finalLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // interruptAfter runs the plugin with args, sends SIGINT after the given time and returns its

@@ -151,16 +151,17 @@ func TestLadderCleanup(t *testing.T) {
 			stderr, _ := interruptAfter(t, after, "ladder", "-n", ns, "deploy/api", "--service", "svc/api",
 				"--host-baseline", "--probes", "rtt,tcp", "--duration", "3s", "-v", "2")
 			exited := time.Now()
-			defer func() {
-				if t.Failed() {
-					t.Logf("the plugin's stderr:\n%s", stderr)
-				}
-			}()
 			noAgentPods(t, cs, ns)
 			// An agent injected before the signal may start after the plugin has gone.
-			agentsEndedSoon(t, cs, ns, exited)
+			problems := agentsEndedLate(t, cs, ns, exited)
 			if svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"}); err != nil || len(svcs.Items) != 0 {
-				t.Errorf("temporary Services left: %d (%v)", len(svcs.Items), err)
+				problems = append(problems, fmt.Sprintf("temporary Services left: %d (%v)", len(svcs.Items), err))
+			}
+			if t.Failed() || len(problems) > 0 {
+				t.Logf("the plugin's stderr:\n%s", stderr) // before the problems: a log's tail shows them
+			}
+			for _, p := range problems {
+				t.Error(p)
 			}
 		})
 	}

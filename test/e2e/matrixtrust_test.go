@@ -285,8 +285,7 @@ func restartCounts(t *testing.T, cs kubernetes.Interface, ns string, ds *appsv1.
 
 func lastLine(t *testing.T, cs kubernetes.Interface, ns, pod string) string {
 	t.Helper()
-	lines := strings.Split(strings.TrimSpace(logs(t, cs, ns, pod, "agent")), "\n")
-	return lines[len(lines)-1]
+	return finalLine(logs(t, cs, ns, pod, "agent"))
 }
 
 // deletePod deletes a pod now (one already gone is fine).
