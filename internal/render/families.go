@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 	"text/tabwriter"
 
@@ -54,4 +55,48 @@ func signed(s string, v float64) string {
 		return "+" + s
 	}
 	return s
+}
+
+// ipFamilies says the address family each probe's figures were measured over, for the
+// ip_family label: a probe's own (own, from a path report's results), else its twin's suffix
+// (-v6, or -v4 for an IPv6-primary Service's second ClusterIP), else the run's one family. In
+// a run of both families the plain names are the IPv4 probes', except the Service's, which are
+// its primary ClusterIP's (svc). Empty where the report does not say (made before families).
+type ipFamilies struct {
+	own      map[string]string
+	run, svc string
+}
+
+// of is probe's name without a family suffix and its family.
+func (f ipFamilies) of(probe string) (base, family string) {
+	if fam := f.own[probe]; fam != "" {
+		return strings.TrimSuffix(probe, v6Suffix), fam
+	}
+	if base, ok := strings.CutSuffix(probe, v6Suffix); ok {
+		return base, "IPv6"
+	}
+	if base, ok := strings.CutSuffix(probe, "-v4"); ok && strings.HasPrefix(base, "svc") {
+		return base, "IPv4"
+	}
+	switch {
+	case f.run == "IPv4" || f.run == "IPv6":
+		return probe, f.run
+	case !strings.HasPrefix(f.run, "IPv4 and IPv6"):
+		return probe, ""
+	case probe == "svc" || strings.HasPrefix(probe, report.SpreadProbe):
+		return probe, f.svc
+	}
+	return probe, "IPv4"
+}
+
+// familyOfIP is the schema's name of ip's family; empty when ip is not an address.
+func familyOfIP(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return ""
+	case a.Unmap().Is4():
+		return "IPv4"
+	}
+	return "IPv6"
 }

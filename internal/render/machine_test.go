@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/gate"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // render writes a testdata report in format, with a passing and a failing check added.
@@ -117,10 +118,7 @@ func TestOpenMetricsValuesAreBaseUnits(t *testing.T) {
 			continue
 		}
 		for _, m := range mf.Metric {
-			l := map[string]string{}
-			for _, lp := range m.Label {
-				l[lp.GetName()] = lp.GetValue()
-			}
+			l := MetricLabels(m)
 			if l["probe"] == "http" && l["quantile"] == "0.5" {
 				if got := m.GetGauge().GetValue(); math.Abs(got-p50/1e6) > 1e-12 || l["path_class"] == "" || l["source_pod"] == "" {
 					t.Errorf("got %g %v, want %g s", got, l, p50/1e6)
@@ -168,4 +166,61 @@ func sortedNames(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// An --ip-family both run's twins share the probe label and differ in ip_family; a run of one
+// family labels every sample with it.
+func TestOpenMetricsIPFamilyLabel(t *testing.T) {
+	data, err := os.ReadFile("testdata/path-pod-mode-rtt-tcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.PathReport
+	mustDecode(t, data, &r)
+	r.IPFamily = "IPv4 and IPv6 (probes named *-v6 over IPv6)"
+	var twins []*v1alpha1.ProbeResult
+	for _, p := range r.Probes {
+		p.IPFamily = "IPv4"
+		twin := *p
+		twin.Name, twin.IPFamily = p.Name+"-v6", "IPv6"
+		twins = append(twins, &twin)
+	}
+	r.Probes = append(r.Probes, twins...)
+	families := func(r *report.PathReport) map[string][]string {
+		var out bytes.Buffer
+		if err := WritePathMetrics(&out, r); err != nil {
+			t.Fatal(err)
+		}
+		fams, err := DecodeOpenMetrics(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, m := range fams["netbench_latency_seconds"].GetMetric() {
+			l := MetricLabels(m)
+			if l["quantile"] == "0.5" {
+				got[l["probe"]] = append(got[l["probe"]], l["ip_family"])
+			}
+		}
+		return got
+	}
+	both := families(&r)
+	if len(both) == 0 {
+		t.Fatal("no latency samples")
+	}
+	for probe, fams := range both {
+		sort.Strings(fams)
+		if strings.HasSuffix(probe, "-v6") || strings.Join(fams, ",") != "IPv4,IPv6" {
+			t.Errorf("probe %q: ip_family %v, want one sample of each family under the same probe label", probe, fams)
+		}
+	}
+	r.IPFamily, r.Probes = "IPv6", r.Probes[:len(twins)]
+	for _, p := range r.Probes {
+		p.IPFamily = ""
+	}
+	for probe, fams := range families(&r) {
+		if strings.Join(fams, ",") != "IPv6" {
+			t.Errorf("an IPv6 run's probe %q: ip_family %v", probe, fams)
+		}
+	}
 }

@@ -60,10 +60,7 @@ func TestMatrixOpenMetrics(t *testing.T) {
 		t.Fatalf("latency samples: %v, want 2 per zone cell (4) and per measured pair (12)", lat)
 	}
 	for _, m := range lat.Metric {
-		l := map[string]string{}
-		for _, lp := range m.Label {
-			l[lp.GetName()] = lp.GetValue()
-		}
+		l := MetricLabels(m)
 		if l["cell"] == "pair" && l["source_node"] == "b1" && l["destination_node"] == "a1" && l["quantile"] == "0.5" && m.GetGauge().GetValue() != 5400e-6 {
 			t.Errorf("b1 → a1 p50 %v s, want 5.4 ms", m.GetGauge().GetValue())
 		}

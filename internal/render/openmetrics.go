@@ -129,11 +129,16 @@ func (m *metricsWriter) add(fam family, value float64, labels [][2]string) {
 	mf.Metric = append(mf.Metric, metric)
 }
 
-// addFigures adds every figure that maps to a family, with the run's labels. A figure that is
-// NaN or infinite is left out of its family and named in netbench_figure_undefined instead.
-func (m *metricsWriter) addFigures(fs []report.FigureValue, common [][2]string) {
+// addFigures adds every figure that maps to a family, with the run's labels and the address
+// family it was measured over (ip_family; an IPv6 twin's probe label without its -v6). A
+// figure that is NaN or infinite is left out of its family and named in
+// netbench_figure_undefined instead.
+func (m *metricsWriter) addFigures(fs []report.FigureValue, common [][2]string, ipf ipFamilies) {
 	for _, f := range fs {
+		var ipFamily string
+		f.Probe, ipFamily = ipf.of(f.Probe)
 		fam, labels := metricOf(f)
+		labels = append(labels, [2]string{"ip_family", ipFamily})
 		if fam.name == "" || f.Alias {
 			continue // rtt.* repeats icmp.* or tcp-rtt.*
 		}
@@ -181,13 +186,23 @@ func endpointLabels(prefix string, e report.Endpoint) [][2]string {
 // both endpoints and the path class.
 func WritePathMetrics(w io.Writer, r *report.PathReport) error {
 	common := append(append(endpointLabels("source", r.Source), endpointLabels("destination", r.Destination)...), [2]string{"path_class", r.Path.Class})
-	return writeRunMetrics(w, r.FigureValues(), r.Checks, common)
+	ipf := ipFamilies{own: map[string]string{}, run: r.IPFamily}
+	for _, p := range append(append([]*v1alpha1.ProbeResult{}, r.Probes...), r.AppPort...) {
+		if p == nil {
+			continue
+		}
+		ipf.own[p.Name] = p.IPFamily
+		if strings.HasPrefix(p.Name, "svc-") && !strings.HasSuffix(p.Name, v6Suffix) {
+			ipf.svc = p.IPFamily // svc.vs-dst-*: the Service's probes against DST's
+		}
+	}
+	return writeRunMetrics(w, r.FigureValues(), r.Checks, common, ipf)
 }
 
 // writeRunMetrics writes one run's figures and checks, every sample with the common labels.
-func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.CheckResult, common [][2]string) error {
+func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.CheckResult, common [][2]string, ipf ipFamilies) error {
 	m := newMetricsWriter()
-	m.addFigures(fs, common)
+	m.addFigures(fs, common, ipf)
 	m.addChecks(checks, common)
 	return m.write(w)
 }
@@ -196,9 +211,10 @@ func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.Che
 func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 	common := endpointLabels("pod", r.Target)
 	if r.Result != nil && r.Result.DNSResult != nil {
-		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver})
+		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver},
+			[2]string{"ip_family", familyOfIP(r.Result.Nameserver)})
 	}
-	return writeRunMetrics(w, r.FigureValues(), r.Checks, common)
+	return writeRunMetrics(w, r.FigureValues(), r.Checks, common, ipFamilies{})
 }
 
 // WriteLadderMetrics writes a ladder as OpenMetrics text: each rung's medians, labelled with the
@@ -206,6 +222,10 @@ func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 func WriteLadderMetrics(w io.Writer, r *report.LadderReport) error {
 	m := newMetricsWriter()
 	dst := endpointLabels("destination", r.Destination)
+	ipf := ipFamilies{run: r.IPFamily}
+	if r.Service != nil && len(r.Service.ClusterIPs) > 0 {
+		ipf.svc = familyOfIP(r.Service.ClusterIPs[0])
+	}
 	for _, rung := range r.Rungs {
 		var fs []report.FigureValue
 		for _, name := range r.Figures {
@@ -216,7 +236,7 @@ func WriteLadderMetrics(w io.Writer, r *report.LadderReport) error {
 		}
 		common := append(append([][2]string{}, dst...), [2]string{"rung", rung.Name}, [2]string{"path_class", rung.Class},
 			[2]string{"source_node", rung.Node}, [2]string{"source_zone", rung.Zone})
-		m.addFigures(fs, common)
+		m.addFigures(fs, common, ipf)
 	}
 	m.addChecks(r.Checks, dst)
 	return m.write(w)
@@ -240,18 +260,28 @@ func DecodeOpenMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 	}
 }
 
+// MetricLabels are a sample's labels by name.
+func MetricLabels(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		l[lp.GetName()] = lp.GetValue()
+	}
+	return l
+}
+
 // WriteMatrixMetrics writes a matrix as OpenMetrics text: each zone cell's figures labelled
 // with its source and destination zones, each pair's labelled with both nodes, and the checks.
 func WriteMatrixMetrics(w io.Writer, r *report.MatrixReport) error {
 	m := newMetricsWriter()
+	ipf := ipFamilies{run: r.IPFamily}
 	for _, c := range r.Zones {
 		common := [][2]string{{"cell", "zone"}, {"source_zone", c.From}, {"destination_zone", c.To}}
-		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps), common)
+		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps), common, ipf)
 	}
 	for _, p := range r.Pairs {
 		if report.Measured(p) {
 			common := [][2]string{{"cell", "pair"}, {"source_node", p.From}, {"source_zone", p.FromZone}, {"destination_node", p.To}, {"destination_zone", p.ToZone}}
-			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common)
+			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common, ipf)
 		}
 	}
 	m.addChecks(r.Checks, [][2]string{{"namespace", r.Namespace}})

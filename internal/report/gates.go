@@ -41,8 +41,8 @@ func (r *PathReport) FigureValues() []FigureValue {
 // SplitFigure splits a figure's name into its probe and statistic: svc.vs-dst-http.p50 is svc's
 // vs-dst-http.p50, icmp.p99.9 icmp's p99.9, tcp-1.gbps tcp-1's gbps.
 func SplitFigure(name string) (probe, stat string) {
-	if rest, ok := strings.CutPrefix(name, "svc."); ok {
-		return "svc", rest
+	if probe, rest, ok := strings.Cut(name, "."); ok && (probe == "svc" || strings.HasPrefix(probe, "svc-")) {
+		return probe, rest // svc-v6.dataplane-tcp-rtt.p50: a dual-stack Service's second ClusterIP
 	}
 	if strings.HasSuffix(name, ".p99.9") {
 		return strings.TrimSuffix(name, ".p99.9"), "p99.9"

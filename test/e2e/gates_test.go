@@ -134,12 +134,14 @@ func TestFailIfLadderAndDNS(t *testing.T) {
 }
 
 // -o openmetrics on a real run is accepted by the Prometheus project's OpenMetrics parser and
-// carries the run's figures in base units with the path's labels.
+// carries the run's figures in base units with the path's labels; over both families, each
+// probe's samples under one probe label, told apart by ip_family.
 func TestOpenMetricsFromARealRun(t *testing.T) {
 	beside(t)
 	cs, ns := lab(t)
 	workloads(t, cs, ns)
-	out, stderr, err := netbench(t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp,path-mtu", "-o", "openmetrics", "--fail-if", "udp.loss > 50%")
+	out, stderr, err := netbench(t, "path", "-n", ns, "deploy/client", "deploy/web", "--probes", "rtt,udp,path-mtu", "--ip-family", "both",
+		"-o", "openmetrics", "--fail-if", "udp.loss > 50%")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -152,16 +154,28 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 			t.Errorf("no %s in:\n%s", name, out)
 		}
 	}
-	if m := fams["netbench_path_mtu_bytes"]; m != nil && m.Metric[0].GetGauge().GetValue() != 1500 {
-		t.Errorf("path MTU %v", m.Metric[0].GetGauge().GetValue())
-	}
-	for _, m := range fams["netbench_latency_seconds"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.Label {
-			labels[l.GetName()] = l.GetValue()
+	for _, m := range fams["netbench_path_mtu_bytes"].GetMetric() {
+		if v := m.GetGauge().GetValue(); v != 1500 {
+			t.Errorf("path MTU %v %v", v, render.MetricLabels(m))
 		}
+	}
+	if n := len(fams["netbench_path_mtu_bytes"].GetMetric()); n != 2 {
+		t.Errorf("%d path MTU samples, want one per family", n)
+	}
+	perProbe := map[string]map[string]bool{}
+	for _, m := range fams["netbench_latency_seconds"].GetMetric() {
+		labels := render.MetricLabels(m)
 		if v := m.GetGauge().GetValue(); v <= 0 || v > 0.1 || labels["path_class"] != "cross-zone" || labels["source_zone"] != "zone-a" || labels["destination_node"] != "lab-b1" {
 			t.Errorf("latency sample %v %v", v, labels)
+		}
+		if perProbe[labels["probe"]] == nil {
+			perProbe[labels["probe"]] = map[string]bool{}
+		}
+		perProbe[labels["probe"]][labels["ip_family"]] = true
+	}
+	for _, probe := range []string{"icmp", "udp"} {
+		if got := perProbe[probe]; len(got) != 2 || !got["IPv4"] || !got["IPv6"] {
+			t.Errorf("probe %s: ip_family %v, want IPv4 and IPv6 (all: %v)", probe, got, perProbe)
 		}
 	}
 }
