@@ -60,8 +60,9 @@ func signed(s string, v float64) string {
 // ipFamilies says the address family each probe's figures were measured over, for the
 // ip_family label: a probe's own (own, from a path report's results), else its twin's suffix
 // (-v6, or -v4 for an IPv6-primary Service's second ClusterIP), else the run's one family. In
-// a run of both families the plain names are the IPv4 probes', except the Service's, which are
-// its primary ClusterIP's (svc). Empty where the report does not say (made before families).
+// a run of both families the plain names are the IPv4 probes', except the Service's (svc*),
+// which are its primary ClusterIP's (svc). Empty where the report does not say (made before
+// families).
 type ipFamilies struct {
 	own      map[string]string
 	run, svc string
@@ -83,7 +84,7 @@ func (f ipFamilies) of(probe string) (base, family string) {
 		return probe, f.run
 	case !strings.HasPrefix(f.run, "IPv4 and IPv6"):
 		return probe, ""
-	case probe == "svc" || strings.HasPrefix(probe, report.SpreadProbe):
+	case probe == "svc" || strings.HasPrefix(probe, "svc-"):
 		return probe, f.svc
 	}
 	return probe, "IPv4"

@@ -41,6 +41,12 @@ func TestLadderHTMLInChromium(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := renderInChromium(t, chromium, page.Bytes())
+			words := strings.Join(strings.Fields(text), " ")
+			for _, w := range familyTexts(&r) {
+				if !strings.Contains(words, w) {
+					t.Errorf("the rendered page lacks %q", w)
+				}
+			}
 			for _, rung := range r.Rungs {
 				if rung.Skipped != "" {
 					continue
@@ -59,6 +65,23 @@ func TestLadderHTMLInChromium(t *testing.T) {
 			}
 		})
 	}
+}
+
+// familyTexts are what a ladder page must say of the address families: the run's, and each
+// ClusterIP a rung's spread went through.
+func familyTexts(r *report.LadderReport) []string {
+	var want []string
+	if r.IPFamily != "" {
+		want = append(want, htmlText(r.IPFamily))
+	}
+	for _, rung := range r.Rungs {
+		for _, s := range []*report.RungSpread{rung.Spread, rung.SpreadSecondary} {
+			if s != nil && s.ClusterIP != "" {
+				want = append(want, s.ClusterIP+" "+s.IPFamily)
+			}
+		}
+	}
+	return want
 }
 
 // renderInChromium checks that page is self-contained, has headless Chromium draw it (the

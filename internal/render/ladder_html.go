@@ -20,7 +20,8 @@ var ladderHTML string
 // (RTT per rung, latency CDF per rung, throughput, the Service's same-zone share), with no
 // script and nothing fetched, to attach to a ticket.
 func WriteLadderHTML(w io.Writer, r *report.LadderReport) error {
-	t, err := template.New("ladder").Funcs(template.FuncMap{"cell": htmlCell, "micros": report.Micros}).Parse(ladderHTML)
+	t, err := template.New("ladder").Funcs(template.FuncMap{"cell": htmlCell, "micros": report.Micros,
+		"list": func(s ...*report.RungSpread) []*report.RungSpread { return s }}).Parse(ladderHTML)
 	if err != nil {
 		return err
 	}

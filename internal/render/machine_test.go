@@ -224,3 +224,28 @@ func TestOpenMetricsIPFamilyLabel(t *testing.T) {
 		}
 	}
 }
+
+// A ladder over both families of a dual-stack Service (a real lab run): each probe's samples
+// under one probe label per family, the Service's through each ClusterIP labelled with its own.
+func TestOpenMetricsIPFamilyLabelLadder(t *testing.T) {
+	text, _ := render(t, "testdata/ladder-service-both-families.json", FormatOpenMetrics)
+	fams, err := DecodeOpenMetrics(bytes.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, name := range []string{"netbench_latency_seconds", "netbench_added_latency_seconds"} {
+		for _, m := range fams[name].GetMetric() {
+			l := MetricLabels(m)
+			if l["rung"] == "same-node" && (l["quantile"] == "0.5" || l["figure"] != "") {
+				got[l["probe"]+l["figure"]+" "+l["ip_family"]] = "ok"
+			}
+		}
+	}
+	for _, want := range []string{"icmp IPv4", "icmp IPv6", "svc-http IPv4", "svc-http IPv6",
+		"svc.dataplane-tcp-rtt.p50 IPv4", "svc-v6.dataplane-tcp-rtt.p50 IPv6"} {
+		if got[want] == "" {
+			t.Errorf("no sample %q among %v", want, got)
+		}
+	}
+}
