@@ -316,6 +316,7 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 		return nil, fmt.Errorf("reading the pod's resolv.conf: %w", err)
 	}
 	cfg := resolver.ParseResolvConf(string(b))
+	cfg.LookupFamily = p.LookupFamily // the application's call, not resolv.conf's
 	if h, err := os.Hostname(); err == nil {
 		if _, dom, ok := strings.Cut(h, "."); ok {
 			cfg.LocalDomain = dom
@@ -340,6 +341,7 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 	}
 	rep.DNSResult, err = probes.DNSAmplification(ctx, probes.DNSSpec{
 		Names: p.Names, Resolver: kind, Config: cfg, Repeats: p.Repeats, WhatIfNdots: p.WhatIfNdots, Replicas: p.DNSReplicas, Race: p.DNSRace,
+		WhatIfLookupFamily: p.WhatIfLookupFamily,
 	})
 	if err != nil {
 		return nil, err

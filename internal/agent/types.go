@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,6 +107,10 @@ type ProbeSpec struct {
 	DNSReplicas []probes.DNSReplica `json:"dnsReplicas,omitempty"`
 	// DNSRace is how many lookups the race check does (0: none).
 	DNSRace int `json:"dnsRace,omitempty"`
+	// LookupFamily is what the application's lookups ask for (v1alpha1.LookupIPv4, LookupIPv6;
+	// "" both); WhatIfLookupFamily adds the what-if of another ("both", "4" or "6").
+	LookupFamily       string `json:"lookupFamily,omitempty"`
+	WhatIfLookupFamily string `json:"whatIfLookupFamily,omitempty"`
 	// Size is the UDP probe's datagram size in bytes (payload, header included).
 	Size int `json:"size,omitempty"`
 	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
@@ -198,6 +203,9 @@ func (j *Job) Validate() error {
 			}
 			if p.DNSRace < 0 || p.DNSRace > probes.MaxRaceLookups {
 				return fmt.Errorf("probe %s: race check of %d lookups: want 0-%d", p.Label(), p.DNSRace, probes.MaxRaceLookups)
+			}
+			if !slices.Contains([]string{"", "4", "6"}, p.LookupFamily) || !slices.Contains([]string{"", "both", "4", "6"}, p.WhatIfLookupFamily) {
+				return fmt.Errorf("probe %s: lookup family %q, what-if %q: want 4, 6 or empty (both), and both, 4, 6 or empty (none)", p.Label(), p.LookupFamily, p.WhatIfLookupFamily)
 			}
 			continue
 		}

@@ -33,6 +33,9 @@ type DNSSpec struct {
 	Replicas []DNSReplica
 	// Race is how many lookups the race check does (0: none).
 	Race int
+	// WhatIfLookupFamily adds the what-if of lookups asking for another family: "both" (A and
+	// AAAA), "4" (A only) or "6" (AAAA only); "" none.
+	WhatIfLookupFamily string
 }
 
 // DNSQuery is v1alpha1.DNSQuery, a type of the reports' schema.
@@ -98,7 +101,7 @@ func (d *dnsClient) walk(ctx context.Context, k resolver.Kind, c resolver.Config
 	start := time.Now()
 	var tl []DNSQuery
 	for _, cand := range resolver.Candidates(k, c, name) {
-		res, err := d.askUDP(ctx, start, c.SingleRequest, cand)
+		res, err := d.askUDP(ctx, start, c.SingleRequest, cand, c.QueryTypes())
 		if err != nil {
 			return tl, err
 		}
@@ -128,10 +131,9 @@ func (d *dnsClient) walk(ctx context.Context, k resolver.Kind, c resolver.Config
 	return tl, nil
 }
 
-// askUDP sends cand's A and AAAA queries over UDP, together or one after the other, and returns
-// them in the order sent.
-func (d *dnsClient) askUDP(ctx context.Context, start time.Time, sequential bool, cand string) ([]DNSQuery, error) {
-	types := []string{resolver.TypeA, resolver.TypeAAAA}
+// askUDP sends cand's queries of the given types (A and AAAA, or one) over UDP, together or one
+// after the other, and returns them in the order sent.
+func (d *dnsClient) askUDP(ctx context.Context, start time.Time, sequential bool, cand string, types []string) ([]DNSQuery, error) {
 	res := make([]DNSQuery, len(types))
 	errs := make([]error, len(types))
 	var wg sync.WaitGroup
@@ -315,6 +317,11 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 			c.Ndots = n
 			vs = append(vs, variant{"ndots:" + strconv.Itoa(n), name, c})
 		}
+		if f := strings.TrimSuffix(spec.WhatIfLookupFamily, "both"); spec.WhatIfLookupFamily != "" && f != spec.Config.LookupFamily {
+			c := spec.Config
+			c.LookupFamily = f
+			vs = append(vs, variant{v1alpha1.LookupFamilyLabel(f), name, c})
+		}
 		for _, v := range vs {
 			w := resolver.Simulate(spec.Resolver, v.cfg, v.lookup, d.answerer(ctx))
 			var samples []time.Duration
@@ -332,7 +339,7 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 				Label: v.label, Lookup: v.lookup, Ndots: v.cfg.Ndots,
 				Queries: queries, NXDomains: w.NXDomainCount(), AnsweredBy: w.Answered,
 				Truncated: truncated, TCPQueries: resent, ServerSearch: searched, ClientSideQueries: clientSide,
-				Amplification: float64(queries) / 2, Warm: LatencyFromSamples(samples),
+				Amplification: float64(queries) / float64(len(v.cfg.QueryTypes())), Warm: LatencyFromSamples(samples),
 			})
 		}
 		res.Names = append(res.Names, out)
@@ -340,7 +347,7 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 	if len(spec.Replicas) > 0 {
 		res.ReplicaView = timeReplicas(ctx, d.c, spec.Config.Nameservers[0], spec.Replicas, replicaQuery(res), spec.Repeats)
 	}
-	if spec.Race > 0 {
+	if spec.Race > 0 && len(spec.Config.QueryTypes()) > 1 { // one type per lookup: nothing to race
 		res.Race = runRace(ctx, spec.Resolver, spec.Config, server, replicaQuery(res), min(spec.Race, MaxRaceLookups))
 	}
 	return res, ctx.Err()

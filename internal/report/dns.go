@@ -22,20 +22,21 @@ func PlanDNSFixes(r *v1alpha1.DNSResult, owner, namespace string, options []DNSO
 			continue
 		}
 		current += conf.Queries
-		// The least a lookup costs: one A and one AAAA query, and what a too large answer adds
-		// over TCP — what the trailing-dot what-if measured.
-		least := 2
+		// The least a lookup costs: one query of each type it asks (A and AAAA, or one), and
+		// what a too large answer adds over TCP — what the trailing-dot what-if measured.
+		types := r.Config.QueryTypes()
+		least, minimum := len(types), "one "+strings.Join(types, " and one ")+" query"
 		if dot := variant(n, "trailing dot"); dot != nil && dot.AnsweredBy != "" {
 			least = dot.Queries
 		}
-		f := DNSFix{Name: n.Name, Queries: conf.Queries, Fix: "none needed: the minimum (one A and one AAAA query)", FixedQueries: conf.Queries}
-		if least > 2 {
-			f.Fix = "none needed: the minimum (one A and one AAAA query, and what its large answer resends over TCP)"
+		f := DNSFix{Name: n.Name, Queries: conf.Queries, Fix: "none needed: the minimum (" + minimum + ")", FixedQueries: conf.Queries}
+		if least > len(types) {
+			f.Fix = "none needed: the minimum (" + minimum + ", and what its large answer resends over TCP)"
 		}
 		if conf.Queries > least && conf.AnsweredBy != "" {
 			f.Fix = fmt.Sprintf("look up %q (fully qualified, with the trailing dot)", resolvedName(*conf))
 			f.FixedQueries = least
-		} else if conf.AnsweredBy == "" && conf.Queries > 2 {
+		} else if conf.AnsweredBy == "" && conf.Queries > len(types) {
 			f.Fix = "the name does not resolve: every candidate was tried; fix the name"
 		}
 		fixes = append(fixes, f)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // The test binary doubles as the fidelity test's DNS server and Go client.
@@ -35,15 +37,21 @@ func TestMain(m *testing.M) {
 }
 
 // Answer policy of the test server, by the first label's prefix: ok- names exist (A and AAAA),
-// nd- exist without addresses (NODATA), nx- do not exist, sf- fail (SERVFAIL), and ext- names
-// exist only when asked as is, not under a search domain (the usual external name).
+// v4- and v6- have an address of one family alone (NODATA for the other type: a single-stack
+// Service), nd- exist without addresses (NODATA), nx- do not exist, sf- fail (SERVFAIL), and
+// ext- names exist only when asked as is, not under a search domain (the usual external name).
 const searchZone = "search.test"
 
-func policy(qname, _ string) Rcode {
+func policy(qname, qtype string) Rcode {
 	mode, _, _ := strings.Cut(qname, "-")
 	switch mode {
 	case "ok":
 		return NoError
+	case "v4", "v6":
+		if (mode == "v4") == (qtype == TypeA) {
+			return NoError
+		}
+		return NoData
 	case "nd":
 		return NoData
 	case "nx":
@@ -81,7 +89,7 @@ func serveDNS() {
 		m.SetReply(r)
 		m.Authoritative, m.RecursionAvailable = true, true
 		soa, _ := dns.NewRR(searchZone + ". 60 IN SOA ns.test. host.test. 1 60 60 60 60")
-		switch policy(qname, "") {
+		switch policy(qname, dns.TypeToString[q.Qtype]) {
 		case NoError:
 			switch q.Qtype {
 			case dns.TypeA:
@@ -110,11 +118,16 @@ func serveDNS() {
 	os.Exit(1)
 }
 
-// goClient looks names up with Go's pure resolver, as `resolver` does with the C libraries.
-func goClient(names []string) {
-	for _, n := range names {
+// goClient looks names up with Go's pure resolver, as `resolver` does with the C libraries
+// (--family 4 or 6 first: one family, Go's ip4 or ip6).
+func goClient(args []string) {
+	network := "ip"
+	if len(args) > 1 && args[0] == "--family" {
+		network, args = "ip"+args[1], args[2:]
+	}
+	for _, n := range args {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, n)
+		addrs, err := net.DefaultResolver.LookupIP(ctx, network, n)
 		cancel()
 		if err != nil {
 			fmt.Printf("lookup %s error %v\n", n, err)
@@ -246,7 +259,8 @@ func TestModelMatchesRealResolvers(t *testing.T) {
 	searchLists := [][]string{nil,
 		{"s1." + searchZone, "s2." + searchZone, "s3." + searchZone},
 		{"s1." + searchZone, "s2." + searchZone, "s3." + searchZone, "s4." + searchZone}}
-	modes := []string{"ok", "nd", "nx", "sf", "ext"}
+	modes := []string{"ok", "v4", "v6", "nd", "nx", "sf", "ext"}
+	families := []string{LookupBoth, LookupIPv4, LookupIPv6} // what the application asks for
 
 	var total, mismatches int
 	byKind := map[string]int{}
@@ -261,72 +275,77 @@ func TestModelMatchesRealResolvers(t *testing.T) {
 			cfgID := 0
 			for _, ndots := range []int{1, 2, 5} {
 				for _, search := range searchLists {
-					cfgID++
-					cfg := Config{Nameservers: []string{"127.0.0.1"}, Search: search, Ndots: ndots, Attempts: 2, TimeoutSeconds: 1}
-					if _, dom, ok := strings.Cut(hostname, "."); ok && len(search) == 0 && cl.kind != Musl {
-						cfg.LocalDomain = dom
-					}
-					if err := os.WriteFile("/etc/netns/"+ns.name+"/resolv.conf", []byte(cfg.String()), 0o644); err != nil {
-						t.Error(err)
-						return
-					}
-					type lookup struct{ name, label string }
-					var lookups []lookup
-					for _, mode := range modes {
-						for dots := 0; dots <= 4; dots++ {
-							for _, trailing := range []bool{false, true} {
-								label := fmt.Sprintf("%s-%d-%d", mode, cfgID, dots)
-								if trailing {
-									label += "t"
+					for _, family := range families {
+						cfgID++
+						cfg := Config{Nameservers: []string{"127.0.0.1"}, Search: search, Ndots: ndots, Attempts: 2, TimeoutSeconds: 1, LookupFamily: family}
+						if _, dom, ok := strings.Cut(hostname, "."); ok && len(search) == 0 && cl.kind != Musl {
+							cfg.LocalDomain = dom
+						}
+						if err := os.WriteFile("/etc/netns/"+ns.name+"/resolv.conf", []byte(cfg.String()), 0o644); err != nil {
+							t.Error(err)
+							return
+						}
+						type lookup struct{ name, label string }
+						var lookups []lookup
+						for _, mode := range modes {
+							for dots := 0; dots <= 4; dots++ {
+								for _, trailing := range []bool{false, true} {
+									label := fmt.Sprintf("%s-%d-%d", mode, cfgID, dots)
+									if trailing {
+										label += "t"
+									}
+									name := label + strings.Repeat(".x", dots)
+									if trailing {
+										name += "."
+									}
+									lookups = append(lookups, lookup{name, label})
 								}
-								name := label + strings.Repeat(".x", dots)
-								if trailing {
-									name += "."
+							}
+						}
+						// One process per answer mode, run together, and one per SERVFAIL lookup:
+						// musl waits out its timeout on each of those, the others are quick.
+						var cwg sync.WaitGroup
+						for i, n := 0, 0; i < len(lookups); i += n {
+							n = 10
+							if strings.HasPrefix(lookups[i].label, "sf-") {
+								n = 1
+							}
+							var names []string
+							for _, l := range lookups[i : i+n] {
+								names = append(names, l.name)
+							}
+							cwg.Add(1)
+							go func() {
+								defer cwg.Done()
+								if family != LookupBoth {
+									names = append([]string{"--family", family}, names...)
 								}
-								lookups = append(lookups, lookup{name, label})
-							}
+								cmd := exec.Command("ip", append([]string{"netns", "exec", ns.name}, append(cl.argv, append([]string{"--count", "1"}, names...)...)...)...)
+								if cl.kind == Go {
+									cmd = exec.Command("ip", append([]string{"netns", "exec", ns.name}, append(cl.argv, names...)...)...)
+								}
+								cmd.Env = append(os.Environ(), cl.env...)
+								if out, err := cmd.CombinedOutput(); err != nil {
+									t.Errorf("%s client: %v: %s", cl.kind, err, out)
+								}
+							}()
 						}
-					}
-					// One process per answer mode, run together, and one per SERVFAIL lookup:
-					// musl waits out its timeout on each of those, the others are quick.
-					var cwg sync.WaitGroup
-					for i, n := 0, 0; i < len(lookups); i += n {
-						n = 10
-						if strings.HasPrefix(lookups[i].label, "sf-") {
-							n = 1
-						}
-						var names []string
-						for _, l := range lookups[i : i+n] {
-							names = append(names, l.name)
-						}
-						cwg.Add(1)
-						go func() {
-							defer cwg.Done()
-							cmd := exec.Command("ip", append([]string{"netns", "exec", ns.name}, append(cl.argv, append([]string{"--count", "1"}, names...)...)...)...)
-							if cl.kind == Go {
-								cmd = exec.Command("ip", append([]string{"netns", "exec", ns.name}, append(cl.argv, names...)...)...)
+						cwg.Wait()
+						time.Sleep(50 * time.Millisecond) // the server's last log lines
+						for _, l := range lookups {
+							want := comparable(cl.kind, Simulate(cl.kind, cfg, l.name, policy).Steps)
+							got := comparable(cl.kind, ns.stepsFor(l.label))
+							mu.Lock()
+							total++
+							if diff := cmp.Diff(want, got); diff != "" {
+								mismatches++
+								byKind[string(cl.kind)+"/"+strings.SplitN(l.label, "-", 2)[0]]++
+								if mismatches <= 10 {
+									t.Errorf("%s, ndots:%d, search %d domains, %s, lookup %q (-model +wire):\n%s", cl.kind, ndots, len(search), v1alpha1.LookupFamilyLabel(family), l.name, diff)
+								}
 							}
-							cmd.Env = append(os.Environ(), cl.env...)
-							if out, err := cmd.CombinedOutput(); err != nil {
-								t.Errorf("%s client: %v: %s", cl.kind, err, out)
-							}
-						}()
-					}
-					cwg.Wait()
-					time.Sleep(50 * time.Millisecond) // the server's last log lines
-					for _, l := range lookups {
-						want := comparable(cl.kind, Simulate(cl.kind, cfg, l.name, policy).Steps)
-						got := comparable(cl.kind, ns.stepsFor(l.label))
-						mu.Lock()
-						total++
-						if diff := cmp.Diff(want, got); diff != "" {
-							mismatches++
-							byKind[string(cl.kind)+"/"+strings.SplitN(l.label, "-", 2)[0]]++
-							if mismatches <= 10 {
-								t.Errorf("%s, ndots:%d, search %d domains, lookup %q (-model +wire):\n%s", cl.kind, ndots, len(search), l.name, diff)
-							}
+							mu.Unlock()
 						}
-						mu.Unlock()
 					}
 				}
 			}
@@ -338,7 +357,7 @@ func TestModelMatchesRealResolvers(t *testing.T) {
 		kinds = append(kinds, string(c.kind))
 	}
 	sort.Strings(kinds)
-	t.Logf("matrix: %d lookups (%v × ndots 1,2,5 × 0/3/4 search domains × 0–4 dots × trailing dot or not × %v); %d differ from the model %v",
+	t.Logf("matrix: %d lookups (%v × ndots 1,2,5 × 0/3/4 search domains × lookups of A and AAAA, A only, AAAA only × 0–4 dots × trailing dot or not × %v); %d differ from the model %v",
 		total, kinds, modes, mismatches, byKind)
 }
 

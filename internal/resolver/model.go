@@ -50,6 +50,13 @@ const (
 	TypeAAAA = "AAAA"
 )
 
+// What one lookup asks for (Config.LookupFamily): A and AAAA, A only, AAAA only.
+const (
+	LookupBoth = v1alpha1.LookupBoth
+	LookupIPv4 = v1alpha1.LookupIPv4
+	LookupIPv6 = v1alpha1.LookupIPv6
+)
+
 // Answerer returns the outcome of a query for name (fully qualified, with the final dot).
 type Answerer func(name, qtype string) Rcode
 
@@ -173,7 +180,7 @@ func Simulate(k Kind, c Config, name string, answer Answerer) Walk {
 	attempts := max(c.Attempts, 1)
 	for _, cand := range Candidates(k, c, name) {
 		st := Step{Name: cand, Queries: map[string]int{}, Rcodes: map[string]Rcode{}}
-		for _, t := range []string{TypeA, TypeAAAA} {
+		for _, t := range c.QueryTypes() {
 			rc := answer(cand, t)
 			st.Rcodes[t] = rc
 			st.Queries[t] = 1

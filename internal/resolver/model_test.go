@@ -86,3 +86,36 @@ func TestNoDataStopsOnlyMusl(t *testing.T) {
 		}
 	}
 }
+
+// A lookup of one family sends one query per candidate, of that type only; where the name has
+// no address of that family (NODATA), glibc and Go walk on and musl stops, as for A and AAAA.
+func TestLookupOfOneFamily(t *testing.T) {
+	for _, f := range []string{"4", "6"} {
+		c := k8s
+		c.LookupFamily = f
+		want := map[string]string{"4": "A", "6": "AAAA"}[f]
+		for _, k := range Kinds {
+			w := Simulate(k, c, "example.com", external)
+			if w.QueryCount() != 5 || w.NXDomainCount() != 4 || w.Answered != "example.com." {
+				t.Errorf("%s, family %s: %d queries, %d NXDOMAIN, answered by %q; want 5, 4, example.com.", k, f, w.QueryCount(), w.NXDomainCount(), w.Answered)
+			}
+			for _, st := range w.Steps {
+				if len(st.Queries) != 1 || st.Queries[want] != 1 {
+					t.Errorf("%s, family %s: %s asked %v, want one %s", k, f, st.Name, st.Queries, want)
+				}
+			}
+		}
+	}
+	ipv4Only := func(name, qtype string) Rcode {
+		if name == "svc.a." {
+			return map[string]Rcode{"A": NoError, "AAAA": NoData}[qtype]
+		}
+		return NXDomain
+	}
+	c := Config{Search: []string{"a", "b"}, Ndots: 5, Attempts: 2, LookupFamily: "6"}
+	for k, want := range map[Kind]int{Glibc: 3, Go: 3, Musl: 1} {
+		if w := Simulate(k, c, "svc", ipv4Only); len(w.Steps) != want || w.Answered != "" {
+			t.Errorf("%s, AAAA only of an IPv4-only name: %d candidates, answered %q; want %d, none", k, len(w.Steps), w.Answered, want)
+		}
+	}
+}

@@ -78,3 +78,42 @@ func clusterDNS6(t *testing.T, cs kubernetes.Interface) string {
 	t.Fatalf("kube-dns has no IPv6 ClusterIP (%v): this test needs the dual-stack lab", svc.Spec.ClusterIPs)
 	return ""
 }
+
+// Applications asking for one address family (getaddrinfo with AF_INET6, Go's ip6): with
+// --lookup-family 6 the report models their lookups — the queries per lookup a capture on the
+// pod's veth sees equal the model's, the timelines ask AAAA alone, and the what-if of asking
+// both families says what AF_UNSPEC would send. kubernetes.default has no IPv6 address on an
+// IPv4-primary lab, nor example.com at the lab's upstream (NODATA): glibc and Go walk on
+// through the search path, musl stops.
+func TestDNSLookupOfOneFamily(t *testing.T) {
+	for _, libc := range []string{"glibc", "musl", "go"} {
+		t.Run(libc, func(t *testing.T) {
+			cs, ns := lab(t)
+			d := deployment("looper", "lab-a1", "netbench.lab/resolver-"+libc+":1", []string{"--count", "0", "--every", "100", "--family", "6", "example.com", "kubernetes.default"})
+			ip := startLooper(t, cs, ns, d)
+			r := observeAgainstCapture(t, ns, ip, ip, nil, "--lookup-family", "6")
+			for _, o := range r.Result.Observed.Names {
+				model, _, _ := variantOf(t, r, o.Name, "as configured")
+				both, _, _ := variantOf(t, r, o.Name, "A and AAAA")
+				t.Logf("%s: %.2f queries per lookup on the wire, model %d; asking A and AAAA: %d", o.Name, o.QueriesPerLookup, model, both)
+				// The window may cut one lookup of the name at each edge.
+				if o.QueriesPerLookup > float64(model) || o.QueriesPerLookup < 0.85*float64(model) {
+					t.Errorf("%s: %.2f queries per lookup on the wire, the report's model %d", o.Name, o.QueriesPerLookup, model)
+				}
+				// example.com is NXDOMAIN at every search candidate (both types alike): asking
+				// both sends twice as many. kubernetes.default: AAAA alone walks on past the
+				// Service's NODATA (glibc, Go), so asking both can send as many or fewer.
+				if o.Name == "example.com" && both != 2*model {
+					t.Errorf("%s: the what-if of A and AAAA sends %d, want twice AAAA alone's %d", o.Name, both, model)
+				}
+			}
+			for _, n := range r.Result.Names {
+				for _, q := range n.Timeline {
+					if q.Type != "AAAA" {
+						t.Errorf("%s: the timeline asks %s %s, want AAAA alone", n.Name, q.Type, q.Name)
+					}
+				}
+			}
+		})
+	}
+}

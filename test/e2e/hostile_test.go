@@ -56,6 +56,8 @@ func badInputs(ns string) []hostileCase {
 		{"fail-if too long", path("--fail-if", strings.Repeat("x", 600)+" > 1"), "longer than 512 characters"},
 		{"junit without fail-if", path("-o", "junit"), "-o junit writes one test case per --fail-if condition"},
 		{"dns fail-if unknown name", dns("--fail-if", "dns.example.org.queries > 2"), `unknown figure "dns.example.org.queries"`},
+		{"dns lookup family unknown", dns("--lookup-family", "inet6"), `--lookup-family "inet6": want both, 4 or 6`},
+		{"dns race of one family", dns("--lookup-family", "6", "--race", "100"), "--race with --lookup-family 6: a lookup of one family sends one query per name"},
 		{"diff missing file", []string{"diff", "/nonexistent/a.json", "/nonexistent/b.json"}, "open /nonexistent/a.json: no such file or directory"},
 		{"diff not a report", []string{"diff", "/etc/hostname", "/etc/hostname"}, "/etc/hostname: not a kubectl-netbench report"},
 		{"diff a directory", []string{"diff", "/tmp", "/tmp"}, "is a directory"},

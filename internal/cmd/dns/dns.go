@@ -46,6 +46,8 @@ type DNSOptions struct {
 	DNSService       string
 	LookupsPerSecond float64
 	Race             int
+	// LookupFamily is what the application's lookups ask for (--lookup-family): "" both.
+	LookupFamily string
 }
 
 // NewDNSOptions returns options with the defaults.
@@ -94,6 +96,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.StringVar(&o.DNSService, "dns-service", o.DNSService, "NAMESPACE/NAME of the cluster DNS Service whose replicas are asked one by one")
 	f.Float64Var(&o.LookupsPerSecond, "lookups-per-second", 0, "the application's lookups per second of the first name, to project the queries per second that cross a zone")
 	f.IntVar(&o.Race, "race", 0, "race check: this many lookups done exactly as the resolver sends A and AAAA, counting those that wait out a timeout (the conntrack race), with the fix measured the same way")
+	f.StringVar(&o.LookupFamily, "lookup-family", "both", "what the application's lookups ask for: both (A and AAAA: getaddrinfo AF_UNSPEC, Go's ip/tcp), 4 (A only: AF_INET, or AI_ADDRCONFIG in a pod without IPv6; Go's ip4/tcp4) or 6 (AAAA only)")
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'dns.kubernetes.default.queries > 2'")
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
@@ -139,6 +142,9 @@ func (o *DNSOptions) Validate() error {
 	}
 	if o.Race < 0 || o.Race > probes.MaxRaceLookups {
 		return fmt.Errorf("--race %d: want 0-%d lookups", o.Race, probes.MaxRaceLookups)
+	}
+	if err := o.checkLookupFamily(); err != nil {
+		return err
 	}
 	if !(o.LookupsPerSecond >= 0 && o.LookupsPerSecond <= 1e6) {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
@@ -234,7 +240,8 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 // agentSpec is the agent that measures: in the pod, with the DNS probe as its job.
 func (r *dnsRun) agentSpec() session.AgentSpec {
 	o := r.o
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race}
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race,
+		LookupFamily: o.LookupFamily, WhatIfLookupFamily: whatIfFamily(o.LookupFamily, session.PodIPs(r.t.Pod))}
 	job := dnsJob(spec)
 	if !r.t.HostNetwork() { // the agent is an ephemeral container in the application's pod
 		job.ClientApp = cmdutil.AppIDs(r.t)
@@ -245,7 +252,7 @@ func (r *dnsRun) agentSpec() session.AgentSpec {
 // captureSpec is the agent that captures the pod's own DNS traffic for --observe, told the
 // resolver the first agent found.
 func (o *DNSOptions) captureSpec(t *session.Target, resolver string) session.AgentSpec {
-	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: resolver, ObserveSeconds: o.Observe.Seconds()}
+	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: resolver, ObserveSeconds: o.Observe.Seconds(), LookupFamily: o.LookupFamily}
 	return session.AgentSpec{Role: session.RoleCapture, Target: t, Capture: true, Lifetime: 5*time.Minute + o.Observe, Job: dnsJob(spec)}
 }
 

@@ -72,7 +72,8 @@ type DNSVariant struct {
 	ClientSideQueries int    `json:"clientSideQueries,omitempty"`
 	NXDomains         int    `json:"nxdomains"`
 	AnsweredBy        string `json:"answeredBy,omitempty"`
-	// Amplification is Queries ÷ 2 (the minimum: one A and one AAAA query).
+	// Amplification is Queries over the minimum: one query of each type the lookup asks (2 for
+	// A and AAAA).
 	Amplification float64 `json:"amplification"`
 	// Warm is the latency of whole lookups (every candidate, as the resolver walks them) over
 	// Repeats runs, with caches warm.

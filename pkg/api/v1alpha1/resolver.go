@@ -44,6 +44,35 @@ type ResolverConfig struct {
 	// LocalDomain is the search list glibc and Go fall back to when resolv.conf has none: the
 	// domain part of the host name (usually empty in a pod).
 	LocalDomain string `json:"localDomain,omitempty"`
+	// LookupFamily is what one lookup of the application asks for, not read from resolv.conf
+	// but from how it calls the resolver (dns --lookup-family): "" both (AF_UNSPEC: A and
+	// AAAA), "4" IPv4 alone (A: getaddrinfo with AF_INET, Go's ip4/tcp4), "6" IPv6 alone
+	// (AAAA: AF_INET6, Go's ip6/tcp6).
+	LookupFamily string `json:"lookupFamily,omitempty"`
+}
+
+// The lookup families (ResolverConfig.LookupFamily).
+const (
+	LookupBoth = ""
+	LookupIPv4 = "4"
+	LookupIPv6 = "6"
+)
+
+// LookupFamilyLabel names a lookup family's what-if: "A only", "AAAA only", "A and AAAA".
+func LookupFamilyLabel(f string) string {
+	return strings.Join(ResolverConfig{LookupFamily: f}.QueryTypes(), " and ") + map[bool]string{true: " only"}[f != LookupBoth]
+}
+
+// QueryTypes are the query types one lookup sends for each candidate name, in the order the
+// resolvers send them: A then AAAA, or the one of LookupFamily.
+func (c ResolverConfig) QueryTypes() []string {
+	switch c.LookupFamily {
+	case LookupIPv4:
+		return []string{"A"}
+	case LookupIPv6:
+		return []string{"AAAA"}
+	}
+	return []string{"A", "AAAA"}
 }
 
 // String renders the configuration as resolv.conf text.
