@@ -28,13 +28,16 @@ type PathPolicy struct {
 }
 
 // PlanPath works out which probes the policies block between the run's agents, with the server
-// agent on port (0: a free port, which only port-less rules allow).
-func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int) *PathPolicy {
+// agent on port (0: a free port, which only port-less rules allow). addrs are DST's addresses
+// the run measures, one per family (--ip-family both: the IPv6 twins' second); each probe is
+// judged at the agents' addresses of its family.
+func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, appPort []agent.ProbeSpec, port, cliPort int, addrs []netip.Addr) *PathPolicy {
 	pp := &PathPolicy{Check: &v1alpha1.PolicyCheck{Skipped: sc.Skipped, Policies: sc.Names()}, Skip: map[string]bool{}}
 	if sc.Skipped != "" {
 		return pp
 	}
-	cli, srv := sc.Endpoint(policyPod(s, src, session.RoleClient)), sc.Endpoint(policyPod(s, dst, session.RoleServer))
+	cliPod, srvPod := policyPod(s, src, session.RoleClient), policyPod(s, dst, session.RoleServer)
+	cli, srv := sc.Endpoint(cliPod), sc.Endpoint(srvPod)
 	var b Blocks
 	if pols := sc.FromAPIServer(srv.Pod, port); len(pols) > 0 {
 		pp.NoServer = true
@@ -44,7 +47,8 @@ func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, a
 	}
 	for _, p := range probes {
 		proto, flow := FlowOf(p)
-		if v := sc.Check(cli, srv, proto, port); !pp.NoServer && !v.Allowed() {
+		fam := familyOf(p.Label(), addrs)
+		if v := sc.Check(sc.EndpointOf(cliPod, fam), sc.EndpointOf(srvPod, fam), proto, port); !pp.NoServer && !v.Allowed() {
 			b.Add(flow, v.Blockers(), p.Label())
 		}
 	}
@@ -54,12 +58,11 @@ func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, a
 		}
 	}
 	pp.NoServer = pp.NoServer || len(pp.Skip) == len(probes)
-	app := sc.Endpoint(dst.Pod)
-	if s.Mode == session.ModePod {
-		app = sc.Endpoint(dst.Pod) // the app itself, not the temporary agent pod
-	}
 	for _, p := range appPort {
-		if v := sc.Check(cli, app, corev1.ProtocolTCP, portOf(p)); !v.Allowed() {
+		// To the app itself (in pod mode not the temporary agent pod), at its address of the
+		// probe's family.
+		fam := familyOf(p.Label(), addrs)
+		if v := sc.Check(sc.EndpointOf(cliPod, fam), sc.EndpointOf(dst.Pod, fam), corev1.ProtocolTCP, portOf(p)); !v.Allowed() {
 			b.Add(fmt.Sprintf("TCP to %s/%s port %d", dst.Namespace, dst.Pod.Name, portOf(p)), v.Blockers(), p.Label())
 			pp.Skip[p.Label()] = true
 		}
@@ -78,6 +81,19 @@ func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, a
 	}
 	pp.Check.Blocked = b
 	return pp
+}
+
+// familyOf is the DST address whose family a probe labelled label measures: an --ip-family
+// both run's IPv6 twin the second of addrs, any other the first; none (the pods' primary
+// addresses) without addrs.
+func familyOf(label string, addrs []netip.Addr) netip.Addr {
+	switch {
+	case len(addrs) > 1 && strings.HasSuffix(label, v1alpha1.IPv6ProbeSuffix):
+		return addrs[1]
+	case len(addrs) > 0:
+		return addrs[0]
+	}
+	return netip.Addr{}
 }
 
 // portOf is the port an app-port probe connects to.

@@ -70,10 +70,23 @@ func (sc *Scope) Names() []string {
 	return n
 }
 
-// Endpoint is a pod as the policies see it.
+// Endpoint is a pod as the policies see it, at its primary address.
 func (sc *Scope) Endpoint(p *corev1.Pod) netpolicy.Endpoint {
-	ip, _ := netip.ParseAddr(p.Status.PodIP)
-	return netpolicy.Endpoint{Pod: p, NamespaceLabels: sc.nsLabels[p.Namespace], IP: ip}
+	return sc.EndpointOf(p, netip.Addr{})
+}
+
+// EndpointOf is a pod as the policies see it at its address of like's family (a dual-stack
+// flow over IPv6 is judged by the ipBlocks of IPv6); its primary address when like is not an
+// address. A pod without an address of that family has none: no ipBlock matches it.
+func (sc *Scope) EndpointOf(p *corev1.Pod, like netip.Addr) netpolicy.Endpoint {
+	e := netpolicy.Endpoint{Pod: p, NamespaceLabels: sc.nsLabels[p.Namespace]}
+	for _, s := range session.PodIPs(p) {
+		if a, err := netip.ParseAddr(s); err == nil && (!like.IsValid() || a.Unmap().Is4() == like.Unmap().Is4()) {
+			e.IP = a.Unmap()
+			break
+		}
+	}
+	return e
 }
 
 // policyPod is what the policies see of an agent: the target pod itself (ephemeral containers
@@ -94,7 +107,7 @@ func (sc *Scope) Check(from, to netpolicy.Endpoint, proto corev1.Protocol, port 
 // or the API server's addresses are unknown and it is assumed allowed).
 func (sc *Scope) FromAPIServer(pod *corev1.Pod, port int) []string {
 	for _, ip := range sc.apiServer {
-		v := sc.Check(netpolicy.Endpoint{IP: ip}, sc.Endpoint(pod), corev1.ProtocolTCP, port)
+		v := sc.Check(netpolicy.Endpoint{IP: ip}, sc.EndpointOf(pod, ip), corev1.ProtocolTCP, port)
 		if !v.Allowed() {
 			return text.Unique(v.Blockers())
 		}

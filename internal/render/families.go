@@ -8,10 +8,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// v6Suffix ends the names of an --ip-family both run's IPv6 probes (path.V6Suffix).
-const v6Suffix = "-v6"
+// v6Suffix ends the names of an --ip-family both run's IPv6 probes.
+const v6Suffix = v1alpha1.IPv6ProbeSuffix
 
 // writeFamilies sets an --ip-family both run's figures side by side: each IPv4 figure, its IPv6
 // twin's, and the difference (IPv6 minus IPv4).

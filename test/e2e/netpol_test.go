@@ -274,3 +274,61 @@ func TestLadderAndMatrixUnderDefaultDeny(t *testing.T) {
 		}
 	})
 }
+
+// ipBlocks are judged per address family, on the lab's dual-stack pods: a policy admitting to
+// web only the client's IPv4 address (and the nodes and API server, outside the pod range)
+// lets --ip-family both measure over IPv4 and lists every IPv6 twin as blocked by it, naming
+// it; with --allow-policy the temporary policy admits the client's address of each family and
+// the TCP probes of both families are measured (ICMP stays closed to an ephemeral agent: the
+// temporary policy opens its TCP and UDP port).
+func TestPolicyPerFamily(t *testing.T) {
+	beside(t)
+	cs, ns := lab(t)
+	workloads(t, cs, ns)
+	client := onePod(t, cs, ns, "app=client")
+	v4 := familyIP(client, false)
+	if v4 == "" || familyIP(client, true) == "" {
+		t.Fatalf("the client pod is not dual-stack (%v): this test needs the dual-stack lab", client.Status.PodIPs)
+	}
+	octets := strings.Split(v4, ".")
+	podRange := octets[0] + "." + octets[1] + ".0.0/16"
+	np := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web-from-client-ipv4"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: v4 + "/32"}},
+			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{podRange}}}, // nodes, the API server
+		}}}}}
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(context.Background(), &np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the enforcers' informers see it
+	measured := func(r *v1alpha1.PathReport) map[string]bool {
+		got := map[string]bool{}
+		for _, p := range r.Probes {
+			got[p.Name] = p.Skipped == "" && samples(p) > 0
+		}
+		return got
+	}
+
+	r := pathJSON(t, "-n", ns, "deploy/client", "deploy/web", "--ip-family", "both", "--probes", "rtt")
+	got := measured(r)
+	for _, p := range []string{"icmp", "tcp-rtt"} {
+		if !got[p] || got[p+"-v6"] {
+			t.Errorf("%s measured %v, %s-v6 measured %v: want IPv4 alone (skipped %q)", p, got[p], p, got[p+"-v6"], r.Skipped)
+		}
+		if !slices.ContainsFunc(r.Skipped, func(s string) bool {
+			return strings.HasPrefix(s, p+"-v6: ") && strings.Contains(s, ns+"/web-from-client-ipv4")
+		}) {
+			t.Errorf("%s-v6 not listed as skipped by %s/web-from-client-ipv4: %q", p, ns, r.Skipped)
+		}
+	}
+
+	r = pathJSON(t, "-n", ns, "deploy/client", "deploy/web", "--ip-family", "both", "--probes", "rtt", "--allow-policy")
+	got = measured(r)
+	if !got["tcp-rtt"] || !got["tcp-rtt-v6"] {
+		t.Errorf("with --allow-policy: measured %v, want tcp-rtt and tcp-rtt-v6 (skipped %q, policy %+v)", got, r.Skipped, r.Policy)
+	}
+	if left := netbenchPolicies(t, cs, ns); len(left) > 0 {
+		t.Errorf("NetworkPolicies left: %v", left)
+	}
+}

@@ -37,7 +37,7 @@ func (o *DNSOptions) checkDNSPolicy(ctx context.Context, t *session.Target, s *r
 	}
 	var blockers []string
 	for _, to := range o.dnsEndpoints(ctx, s, reps, dnsNS) {
-		v := netpolicy.Check(sc.Policies, netpolicy.Flow{From: sc.Endpoint(t.Pod), To: to, Protocol: corev1.ProtocolUDP, Port: 53})
+		v := netpolicy.Check(sc.Policies, netpolicy.Flow{From: sc.EndpointOf(t.Pod, to.IP), To: to, Protocol: corev1.ProtocolUDP, Port: 53})
 		if v.Egress.Allowed {
 			return nil
 		}

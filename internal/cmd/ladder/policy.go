@@ -3,6 +3,7 @@ package ladder
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,22 +75,23 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyplan.Scope, cli
 	if err := r.o.endpointPods(ctx, sr); err != nil {
 		return err
 	}
-	cli := sc.Endpoint(cliPod)
 	var b policyplan.Blocks
-	for _, p := range sr.pods {
-		port := targetPort(sr.port, p)
-		if v := sc.Check(cli, sc.Endpoint(p), corev1.ProtocolTCP, port); !v.Allowed() {
-			flow := fmt.Sprintf("TCP through Service %s/%s to its endpoint %s port %d", sr.svc.Namespace, sr.svc.Name, p.Name, port)
-			for _, probe := range r.o.serviceProbes(sr) {
+	// Each probe through the ClusterIP of its family, judged at the pods' addresses of it.
+	for _, probe := range r.o.serviceProbes(sr) {
+		like := hostOf(probe.Address)
+		for _, p := range sr.pods {
+			port := targetPort(sr.port, p)
+			if v := sc.Check(sc.EndpointOf(cliPod, like), sc.EndpointOf(p, like), corev1.ProtocolTCP, port); !v.Allowed() {
+				flow := fmt.Sprintf("TCP through Service %s/%s (%s) to its endpoint %s port %d", sr.svc.Namespace, sr.svc.Name, like, p.Name, port)
 				b.Add(flow, v.Blockers(), probe.Label())
 				pp.Skip[probe.Label()] = true
+				break
 			}
-			break
 		}
 	}
 	if r.sess.Mode == session.ModeEphemeral && len(sr.pods) > 0 && len(sr.svc.Spec.Selector) > 0 {
 		sr.agentPort = policyplan.FreePort(sr.pods...)
-		if err := r.spreadPolicy(ctx, sc, cli, &b); err != nil {
+		if err := r.spreadPolicy(ctx, sc, cliPod, &b); err != nil {
 			return err
 		}
 	}
@@ -100,11 +102,15 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyplan.Scope, cli
 
 // spreadPolicy checks the endpoint agents' port from the clients and from the API server (which
 // renews their leases); --allow-policy opens it for the run, else the spread is skipped.
-func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyplan.Scope, cli netpolicy.Endpoint, b *policyplan.Blocks) error {
+func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyplan.Scope, cliPod *corev1.Pod, b *policyplan.Blocks) error {
 	sr := r.sr
-	blockers := spreadBlockers(sc, cli, sr.pods, sr.agentPort)
+	var families []netip.Addr
+	for _, c := range clusterIPs(sr.svc, r.o.IPFamily) {
+		families = append(families, netip.MustParseAddr(c.ip))
+	}
+	blockers := spreadBlockers(sc, cliPod, families, sr.pods, sr.agentPort)
 	if len(blockers) > 0 && r.o.AllowPolicy {
-		ops, err := r.spreadAllowance(sc, cli.Pod)
+		ops, err := r.spreadAllowance(sc, cliPod)
 		if err != nil {
 			return err
 		}
@@ -114,7 +120,7 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyplan.Scope, cli 
 		if err != nil {
 			return err
 		}
-		blockers = spreadBlockers(sc, cli, sr.pods, sr.agentPort)
+		blockers = spreadBlockers(sc, cliPod, families, sr.pods, sr.agentPort)
 	}
 	switch {
 	case len(blockers) > 0:
@@ -126,15 +132,26 @@ func (r *ladderRun) spreadPolicy(ctx context.Context, sc *policyplan.Scope, cli 
 	return nil
 }
 
-// spreadBlockers are the policies that stop the clients or the API server reaching an endpoint
-// agent on port.
-func spreadBlockers(sc *policyplan.Scope, cli netpolicy.Endpoint, pods []*corev1.Pod, port int) []string {
+// spreadBlockers are the policies that stop the clients (over each of the families, those of
+// the ClusterIPs measured) or the API server reaching an endpoint agent on port.
+func spreadBlockers(sc *policyplan.Scope, cliPod *corev1.Pod, families []netip.Addr, pods []*corev1.Pod, port int) []string {
 	var out []string
 	for _, p := range pods {
-		out = append(out, sc.Check(cli, sc.Endpoint(p), corev1.ProtocolTCP, port).Blockers()...)
+		for _, like := range families {
+			out = append(out, sc.Check(sc.EndpointOf(cliPod, like), sc.EndpointOf(p, like), corev1.ProtocolTCP, port).Blockers()...)
+		}
 		out = append(out, sc.FromAPIServer(p, port)...)
 	}
 	return text.Unique(out)
+}
+
+// hostOf is the IP address of a host:port ("" host: none, the pods' primary addresses).
+func hostOf(hostport string) netip.Addr {
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr()
 }
 
 // spreadAllowance opens the endpoint agents' port for this run: ingress to the measured

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // --ip-family: which of a dual-stack path's address families the probes use.
@@ -20,7 +21,7 @@ const (
 
 // V6Suffix ends the names of the probes an --ip-family both run makes over IPv6 (icmp-v6,
 // tcp-1-v6); their IPv4 twins keep the plain names.
-const V6Suffix = "-v6"
+const V6Suffix = v1alpha1.IPv6ProbeSuffix
 
 // ErrNoFamily: a pod of the path has no address of the family --ip-family asks for.
 var ErrNoFamily = errors.New("no address of that family")

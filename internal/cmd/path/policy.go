@@ -25,9 +25,10 @@ func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *po
 		return &policyplan.PathPolicy{Check: &report.PolicyCheck{Skipped: sc.Skipped}}, fmt.Errorf("--allow-policy: %s", sc.Skipped)
 	}
 	srvPort, cliPort := policyplan.ChoosePort(sc, s, src, dst), 0
+	addrs, _ := DstAddrs(o.IPFamily, dst) // checked before: a pod without the family was refused
 	var temporary []string
 	if o.AllowPolicy {
-		before := policyplan.PlanPath(sc, s, src, dst, probes, appPort, srvPort, 0)
+		before := policyplan.PlanPath(sc, s, src, dst, probes, appPort, srvPort, 0, addrs)
 		if len(before.Check.Blocked) > 0 {
 			al := policyplan.NewAllowance(s, sc, src, dst)
 			srvPort, cliPort = al.SrvPort, al.CliPort
@@ -39,7 +40,7 @@ func (o *PathOptions) PlanPolicy(ctx context.Context, s *session.Session, sc *po
 			}
 		}
 	}
-	pp := policyplan.PlanPath(sc, s, src, dst, probes, appPort, srvPort, cliPort)
+	pp := policyplan.PlanPath(sc, s, src, dst, probes, appPort, srvPort, cliPort, addrs)
 	pp.SrvPort, pp.CliPort = srvPort, cliPort
 	if srvPort != 0 && len(temporary) == 0 {
 		pp.Check.AgentPort = srvPort

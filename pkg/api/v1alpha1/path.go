@@ -65,6 +65,10 @@ type Endpoint struct {
 	AgentIP        string `json:"agentIP"`
 }
 
+// IPv6ProbeSuffix ends the names of the probes an --ip-family both run makes over IPv6 (icmp-v6,
+// tcp-1-v6); their IPv4 twins keep the plain names.
+const IPv6ProbeSuffix = "-v6"
+
 // PathClass says what the traffic crossed.
 type PathClass struct {
 	Class  string `json:"class"`
