@@ -33,6 +33,7 @@ mutations=(
   "pod-limit-ignored|./test/e2e|TestPathMarksCPULimitedProbes|on the limited pod: exit 0, want 3"
   "traffic-own-counted|./test/e2e|TestPathShowsCompetingTraffic|besides the agents' on the client pod's interface"
   "dataplane-vs-dst|./test/e2e|TestLadderServiceCostsWithZoneDelay/zoned-close|of the same-node rung's and not below"
+  "throughput-inflated|./test/e2e|TestPathBothFamilies/throughput|its interface received"
   "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
   "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
 )

@@ -57,6 +57,9 @@ const (
 	// to DST instead of to the same endpoint, mixing where connections landed into the
 	// dataplane's cost (TestLadderServiceCostsWithZoneDelay).
 	DataplaneVsDST Name = "dataplane-vs-dst"
+	// ThroughputInflated reports a third more TCP payload received than arrived: more bytes
+	// than the server pod's interface carried (TestPathBothFamilies/throughput).
+	ThroughputInflated Name = "throughput-inflated"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

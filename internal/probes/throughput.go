@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/ifstat"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -289,6 +290,9 @@ func addStreams(r *ThroughputResult, streams []*streamState, el float64) {
 		r.BytesSent += sent
 		r.BytesReceived += s.received
 		r.Retransmits += s.retrans
+	}
+	if fault.On(fault.ThroughputInflated) {
+		r.BytesReceived += r.BytesReceived / 3
 	}
 	r.BitsPerSecondSent = round3(float64(r.BytesSent) * 8 / el)
 	r.BitsPerSecondReceived = round3(float64(r.BytesReceived) * 8 / el)
