@@ -47,7 +47,7 @@ func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, a
 	}
 	for _, p := range probes {
 		proto, flow := FlowOf(p)
-		fam := familyOf(p.Label(), addrs)
+		fam := session.ProbeAddr(p.Label(), addrs)
 		if v := sc.Check(sc.EndpointOf(cliPod, fam), sc.EndpointOf(srvPod, fam), proto, port); !pp.NoServer && !v.Allowed() {
 			b.Add(flow, v.Blockers(), p.Label())
 		}
@@ -61,7 +61,7 @@ func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, a
 	for _, p := range appPort {
 		// To the app itself (in pod mode not the temporary agent pod), at its address of the
 		// probe's family.
-		fam := familyOf(p.Label(), addrs)
+		fam := session.ProbeAddr(p.Label(), addrs)
 		if v := sc.Check(sc.EndpointOf(cliPod, fam), sc.EndpointOf(dst.Pod, fam), corev1.ProtocolTCP, portOf(p)); !v.Allowed() {
 			b.Add(fmt.Sprintf("TCP to %s/%s port %d", dst.Namespace, dst.Pod.Name, portOf(p)), v.Blockers(), p.Label())
 			pp.Skip[p.Label()] = true
@@ -81,19 +81,6 @@ func PlanPath(sc *Scope, s *session.Session, src, dst *session.Target, probes, a
 	}
 	pp.Check.Blocked = b
 	return pp
-}
-
-// familyOf is the DST address whose family a probe labelled label measures: an --ip-family
-// both run's IPv6 twin the second of addrs, any other the first; none (the pods' primary
-// addresses) without addrs.
-func familyOf(label string, addrs []netip.Addr) netip.Addr {
-	switch {
-	case len(addrs) > 1 && strings.HasSuffix(label, v1alpha1.IPv6ProbeSuffix):
-		return addrs[1]
-	case len(addrs) > 0:
-		return addrs[0]
-	}
-	return netip.Addr{}
 }
 
 // portOf is the port an app-port probe connects to.

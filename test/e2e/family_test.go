@@ -282,6 +282,9 @@ func TestLadderBothFamilies(t *testing.T) {
 			if p.RTT != nil {
 				got[p.Name] = p.RTT.Target
 			}
+			if want := map[bool]string{false: "IPv4", true: "IPv6"}[strings.HasSuffix(p.Name, "-v6")]; p.IPFamily != want {
+				t.Errorf("rung %s: %s's ipFamily %q, want %s", rung.Name, p.Name, p.IPFamily, want)
+			}
 		}
 		for name, ip := range map[string]string{"icmp": dst4, "icmp-v6": dst6, "tcp-rtt": dst4, "tcp-rtt-v6": dst6} {
 			if !strings.Contains(got[name], ip) {

@@ -209,6 +209,9 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv 
 			continue
 		}
 		report.Judge(r, at)
+		if a := job.TargetAddr(p); a.IsValid() {
+			r.IPFamily = path.FamilyName(a) // a Service's probes: the family of its ClusterIP
+		}
 		if i < nProbes {
 			out.Probes = append(out.Probes, r)
 		} else {

@@ -3,7 +3,6 @@ package path
 import (
 	"context"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
@@ -193,10 +192,7 @@ func (r *pathRun) familyOf(name string) string {
 	if len(r.addrs) == 0 {
 		return ""
 	}
-	if len(r.addrs) > 1 && strings.HasSuffix(name, V6Suffix) {
-		return FamilyName(r.addrs[1])
-	}
-	return FamilyName(r.addrs[0])
+	return FamilyName(session.ProbeAddr(name, r.addrs))
 }
 
 // allResults are the report's results: round 1's, and every other round's.

@@ -25,7 +25,8 @@ type ProbeResult struct {
 	Name    string `json:"name"`
 	Kind    string `json:"kind"`
 	Skipped string `json:"skipped,omitempty"`
-	// IPFamily is the family of the address the probe measured (IPv4 or IPv6), in path reports.
+	// IPFamily is the family of the address the probe measured (IPv4 or IPv6), in path and
+	// ladder reports.
 	IPFamily   string            `json:"ipFamily,omitempty"`
 	RTT        *RTTResult        `json:"rtt,omitempty"`
 	HTTP       *HTTPResult       `json:"http,omitempty"`
