@@ -83,9 +83,23 @@ primary_of() { local v; v=$(by_family "$1" "$2"); echo "${v%%,*}"; }
 has_ipv6() { [ "$(lab_setting LAB_IP_FAMILY)" != 4 ]; }
 
 # ipt NETNS ARGS...: iptables in the node's namespace NETNS, and ip6tables too on a lab with IPv6
-# (for rules that name no address); the status is the last one's.
+# (for rules that name no address); both always run, and the status is non-zero if either failed.
 ipt() {
-  local ns=$1; shift
-  ip netns exec "$ns" iptables "$@" || return
-  if has_ipv6; then ip netns exec "$ns" ip6tables "$@"; fi
+  local ns=$1 rc=0; shift
+  ip netns exec "$ns" iptables "$@" || rc=$?
+  if has_ipv6; then ip netns exec "$ns" ip6tables "$@" || rc=$?; fi
+  return "$rc"
+}
+
+# ipt_ensure NETNS TABLE "-A CHAIN"|"-I CHAIN [POS]" RULE...: adds the rule in each family whose
+# table lacks it (checked with -C), so that a rule one family already has is not added twice.
+ipt_ensure() {
+  local ns=$1 table=$2 add=$3 bin; shift 3
+  local chain; chain=$(awk '{print $2}' <<<"$add")
+  for bin in iptables ip6tables; do
+    if [ "$bin" = ip6tables ] && ! has_ipv6; then continue; fi
+    # shellcheck disable=SC2086 # $add is an operation and its chain (and position): split on purpose
+    ip netns exec "$ns" "$bin" -t "$table" -C "$chain" "$@" 2>/dev/null ||
+      ip netns exec "$ns" "$bin" -t "$table" $add "$@"
+  done
 }

@@ -66,8 +66,7 @@ cmd_delay() {
     if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
     ipt "$ns" -t mangle -N NBLAB-DELAY 2>/dev/null || true
     ipt "$ns" -t mangle -F NBLAB-DELAY
-    ipt "$ns" -t mangle -C POSTROUTING -o eth0 -j NBLAB-DELAY 2>/dev/null ||
-      ipt "$ns" -t mangle -A POSTROUTING -o eth0 -j NBLAB-DELAY
+    ipt_ensure "$ns" mangle "-A POSTROUTING" -o eth0 -j NBLAB-DELAY
     local extra q1=$same q2=$cross
     extra=$(cat "$RUN/slow-$name" 2>/dev/null || true)
     if [ "$same" = off ]; then
@@ -123,7 +122,7 @@ cmd_udp_loss() {
   local ns; ns=$(node_ns "$node")
   ipt "$ns" -N NBLAB-LOSS 2>/dev/null || true
   ipt "$ns" -F NBLAB-LOSS
-  ipt "$ns" -C FORWARD -j NBLAB-LOSS 2>/dev/null || ipt "$ns" -I FORWARD -j NBLAB-LOSS
+  ipt_ensure "$ns" filter "-I FORWARD" -j NBLAB-LOSS
   if [ "$pct" = off ]; then
     ipt "$ns" -D FORWARD -j NBLAB-LOSS
     ipt "$ns" -X NBLAB-LOSS

@@ -68,8 +68,7 @@ start_node() {
   if [ "$(lab_setting LAB_NETWORK_POLICY)" = 1 ]; then
     # The chain the enforcer fills with the selected pods' NFQUEUE rules (see its main.go).
     ipt "$ns" -t mangle -N NBLAB-NETPOL 2>/dev/null || true
-    ipt "$ns" -t mangle -C FORWARD -j NBLAB-NETPOL 2>/dev/null ||
-      ipt "$ns" -t mangle -I FORWARD 1 -j NBLAB-NETPOL
+    ipt_ensure "$ns" mangle "-I FORWARD 1" -j NBLAB-NETPOL
     start "netpol-$name" "$ns" "$BIN/netpol" --kubeconfig="$KUBECONFIG_PATH" --node="$name" --v=1 \
       --ipv6="$(has_ipv6 && echo true || echo false)"
   fi
