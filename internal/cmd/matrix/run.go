@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
@@ -332,6 +334,9 @@ func (r *matrixRun) build() {
 	for _, n := range r.agentNodes() {
 		m := r.fleet.Members[n]
 		r.rep.Nodes = append(r.rep.Nodes, report.MatrixNode{Name: n, Zone: zones[n], Pod: m.Pod, IP: m.IP})
+		if a, err := netip.ParseAddr(m.IP); err == nil && r.rep.IPFamily == "" {
+			r.rep.IPFamily = path.FamilyName(a) // the pods' primary: said, so every figure has a family
+		}
 	}
 	r.rep.BuildMatrix(r.o.OutlierFactor, r.o.NodeFactor)
 }

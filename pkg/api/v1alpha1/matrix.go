@@ -13,8 +13,8 @@ type MatrixReport struct {
 	Namespace   string    `json:"namespace"`
 	// Scope is zones, nodes or sample (see docs/matrix.md).
 	Scope string `json:"scope"`
-	// IPFamily is --ip-family (IPv4 or IPv6): the family of the addresses the agents measured
-	// each other at ("": each pod's primary).
+	// IPFamily is the family of the addresses the agents measured each other at (IPv4 or
+	// IPv6): --ip-family's, else the pods' primary.
 	IPFamily string     `json:"ipFamily,omitempty"`
 	Plan     MatrixPlan `json:"plan"`
 	// Probe is what the cells' RTT figures come from: icmp, or tcp-rtt when ICMP was not
