@@ -33,9 +33,6 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	return cmd
 }
 
-// processStart is about when this process started (package initialisation comes first).
-var processStart = time.Now()
-
 func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := ServeOptions{}
 	var deadline time.Duration
@@ -51,7 +48,6 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 				o.Token = os.Getenv(TokenEnv)
 			}
 			var err error
-			o.Started = processStart
 			if o.NotAfter, err = notAfter(notAfterArg, deadline, time.Now()); err == nil {
 				err = serve(cmd.Context(), o, idleWhenDone, em)
 			}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -150,26 +149,4 @@ func TestAgentClientStopsWhenServerGone(t *testing.T) {
 		t.Errorf("last event %+v, want an error", last)
 	}
 	t.Logf("client stopped after %s: %s", el.Round(100*time.Millisecond), last.Message)
-}
-
-// The lease's first period counts from the agent's start, not from when it got to listening:
-// an agent that took 4 s of a 5 s lease to start ends about 1 s later; one whose start is not
-// known gets the whole period.
-func TestLeaseFirstPeriodFromStart(t *testing.T) {
-	for _, tc := range []struct {
-		started  time.Time
-		min, max time.Duration
-	}{
-		{time.Now().Add(-4 * time.Second), 900 * time.Millisecond, 2 * time.Second},
-		{time.Now().Add(-time.Minute), 0, time.Second},
-		{time.Time{}, 4900 * time.Millisecond, 6 * time.Second},
-	} {
-		start := time.Now()
-		expired := make(chan struct{})
-		newLease(context.Background(), 5*time.Second, tc.started, func() { close(expired) })
-		<-expired
-		if el := time.Since(start); el < tc.min || el > tc.max {
-			t.Errorf("started %s ago: expired after %s, want %s…%s", time.Since(tc.started).Round(time.Second), el, tc.min, tc.max)
-		}
-	}
 }

@@ -57,9 +57,8 @@ func limitMemory() {
 	}
 }
 
-// lease ends a context unless it is renewed within its period. The first period starts at
-// the agent's start (when the lease is made, if that is not known), so that an agent nobody
-// ever talks to ends one period after it starts.
+// lease ends a context unless it is renewed within its period. The first period starts when
+// the lease is made, so that an agent nobody ever talks to ends soon.
 type lease struct {
 	mu     sync.Mutex
 	period time.Duration
@@ -67,16 +66,12 @@ type lease struct {
 }
 
 // newLease cancels ctx's derived context with reason when a period passes without renew.
-func newLease(ctx context.Context, period time.Duration, started time.Time, expire func()) *lease {
+func newLease(ctx context.Context, period time.Duration, expire func()) *lease {
 	l := &lease{period: period}
 	if period <= 0 {
 		return l
 	}
-	first := period
-	if !started.IsZero() {
-		first = max(0, period-time.Since(started))
-	}
-	l.timer = time.AfterFunc(first, expire)
+	l.timer = time.AfterFunc(period, expire)
 	context.AfterFunc(ctx, func() { l.timer.Stop() })
 	return l
 }

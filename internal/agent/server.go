@@ -31,11 +31,8 @@ type ServeOptions struct {
 	// NotAfter bounds the server's life: it exits then whether or not a client came.
 	NotAfter time.Time
 	// Lease, when set, ends the server unless the plugin renews it (PathLease) within each
-	// period: a plugin that died does not leave its agents measuring. The first period counts
-	// from Started (the process's start; zero: from Serve's), so that an agent nobody talks to
-	// ends one period after it starts however slowly it got to listening.
-	Lease   time.Duration
-	Started time.Time
+	// period: a plugin that died does not leave its agents measuring.
+	Lease time.Duration
 	// Limits against peers without the token (defaults: DefaultLimits).
 	Limits Limits
 	// Identity is what PathWhoAmI answers.
@@ -228,7 +225,7 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 			cancel()
 		})
 	}
-	ls := newLease(ctx, o.Lease, o.Started, func() { done("lease expired: the plugin stopped renewing it") })
+	ls := newLease(ctx, o.Lease, func() { done("lease expired: the plugin stopped renewing it") })
 
 	var jobs http.Handler
 	if o.Jobs {

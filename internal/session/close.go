@@ -160,7 +160,7 @@ func (s *Session) stopAgent(ctx context.Context, a *Agent) error {
 	if a.Port == 0 {
 		// Not started (or not ready) yet: a server with no lease renewed exits LeasePeriod after
 		// it starts, a runner with no job HandoverWindow after.
-		s.Logf("the %s was not ready: it exits %s after it starts, or at %s", a, a.idleExit(), a.NotAfter.UTC().Format(time.RFC3339))
+		s.Logf("the %s was not ready yet: it exits %s after it gets ready (nobody renews it), and at %s at the latest", a, a.idleExit(), a.NotAfter.UTC().Format(time.RFC3339))
 		return nil
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)

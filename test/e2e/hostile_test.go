@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 )
 
@@ -305,9 +306,10 @@ func TestInterruptAtAnyMoment(t *testing.T) {
 }
 
 // agentsEndedSoon fails unless every netbench ephemeral container in ns has ended soon after
-// the later of exited (the plugin's exit) and its own start: a client (a runner awaiting its
-// job) within 10 s, any other agent (a server or endpoint: its lease) within 5 s. Container
-// times have whole seconds, so one second more is allowed.
+// the later of exited (the plugin's exit) and its own readiness (its ready event, as the
+// kubelet timestamped it; its start when it never got ready): a client (a runner awaiting its
+// job) within 10 s, any other agent (a server or endpoint: its lease) within 5 s. The agent's
+// shutdown and the whole seconds of container times allow one second more.
 func agentsEndedSoon(t *testing.T, cs kubernetes.Interface, ns string, exited time.Time) {
 	t.Helper()
 	for _, late := range agentsEndedLate(t, cs, ns, exited) {
@@ -331,8 +333,8 @@ func agentsEndedLate(t *testing.T, cs kubernetes.Interface, ns string, exited ti
 				continue
 			}
 			from := exited.Truncate(time.Second)
-			if end.StartedAt.After(from) {
-				from = end.StartedAt.Time
+			if ready := readyAt(t, cs, ns, p.Name, s.Name, end.StartedAt.Time); ready.After(from) {
+				from = ready
 			}
 			within := 5 * time.Second
 			if strings.Contains(s.Name, "-client") {
@@ -345,6 +347,26 @@ func agentsEndedLate(t *testing.T, cs kubernetes.Interface, ns string, exited ti
 		}
 	}
 	return lates
+}
+
+// readyAt is when an agent container printed its ready event, by the kubelet's timestamp of
+// the line; started when it printed none.
+func readyAt(t *testing.T, cs kubernetes.Interface, ns, pod, container string, started time.Time) time.Time {
+	t.Helper()
+	b, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Timestamps: true}).DoRaw(context.Background())
+	if err != nil {
+		return started
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		stamp, event, ok := strings.Cut(line, " ")
+		if !ok || !strings.Contains(event, `"type":"`+agent.EventReady+`"`) {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			return at
+		}
+	}
+	return started
 }
 
 // finalLine is the last line of s, blanks around it trimmed.
