@@ -26,6 +26,10 @@ func TestJobProbeHost(t *testing.T) {
 		{"URL with a host", ProbeSpec{Kind: ProbeHTTP, Name: "app-http", URL: "http://10.0.0.5:8080/", Host: "fd00::5", QPS: 10, Connections: 1, DurationSeconds: 1}, "host \"fd00::5\""},
 		{"DNS with a host", ProbeSpec{Kind: ProbeDNS, Name: "dns", Names: []string{"example.com"}, Host: "fd00::5"}, "a DNS probe asks the pod's nameservers"},
 		{"host not an IP", ProbeSpec{Kind: ProbeSpread, Name: "svc-spread-v6", Address: "[fd00:10:96::9]:80", Host: "web", Count: 10}, "host \"web\""},
+		{"DNS of AAAA only, what-if both", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, LookupFamily: "6", WhatIfLookupFamily: "both"}, ""},
+		{"DNS lookup family unknown", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, LookupFamily: "inet6"}, `lookup family "inet6"`},
+		{"DNS what-if family unknown", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, WhatIfLookupFamily: "7"}, `what-if lookup family "7"`},
+		{"DNS race of one family", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, LookupFamily: "4", DNSRace: 10}, "no A/AAAA race"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := job(tc.p).Validate()

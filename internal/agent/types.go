@@ -204,8 +204,8 @@ func (j *Job) Validate() error {
 			if p.DNSRace < 0 || p.DNSRace > probes.MaxRaceLookups {
 				return fmt.Errorf("probe %s: race check of %d lookups: want 0-%d", p.Label(), p.DNSRace, probes.MaxRaceLookups)
 			}
-			if !slices.Contains([]string{"", "4", "6"}, p.LookupFamily) || !slices.Contains([]string{"", "both", "4", "6"}, p.WhatIfLookupFamily) {
-				return fmt.Errorf("probe %s: lookup family %q, what-if %q: want 4, 6 or empty (both), and both, 4, 6 or empty (none)", p.Label(), p.LookupFamily, p.WhatIfLookupFamily)
+			if err := checkLookupFamilies(p); err != nil {
+				return fmt.Errorf("probe %s: %w", p.Label(), err)
 			}
 			continue
 		}
@@ -216,6 +216,21 @@ func (j *Job) Validate() error {
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
 		}
+	}
+	return nil
+}
+
+// checkLookupFamilies accepts a DNS probe's lookup family (both, or one: then no race check,
+// one query per name has nothing to race) and its what-if of another.
+func checkLookupFamilies(p ProbeSpec) error {
+	families := []string{v1alpha1.LookupBoth, v1alpha1.LookupIPv4, v1alpha1.LookupIPv6}
+	switch {
+	case !slices.Contains(families, p.LookupFamily):
+		return fmt.Errorf("lookup family %q: want %s, %s or empty (both)", p.LookupFamily, v1alpha1.LookupIPv4, v1alpha1.LookupIPv6)
+	case p.WhatIfLookupFamily != probes.WhatIfBothFamilies && !slices.Contains(families, p.WhatIfLookupFamily):
+		return fmt.Errorf("what-if lookup family %q: want %s, %s, %s or empty (none)", p.WhatIfLookupFamily, probes.WhatIfBothFamilies, v1alpha1.LookupIPv4, v1alpha1.LookupIPv6)
+	case p.DNSRace > 0 && p.LookupFamily != v1alpha1.LookupBoth:
+		return fmt.Errorf("race check with lookup family %s: one query per name has no A/AAAA race", p.LookupFamily)
 	}
 	return nil
 }

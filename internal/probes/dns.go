@@ -33,9 +33,28 @@ type DNSSpec struct {
 	Replicas []DNSReplica
 	// Race is how many lookups the race check does (0: none).
 	Race int
-	// WhatIfLookupFamily adds the what-if of lookups asking for another family: "both" (A and
-	// AAAA), "4" (A only) or "6" (AAAA only); "" none.
+	// WhatIfLookupFamily adds the what-if of lookups asking for another family:
+	// WhatIfBothFamilies (A and AAAA), "4" (A only) or "6" (AAAA only); "" none.
 	WhatIfLookupFamily string
+}
+
+// WhatIfBothFamilies is DNSSpec.WhatIfLookupFamily for lookups of both families (A and AAAA):
+// its empty value means no what-if.
+const WhatIfBothFamilies = "both"
+
+// whatIfConfig is the configuration of the lookup-family what-if, and whether there is one (none
+// asked, or the same family as configured).
+func (spec DNSSpec) whatIfConfig() (resolver.Config, bool) {
+	c := spec.Config
+	switch spec.WhatIfLookupFamily {
+	case "":
+		return c, false
+	case WhatIfBothFamilies:
+		c.LookupFamily = resolver.LookupBoth
+	default:
+		c.LookupFamily = spec.WhatIfLookupFamily
+	}
+	return c, c.LookupFamily != spec.Config.LookupFamily
 }
 
 // DNSQuery is v1alpha1.DNSQuery, a type of the reports' schema.
@@ -317,10 +336,8 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 			c.Ndots = n
 			vs = append(vs, variant{"ndots:" + strconv.Itoa(n), name, c})
 		}
-		if f := strings.TrimSuffix(spec.WhatIfLookupFamily, "both"); spec.WhatIfLookupFamily != "" && f != spec.Config.LookupFamily {
-			c := spec.Config
-			c.LookupFamily = f
-			vs = append(vs, variant{v1alpha1.LookupFamilyLabel(f), name, c})
+		if c, ok := spec.whatIfConfig(); ok {
+			vs = append(vs, variant{v1alpha1.LookupFamilyLabel(c.LookupFamily), name, c})
 		}
 		for _, v := range vs {
 			w := resolver.Simulate(spec.Resolver, v.cfg, v.lookup, d.answerer(ctx))

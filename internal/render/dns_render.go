@@ -52,7 +52,11 @@ func WriteDNS(w io.Writer, format string, r *report.DNSReport) error {
 			fmt.Fprintf(w, "  %d queries were counted but not grouped: the capture's bounds (%s) were reached\n", o.Overflow, "65536 open lookups, 4096 names")
 		}
 	}
-	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, res.Nameserver, res.Repeats)
+	asks := ""
+	if res.Config.LookupFamily != v1alpha1.LookupBoth {
+		asks = ", asking " + v1alpha1.LookupFamilyLabel(res.Config.LookupFamily) + " (--lookup-family " + res.Config.LookupFamily + ")"
+	}
+	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it%s (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, asks, res.Nameserver, res.Repeats)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\tlookup as\tqueries\tNXDOMAIN\tamplification\tanswered by\tmin\tp50\tp90\tmax\t")
 	for _, n := range res.Names {

@@ -59,45 +59,50 @@ func signed(s string, v float64) string {
 }
 
 // ipFamilies says the address family each probe's figures were measured over, for the
-// ip_family label: a probe's own (own, from a path report's results), else its twin's suffix
-// (-v6, or -v4 for an IPv6-primary Service's second ClusterIP), else the run's one family. In
-// a run of both families the plain names are the IPv4 probes', except the Service's (svc*),
-// which are its primary ClusterIP's (svc). Empty where the report does not say (made before
-// families).
+// ip_family label: a probe's own (own: what its result says), else its twin's suffix (-v6, or
+// -v4 for an IPv6-primary Service's second ClusterIP), else for the Service's figures (svc*)
+// its primary ClusterIP's (svc), else the run's one family; in a run of both families the plain
+// names are the IPv4 probes'. Empty where the report does not say (made before families).
 type ipFamilies struct {
 	own      map[string]string
 	run, svc string
 }
 
-// of is probe's name without a family suffix and its family.
+// of is probe's name without a family suffix, and its family.
 func (f ipFamilies) of(probe string) (base, family string) {
-	if fam := f.own[probe]; fam != "" {
-		return strings.TrimSuffix(probe, v6Suffix), fam
-	}
-	if base, ok := strings.CutSuffix(probe, v6Suffix); ok {
-		return base, "IPv6"
-	}
-	if base, ok := strings.CutSuffix(probe, "-v4"); ok && strings.HasPrefix(base, "svc") {
-		return base, "IPv4"
+	base = probe
+	service := probe == "svc" || strings.HasPrefix(probe, "svc-")
+	if b, ok := strings.CutSuffix(probe, v1alpha1.IPv6ProbeSuffix); ok {
+		base, family = b, "IPv6"
+	} else if b, ok := strings.CutSuffix(probe, v1alpha1.IPv4ProbeSuffix); ok && service {
+		base, family = b, "IPv4"
 	}
 	switch {
+	case f.own[probe] != "":
+		family = f.own[probe]
+	case family != "":
+	case service && f.svc != "":
+		family = f.svc
 	case f.run == "IPv4" || f.run == "IPv6":
-		return probe, f.run
-	case !strings.HasPrefix(f.run, "IPv4 and IPv6"):
-		return probe, ""
-	case probe == "svc" || strings.HasPrefix(probe, "svc-"):
-		return probe, f.svc
+		family = f.run
+	case strings.HasPrefix(f.run, "IPv4 and IPv6"):
+		family = "IPv4"
 	}
-	return probe, "IPv4"
+	return base, family
 }
 
-// familyOfIP is the schema's name of ip's family; empty when ip is not an address.
+// familyOfIP is the schema's name of the family of ip (an address, or host:port); empty when it
+// is neither.
 func familyOfIP(ip string) string {
 	a, err := netip.ParseAddr(ip)
-	switch {
-	case err != nil:
-		return ""
-	case a.Unmap().Is4():
+	if err != nil {
+		ap, err := netip.ParseAddrPort(ip)
+		if err != nil {
+			return ""
+		}
+		a = ap.Addr()
+	}
+	if a.Unmap().Is4() {
 		return "IPv4"
 	}
 	return "IPv6"

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/xml"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -247,5 +248,36 @@ func TestOpenMetricsIPFamilyLabelLadder(t *testing.T) {
 		if got[want] == "" {
 			t.Errorf("no sample %q among %v", want, got)
 		}
+	}
+}
+
+// A ladder over the pods' primary family (IPv4) through a Service whose primary ClusterIP is
+// IPv6: its plain svc-* figures are IPv6 (what the results say), its -v4 twins IPv4, never two
+// samples with the same labels.
+func TestOpenMetricsIPFamilyServiceOfTheOtherPrimary(t *testing.T) {
+	res := func(name, fam string) *v1alpha1.ProbeResult {
+		return &v1alpha1.ProbeResult{Name: name, Kind: v1alpha1.ProbeTCPRTT, IPFamily: fam}
+	}
+	fig := v1alpha1.Figure{Unit: report.UnitMicros, Median: 100}
+	r := report.LadderReport{IPFamily: "IPv4", Figures: []string{"tcp-rtt.p50", "svc-tcp-rtt.p50", "svc-tcp-rtt-v4.p50"},
+		Service: &v1alpha1.LadderService{ClusterIPs: []string{"fd00:10:96::1", "10.96.0.1"}},
+		Rungs: []v1alpha1.LadderRung{{Name: "same-node",
+			Results: []v1alpha1.LadderRound{{Probes: []*v1alpha1.ProbeResult{res("tcp-rtt", "IPv4"), res("svc-tcp-rtt", "IPv6"), res("svc-tcp-rtt-v4", "IPv4")}}},
+			Figures: map[string]v1alpha1.Figure{"tcp-rtt.p50": fig, "svc-tcp-rtt.p50": fig, "svc-tcp-rtt-v4.p50": fig}}}}
+	var out bytes.Buffer
+	if err := WriteLadderMetrics(&out, &r); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := DecodeOpenMetrics(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, m := range fams["netbench_latency_seconds"].GetMetric() {
+		l := MetricLabels(m)
+		got[l["probe"]+" "+l["ip_family"]]++
+	}
+	if want := map[string]int{"tcp-rtt IPv4": 1, "svc-tcp-rtt IPv6": 1, "svc-tcp-rtt IPv4": 1}; !maps.Equal(got, want) {
+		t.Errorf("samples %v, want %v", got, want)
 	}
 }

@@ -210,11 +210,12 @@ func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.Che
 // WriteDNSMetrics writes a DNS report as OpenMetrics text, labelled with the pod and resolver.
 func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 	common := endpointLabels("pod", r.Target)
+	ipf := ipFamilies{} // the nameserver's
 	if r.Result != nil && r.Result.DNSResult != nil {
-		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver},
-			[2]string{"ip_family", familyOfIP(r.Result.Nameserver)})
+		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver})
+		ipf.run = familyOfIP(r.Result.Nameserver)
 	}
-	return writeRunMetrics(w, r.FigureValues(), r.Checks, common, ipFamilies{})
+	return writeRunMetrics(w, r.FigureValues(), r.Checks, common, ipf)
 }
 
 // WriteLadderMetrics writes a ladder as OpenMetrics text: each rung's medians, labelled with the
@@ -222,9 +223,18 @@ func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 func WriteLadderMetrics(w io.Writer, r *report.LadderReport) error {
 	m := newMetricsWriter()
 	dst := endpointLabels("destination", r.Destination)
-	ipf := ipFamilies{run: r.IPFamily}
+	ipf := ipFamilies{own: map[string]string{}, run: r.IPFamily}
 	if r.Service != nil && len(r.Service.ClusterIPs) > 0 {
 		ipf.svc = familyOfIP(r.Service.ClusterIPs[0])
+	}
+	for _, rung := range r.Rungs {
+		for _, round := range rung.Results {
+			for _, p := range append(append([]*v1alpha1.ProbeResult{}, round.Probes...), round.AppPort...) {
+				if p != nil && p.IPFamily != "" {
+					ipf.own[p.Name] = p.IPFamily
+				}
+			}
+		}
 	}
 	for _, rung := range r.Rungs {
 		var fs []report.FigureValue

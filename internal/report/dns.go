@@ -36,6 +36,9 @@ func PlanDNSFixes(r *v1alpha1.DNSResult, owner, namespace string, options []DNSO
 		if conf.Queries > least && conf.AnsweredBy != "" {
 			f.Fix = fmt.Sprintf("look up %q (fully qualified, with the trailing dot)", resolvedName(*conf))
 			f.FixedQueries = least
+		} else if other := otherFamily(n, r.Config); conf.AnsweredBy == "" && other != nil && other.AnsweredBy != "" {
+			f.Fix = fmt.Sprintf("the name has no %s address (asking %s, %s answered): the application asks for a family the name does not have",
+				strings.Join(types, " or "), other.Label, other.AnsweredBy)
 		} else if conf.AnsweredBy == "" && conf.Queries > len(types) {
 			f.Fix = "the name does not resolve: every candidate was tried; fix the name"
 		}
@@ -90,6 +93,18 @@ func resolvedName(v v1alpha1.DNSVariant) string {
 		return v.ServerSearch
 	}
 	return v.AnsweredBy
+}
+
+// otherFamily is the what-if of another lookup family than c's, if the run made one.
+func otherFamily(n v1alpha1.DNSName, c v1alpha1.ResolverConfig) *v1alpha1.DNSVariant {
+	for _, f := range []string{v1alpha1.LookupBoth, v1alpha1.LookupIPv4, v1alpha1.LookupIPv6} {
+		if f != c.LookupFamily {
+			if v := variant(n, v1alpha1.LookupFamilyLabel(f)); v != nil {
+				return v
+			}
+		}
+	}
+	return nil
 }
 
 func variant(n v1alpha1.DNSName, label string) *v1alpha1.DNSVariant {

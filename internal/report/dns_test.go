@@ -49,3 +49,20 @@ func TestPlanDNSFixes(t *testing.T) {
 		t.Errorf("a pod without an owner got a patch: %+v", p)
 	}
 }
+
+// A lookup of one family (AAAA only) of a name that has an IPv4 address alone fails, but the
+// name exists: the fix says the application asks for a family the name lacks, not that the
+// name is wrong.
+func TestPlanDNSFixesOneFamily(t *testing.T) {
+	r := &probes.DNSResult{Config: resolver.Config{Ndots: 5, LookupFamily: resolver.LookupIPv6}, Names: []probes.DNSName{
+		{Name: "kubernetes.default", Variants: []probes.DNSVariant{
+			v("as configured", 5, 4, ""), v("trailing dot", 5, 1, ""), v("A and AAAA", 5, 4, "kubernetes.default.svc.cluster.local.")}},
+		{Name: "nothing.here", Variants: []probes.DNSVariant{
+			v("as configured", 5, 4, ""), v("trailing dot", 5, 1, ""), v("A and AAAA", 5, 8, "")}},
+	}}
+	fixes, _ := PlanDNSFixes(r, "", "shop", nil)
+	if len(fixes) != 2 || !strings.Contains(fixes[0].Fix, "no AAAA address (asking A and AAAA, kubernetes.default.svc.cluster.local. answered)") ||
+		fixes[1].Fix != "the name does not resolve: every candidate was tried; fix the name" {
+		t.Errorf("fixes %+v", fixes)
+	}
+}

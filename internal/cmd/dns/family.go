@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -28,7 +29,7 @@ func (o *DNSOptions) checkLookupFamily() error {
 // getaddrinfo with AI_ADDRCONFIG in a single-stack pod, sends); for lookups of one, both.
 func whatIfFamily(family string, podIPs []string) string {
 	if family != v1alpha1.LookupBoth {
-		return "both"
+		return probes.WhatIfBothFamilies
 	}
 	for _, ip := range podIPs {
 		if a, err := netip.ParseAddr(ip); err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // clusterIP is one of a Service's ClusterIPs; suffix ends its probes' names: none for the
@@ -49,7 +50,7 @@ func clusterIPs(svc *corev1.Service, family string) []clusterIP {
 
 // V4Suffix ends the names of the probes through an IPv6-primary dual-stack Service's IPv4
 // ClusterIP.
-const V4Suffix = "-v4"
+const V4Suffix = v1alpha1.IPv4ProbeSuffix
 
 // direct are the endpoint agents' own addresses by pod, of like's family: the spread probe's
 // handshakes straight to them are set beside those through the Service (the dataplane's cost

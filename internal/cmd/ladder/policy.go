@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/netpolicy"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
@@ -78,7 +79,7 @@ func (r *ladderRun) servicePolicy(ctx context.Context, sc *policyplan.Scope, cli
 	var b policyplan.Blocks
 	// Each probe through the ClusterIP of its family, judged at the pods' addresses of it.
 	for _, probe := range r.o.serviceProbes(sr) {
-		like := hostOf(probe.Address)
+		like := (agent.Job{}).TargetAddr(probe) // its ClusterIP
 		for _, p := range sr.pods {
 			port := targetPort(sr.port, p)
 			if v := sc.Check(sc.EndpointOf(cliPod, like), sc.EndpointOf(p, like), corev1.ProtocolTCP, port); !v.Allowed() {
@@ -143,15 +144,6 @@ func spreadBlockers(sc *policyplan.Scope, cliPod *corev1.Pod, families []netip.A
 		out = append(out, sc.FromAPIServer(p, port)...)
 	}
 	return text.Unique(out)
-}
-
-// hostOf is the IP address of a host:port ("" host: none, the pods' primary addresses).
-func hostOf(hostport string) netip.Addr {
-	ap, err := netip.ParseAddrPort(hostport)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr()
 }
 
 // spreadAllowance opens the endpoint agents' port for this run: ingress to the measured

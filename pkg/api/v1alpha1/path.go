@@ -69,6 +69,10 @@ type Endpoint struct {
 // tcp-1-v6); their IPv4 twins keep the plain names.
 const IPv6ProbeSuffix = "-v6"
 
+// IPv4ProbeSuffix ends the names of a ladder's probes through an IPv6-primary dual-stack
+// Service's IPv4 ClusterIP (svc-http-v4).
+const IPv4ProbeSuffix = "-v4"
+
 // PathClass says what the traffic crossed.
 type PathClass struct {
 	Class  string `json:"class"`

@@ -60,7 +60,11 @@ const (
 
 // LookupFamilyLabel names a lookup family's what-if: "A only", "AAAA only", "A and AAAA".
 func LookupFamilyLabel(f string) string {
-	return strings.Join(ResolverConfig{LookupFamily: f}.QueryTypes(), " and ") + map[bool]string{true: " only"}[f != LookupBoth]
+	label := strings.Join(ResolverConfig{LookupFamily: f}.QueryTypes(), " and ")
+	if f != LookupBoth {
+		label += " only"
+	}
+	return label
 }
 
 // QueryTypes are the query types one lookup sends for each candidate name, in the order the
