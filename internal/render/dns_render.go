@@ -52,24 +52,7 @@ func WriteDNS(w io.Writer, format string, r *report.DNSReport) error {
 			fmt.Fprintf(w, "  %d queries were counted but not grouped: the capture's bounds (%s) were reached\n", o.Overflow, "65536 open lookups, 4096 names")
 		}
 	}
-	asks := ""
-	if res.Config.LookupFamily != v1alpha1.LookupBoth {
-		asks = ", asking " + v1alpha1.LookupFamilyLabel(res.Config.LookupFamily) + " (--lookup-family " + res.Config.LookupFamily + ")"
-	}
-	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it%s (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, asks, res.Nameserver, res.Repeats)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tlookup as\tqueries\tNXDOMAIN\tamplification\tanswered by\tmin\tp50\tp90\tmax\t")
-	for _, n := range res.Names {
-		for _, v := range n.Variants {
-			ans := v.AnsweredBy
-			if ans == "" {
-				ans = "(not resolved)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f×\t%s\t%s\t%s\t%s\t%s\t\n", n.Name, v.Label, v.Queries, v.NXDomains, v.Amplification, ans,
-				report.Micros(v.Warm.MinMicros), report.Micros(v.Warm.P50Micros), report.Micros(v.Warm.P90Micros), report.Micros(v.Warm.MaxMicros))
-		}
-	}
-	tw.Flush()
+	writeVariants(w, res.DNSResult)
 	writeValidity(w, validityGroup{what: " (latencies)", results: []*v1alpha1.ProbeResult{{Name: "dns", Validity: r.Validity}}})
 	writeTruncation(w, res.DNSResult)
 	writeServerSearch(w, res.Names)
@@ -182,3 +165,25 @@ func writeObservedTCP(w io.Writer, o *v1alpha1.DNSObservation) {
 // Clean drops control characters (terminal escapes among them) from text the measured
 // application controls, such as its resolv.conf, before it is printed.
 func Clean(s string) string { return text.Clean(s) }
+
+// writeVariants writes each name's lookups as configured and its what-ifs.
+func writeVariants(w io.Writer, res *v1alpha1.DNSResult) {
+	asks := ""
+	if res.Config.LookupFamily != v1alpha1.LookupBoth {
+		asks = ", asking " + v1alpha1.LookupFamilyLabel(res.Config.LookupFamily) + " (--lookup-family " + res.Config.LookupFamily + ")"
+	}
+	fmt.Fprintf(w, "\nOne lookup per name, as the %s resolver walks it%s (queries sent for real to %s; warm latency over %d lookups, exact percentiles)\n", res.Resolver, asks, res.Nameserver, res.Repeats)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tlookup as\tqueries\tNXDOMAIN\tamplification\tanswered by\tmin\tp50\tp90\tmax\t")
+	for _, n := range res.Names {
+		for _, v := range n.Variants {
+			ans := v.AnsweredBy
+			if ans == "" {
+				ans = "(not resolved)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f×\t%s\t%s\t%s\t%s\t%s\t\n", n.Name, v.Label, v.Queries, v.NXDomains, v.Amplification, ans,
+				report.Micros(v.Warm.MinMicros), report.Micros(v.Warm.P50Micros), report.Micros(v.Warm.P90Micros), report.Micros(v.Warm.MaxMicros))
+		}
+	}
+	tw.Flush()
+}
