@@ -175,8 +175,10 @@ func faults(ns string) []hostileCase {
 		{"unknown context", []string{"path", "--context", "no-such-context", "-n", ns, "peer", "sts/db"}, "no-such-context"},
 		{"image cannot be pulled", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--image", "netbench.lab/INVALID:x", "--start-timeout", "20s"},
 			"cannot be pulled on node"},
+		// Either the kubelet has said it cannot pull the image within the 3 s, or the timeout
+		// says so first, naming the image to check (CI saw the kubelet slower than 3 s).
 		{"image never starts (start timeout)", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--image", "netbench.lab/absent:1", "--mode", "pod", "--start-timeout", "3s"},
-			"cannot be pulled"},
+			"netbench.lab/absent:1"},
 		{"app port closed", []string{"path", "-n", ns, "deploy/client", "sts/db", "--probes", "rtt", "--port", "9"},
 			"nothing accepts connections on " + ns + "/db-0 port 9"},
 		{"quota requires limits", []string{"path", "-n", ns + "-quota", "quota-client", "quota-server", "--mode", "pod", "--probes", "rtt"},
@@ -288,8 +290,7 @@ func noServices(t *testing.T, cs kubernetes.Interface, ns string) {
 // has gone): a server within 5 s (nobody renews its lease), a client within 10 s (nobody
 // hands it its job).
 func TestInterruptAtAnyMoment(t *testing.T) {
-	beside(t)
-	cs, ns := lab(t)
+	cs, ns := lab(t) // alone: it holds agents to their lifetimes in seconds
 	workloads(t, cs, ns)
 	for i := 0; i < 10; i++ {
 		after := time.Duration(i) * 300 * time.Millisecond
@@ -402,8 +403,7 @@ func interruptAfter(t *testing.T, after time.Duration, args ...string) (string, 
 // SIGKILL of the plugin in the middle of a TCP probe: nobody cleans up, yet both agents stop
 // soon: the server within 5 s (its lease runs out), the client within 10 s (it sees its server go).
 func TestPluginKilledAgentsStop(t *testing.T) {
-	beside(t)
-	cs, ns := lab(t)
+	cs, ns := lab(t) // alone: it holds agents to their lifetimes in seconds
 	workloads(t, cs, ns)
 	for _, mode := range []string{"ephemeral", "pod"} {
 		t.Run(mode, func(t *testing.T) {

@@ -106,8 +106,7 @@ func TestLadderZoneDelay(t *testing.T) {
 // policy refuses its client) and an interrupt in each phase leave no temporary pod behind and
 // stop the server agent.
 func TestLadderCleanup(t *testing.T) {
-	beside(t)
-	cs, ns := lab(t)
+	cs, ns := lab(t) // alone: it holds agents to their lifetimes in seconds
 	if _, err := cs.AppsV1().Deployments(ns).Create(context.Background(), deployment("api", "lab-b1", "netbench.lab/sample-app:1", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
