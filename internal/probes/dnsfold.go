@@ -51,6 +51,12 @@ type lookupFolder struct {
 	byName  map[string]*DNSObservedName
 	events  int
 
+	// first is the first event's time. A lookup already walking when the window opened shows
+	// up within idle of it at a later candidate of its name: fragments[X] names the name whose
+	// walk the lookup starting at candidate X so belongs to (see mergeFragments).
+	first     time.Time
+	fragments map[string]string
+
 	Overflow int
 }
 
@@ -58,7 +64,8 @@ func newLookupFolder(k resolver.Kind, c resolver.Config) *lookupFolder {
 	idle := time.Duration(max(c.TimeoutSeconds, 1)*max(c.Attempts, 1)) * time.Second
 	retry := time.Duration(max(c.TimeoutSeconds, 1)) * time.Second / 2
 	return &lookupFolder{k: k, c: c, idle: idle, retry: retry, index: map[string][]*lookup{},
-		pending: map[queryKey]*lookup{}, answers: map[string]resolver.Rcode{}, byName: map[string]*DNSObservedName{}}
+		pending: map[queryKey]*lookup{}, answers: map[string]resolver.Rcode{}, byName: map[string]*DNSObservedName{},
+		fragments: map[string]string{}}
 }
 
 type queryKey struct {
@@ -214,6 +221,12 @@ func (f *lookupFolder) start(name string, at time.Time) *lookup {
 	if len(l.cands) == 0 || l.cands[0] != name {
 		l.cands = []string{name}
 	}
+	if base == name && f.fragments[name] == "" {
+		if of, rest := f.midWalk(name, at); rest != nil {
+			l.cands = rest
+			f.noteFragment(base, of)
+		}
+	}
 	if len(l.cands) == 1 {
 		l.done = true
 	}
@@ -265,6 +278,9 @@ func (f *lookupFolder) unindex(key string, l *lookup) {
 // tick drops, every sweepEvery events, the lookups that have ended by silence or whose grace
 // is over, and the queries that will not be answered any more.
 func (f *lookupFolder) tick(at time.Time) {
+	if f.first.IsZero() {
+		f.first = at
+	}
 	if f.events++; f.events%sweepEvery != 0 {
 		return
 	}
@@ -308,6 +324,66 @@ func (f *lookupFolder) baseName(name string) string {
 	return name
 }
 
+// midWalk reports, for a query that may belong to a walk the window's opening cut, the name
+// whose walk it is a later step of and the candidates from it on; nil otherwise. It applies
+// only within idle of the window's start, and before that name has been seen starting a lookup of
+// its own: after that, the query is the application asking the candidate itself.
+func (f *lookupFolder) midWalk(name string, at time.Time) (string, []string) {
+	if at.Sub(f.first) > f.idle {
+		return "", nil
+	}
+	var bases []string
+	for _, s := range f.c.Search {
+		if b, ok := strings.CutSuffix(name, "."+strings.TrimSuffix(s, ".")+"."); ok {
+			bases = append(bases, b)
+		}
+	}
+	for _, b := range append(bases, strings.TrimSuffix(name, ".")) {
+		if st := f.byName[b]; st != nil && st.Lookups > 0 {
+			continue
+		}
+		cands := resolver.Candidates(f.k, f.c, b)
+		for i := 1; i < len(cands); i++ {
+			if cands[i] == name {
+				return b, cands[i:]
+			}
+		}
+	}
+	return "", nil
+}
+
+// noteFragment records the one cut walk the window's opening may show at candidate name; a
+// second lookup there is the application's own (when the name then has more lookups than
+// that one, it keeps its own entry).
+func (f *lookupFolder) noteFragment(name, of string) {
+	if len(f.fragments) < maxObservedName {
+		f.fragments[name] = of
+	}
+}
+
+// mergeFragments folds a name seen only as the window's cut-off walks into the name they were
+// walking, when the window also saw that name's own lookups (an application asking a later
+// candidate itself, such as an absolute name, keeps it as its own).
+func (f *lookupFolder) mergeFragments() {
+	for name, of := range f.fragments {
+		st, into := f.byName[name], f.byName[of]
+		if st == nil || into == nil || st.Lookups != 1 || into.Lookups == 0 {
+			// Lookups of its own at the candidate, or none of the name it was walking.
+			continue
+		}
+		into.Lookups += st.Lookups
+		into.Queries += st.Queries
+		into.NXDomains += st.NXDomains
+		into.Truncated += st.Truncated
+		into.TCPQueries += st.TCPQueries
+		if into.AnsweredBy == "" {
+			into.AnsweredBy = st.AnsweredBy
+		}
+		delete(f.byName, name)
+		delete(f.fragments, name)
+	}
+}
+
 func (f *lookupFolder) stat(base string) *DNSObservedName {
 	s := f.byName[base]
 	if s == nil {
@@ -329,6 +405,7 @@ func (f *lookupFolder) Names() []DNSObservedName {
 		}
 		return resolver.NXDomain
 	}
+	f.mergeFragments()
 	out := make([]DNSObservedName, 0, len(f.byName))
 	for _, s := range f.byName {
 		if s.Lookups > 0 {

@@ -149,6 +149,42 @@ func TestFoldLookupShapes(t *testing.T) {
 	}
 }
 
+// A walk the window's opening cut (its first candidates sent before the capture began) is one
+// lookup of the name it walks, not lookups of its later candidates; an application asking a
+// later candidate itself (an absolute name) keeps it as its own name.
+func TestFoldWindowOpensMidWalk(t *testing.T) {
+	cut := func(w *wire) {
+		for _, name := range []string{"example.com.svc.cluster.local.", "example.com.cluster.local.", "example.com."} {
+			for _, typ := range both {
+				w.id++
+				w.f.Query(w.at, w.id, name, typ)
+				w.tick(time.Millisecond)
+				w.f.Answer(w.at, w.id, name, typ, foldAnswer(name, typ))
+			}
+		}
+		w.tick(10 * time.Millisecond)
+	}
+	w := newWire(resolver.Glibc)
+	cut(w)
+	for i := 0; i < 3; i++ {
+		w.lookup("example.com", both, true)
+	}
+	got := byName(w.f.Names())
+	if n := got["example.com"]; len(got) != 1 || n.Lookups != 4 || n.Queries != 6+24 || n.AnsweredBy != "example.com." {
+		t.Errorf("a cut walk and 3 whole ones: %+v, want example.com alone with 4 lookups and 30 queries", got)
+	}
+
+	w = newWire(resolver.Glibc)
+	for i := 0; i < 3; i++ {
+		w.lookup("example.com.", both, true)
+	}
+	w.lookup("example.com", both, true)
+	got = byName(w.f.Names())
+	if got["example.com."].Lookups != 3 || got["example.com"].Lookups != 1 {
+		t.Errorf("3 lookups of the absolute name, then one of the relative: %+v", got)
+	}
+}
+
 // Whatever the traffic, the folder's memory stays bounded and what it leaves out is counted.
 func TestFoldBounded(t *testing.T) {
 	w := newWire(resolver.Glibc)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -161,7 +162,26 @@ func waitHints(t *testing.T, cs kubernetes.Interface, node, clusterIP string) {
 	if err != nil {
 		t.Fatal("the kube-dns EndpointSlice got no zone hints within 30 s")
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logSlices(t, cs)
+		}
+	})
 	waitServiceEndpoints(t, node, clusterIP, "udp", 53, 1)
+}
+
+// logSlices logs the kube-dns EndpointSlices' endpoints: address, node, conditions, hints.
+func logSlices(t *testing.T, cs kubernetes.Interface) {
+	sl, err := cs.DiscoveryV1().EndpointSlices("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kube-dns"})
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	for _, s := range sl.Items {
+		for _, e := range s.Endpoints {
+			t.Logf("slice %s: %v node %v ready %v serving %v terminating %v hints %+v", s.Name, e.Addresses, ptr.Deref(e.NodeName, ""), ptr.Deref(e.Conditions.Ready, false), ptr.Deref(e.Conditions.Serving, false), ptr.Deref(e.Conditions.Terminating, false), e.Hints)
+		}
+	}
 }
 
 func patchTrafficDistribution(t *testing.T, cs kubernetes.Interface, value string) {

@@ -474,7 +474,7 @@ func waitServiceEndpoints(t *testing.T, node, clusterIP, proto string, port, wan
 		case n == want:
 			return
 		case time.Now().After(deadline):
-			t.Fatalf("kube-proxy on %s sends %s %s/%d to %d endpoints after 30 s, want %d", node, clusterIP, proto, port, n, want)
+			t.Fatalf("kube-proxy on %s sends %s %s/%d to %d endpoints after 30 s, want %d; its last lines about the Service:\n%s", node, clusterIP, proto, port, n, want, strings.Join(proxyLinesAbout(node, clusterIP, 6), "\n"))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -487,4 +487,20 @@ func describe(r *agent.ProbeResult) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// proxyLinesAbout returns the last n lines kube-proxy on node logged about a ClusterIP (its
+// topology decisions are logged at the lab's verbosity), from the lab's log.
+func proxyLinesAbout(node, clusterIP string, n int) []string {
+	data, err := os.ReadFile("/var/lib/netbench-lab/logs/kube-proxy-" + node + ".log")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, `"`+clusterIP+":") {
+			out = append(out, line)
+		}
+	}
+	return out[max(0, len(out)-n):]
 }
