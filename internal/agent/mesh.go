@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // MaxMeshJob bounds one job a serving agent runs for a peer measurement (serve --jobs): the
@@ -74,9 +77,25 @@ func checkMeshJob(job Job, local net.Addr) error {
 		return fmt.Errorf("%w: port %d is not the agents' port %d", ErrNotAPeer, job.Port, own.Port)
 	}
 	for _, p := range job.Probes {
-		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" || p.Host != "" {
+		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" {
 			return fmt.Errorf("%w: probe %s is not one of %v against the peer", ErrNotAPeer, p.Label(), meshProbes)
 		}
+		if err := checkTwinHost(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTwinHost admits a probe's own host only for an IPv6 twin (named *-v6, the matrix's
+// --ip-family both): the peer's IPv6 address, a literal like the job's host.
+func checkTwinHost(p ProbeSpec) error {
+	if p.Host == "" {
+		return nil
+	}
+	ip := net.ParseIP(p.Host)
+	if ip == nil || ip.To4() != nil || !strings.HasSuffix(p.Label(), v1alpha1.IPv6ProbeSuffix) {
+		return fmt.Errorf("%w: probe %s aims at host %q: only an IPv6 twin (*%s) may, at an IPv6 address", ErrNotAPeer, p.Label(), p.Host, v1alpha1.IPv6ProbeSuffix)
 	}
 	return nil
 }

@@ -107,7 +107,8 @@ func TestMeshJobMeasuresAPeer(t *testing.T) {
 }
 
 // A mesh job aims only at a peer: an IP address on the agents' own port, with the matrix's
-// probes against it and nothing else; every other job is refused before it runs.
+// probes against it (an IPv6 twin at the peer's IPv6 address) and nothing else; every other job
+// is refused before it runs.
 func TestMeshJobRefusesNonPeers(t *testing.T) {
 	local := &net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 24930}
 	peer := func(mod func(*Job)) Job {
@@ -133,6 +134,16 @@ func TestMeshJobRefusesNonPeers(t *testing.T) {
 		}), local, "probe http-max is not one of"},
 		{"a DNS probe", peer(func(j *Job) { j.Probes = []ProbeSpec{{Kind: ProbeDNS, Names: []string{"x"}}} }), local, "probe dns is not one of"},
 		{"no local address", peer(nil), nil, "cannot tell its own port"},
+		{"an IPv6 twin at the peer's IPv6 address", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeICMP, Name: "icmp-v6", Count: 5, Host: "fd00::2"})
+		}), local, ""},
+		{"an IPv6 twin at a name", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCP, Name: "tcp-v6", DurationSeconds: 1, Host: "api.example.com"})
+		}), local, `probe tcp-v6 aims at host "api.example.com"`},
+		{"an IPv6 twin at an IPv4 address", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCP, Name: "tcp-v6", DurationSeconds: 1, Host: "10.9.9.9"})
+		}), local, `probe tcp-v6 aims at host "10.9.9.9"`},
+		{"a host of its own without being a twin", peer(func(j *Job) { j.Probes[2].Host = "fd00::9" }), local, `probe tcp aims at host "fd00::9"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,12 +31,7 @@ func writeFamilies(w io.Writer, r *report.PathReport) {
 		if !ok {
 			continue
 		}
-		diff := twin.Value - f.Value
-		rel := "—"
-		if f.Value != 0 {
-			rel = fmt.Sprintf("%+.1f %%", 100*diff/f.Value)
-		}
-		rows = append(rows, []string{f.Name, formatValue(f.Value, f.Unit), formatValue(twin.Value, f.Unit), signed(formatValue(diff, f.Unit), diff), rel})
+		rows = append(rows, []string{f.Name, formatValue(f.Value, f.Unit), formatValue(twin.Value, f.Unit), familyDiff(f.Value, twin.Value, f.Unit)})
 	}
 	if len(rows) == 0 {
 		return
@@ -45,9 +40,19 @@ func writeFamilies(w io.Writer, r *report.PathReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  FIGURE\tIPv4\tIPv6\tDIFFERENCE\t")
 	for _, row := range rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s (%s)\t\n", row[0], row[1], row[2], row[3], row[4])
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", row[0], row[1], row[2], row[3])
 	}
 	tw.Flush()
+}
+
+// familyDiff is IPv6's figure minus IPv4's, in unit and relative to IPv4's ("—" when that is 0).
+func familyDiff(v4, v6 float64, unit string) string {
+	diff := v6 - v4
+	rel := "—"
+	if v4 != 0 {
+		rel = fmt.Sprintf("%+.1f %%", 100*diff/v4)
+	}
+	return fmt.Sprintf("%s (%s)", signed(formatValue(diff, unit), diff), rel)
 }
 
 // signed puts a plus before a difference that is not negative (a negative one has its minus).

@@ -16,6 +16,8 @@ var matrixHTML string
 // htmlGrid is one heatmap: rows of cells in column order.
 type htmlGrid struct {
 	Axis string
+	// Family is said when the page has both families' grids.
+	Family string
 	Cols []string
 	Rows []htmlRow
 }
@@ -37,11 +39,23 @@ func WriteMatrixHTML(w io.Writer, r *report.MatrixReport) error {
 	if err != nil {
 		return err
 	}
+	grids := familyGrids(r, "")
+	if v6 := r.V6(); v6 != nil {
+		grids = append(familyGrids(r, "IPv4"), familyGrids(v6, "IPv6")...)
+	}
+	return t.Execute(w, map[string]any{"R": r, "Grids": grids})
+}
+
+// familyGrids are one family's heatmaps: by node (--scope nodes), then by zone.
+func familyGrids(r *report.MatrixReport, family string) []htmlGrid {
 	grids := []htmlGrid{gridOf("zone", r.Zones)}
 	if r.Scope == "nodes" {
 		grids = append([]htmlGrid{gridOf("node", r.NodeGrid)}, grids...)
 	}
-	return t.Execute(w, map[string]any{"R": r, "Grids": grids})
+	for i := range grids {
+		grids[i].Family = family
+	}
+	return grids
 }
 
 func gridOf(axis string, cells []report.MatrixCell) htmlGrid {

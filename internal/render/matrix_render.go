@@ -48,6 +48,7 @@ func WriteMatrix(w io.Writer, format string, r *report.MatrixReport, colour bool
 			return fmt.Sprintf("%s / %s (%d)", report.Micros(c.P50Micros), report.Micros(c.P99Micros), c.Pairs)
 		}, colour)
 	}
+	writeMatrixFamilies(w, r, colour)
 	writeNodeSummary(w, r.Summary, colour)
 	writeOutliers(w, r, colour)
 	writePolicy(w, r.Policy)
@@ -70,7 +71,10 @@ func writeMatrixHeader(w io.Writer, r *report.MatrixReport) {
 		scope += fmt.Sprintf(" of %d pairs", r.Plan.Sample)
 	}
 	fmt.Fprintf(w, "kubectl netbench matrix: %d nodes in %d zones (namespace %s), scope %s\n", len(r.Nodes), len(zones), r.Namespace, scope)
-	if r.IPFamily != "" {
+	switch {
+	case r.IPv6 != nil:
+		fmt.Fprintf(w, "IP families: IPv4 and IPv6 (each pair measured over both in one job; IPv6's figures named %s*)\n", report.MatrixV6Prefix)
+	case r.IPFamily != "":
 		fmt.Fprintf(w, "IP family: %s\n", r.IPFamily)
 	}
 	fmt.Fprintf(w, "%d pairs in %d rounds of up to %d at once; RTT from %s, %s round trips per pair\n",

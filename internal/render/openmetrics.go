@@ -283,6 +283,16 @@ func MetricLabels(m *dto.Metric) map[string]string {
 // with its source and destination zones, each pair's labelled with both nodes, and the checks.
 func WriteMatrixMetrics(w io.Writer, r *report.MatrixReport) error {
 	m := newMetricsWriter()
+	addMatrixCells(m, r)
+	if v6 := r.V6(); v6 != nil {
+		addMatrixCells(m, v6)
+	}
+	m.addChecks(r.Checks, [][2]string{{"namespace", r.Namespace}})
+	return m.write(w)
+}
+
+// addMatrixCells adds one family's zone cells and pairs, labelled with that family.
+func addMatrixCells(m *metricsWriter, r *report.MatrixReport) {
 	ipf := ipFamilies{run: r.IPFamily}
 	for _, c := range r.Zones {
 		common := [][2]string{{"cell", "zone"}, {"source_zone", c.From}, {"destination_zone", c.To}}
@@ -294,8 +304,6 @@ func WriteMatrixMetrics(w io.Writer, r *report.MatrixReport) error {
 			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common, ipf)
 		}
 	}
-	m.addChecks(r.Checks, [][2]string{{"namespace", r.Namespace}})
-	return m.write(w)
 }
 
 func cellFigures(probe string, p50, p99 float64, gbps *float64) []report.FigureValue {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -13,6 +14,45 @@ import (
 // called an outlier, nodeFactor the same for the median of a node's pairs (lower: a median
 // over many pairs moves less than one pair's figure).
 func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
+	if v6 := r.splitIPv6(); v6 != nil {
+		r.IPv6 = (*v1alpha1.MatrixReport)(v6)
+	}
+	if v6 := r.V6(); v6 != nil {
+		v6.build(factor, nodeFactor)
+	}
+	r.build(factor, nodeFactor)
+}
+
+// V6 is an --ip-family both run's IPv6 report (nil otherwise).
+func (r *MatrixReport) V6() *MatrixReport { return (*MatrixReport)(r.IPv6) }
+
+// splitIPv6 moves an --ip-family both run's IPv6 results (probes named *-v6) out of the pairs
+// into a report of their own, the same pairs over IPv6; nil when the pairs have none.
+func (r *MatrixReport) splitIPv6() *MatrixReport {
+	v6 := &MatrixReport{Scope: r.Scope, IPFamily: "IPv6", Plan: r.Plan, Nodes: r.Nodes, Pairs: make([]MatrixPair, len(r.Pairs))}
+	found := false
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		twin := MatrixPair{From: p.From, To: p.To, FromZone: p.FromZone, ToZone: p.ToZone, Error: p.Error}
+		var own []*v1alpha1.ProbeResult
+		for _, res := range p.Results {
+			if strings.HasSuffix(res.Name, v1alpha1.IPv6ProbeSuffix) {
+				twin.Results, found = append(twin.Results, res), true
+			} else {
+				own = append(own, res)
+			}
+		}
+		p.Results, v6.Pairs[i] = own, twin
+	}
+	if !found {
+		return nil
+	}
+	r.IPFamily = "IPv4"
+	return v6
+}
+
+// build fills one family's figures (see BuildMatrix).
+func (r *MatrixReport) build(factor, nodeFactor float64) {
 	r.Factor, r.NodeFactor, r.Outliers = factor, nodeFactor, nil
 	r.Probe = v1alpha1.ProbeICMP
 	for _, p := range r.Pairs {

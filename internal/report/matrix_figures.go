@@ -1,6 +1,14 @@
 package report
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// MatrixV6Prefix starts the names of an --ip-family both matrix's IPv6 figures
+// (v6.zone-a:zone-b.rtt.p50, v6.worst.rtt.p50); the plain names are IPv4's.
+const MatrixV6Prefix = "v6."
 
 // CellKey names a zone cell in figure names: FROM:TO, "none" for nodes without a zone label.
 func CellKey(from, to string) string { return zoneKey(from) + ":" + zoneKey(to) }
@@ -17,8 +25,9 @@ var matrixStats = []struct{ name, unit string }{{"rtt.p50", UnitMicros}, {"rtt.p
 
 // MatrixPlannedFigures names the figures a matrix over these zone pairs reports: per cell
 // FROM:TO.rtt.p50|p99 (and .tcp.gbps with throughput) and FROM:TO.valid, the worst same-zone,
-// cross-zone and overall cells' (same-zone.rtt.p50 …), outliers.count and valid.
-func MatrixPlannedFigures(cells [][2]string, throughput bool) map[string]string {
+// cross-zone and overall cells' (same-zone.rtt.p50 …), outliers.count and valid; with both
+// families, each again for IPv6 (MatrixV6Prefix).
+func MatrixPlannedFigures(cells [][2]string, throughput, bothFamilies bool) map[string]string {
 	out := map[string]string{"outliers.count": UnitCount}
 	add := func(key string) {
 		for _, s := range matrixStats {
@@ -39,12 +48,30 @@ func MatrixPlannedFigures(cells [][2]string, throughput bool) map[string]string 
 			add("cross-zone")
 		}
 	}
+	if bothFamilies {
+		for k, u := range out {
+			out[MatrixV6Prefix+k] = u
+		}
+	}
 	return out
 }
 
 // FigureValues lists the matrix's figures for --fail-if, diff and OpenMetrics: each zone cell's,
-// then the worst cell of each class and overall (aliases), then the number of outliers.
+// then the worst cell of each class and overall (aliases), then the number of outliers; with
+// both families, IPv6's after (named with MatrixV6Prefix, their probes with the -v6 suffix).
 func (r *MatrixReport) FigureValues() []FigureValue {
+	out := r.familyFigures()
+	if r.IPv6 != nil {
+		for _, f := range r.V6().familyFigures() {
+			f.Name, f.Probe = MatrixV6Prefix+f.Name, f.Probe+v1alpha1.IPv6ProbeSuffix
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// familyFigures are one family's figures (see FigureValues).
+func (r *MatrixReport) familyFigures() []FigureValue {
 	var out []FigureValue
 	worst := newWorstFigures()
 	for _, c := range r.Zones {

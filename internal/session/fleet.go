@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // RoleMesh is an agent of a fleet: it serves its peers and runs the jobs the plugin posts.
@@ -253,9 +254,13 @@ func (f *Fleet) WaitReady(ctx context.Context, timeout time.Duration, progress f
 // the fleet.
 var ErrNotAMember = errors.New("not a ready agent of this run")
 
+// ErrMemberFamily means the target agent has no address of the family a probe measures.
+var ErrMemberFamily = errors.New("no address of that family")
+
 // Run posts a job to the agent on node from, aimed at the agent on node to (the job's host and
-// port are set to that agent's, and the job may name no other target), and returns its results;
-// an error event of the job becomes the error.
+// port are set to that agent's, an IPv6 twin's (named *-v6) host to its IPv6 address, and the job
+// may name no other target), and returns its results; an error event of the job becomes the
+// error.
 func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*agent.ProbeResult, error) {
 	src, dst := f.Members[from], f.Members[to]
 	switch {
@@ -265,9 +270,15 @@ func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*age
 		return nil, fmt.Errorf("the agent on %s: %w", to, ErrNotAMember)
 	}
 	job.Host, job.Port = dst.IP, f.Spec.Port
-	for _, p := range job.Probes {
-		if p.Address != "" || p.URL != "" {
-			return nil, fmt.Errorf("probe %s aims at %s%s: %w", p.Label(), p.Address, p.URL, ErrNotAMember)
+	job.Probes = slices.Clone(job.Probes)
+	for i, p := range job.Probes {
+		if p.Address != "" || p.URL != "" || p.Host != "" {
+			return nil, fmt.Errorf("probe %s aims at %s%s%s: %w", p.Label(), p.Address, p.URL, p.Host, ErrNotAMember)
+		}
+		if strings.HasSuffix(p.Label(), v1alpha1.IPv6ProbeSuffix) {
+			if job.Probes[i].Host = familyIP(dst.IPs, "6"); job.Probes[i].Host == "" {
+				return nil, fmt.Errorf("probe %s: %w: the agent on %s has no IPv6 address (it has %s)", p.Label(), ErrMemberFamily, to, strings.Join(dst.IPs, ", "))
+			}
 		}
 	}
 	body, err := json.Marshal(job)

@@ -23,19 +23,23 @@ import (
 )
 
 // A job goes only from a ready member and only to a ready member: its host and port are the
-// target agent's whatever the caller set, and a probe of another address is refused; nothing
-// is posted for a refused job.
+// target agent's whatever the caller set, an IPv6 twin's its IPv6 address, and a probe of
+// another address is refused; nothing is posted for a refused job.
 func TestFleetJobsAimOnlyAtMembers(t *testing.T) {
 	members := func() map[string]*Member {
 		return map[string]*Member{
 			"a": {Node: "a", Pod: "pod-a", IP: "10.0.0.1", Ready: true},
-			"b": {Node: "b", Pod: "pod-b", IP: "10.0.0.2", Ready: true},
+			"b": {Node: "b", Pod: "pod-b", IP: "10.0.0.2", IPs: []string{"10.0.0.2", "fd00::2"}, Ready: true},
 			"c": {Node: "c", Pod: "pod-c", IP: "10.0.0.3", Problem: "starting (Pending)"},
 		}
 	}
 	job := agent.Job{APIVersion: agent.APIVersion, Host: "192.0.2.80", Port: 80, Probes: []agent.ProbeSpec{{Kind: agent.ProbeTCPRTT, Count: 5}}}
 	elsewhere := job
 	elsewhere.Probes = []agent.ProbeSpec{{Kind: agent.ProbeTCPRTT, Count: 5, Address: "192.0.2.80:80"}}
+	otherHost := job
+	otherHost.Probes = []agent.ProbeSpec{{Kind: agent.ProbeTCPRTT, Count: 5, Host: "192.0.2.80"}}
+	twins := job
+	twins.Probes = []agent.ProbeSpec{{Kind: agent.ProbeTCPRTT, Count: 5}, {Kind: agent.ProbeTCPRTT, Name: "tcp-rtt-v6", Count: 5}}
 	tests := []struct {
 		name     string
 		from, to string
@@ -48,6 +52,9 @@ func TestFleetJobsAimOnlyAtMembers(t *testing.T) {
 		{"to a node without a member", "a", "x", job, nil, ErrNotAMember},
 		{"from a member not ready", "c", "a", job, nil, ErrNotAMember},
 		{"a probe of another address", "a", "b", elsewhere, nil, ErrNotAMember},
+		{"a probe of another host", "a", "b", otherHost, nil, ErrNotAMember},
+		{"an IPv6 twin aims at the member's IPv6 address", "a", "b", twins, []string{"pod-a 10.0.0.2:24930 tcp-rtt-v6@fd00::2"}, nil},
+		{"an IPv6 twin to a member without one", "b", "a", twins, nil, ErrMemberFamily},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +65,13 @@ func TestFleetJobsAimOnlyAtMembers(t *testing.T) {
 				if err := json.Unmarshal(body, &j); err != nil {
 					t.Fatal(err)
 				}
-				posted = append(posted, pod+" "+text.JoinHostPort(j.Host, j.Port))
+				post := pod + " " + text.JoinHostPort(j.Host, j.Port)
+				for _, p := range j.Probes {
+					if p.Host != "" {
+						post += " " + p.Label() + "@" + p.Host
+					}
+				}
+				posted = append(posted, post)
 				var out strings.Builder
 				agent.NewEmitter(&out).Emit(agent.Event{Type: agent.EventProgress, Message: "measured"})
 				return []byte(out.String()), nil

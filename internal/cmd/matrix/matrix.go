@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 )
 
@@ -47,7 +48,7 @@ type MatrixOptions struct {
 	Port              int
 	AllowPolicy       bool
 	// IPFamily is --ip-family: the agents measure each other's address of that family (4 or 6;
-	// "" the pods' primary).
+	// "" the pods' primary), or each of both, side by side (both).
 	IPFamily string
 
 	// portGiven says --agent-port was set (the policy check leaves it as it is).
@@ -122,8 +123,8 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 	f.Float64Var(&o.OutlierFactor, "outlier-factor", o.OutlierFactor, "a pair is an outlier when its p50 or p99 is this many times the same cell's other pairs' (1.05-100)")
 	f.Float64Var(&o.NodeFactor, "node-outlier-factor", o.NodeFactor, "a node is an outlier when its pairs are, by the median, this many times the same cells' other pairs (1.05-100)")
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
-	f.StringVar(&o.IPFamily, "ip-family", "", "address family the agents measure each other over on a dual-stack cluster: 4 or 6 (default: the pods' primary)")
-	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion("4", "6"))
+	f.StringVar(&o.IPFamily, "ip-family", "", "address family the agents measure each other over on a dual-stack cluster: 4, 6, or both (each in the same jobs, side by side; IPv6's figures named v6.*); default: the pods' primary")
+	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion("4", "6", path.FamilyBoth))
 	f.BoolVar(&o.AllowPolicy, "allow-policy", false, "where NetworkPolicies block the agents, create a temporary one that lets exactly this run's agents reach each other and the API server reach their port (deleted at the end)")
 	o.AddFlags(cmd)
 	cmd.ValidArgsFunction = nil
@@ -145,11 +146,9 @@ func (o *MatrixOptions) Validate(cmd *cobra.Command) error {
 		return err
 	}
 	switch o.IPFamily {
-	case "", "4", "6":
-	case "both":
-		return fmt.Errorf("--ip-family both: the matrix measures one family per run; run it with --ip-family 4 and again with --ip-family 6")
+	case "", "4", "6", path.FamilyBoth:
 	default:
-		return fmt.Errorf("--ip-family %q: want 4 or 6 (default: the pods' primary family)", o.IPFamily)
+		return fmt.Errorf("--ip-family %q: want 4, 6 or both (default: the pods' primary family)", o.IPFamily)
 	}
 	sel, err := labels.Parse(o.NodeSelector)
 	if err != nil {
@@ -204,6 +203,9 @@ func (o *MatrixOptions) job(ip string) agent.Job {
 	probes := []agent.ProbeSpec{{Kind: agent.ProbeICMP, Count: o.Count, IntervalMillis: ms}, {Kind: agent.ProbeTCPRTT, Count: o.Count, IntervalMillis: ms}}
 	if o.Throughput > 0 {
 		probes = append(probes, agent.ProbeSpec{Kind: agent.ProbeTCP, Name: "tcp", Streams: 1, DurationSeconds: o.Throughput.Seconds()})
+	}
+	if o.IPFamily == path.FamilyBoth {
+		probes = path.TwinV6(probes, "") // the fleet aims them at the server agent's IPv6 address
 	}
 	return agent.Job{APIVersion: agent.APIVersion, Host: ip, Port: o.Port, Probes: probes}
 }

@@ -54,7 +54,11 @@ func (o *MatrixOptions) Run(ctx context.Context) error {
 func newMatrixReport(o *MatrixOptions, start time.Time) *report.MatrixReport {
 	r := &report.MatrixReport{APIVersion: report.APIVersion, Kind: "MatrixReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Namespace: o.Namespace, Scope: o.Scope}
-	if o.IPFamily != "" {
+	switch o.IPFamily {
+	case "":
+	case path.FamilyBoth:
+		r.IPFamily = "IPv4" // and IPv6 in r.IPv6
+	default:
 		r.IPFamily = "IPv" + o.IPFamily
 	}
 	return r
@@ -138,8 +142,13 @@ func (r *matrixRun) Plan(ctx context.Context) error {
 // single-stack cluster, or a node pool without it), before anything is created.
 func (o *MatrixOptions) checkFamily(nodes []placement.Node) error {
 	for _, n := range nodes {
-		if (o.IPFamily == "6" && !n.IPv6) || (o.IPFamily == "4" && !n.IPv4) {
-			return fmt.Errorf("--ip-family %s: node %s has no IPv%s pod range or InternalIP: the cluster is not dual-stack there (leave it out with --nodes or --zones)", o.IPFamily, n.Name, o.IPFamily)
+		for _, fam := range []struct {
+			name string
+			has  bool
+		}{{"4", n.IPv4}, {"6", n.IPv6}} {
+			if (o.IPFamily == fam.name || o.IPFamily == path.FamilyBoth) && !fam.has {
+				return fmt.Errorf("--ip-family %s: node %s has no IPv%s pod range or InternalIP: the cluster is not dual-stack there (leave it out with --nodes or --zones)", o.IPFamily, n.Name, fam.name)
+			}
 		}
 	}
 	return nil
@@ -210,7 +219,7 @@ func (r *matrixRun) PlannedFigures() map[string]string {
 			cells = append(cells, k)
 		}
 	}
-	return report.MatrixPlannedFigures(cells, r.o.Throughput > 0)
+	return report.MatrixPlannedFigures(cells, r.o.Throughput > 0, r.o.IPFamily == path.FamilyBoth)
 }
 
 // WritePlan prints the plan of a dry run in words: the pairs round by round, then its size.
@@ -239,7 +248,7 @@ func (r *matrixRun) startFleet(ctx context.Context) error {
 		len(nodes), "netbench", r.sess.RunID, session.RoleMesh, o.Namespace, session.FleetLeasePeriod, lifetime.Round(time.Second))
 	var err error
 	r.fleet, err = r.sess.StartFleet(ctx, session.FleetSpec{Namespace: o.Namespace, Nodes: nodes, Hostnames: hostnames, Tolerations: r.tolerations,
-		Port: o.Port, Lifetime: lifetime, Lease: session.FleetLeasePeriod, IPFamily: o.IPFamily})
+		Port: o.Port, Lifetime: lifetime, Lease: session.FleetLeasePeriod, IPFamily: fleetFamily(o.IPFamily)})
 	if err != nil {
 		return err
 	}
@@ -248,6 +257,15 @@ func (r *matrixRun) startFleet(ctx context.Context) error {
 			o.Progress("agents ready: %d/%d", ready, total)
 		}
 	})
+}
+
+// fleetFamily is the family of the members' addresses jobs aim at: both families' jobs aim at
+// IPv4, their IPv6 twins at the member's IPv6 address (session.Fleet.Run).
+func fleetFamily(v string) string {
+	if v == path.FamilyBoth {
+		return path.Family4
+	}
+	return v
 }
 
 // MaxMatrixLifetime caps the agents' lifetime whatever the plan: their not-after time is at

@@ -36,6 +36,10 @@ type MatrixReport struct {
 	// Factor is --outlier-factor (pairs), NodeFactor --node-outlier-factor (nodes).
 	Factor     float64 `json:"outlierFactor"`
 	NodeFactor float64 `json:"nodeOutlierFactor"`
+	// IPv6 is, with --ip-family both, the same pairs measured over IPv6 in the same jobs (each
+	// IPv6 probe right after its IPv4 twin): its pairs, cells, outliers and node summary; the
+	// report itself is then IPv4's.
+	IPv6 *MatrixReport `json:"ipv6,omitempty"`
 }
 
 // MatrixPlan is the plan as it was printed before the run.

@@ -1,0 +1,88 @@
+package report
+
+import (
+	"testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// An --ip-family both matrix's pairs carry both families' results in one job; the report's
+// cells are IPv4's, its IPv6 twin's cells IPv6's, and every figure of both families is named
+// (v6.*, probe icmp-v6) and was planned, so gates on it are accepted before the run.
+func TestMatrixBothFamilies(t *testing.T) {
+	rtt := func(name string, p50 float64) *v1alpha1.ProbeResult {
+		return &v1alpha1.ProbeResult{Name: name, Kind: v1alpha1.ProbeICMP, RTT: &v1alpha1.RTTResult{Received: 10, RTT: v1alpha1.Latency{Count: 10, P50Micros: p50, P99Micros: 2 * p50}}}
+	}
+	pair := func(from, to, fz, tz string, v4, v6 float64) MatrixPair {
+		return MatrixPair{From: from, To: to, FromZone: fz, ToZone: tz, Results: []*v1alpha1.ProbeResult{rtt("icmp", v4), rtt("icmp-v6", v6)}}
+	}
+	r := &MatrixReport{Scope: "zones", Pairs: []MatrixPair{
+		pair("a1", "a2", "zone-a", "zone-a", 100, 110),
+		pair("a1", "b1", "zone-a", "zone-b", 4000, 4100),
+		pair("a2", "b2", "zone-a", "zone-b", 4200, 4300),
+	}}
+	r.BuildMatrix(2, 1.5)
+	v6 := r.V6()
+	if v6 == nil || r.IPFamily != "IPv4" || v6.IPFamily != "IPv6" {
+		t.Fatalf("families %q and %+v", r.IPFamily, v6)
+	}
+	for i, p := range r.Pairs {
+		if len(p.Results) != 1 || p.Results[0].Name != "icmp" || len(v6.Pairs[i].Results) != 1 || v6.Pairs[i].Results[0].Name != "icmp-v6" {
+			t.Errorf("pair %d: IPv4 results %v, IPv6 results %v", i, p.Results, v6.Pairs[i].Results)
+		}
+	}
+	figs := Figures(r.FigureValues())
+	for name, want := range map[string]float64{
+		"zone-a:zone-b.rtt.p50": 4100, "v6.zone-a:zone-b.rtt.p50": 4200,
+		"zone-a:zone-a.rtt.p50": 100, "v6.zone-a:zone-a.rtt.p50": 110, "v6.cross-zone.rtt.p50": 4200,
+	} {
+		if got, ok := figs[name]; !ok || got.Value != want {
+			t.Errorf("%s = %+v (found %v), want %v", name, got, ok, want)
+		}
+	}
+	for _, f := range r.FigureValues() {
+		if f.Name == "v6.zone-a:zone-b.rtt.p50" && f.Probe != "icmp-v6" {
+			t.Errorf("IPv6 cell's probe %q, want icmp-v6", f.Probe)
+		}
+	}
+	planned := MatrixPlannedFigures([][2]string{{"zone-a", "zone-a"}, {"zone-a", "zone-b"}}, false, true)
+	for _, f := range r.FigureValues() {
+		if _, ok := planned[f.Name]; !ok {
+			t.Errorf("%s is reported but not planned", f.Name)
+		}
+	}
+	// Built again (a report read back): the same figures.
+	r.BuildMatrix(2, 1.5)
+	if got := Figures(r.FigureValues())["v6.zone-a:zone-b.rtt.p50"]; got.Value != 4200 {
+		t.Errorf("rebuilt: %+v", got)
+	}
+}
+
+// The Service's path is set against the path to DST's pod IP of its own family: with an
+// IPv6-primary Service beside IPv4-primary pods, svc.vs-dst-* subtracts the pods' IPv6 figure
+// and svc-v4.vs-dst-* the IPv4 one; without families, twins pair by name.
+func TestServiceVsDSTPerFamily(t *testing.T) {
+	rtt := func(name, fam string, p50 float64) *v1alpha1.ProbeResult {
+		return &v1alpha1.ProbeResult{Name: name, Kind: v1alpha1.ProbeTCPRTT, IPFamily: fam, RTT: &v1alpha1.RTTResult{Received: 10, RTT: v1alpha1.Latency{Count: 10, P50Micros: p50}}}
+	}
+	results := []*v1alpha1.ProbeResult{
+		rtt("svc-tcp-rtt", "IPv6", 500), rtt("svc-tcp-rtt-v4", "IPv4", 400),
+		rtt("app-tcp-rtt", "IPv4", 300), rtt("app-tcp-rtt-v6", "IPv6", 350),
+	}
+	figs := Figures(ProbeFigures(results))
+	for name, want := range map[string]float64{"svc.vs-dst-tcp-rtt.p50": 150, "svc-v4.vs-dst-tcp-rtt.p50": 100} {
+		if got, ok := figs[name]; !ok || got.Value != want {
+			t.Errorf("%s = %+v (found %v), want %v", name, got, ok, want)
+		}
+	}
+	for _, r := range results {
+		r.IPFamily = ""
+	}
+	figs = Figures(ProbeFigures(results))
+	if got := figs["svc.vs-dst-tcp-rtt.p50"]; got.Value != 200 {
+		t.Errorf("without families: svc.vs-dst-tcp-rtt.p50 = %+v, want svc-tcp-rtt − app-tcp-rtt = 200", got)
+	}
+	if _, ok := figs["svc-v4.vs-dst-tcp-rtt.p50"]; ok {
+		t.Error("without families: svc-v4.vs-dst-tcp-rtt.p50 has no twin to pair with")
+	}
+}

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// matrix --ip-family both with the zone delay on: every pair is measured over IPv4 and IPv6 in
+// one job, the report's node cells are IPv4's and its ipv6 twin's IPv6's, each within reach of
+// iputils ping -4 / ping -6 between pods on the same two nodes; the human report sets the two
+// side by side and OpenMetrics labels each cell with its family.
+func TestMatrixBothFamilies(t *testing.T) {
+	cs, ns := lab(t)
+	labScript(t, "delay", "300us", "2ms")
+	t.Cleanup(func() { labScript(t, "delay", "off") })
+	three := []string{"lab-a1", "lab-b1", "lab-b2"}
+	args := []string{"-n", ns, "--scope", "nodes", "--nodes", "kubernetes.io/hostname!=lab-a2", "--ip-family", "both"}
+	r := matrixJSON(t, args...)
+	if r.IPv6 == nil || r.IPFamily != "IPv4" || r.IPv6.IPFamily != "IPv6" || len(r.NodeGrid) != 6 || len(r.IPv6.NodeGrid) != 6 {
+		t.Fatalf("families %q / %+v, %d node cells: want IPv4's and IPv6's 3 × 3 node matrices", r.IPFamily, r.IPv6, len(r.NodeGrid))
+	}
+	for _, p := range r.IPv6.Pairs {
+		if p.Error != "" || p.Samples < 48 {
+			t.Errorf("IPv6 pair %s → %s: %d samples, error %q", p.From, p.To, p.Samples, p.Error)
+		}
+	}
+	for _, p := range r.Pairs {
+		for _, res := range p.Results {
+			if strings.HasSuffix(res.Name, "-v6") {
+				t.Errorf("pair %s → %s: an IPv6 result %s among IPv4's", p.From, p.To, res.Name)
+			}
+		}
+	}
+	nothingLeft(t, cs, ns)
+
+	ips, netns := pingers(t, cs, ns, three...)
+	ip6 := map[string]string{}
+	for _, n := range three {
+		p := waitPod(t, cs, ns, "ping-"+n, 60*time.Second, "running", running)
+		if ip6[n] = familyIP(*p, true); ip6[n] == "" {
+			t.Fatalf("pod ping-%s has no IPv6 address (%v): this test needs the dual-stack lab", n, p.Status.PodIPs)
+		}
+	}
+	for fam, grid := range map[string][]v1alpha1.MatrixCell{"IPv4": r.NodeGrid, "IPv6": r.IPv6.NodeGrid} {
+		for _, c := range grid {
+			dst := ips[c.To]
+			if fam == "IPv6" {
+				dst = ip6[c.To]
+			}
+			ping := pingMedian(t, netns[c.From], dst, 50, "0.01")
+			t.Logf("%s %s → %s: matrix p50 %.0f µs, ping median %.0f µs", fam, c.From, c.To, c.P50Micros, ping)
+			if math.Abs(c.P50Micros-ping) > pingBound(ping) {
+				t.Errorf("%s %s → %s: matrix p50 %.0f µs, ping median %.0f µs on the same pod path: more than 5 %% + 150 µs apart", fam, c.From, c.To, c.P50Micros, ping)
+			}
+		}
+	}
+
+	// The human report of a zone matrix of both families, gated on an IPv6 figure.
+	out, stderr, err := netbench(t, "matrix", "-n", ns, "--pairs-per-cell", "1", "--ip-family", "both", "--fail-if", "v6.cross-zone.rtt.p50 > 1s")
+	if err != nil {
+		t.Fatalf("matrix --ip-family both: %v\n%s", err, stderr)
+	}
+	t.Logf("report:\n%s", out)
+	for _, want := range []string{"IP families: IPv4 and IPv6", "IPv4 and IPv6 side by side, by zone", "zone-a → zone-b", "ok     v6.cross-zone.rtt.p50 > 1s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the human report lacks %q", want)
+		}
+	}
+	nothingLeft(t, cs, ns)
+}
