@@ -18,8 +18,8 @@ type htmlGrid struct {
 	Axis string
 	// Family is said when the page has both families' grids.
 	Family string
-	Cols []string
-	Rows []htmlRow
+	Cols   []string
+	Rows   []htmlRow
 }
 
 type htmlRow struct {
