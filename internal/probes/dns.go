@@ -362,7 +362,7 @@ func DNSAmplification(ctx context.Context, spec DNSSpec) (*DNSResult, error) {
 		res.Names = append(res.Names, out)
 	}
 	if len(spec.Replicas) > 0 {
-		res.ReplicaView = timeReplicas(ctx, d.c, spec.Config.Nameservers[0], spec.Replicas, replicaQuery(res), spec.Repeats)
+		res.ReplicaView = timeReplicas(ctx, d.c, spec.Config.Nameservers[0], spec.Replicas, replicaQuery(res), spec.Config.QueryTypes()[0], spec.Repeats)
 	}
 	if spec.Race > 0 && len(spec.Config.QueryTypes()) > 1 { // one type per lookup: nothing to race
 		res.Race = runRace(ctx, spec.Resolver, spec.Config, server, replicaQuery(res), min(spec.Race, MaxRaceLookups))

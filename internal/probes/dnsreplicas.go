@@ -26,16 +26,16 @@ const MaxDNSReplicas = 64
 // maxSilent is how many queries in a row a server that never answered may leave unanswered.
 const maxSilent = 3
 
-// timeReplicas asks the nameserver and every replica for query repeats times each, one query at a
+// timeReplicas asks the nameserver and every replica for query (of type qtype) repeats times each, one query at a
 // time, going round the servers so that drift hits them alike; the first round warms the caches
 // and is not counted. A server that has not answered maxSilent queries in a row, and never
 // answered, is not asked again (a replica a NetworkPolicy hides would cost a timeout per round).
-func timeReplicas(ctx context.Context, c *dns.Client, nameserver string, replicas []DNSReplica, query string, repeats int) *DNSReplicaView {
+func timeReplicas(ctx context.Context, c *dns.Client, nameserver string, replicas []DNSReplica, query, qtype string, repeats int) *DNSReplicaView {
 	servers := append([]DNSReplica{{Address: nameserver}}, replicas...)
 	samples := make([][]time.Duration, len(servers))
 	errs := make([]int, len(servers))
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(query), dns.TypeA)
+	m.SetQuestion(dns.Fqdn(query), dns.StringToType[qtype])
 	m.RecursionDesired = true
 	for round := 0; round <= repeats && ctx.Err() == nil; round++ {
 		for i, s := range servers {
@@ -52,7 +52,7 @@ func timeReplicas(ctx context.Context, c *dns.Client, nameserver string, replica
 			}
 		}
 	}
-	view := &DNSReplicaView{Query: dns.Fqdn(query)}
+	view := &DNSReplicaView{Query: dns.Fqdn(query), QueryType: qtype}
 	for i, s := range servers {
 		l := DNSReplicaLatency{DNSReplica: s, Latency: LatencyFromSamples(samples[i]), Errors: errs[i]}
 		if i == 0 {

@@ -68,7 +68,7 @@ func TestTimeReplicas(t *testing.T) {
 	slept := dnsServer(t, "127.0.0.4", 2*time.Millisecond)
 	c := &dns.Client{Net: "udp", Timeout: 100 * time.Millisecond}
 	replicas := []DNSReplica{{Address: "127.0.0.3", Zone: "zone-a"}, {Address: "127.0.0.4", Zone: "zone-b"}, {Address: "127.0.0.5", Zone: "zone-c"}}
-	v := timeReplicas(context.Background(), c, "127.0.0.2", replicas, "kubernetes.default.svc.cluster.local", 20)
+	v := timeReplicas(context.Background(), c, "127.0.0.2", replicas, "kubernetes.default.svc.cluster.local", "A", 20)
 	if v.Query != "kubernetes.default.svc.cluster.local." || v.Nameserver.Address != "127.0.0.2" || len(v.Replicas) != 3 {
 		t.Fatalf("view %+v", v)
 	}
@@ -84,6 +84,34 @@ func TestTimeReplicas(t *testing.T) {
 	}
 	if dead.Errors != 3 || dead.Latency.Count != 0 || far.Zone != "zone-b" {
 		t.Errorf("dead replica %+v, far %+v", dead, far)
+	}
+}
+
+// The replicas are asked the type the application's lookups ask first: AAAA for a lookup of
+// IPv6 addresses alone (--lookup-family 6), A otherwise.
+func TestTimeReplicasAsksTheLookupsType(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: DNS servers on port 53 of loopback addresses")
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	serveDNS(t, "127.0.0.6", "udp", func(w dns.ResponseWriter, r *dns.Msg) {
+		mu.Lock()
+		asked[dns.TypeToString[r.Question[0].Qtype]]++
+		mu.Unlock()
+		m := new(dns.Msg)
+		m.SetReply(r)
+		_ = w.WriteMsg(m)
+	})
+	c := &dns.Client{Net: "udp", Timeout: 100 * time.Millisecond}
+	for _, qtype := range []string{"AAAA", "A"} {
+		v := timeReplicas(context.Background(), c, "127.0.0.6", nil, "kubernetes.default.svc.cluster.local", qtype, 5)
+		mu.Lock()
+		if v.QueryType != qtype || asked[qtype] != 6 || len(asked) != 1 {
+			t.Errorf("asked for %s: the view says %q, the server saw %v (want 6 %s, the warm-up with them)", qtype, v.QueryType, asked, qtype)
+		}
+		clear(asked)
+		mu.Unlock()
 	}
 }
 

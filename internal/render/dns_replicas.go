@@ -21,7 +21,11 @@ func writeDNSService(w io.Writer, r *report.DNSReport) {
 	}
 	fmt.Fprintf(w, "\nNameserver replicas: Service %s/%s (%s), %d ready, this pod in %s\n", s.Namespace, s.Name, s.ClusterIP, s.ReadyReplicas, orUnknown(s.PodZone))
 	if v := r.Result.ReplicaView; v != nil {
-		fmt.Fprintf(w, "  %s A asked of each directly, in turns (warm, exact percentiles over %d answers each)\n", v.Query, r.Result.Repeats)
+		qtype := v.QueryType
+		if qtype == "" {
+			qtype = "A" // reports made before the type was said
+		}
+		fmt.Fprintf(w, "  %s %s asked of each directly, in turns (warm, exact percentiles over %d answers each)\n", v.Query, qtype, r.Result.Repeats)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  server\taddress\tnode\tzone\tfrom this pod\tp50\tp90\tmax\tno answer\t")
 		ns, label := v.Nameserver, "the Service"
@@ -76,3 +80,4 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+

@@ -281,3 +281,37 @@ func TestOpenMetricsIPFamilyServiceOfTheOtherPrimary(t *testing.T) {
 		t.Errorf("samples %v, want %v", got, want)
 	}
 }
+
+// A DNS report's samples say what one lookup asks: query_types A,AAAA, or the one type of
+// --lookup-family.
+func TestDNSMetricsSayTheQueryTypes(t *testing.T) {
+	data, err := os.ReadFile("testdata/dns-glibc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for family, want := range map[string]string{"": "A,AAAA", "6": "AAAA", "4": "A"} {
+		var r report.DNSReport
+		mustDecode(t, data, &r)
+		r.Result.Config.LookupFamily = family
+		var out bytes.Buffer
+		if err := WriteDNS(&out, FormatOpenMetrics, &r); err != nil {
+			t.Fatal(err)
+		}
+		fams, err := DecodeOpenMetrics(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range fams {
+			for _, m := range mf.Metric {
+				if l := MetricLabels(m); mf.GetName() != "netbench_check_violated" && l["query_types"] != want {
+					t.Errorf("lookup family %q: %s %v, want query_types %q", family, mf.GetName(), l, want)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("lookup family %q: no samples", family)
+		}
+	}
+}

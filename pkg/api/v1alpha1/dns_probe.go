@@ -100,8 +100,10 @@ type DNSReplicaLatency struct {
 // DNSReplicaView is the same query asked of the nameserver and of each replica behind it, in
 // turns, with caches warm.
 type DNSReplicaView struct {
-	// Query is the name asked (type A): the first name's answering candidate.
+	// Query is the name asked: the first name's answering candidate; QueryType its type, the
+	// first the application's lookups ask (A, or AAAA for --lookup-family 6; absent: A).
 	Query      string              `json:"query"`
+	QueryType  string              `json:"queryType,omitempty"`
 	Nameserver DNSReplicaLatency   `json:"nameserver"`
 	Replicas   []DNSReplicaLatency `json:"replicas"`
 }
