@@ -80,4 +80,3 @@ func orUnknown(s string) string {
 	}
 	return s
 }
-

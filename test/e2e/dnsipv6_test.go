@@ -107,6 +107,9 @@ func TestDNSLookupOfOneFamily(t *testing.T) {
 					t.Errorf("%s: the what-if of A and AAAA sends %d, want twice AAAA alone's %d", o.Name, both, model)
 				}
 			}
+			if v := r.Result.ReplicaView; v == nil || v.QueryType != "AAAA" || v.Nameserver.Latency.Count == 0 {
+				t.Errorf("the replicas' view: %+v, want them asked AAAA, as the application asks", v)
+			}
 			for _, n := range r.Result.Names {
 				for _, q := range n.Timeline {
 					if q.Type != "AAAA" {
