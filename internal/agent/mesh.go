@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,9 @@ const MaxMeshJob = 60 * time.Second
 
 // meshProbes are the probes a mesh job may run: the matrix's.
 var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP}
+
+// maxMeshProbes bounds a mesh job's probes: the matrix's three, each with its IPv6 twin.
+const maxMeshProbes = 2 * 3
 
 // ErrNotAPeer means a mesh job aimed at something that cannot be an agent of the run.
 var ErrNotAPeer = errors.New("a mesh job measures only agents of its run")
@@ -73,9 +77,14 @@ func checkMeshJob(job Job, local net.Addr) error {
 		return fmt.Errorf("%w: this agent cannot tell its own port", ErrNotAPeer)
 	case net.ParseIP(job.Host) == nil:
 		return fmt.Errorf("%w: host %q is not an IP address", ErrNotAPeer, job.Host)
+	case !peerAddress(net.ParseIP(job.Host)):
+		return fmt.Errorf("%w: host %s is not a unicast address a pod can have", ErrNotAPeer, job.Host)
+	case len(job.Probes) > maxMeshProbes:
+		return fmt.Errorf("%w: %d probes, the matrix's are at most %d", ErrNotAPeer, len(job.Probes), maxMeshProbes)
 	case job.Port != own.Port:
 		return fmt.Errorf("%w: port %d is not the agents' port %d", ErrNotAPeer, job.Port, own.Port)
 	}
+	twinHost := ""
 	for _, p := range job.Probes {
 		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" {
 			return fmt.Errorf("%w: probe %s is not one of %v against the peer", ErrNotAPeer, p.Label(), meshProbes)
@@ -83,18 +92,28 @@ func checkMeshJob(job Job, local net.Addr) error {
 		if err := checkTwinHost(p); err != nil {
 			return err
 		}
+		if p.Host != "" && twinHost != "" && p.Host != twinHost {
+			return fmt.Errorf("%w: probes aim at %s and %s: the peer has one IPv6 address", ErrNotAPeer, twinHost, p.Host)
+		}
+		twinHost = cmp.Or(p.Host, twinHost)
 	}
 	return nil
 }
 
+// peerAddress says whether ip can be a pod's: unicast, not link-local, not unspecified (one
+// address, never a group of hosts).
+func peerAddress(ip net.IP) bool {
+	return !ip.IsUnspecified() && !ip.IsMulticast() && !ip.IsLinkLocalUnicast() && !ip.Equal(net.IPv4bcast)
+}
+
 // checkTwinHost admits a probe's own host only for an IPv6 twin (named *-v6, the matrix's
-// --ip-family both): the peer's IPv6 address, a literal like the job's host.
+// --ip-family both): the peer's IPv6 address, a unicast literal like the job's host.
 func checkTwinHost(p ProbeSpec) error {
 	if p.Host == "" {
 		return nil
 	}
 	ip := net.ParseIP(p.Host)
-	if ip == nil || ip.To4() != nil || !strings.HasSuffix(p.Label(), v1alpha1.IPv6ProbeSuffix) {
+	if ip == nil || ip.To4() != nil || !peerAddress(ip) || !strings.HasSuffix(p.Label(), v1alpha1.IPv6ProbeSuffix) {
 		return fmt.Errorf("%w: probe %s aims at host %q: only an IPv6 twin (*%s) may, at an IPv6 address", ErrNotAPeer, p.Label(), p.Host, v1alpha1.IPv6ProbeSuffix)
 	}
 	return nil

@@ -144,6 +144,19 @@ func TestMeshJobRefusesNonPeers(t *testing.T) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCP, Name: "tcp-v6", DurationSeconds: 1, Host: "10.9.9.9"})
 		}), local, `probe tcp-v6 aims at host "10.9.9.9"`},
 		{"a host of its own without being a twin", peer(func(j *Job) { j.Probes[2].Host = "fd00::9" }), local, `probe tcp aims at host "fd00::9"`},
+		{"IPv6 twins at two hosts", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeICMP, Name: "icmp-v6", Count: 5, Host: "fd00::2"}, ProbeSpec{Kind: ProbeTCPRTT, Name: "tcp-rtt-v6", Count: 5, Host: "fd00::3"})
+		}), local, "probes aim at fd00::2 and fd00::3"},
+		{"an IPv6 twin at a multicast address", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeICMP, Name: "icmp-v6", Count: 5, Host: "ff02::1"})
+		}), local, `probe icmp-v6 aims at host "ff02::1"`},
+		{"a broadcast peer", peer(func(j *Job) { j.Host = "255.255.255.255" }), local, "host 255.255.255.255 is not a unicast address"},
+		{"a multicast peer", peer(func(j *Job) { j.Host = "224.0.0.1" }), local, "host 224.0.0.1 is not a unicast address"},
+		{"too many probes", peer(func(j *Job) {
+			for range 5 {
+				j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeICMP, Count: 5})
+			}
+		}), local, "8 probes, the matrix's are at most 6"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

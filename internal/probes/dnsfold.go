@@ -51,9 +51,10 @@ type lookupFolder struct {
 	byName  map[string]*DNSObservedName
 	events  int
 
-	// first is the first event's time. A lookup already walking when the window opened shows
-	// up within idle of it at a later candidate of its name: fragments[X] names the name whose
-	// walk the lookup starting at candidate X so belongs to (see mergeFragments).
+	// first is when the window opened (the capture's start; else the first event's time). A
+	// lookup already walking then shows up within idle of it at a later candidate of its name:
+	// fragments[X] names the name whose walk the lookup starting at candidate X so belongs to
+	// (see mergeFragments).
 	first     time.Time
 	fragments map[string]string
 

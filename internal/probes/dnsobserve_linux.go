@@ -30,7 +30,9 @@ func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolve
 	}
 	defer unix.Close(fd)
 
-	o := &observer{obs: &DNSObservation{Seconds: d.Seconds(), Start: time.Now().UTC()}, fold: newLookupFolder(k, c), tcp: newTCPReassembler()}
+	opened := time.Now()
+	o := &observer{obs: &DNSObservation{Seconds: d.Seconds(), Start: opened.UTC()}, fold: newLookupFolder(k, c), tcp: newTCPReassembler()}
+	o.fold.first = opened // a walk the opening cut shows up within idle of it, not of the first packet
 	end := o.obs.Start.Add(d)
 	buf := make([]byte, 65536)
 	for time.Now().Before(end) && ctx.Err() == nil {

@@ -20,9 +20,12 @@ func writeMatrixFamilies(w io.Writer, r *report.MatrixReport, colour bool) {
 	if r.Scope == "nodes" {
 		grid, grid6, axis = r.NodeGrid, v6.NodeGrid, "node"
 	}
-	twins := map[[2]string]report.MatrixCell{}
+	twins, own := map[[2]string]report.MatrixCell{}, map[[2]string]bool{}
 	for _, c := range grid6 {
 		twins[[2]string{c.From, c.To}] = c
+	}
+	for _, c := range grid {
+		own[[2]string{c.From, c.To}] = true
 	}
 	fmt.Fprintf(w, "\nIPv4 and IPv6 side by side, by %s (each cell's median over the same pairs, both families in the same jobs; difference = IPv6 − IPv4)\n", axis)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -40,9 +43,14 @@ func writeMatrixFamilies(w io.Writer, r *report.MatrixReport, colour bool) {
 			familyRow(tw, cell, "TCP", *c.Gbps, *t.Gbps, report.UnitGbps)
 		}
 	}
+	for _, c := range grid6 {
+		if !own[[2]string{c.From, c.To}] {
+			fmt.Fprintf(tw, "  %s → %s\tRTT p50\t—\t%s\t(no IPv4 pair measured)\t\n", c.From, c.To, formatValue(c.P50Micros, report.UnitMicros))
+		}
+	}
 	tw.Flush()
-	for _, p := range v6.Pairs {
-		if p.Error != "" && !pairFailed(r, p.From, p.To) {
+	for i, p := range v6.Pairs {
+		if p.Error != "" && (i >= len(r.Pairs) || r.Pairs[i].Error != p.Error) {
 			fmt.Fprintf(w, "not measured over IPv6 %s → %s: %s\n", p.From, p.To, p.Error)
 		}
 	}
@@ -60,14 +68,4 @@ func writeMatrixFamilies(w io.Writer, r *report.MatrixReport, colour bool) {
 
 func familyRow(w io.Writer, cell, figure string, v4, v6 float64, unit string) {
 	fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t\n", cell, figure, formatValue(v4, unit), formatValue(v6, unit), familyDiff(v4, v6, unit))
-}
-
-// pairFailed says whether the report already said its pair from → to was not measured.
-func pairFailed(r *report.MatrixReport, from, to string) bool {
-	for _, p := range r.Pairs {
-		if p.From == from && p.To == to {
-			return p.Error != ""
-		}
-	}
-	return false
 }

@@ -208,13 +208,15 @@ func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.Che
 }
 
 // WriteDNSMetrics writes a DNS report as OpenMetrics text, labelled with the pod, the resolver,
-// the nameserver and the query types one lookup asks (A,AAAA; A or AAAA with --lookup-family).
+// the nameserver and, with --lookup-family, the query types one lookup asks (A,AAAA, A or AAAA).
 func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 	common := endpointLabels("pod", r.Target)
 	ipf := ipFamilies{} // the nameserver's
 	if r.Result != nil && r.Result.DNSResult != nil {
-		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver},
-			[2]string{"query_types", strings.Join(r.Result.Config.QueryTypes(), ",")}) // what one lookup asks: --lookup-family
+		common = append(common, [2]string{"resolver", string(r.Result.Resolver)}, [2]string{"nameserver", r.Result.Nameserver})
+		if r.Result.Config.LookupFamily != "" { // --lookup-family: the series of a run without it keep their labels
+			common = append(common, [2]string{"query_types", strings.Join(r.Result.Config.QueryTypes(), ",")})
+		}
 		ipf.run = familyOfIP(r.Result.Nameserver)
 	}
 	return writeRunMetrics(w, r.FigureValues(), r.Checks, common, ipf)

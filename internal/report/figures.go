@@ -213,8 +213,12 @@ func PlannedFigures(specs []agent.ProbeSpec) map[string]string {
 		fake = append(fake, fullResult(p.Label(), p.Kind))
 	}
 	out := map[string]string{}
-	for _, f := range ProbeFigures(fake) {
+	fs := ProbeFigures(fake)
+	for _, f := range fs {
 		out[f.Name] = f.Unit
+	}
+	for _, name := range plannedVsDST(byName(fs)) {
+		out[name] = UnitMicros
 	}
 	return out
 }

@@ -31,7 +31,7 @@ func pairOf(v map[string]FigureValue, a, b string) (FigureValue, FigureValue, bo
 // svc-X-v6 with app-X-v6).
 func vsDST(v map[string]FigureValue, fams map[string]string) []FigureValue {
 	var out []FigureValue
-	for _, f := range []string{"tcp-rtt.p50", "http.p50", "http.p99"} {
+	for _, f := range vsDSTFigures {
 		base, stat, _ := strings.Cut(f, ".")
 		for _, sfx := range []string{"", v1alpha1.IPv6ProbeSuffix, v1alpha1.IPv4ProbeSuffix} {
 			svc := "svc-" + base + sfx
@@ -47,6 +47,27 @@ func vsDST(v map[string]FigureValue, fams map[string]string) []FigureValue {
 			if x, y, ok := pairOf(v, svc+"."+stat, app+"."+stat); ok {
 				probe := "svc" + sfx
 				out = append(out, FigureValue{Name: probe + ".vs-dst-" + f, Unit: UnitMicros, Value: x.Value - y.Value, Probe: probe, Stat: "vs-dst-" + f})
+			}
+		}
+	}
+	return out
+}
+
+// vsDSTFigures are the figures svc.vs-dst-* sets the Service's against DST's.
+var vsDSTFigures = []string{"tcp-rtt.p50", "http.p50", "http.p99"}
+
+// plannedVsDST names the vs-dst figures a run may report before the families are known: each
+// Service probe's (primary ClusterIP, or the second's -v6/-v4) where DST has a figure of that
+// base in some family.
+func plannedVsDST(v map[string]FigureValue) []string {
+	var out []string
+	for _, f := range vsDSTFigures {
+		base, stat, _ := strings.Cut(f, ".")
+		_, app4 := v["app-"+base+"."+stat]
+		_, app6 := v["app-"+base+v1alpha1.IPv6ProbeSuffix+"."+stat]
+		for _, sfx := range []string{"", v1alpha1.IPv6ProbeSuffix, v1alpha1.IPv4ProbeSuffix} {
+			if _, ok := v["svc-"+base+sfx+"."+stat]; ok && (app4 || app6) {
+				out = append(out, "svc"+sfx+".vs-dst-"+f)
 			}
 		}
 	}

@@ -14,13 +14,31 @@ import (
 // called an outlier, nodeFactor the same for the median of a node's pairs (lower: a median
 // over many pairs moves less than one pair's figure).
 func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
-	if v6 := r.splitIPv6(); v6 != nil {
-		r.IPv6 = (*v1alpha1.MatrixReport)(v6)
+	if r.IPv6 == nil { // a report read back keeps its part
+		if v6 := r.splitIPv6(); v6 != nil {
+			r.IPv6 = (*v1alpha1.MatrixReport)(v6)
+		}
 	}
+	// Both families' cells come from one probe, so that their difference is the family's.
+	probe := rttProbe(r.Pairs)
 	if v6 := r.V6(); v6 != nil {
-		v6.build(factor, nodeFactor)
+		if rttProbe(v6.Pairs) == v1alpha1.ProbeTCPRTT {
+			probe = v1alpha1.ProbeTCPRTT
+		}
+		v6.build(factor, nodeFactor, probe)
 	}
-	r.build(factor, nodeFactor)
+	r.build(factor, nodeFactor, probe)
+}
+
+// rttProbe is what the cells' RTT comes from: ICMP, unless a measured pair has no ICMP result
+// (not permitted), then the TCP handshake for every pair.
+func rttProbe(pairs []MatrixPair) string {
+	for _, p := range pairs {
+		if p.Error == "" && rttOf(p.Results, v1alpha1.ProbeICMP) == nil {
+			return v1alpha1.ProbeTCPRTT
+		}
+	}
+	return v1alpha1.ProbeICMP
 }
 
 // V6 is an --ip-family both run's IPv6 report (nil otherwise).
@@ -29,11 +47,15 @@ func (r *MatrixReport) V6() *MatrixReport { return (*MatrixReport)(r.IPv6) }
 // splitIPv6 moves an --ip-family both run's IPv6 results (probes named *-v6) out of the pairs
 // into a report of their own, the same pairs over IPv6; nil when the pairs have none.
 func (r *MatrixReport) splitIPv6() *MatrixReport {
-	v6 := &MatrixReport{Scope: r.Scope, IPFamily: "IPv6", Plan: r.Plan, Nodes: r.Nodes, Pairs: make([]MatrixPair, len(r.Pairs))}
+	v6 := &MatrixReport{Scope: r.Scope, IPFamily: "IPv6", Plan: r.Plan, Pairs: make([]MatrixPair, len(r.Pairs))}
+	for _, n := range r.Nodes {
+		v6.Nodes = append(v6.Nodes, MatrixNode{Name: n.Name, Zone: n.Zone, Pod: n.Pod}) // podIP: the IPv4 part's
+	}
 	found := false
 	for i := range r.Pairs {
 		p := &r.Pairs[i]
-		twin := MatrixPair{From: p.From, To: p.To, FromZone: p.FromZone, ToZone: p.ToZone, Error: p.Error}
+		twin := MatrixPair{From: p.From, To: p.To, FromZone: p.FromZone, ToZone: p.ToZone, Error: p.IPv6Error}
+		found = found || p.IPv6Error != ""
 		var own []*v1alpha1.ProbeResult
 		for _, res := range p.Results {
 			if strings.HasSuffix(res.Name, v1alpha1.IPv6ProbeSuffix) {
@@ -52,14 +74,8 @@ func (r *MatrixReport) splitIPv6() *MatrixReport {
 }
 
 // build fills one family's figures (see BuildMatrix).
-func (r *MatrixReport) build(factor, nodeFactor float64) {
-	r.Factor, r.NodeFactor, r.Outliers = factor, nodeFactor, nil
-	r.Probe = v1alpha1.ProbeICMP
-	for _, p := range r.Pairs {
-		if p.Error == "" && rttOf(p.Results, v1alpha1.ProbeICMP) == nil {
-			r.Probe = v1alpha1.ProbeTCPRTT
-		}
-	}
+func (r *MatrixReport) build(factor, nodeFactor float64, probe string) {
+	r.Factor, r.NodeFactor, r.Outliers, r.Probe = factor, nodeFactor, nil, probe
 	for i := range r.Pairs {
 		fillPair(&r.Pairs[i], r.Probe)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"testing"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -84,5 +85,43 @@ func TestServiceVsDSTPerFamily(t *testing.T) {
 	}
 	if _, ok := figs["svc-v4.vs-dst-tcp-rtt.p50"]; ok {
 		t.Error("without families: svc-v4.vs-dst-tcp-rtt.p50 has no twin to pair with")
+	}
+}
+
+// A pair whose IPv6 twins failed keeps its IPv4 cell; IPv6 without ICMP (ICMPv6 not let through)
+// puts both families on the TCP handshake, so the difference is the family's, not the probe's.
+func TestMatrixBothFamiliesPartial(t *testing.T) {
+	rtt := func(name, kind string, p50 float64) *v1alpha1.ProbeResult {
+		return &v1alpha1.ProbeResult{Name: name, Kind: kind, RTT: &v1alpha1.RTTResult{Received: 10, RTT: v1alpha1.Latency{Count: 10, P50Micros: p50, P99Micros: p50}}}
+	}
+	r := &MatrixReport{Scope: "zones", Pairs: []MatrixPair{
+		{From: "a1", To: "b1", FromZone: "zone-a", ToZone: "zone-b", IPv6Error: "tcp-rtt-v6: connection refused",
+			Results: []*v1alpha1.ProbeResult{rtt("icmp", v1alpha1.ProbeICMP, 4000), rtt("tcp-rtt", v1alpha1.ProbeTCPRTT, 4100)}},
+		{From: "b1", To: "a1", FromZone: "zone-b", ToZone: "zone-a", Results: []*v1alpha1.ProbeResult{
+			rtt("icmp", v1alpha1.ProbeICMP, 4000), rtt("tcp-rtt", v1alpha1.ProbeTCPRTT, 4200),
+			{Name: "icmp-v6", Kind: v1alpha1.ProbeICMP, RTT: &v1alpha1.RTTResult{}}, rtt("tcp-rtt-v6", v1alpha1.ProbeTCPRTT, 4300)}},
+	}}
+	r.BuildMatrix(2, 1.5)
+	v6 := r.V6()
+	if v6 == nil || len(r.Zones) != 2 || len(v6.Zones) != 1 || v6.Pairs[0].Error != "tcp-rtt-v6: connection refused" {
+		t.Fatalf("IPv4 cells %+v, IPv6 part %+v", r.Zones, v6)
+	}
+	if r.Probe != v1alpha1.ProbeTCPRTT || v6.Probe != v1alpha1.ProbeTCPRTT || v6.Zones[0].P50Micros != 4300 {
+		t.Errorf("probes %s / %s, IPv6 cell %+v: want both from tcp-rtt", r.Probe, v6.Probe, v6.Zones[0])
+	}
+	if v6.Nodes != nil && v6.Nodes[0].IP != "" {
+		t.Errorf("the IPv6 part's nodes carry the IPv4 addresses: %+v", v6.Nodes)
+	}
+}
+
+// Before the families are known, every vs-dst figure a Service of either primary family can give
+// is planned: a gate on svc-v4.vs-dst-* is accepted.
+func TestPlannedVsDST(t *testing.T) {
+	specs := []agent.ProbeSpec{{Kind: v1alpha1.ProbeTCPRTT, Name: "svc-tcp-rtt"}, {Kind: v1alpha1.ProbeTCPRTT, Name: "svc-tcp-rtt-v4"}, {Kind: v1alpha1.ProbeTCPRTT, Name: "app-tcp-rtt"}}
+	planned := PlannedFigures(specs)
+	for _, name := range []string{"svc.vs-dst-tcp-rtt.p50", "svc-v4.vs-dst-tcp-rtt.p50"} {
+		if _, ok := planned[name]; !ok {
+			t.Errorf("%s not planned", name)
+		}
 	}
 }

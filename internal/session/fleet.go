@@ -270,16 +270,22 @@ func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*age
 		return nil, fmt.Errorf("the agent on %s: %w", to, ErrNotAMember)
 	}
 	job.Host, job.Port = dst.IP, f.Spec.Port
-	job.Probes = slices.Clone(job.Probes)
-	for i, p := range job.Probes {
+	var probes []agent.ProbeSpec
+	var missing []error
+	for _, p := range job.Probes {
 		if p.Address != "" || p.URL != "" || p.Host != "" {
 			return nil, fmt.Errorf("probe %s aims at %s%s%s: %w", p.Label(), p.Address, p.URL, p.Host, ErrNotAMember)
 		}
 		if strings.HasSuffix(p.Label(), v1alpha1.IPv6ProbeSuffix) {
-			if job.Probes[i].Host = familyIP(dst.IPs, "6"); job.Probes[i].Host == "" {
-				return nil, fmt.Errorf("probe %s: %w: the agent on %s has no IPv6 address (it has %s)", p.Label(), ErrMemberFamily, to, strings.Join(dst.IPs, ", "))
+			if p.Host = familyIP(dst.IPs, "6"); p.Host == "" {
+				missing = append(missing, &ProbeError{Probe: p.Label(), Err: fmt.Errorf("%w: the agent on %s has no IPv6 address (it has %s)", ErrMemberFamily, to, strings.Join(dst.IPs, ", "))})
+				continue // the other family's probes still run
 			}
 		}
+		probes = append(probes, p)
+	}
+	if job.Probes = probes; len(probes) == 0 {
+		return nil, errors.Join(missing...)
 	}
 	body, err := json.Marshal(job)
 	if err != nil {
@@ -289,25 +295,39 @@ func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*age
 	if err != nil {
 		return nil, fmt.Errorf("the agent on %s: %w", from, err)
 	}
-	return jobResults(out)
+	results, err := jobResults(out)
+	return results, errors.Join(append(missing, err)...)
 }
 
-// jobResults reads a job's answer: its result events, and the first error event as the error.
+// ProbeError is one probe's failure in a fleet job (the agent's error event, or a probe the
+// fleet could not aim).
+type ProbeError struct {
+	Probe string
+	Err   error
+}
+
+func (e *ProbeError) Error() string { return e.Probe + ": " + e.Err.Error() }
+func (e *ProbeError) Unwrap() error { return e.Err }
+
+// jobResults reads a job's answer: its result events, and its error events (each a
+// *ProbeError when it names its probe) joined as the error.
 func jobResults(out []byte) ([]*agent.ProbeResult, error) {
 	var results []*agent.ProbeResult
-	var firstErr error
+	var errs []error
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		ev, err := agent.DecodeEvent([]byte(line))
 		switch {
 		case err != nil:
-			return results, fmt.Errorf("the agent's answer: %w", err)
+			return results, errors.Join(append(errs, fmt.Errorf("the agent's answer: %w", err))...)
 		case ev.Type == agent.EventResult && ev.Result != nil:
 			results = append(results, ev.Result)
-		case ev.Type == agent.EventError && firstErr == nil:
-			firstErr = fmt.Errorf("%s: %s", ev.Probe, ev.Message)
+		case ev.Type == agent.EventError && ev.Probe != "":
+			errs = append(errs, &ProbeError{Probe: ev.Probe, Err: errors.New(ev.Message)})
+		case ev.Type == agent.EventError:
+			errs = append(errs, errors.New(ev.Message))
 		}
 	}
-	return results, firstErr
+	return results, errors.Join(errs...)
 }
 
 // delete removes the DaemonSet and waits, within ctx, until its pods are gone.

@@ -54,7 +54,7 @@ func TestFleetJobsAimOnlyAtMembers(t *testing.T) {
 		{"a probe of another address", "a", "b", elsewhere, nil, ErrNotAMember},
 		{"a probe of another host", "a", "b", otherHost, nil, ErrNotAMember},
 		{"an IPv6 twin aims at the member's IPv6 address", "a", "b", twins, []string{"pod-a 10.0.0.2:24930 tcp-rtt-v6@fd00::2"}, nil},
-		{"an IPv6 twin to a member without one", "b", "a", twins, nil, ErrMemberFamily},
+		{"an IPv6 twin to a member without one: the IPv4 probes still run", "b", "a", twins, []string{"pod-b 10.0.0.1:24930"}, ErrMemberFamily},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -498,7 +498,7 @@ func proxyLinesAbout(node, clusterIP string, n int) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.Contains(line, `"`+clusterIP+":") {
+		if strings.Contains(line, `"`+clusterIP+":") || strings.Contains(line, `"[`+clusterIP+"]:") {
 			out = append(out, line)
 		}
 	}

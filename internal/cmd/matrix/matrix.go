@@ -187,14 +187,25 @@ func (o *MatrixOptions) validateNumbers() error {
 		return fmt.Errorf("--agent-port %d: want 1024-65535", o.Port)
 	}
 	if d := o.perPair(); d > agent.MaxMeshJob-10*time.Second {
-		return fmt.Errorf("--count %d × --interval %s (ICMP and TCP) and --throughput %s take %s per pair: want at most %s", o.Count, o.Interval, o.Throughput, d, agent.MaxMeshJob-10*time.Second)
+		return fmt.Errorf("--count %d × --interval %s (ICMP and TCP) and --throughput %s take %s per pair%s: want at most %s", o.Count, o.Interval, o.Throughput, d, o.familiesNote(), agent.MaxMeshJob-10*time.Second)
 	}
 	return nil
 }
 
 // perPair is how long one pair's job measures.
 func (o *MatrixOptions) perPair() time.Duration {
-	return 2*time.Duration(o.Count)*o.Interval + o.Throughput
+	d := 2*time.Duration(o.Count)*o.Interval + o.Throughput
+	if o.IPFamily == path.FamilyBoth {
+		return 2 * d // every probe again over IPv6, in the same job
+	}
+	return d
+}
+
+func (o *MatrixOptions) familiesNote() string {
+	if o.IPFamily == path.FamilyBoth {
+		return " over each of both families"
+	}
+	return ""
 }
 
 // job is what the agent on a pair's From runs against the agent at ip.

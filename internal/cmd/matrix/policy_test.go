@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
 
 // The matrix in a namespace whose policies block its agents fails before creating anything
@@ -49,5 +51,30 @@ func TestMatrixUnderDefaultDeny(t *testing.T) {
 	}
 	if r.Policy.AgentPort != 9100 || r.Probe != agent.ProbeTCPRTT || len(r.Policy.Blocked) != 1 || r.Policy.Blocked[0].Probes[0] != "icmp" {
 		t.Errorf("policy %+v, probe %s: want port 9100, ICMP blocked, tcp-rtt measured", r.Policy, r.Probe)
+	}
+}
+
+// With both families, a failed IPv6 twin fails only the pair's IPv6 part; any other failure
+// ends the job, so both; one family's run keeps one error.
+func TestFamilyErrors(t *testing.T) {
+	twin := &session.ProbeError{Probe: "tcp-rtt-v6", Err: errors.New("connection refused")}
+	plain := &session.ProbeError{Probe: "tcp", Err: errors.New("timeout")}
+	for _, tc := range []struct {
+		name   string
+		err    error
+		both   bool
+		v4, v6 string
+	}{
+		{"none", nil, true, "", ""},
+		{"an IPv6 twin", errors.Join(twin), true, "", "tcp-rtt-v6: connection refused"},
+		{"an IPv4 probe ends the job", errors.Join(plain), true, "tcp: timeout", "tcp: timeout"},
+		{"both", errors.Join(twin, plain), true, "tcp: timeout", "tcp-rtt-v6: connection refused"},
+		{"the request itself", errors.New("the agent on a: timeout"), true, "the agent on a: timeout", "the agent on a: timeout"},
+		{"one family", errors.Join(plain), false, "tcp: timeout", ""},
+	} {
+		v4, v6 := familyErrors(tc.err, tc.both)
+		if v4 != tc.v4 || v6 != tc.v6 {
+			t.Errorf("%s: %q / %q, want %q / %q", tc.name, v4, v6, tc.v4, tc.v6)
+		}
 	}
 }

@@ -327,6 +327,9 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	for _, n := range []string{p.From, p.To} {
 		if m := r.fleet.Members[n]; !m.Ready {
 			out.Error = fmt.Sprintf("the agent on %s is not ready: %s", n, strings.TrimPrefix(m.Problem, "fatal: "))
+			if r.o.IPFamily == path.FamilyBoth {
+				out.IPv6Error = out.Error
+			}
 			return out
 		}
 	}
@@ -334,10 +337,38 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	defer cancel()
 	results, err := r.fleet.Run(ctx, p.From, p.To, r.job(""))
 	out.Results = results
-	if err != nil {
-		out.Error = err.Error()
-	}
+	out.Error, out.IPv6Error = familyErrors(err, r.o.IPFamily == path.FamilyBoth)
 	return out
+}
+
+// familyErrors splits a job's error into what failed its IPv4 (or only) family and what failed
+// its IPv6 twins (probes named *-v6) when the run measures both, each a line per failure: an
+// IPv6 twin's failure fails only IPv6; any other ends the job, so the twins after it were not
+// measured either.
+func familyErrors(err error, both bool) (v4, v6 string) {
+	if err == nil {
+		return "", ""
+	}
+	if !both {
+		return err.Error(), ""
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var four, six []string
+	for _, e := range errs {
+		var pe *session.ProbeError
+		if errors.As(e, &pe) && strings.HasSuffix(pe.Probe, path.V6Suffix) {
+			six = append(six, e.Error())
+		} else {
+			four = append(four, e.Error())
+		}
+	}
+	if len(four) > 0 && len(six) == 0 {
+		six = four
+	}
+	return strings.Join(four, "; "), strings.Join(six, "; ")
 }
 
 // Finish has nothing to add before the session closes: the cells are built after (build).

@@ -77,6 +77,9 @@ type MatrixPair struct {
 	// Error says why the pair has no figures; Results holds its probes' results otherwise.
 	Error   string         `json:"error,omitempty"`
 	Results []*ProbeResult `json:"results,omitempty"`
+	// IPv6Error, with --ip-family both, says why the pair's IPv6 probes failed while its IPv4
+	// results stand (in the report's ipv6 part it is the pair's Error).
+	IPv6Error string `json:"ipv6Error,omitempty"`
 	// The pair's figures from Probe: RTT percentiles in µs over Samples round trips, at the
 	// probe's resolution, and the loss; Gbps when throughput was measured.
 	P50Micros        float64  `json:"p50Micros,omitempty"`
