@@ -23,8 +23,8 @@ const MaxMeshJob = 60 * time.Second
 // meshProbes are the probes a mesh job may run: the matrix's.
 var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP}
 
-// maxMeshProbes bounds a mesh job's probes: the matrix's three, each with its IPv6 twin.
-const maxMeshProbes = 2 * 3
+// MaxMeshProbes bounds a mesh job's probes: the matrix's three, each with its IPv6 twin.
+const MaxMeshProbes = 2 * 3
 
 // ErrNotAPeer means a mesh job aimed at something that cannot be an agent of the run.
 var ErrNotAPeer = errors.New("a mesh job measures only agents of its run")
@@ -47,7 +47,7 @@ func (m *meshJobs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer m.busy.Store(false)
 	job, err := jobFromRequest(r)
-	job.Done = false
+	job.Done, job.mesh = false, true
 	if err != nil {
 		http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
 		return
@@ -79,8 +79,8 @@ func checkMeshJob(job Job, local net.Addr) error {
 		return fmt.Errorf("%w: host %q is not an IP address", ErrNotAPeer, job.Host)
 	case !peerAddress(net.ParseIP(job.Host)):
 		return fmt.Errorf("%w: host %s is not a unicast address a pod can have", ErrNotAPeer, job.Host)
-	case len(job.Probes) > maxMeshProbes:
-		return fmt.Errorf("%w: %d probes, the matrix's are at most %d", ErrNotAPeer, len(job.Probes), maxMeshProbes)
+	case len(job.Probes) > MaxMeshProbes:
+		return fmt.Errorf("%w: %d probes, the matrix's are at most %d", ErrNotAPeer, len(job.Probes), MaxMeshProbes)
 	case job.Port != own.Port:
 		return fmt.Errorf("%w: port %d is not the agents' port %d", ErrNotAPeer, job.Port, own.Port)
 	}

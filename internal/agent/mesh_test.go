@@ -182,3 +182,26 @@ func TestMeshJobElsewhereForbidden(t *testing.T) {
 		t.Errorf("a job aimed at another port: %d %s, want 403", code, body)
 	}
 }
+
+// A mesh job goes on after an IPv6 twin fails (its family alone failed); any other job, as path
+// and ladder run them, ends at its first failed agent probe.
+func TestMeshJobGoesOnAfterATwin(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there: every handshake is refused
+	for _, mesh := range []bool{true, false} {
+		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: port, mesh: mesh, Probes: []ProbeSpec{
+			{Kind: ProbeTCPRTT, Name: "tcp-rtt-v6", Count: 2, Host: "127.0.0.1"},
+			{Kind: ProbeTCPRTT, Count: 2},
+		}}
+		var out strings.Builder
+		_ = Run(context.Background(), job, NewEmitter(&out))
+		errs := strings.Count(out.String(), `"type":"error"`)
+		if want := map[bool]int{true: 2, false: 1}[mesh]; errs != want {
+			t.Errorf("mesh %v: %d error events, want %d:\n%s", mesh, errs, want, out.String())
+		}
+	}
+}

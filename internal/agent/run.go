@@ -21,7 +21,8 @@ import (
 )
 
 // Run executes every probe of the job in order, emitting progress and result events, and an
-// error event (returning the error) on the first probe that fails. A probe that cannot run for
+// error event (returning the error) on the first probe that fails, but for a probe of the
+// application's own port and a mesh job's IPv6 twin (an error event, and the job goes on). A probe that cannot run for
 // lack of permission (ICMP) yields a result marked Skipped instead.
 func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 	if err := job.Validate(); err != nil {
@@ -62,8 +63,8 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		}
 		if err != nil {
 			em.Emit(Event{Type: EventError, Probe: p.Label(), Message: err.Error(), Reason: reason(err)})
-			if (p.Address != "" || p.URL != "" || p.Host != "") && ctx.Err() == nil {
-				continue // a probe of the application's own port or an IPv6 twin: the others still run
+			if (p.Address != "" || p.URL != "" || (job.mesh && p.Host != "")) && ctx.Err() == nil {
+				continue // a probe of the application's own port, or a mesh job's IPv6 twin: the others still run
 			}
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}

@@ -71,6 +71,10 @@ type Job struct {
 	// application pod.
 	ClientApp []string `json:"clientAppIDs,omitempty"`
 	ServerApp []string `json:"serverAppIDs,omitempty"`
+
+	// mesh marks a job a matrix agent runs for a peer (never decoded): its IPv6 twins' failures
+	// fail only their family, so the job goes on.
+	mesh bool
 }
 
 // ProbeSpec is one probe of a job. Zero values take each probe's defaults.

@@ -208,7 +208,7 @@ func writeRunMetrics(w io.Writer, fs []report.FigureValue, checks []v1alpha1.Che
 }
 
 // WriteDNSMetrics writes a DNS report as OpenMetrics text, labelled with the pod, the resolver,
-// the nameserver and, with --lookup-family, the query types one lookup asks (A,AAAA, A or AAAA).
+// the nameserver and, with --lookup-family 4 or 6, the query type one lookup asks (A or AAAA).
 func WriteDNSMetrics(w io.Writer, r *report.DNSReport) error {
 	common := endpointLabels("pod", r.Target)
 	ipf := ipFamilies{} // the nameserver's

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -30,11 +31,16 @@ func (r *MatrixReport) BuildMatrix(factor, nodeFactor float64) {
 	r.build(factor, nodeFactor, probe)
 }
 
-// rttProbe is what the cells' RTT comes from: ICMP, unless a measured pair has no ICMP result
-// (not permitted), then the TCP handshake for every pair.
+// rttProbe is what the cells' RTT comes from: ICMP, unless a measured pair could not send it
+// (not permitted: skipped, or no result), then the TCP handshake for every pair. ICMP that went
+// unanswered is that pair's loss, not a reason to change probe.
 func rttProbe(pairs []MatrixPair) string {
 	for _, p := range pairs {
-		if p.Error == "" && rttOf(p.Results, v1alpha1.ProbeICMP) == nil {
+		if p.Error != "" {
+			continue
+		}
+		i := slices.IndexFunc(p.Results, func(r *v1alpha1.ProbeResult) bool { return r.Kind == v1alpha1.ProbeICMP })
+		if i < 0 || p.Results[i].Skipped != "" || p.Results[i].RTT == nil {
 			return v1alpha1.ProbeTCPRTT
 		}
 	}
@@ -108,6 +114,9 @@ func fillPair(p *MatrixPair, probe string) {
 	res := rttOf(p.Results, probe)
 	if res == nil {
 		p.Error = "no " + probe + " result"
+		if i := slices.IndexFunc(p.Results, func(r *v1alpha1.ProbeResult) bool { return r.Kind == probe && r.RTT != nil }); i >= 0 {
+			p.Error = fmt.Sprintf("%s: none of %d round trips answered (100 %% loss)", probe, p.Results[i].RTT.Sent)
+		}
 		return
 	}
 	l := res.RTT.RTT

@@ -88,8 +88,9 @@ func TestServiceVsDSTPerFamily(t *testing.T) {
 	}
 }
 
-// A pair whose IPv6 twins failed keeps its IPv4 cell; IPv6 without ICMP (ICMPv6 not let through)
-// puts both families on the TCP handshake, so the difference is the family's, not the probe's.
+// A pair whose IPv6 twins failed keeps its IPv4 cell; IPv6 without ICMP (not permitted) puts
+// both families on the TCP handshake, so the difference is the family's, not the probe's; ICMP
+// sent and never answered is that pair's loss, and the probe stays ICMP.
 func TestMatrixBothFamiliesPartial(t *testing.T) {
 	rtt := func(name, kind string, p50 float64) *v1alpha1.ProbeResult {
 		return &v1alpha1.ProbeResult{Name: name, Kind: kind, RTT: &v1alpha1.RTTResult{Received: 10, RTT: v1alpha1.Latency{Count: 10, P50Micros: p50, P99Micros: p50}}}
@@ -99,7 +100,7 @@ func TestMatrixBothFamiliesPartial(t *testing.T) {
 			Results: []*v1alpha1.ProbeResult{rtt("icmp", v1alpha1.ProbeICMP, 4000), rtt("tcp-rtt", v1alpha1.ProbeTCPRTT, 4100)}},
 		{From: "b1", To: "a1", FromZone: "zone-b", ToZone: "zone-a", Results: []*v1alpha1.ProbeResult{
 			rtt("icmp", v1alpha1.ProbeICMP, 4000), rtt("tcp-rtt", v1alpha1.ProbeTCPRTT, 4200),
-			{Name: "icmp-v6", Kind: v1alpha1.ProbeICMP, RTT: &v1alpha1.RTTResult{}}, rtt("tcp-rtt-v6", v1alpha1.ProbeTCPRTT, 4300)}},
+			{Name: "icmp-v6", Kind: v1alpha1.ProbeICMP, Skipped: "ICMP not permitted"}, rtt("tcp-rtt-v6", v1alpha1.ProbeTCPRTT, 4300)}},
 	}}
 	r.BuildMatrix(2, 1.5)
 	v6 := r.V6()
@@ -111,6 +112,16 @@ func TestMatrixBothFamiliesPartial(t *testing.T) {
 	}
 	if v6.Nodes != nil && v6.Nodes[0].IP != "" {
 		t.Errorf("the IPv6 part's nodes carry the IPv4 addresses: %+v", v6.Nodes)
+	}
+
+	lost := &MatrixReport{Scope: "zones", Pairs: []MatrixPair{
+		{From: "a1", To: "b1", FromZone: "zone-a", ToZone: "zone-b", Results: []*v1alpha1.ProbeResult{rtt("icmp", v1alpha1.ProbeICMP, 4000), rtt("icmp-v6", v1alpha1.ProbeICMP, 4100)}},
+		{From: "b1", To: "a1", FromZone: "zone-b", ToZone: "zone-a", Results: []*v1alpha1.ProbeResult{rtt("icmp", v1alpha1.ProbeICMP, 4000),
+			{Name: "icmp-v6", Kind: v1alpha1.ProbeICMP, RTT: &v1alpha1.RTTResult{Sent: 50}}}},
+	}}
+	lost.BuildMatrix(2, 1.5)
+	if lost.Probe != v1alpha1.ProbeICMP || lost.V6().Probe != v1alpha1.ProbeICMP || lost.V6().Pairs[1].Error != "icmp: none of 50 round trips answered (100 % loss)" || len(lost.V6().Zones) != 1 {
+		t.Errorf("an unanswered IPv6 pair: probes %s / %s, its error %q", lost.Probe, lost.V6().Probe, lost.V6().Pairs[1].Error)
 	}
 }
 

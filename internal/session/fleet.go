@@ -271,21 +271,25 @@ func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*age
 	}
 	job.Host, job.Port = dst.IP, f.Spec.Port
 	var probes []agent.ProbeSpec
-	var missing []error
+	var dropped []string
 	for _, p := range job.Probes {
 		if p.Address != "" || p.URL != "" || p.Host != "" {
 			return nil, fmt.Errorf("probe %s aims at %s%s%s: %w", p.Label(), p.Address, p.URL, p.Host, ErrNotAMember)
 		}
 		if strings.HasSuffix(p.Label(), v1alpha1.IPv6ProbeSuffix) {
 			if p.Host = familyIP(dst.IPs, "6"); p.Host == "" {
-				missing = append(missing, &ProbeError{Probe: p.Label(), Err: fmt.Errorf("%w: the agent on %s has no IPv6 address (it has %s)", ErrMemberFamily, to, strings.Join(dst.IPs, ", "))})
+				dropped = append(dropped, p.Label())
 				continue // the other family's probes still run
 			}
 		}
 		probes = append(probes, p)
 	}
+	var errs []error
+	if len(dropped) > 0 {
+		errs = append(errs, &ProbeError{Probe: strings.Join(dropped, ", "), Err: fmt.Errorf("%w: the agent on %s has no IPv6 address (it has %s)", ErrMemberFamily, to, strings.Join(dst.IPs, ", "))})
+	}
 	if job.Probes = probes; len(probes) == 0 {
-		return nil, errors.Join(missing...)
+		return nil, errors.Join(errs...)
 	}
 	body, err := json.Marshal(job)
 	if err != nil {
@@ -295,8 +299,8 @@ func (f *Fleet) Run(ctx context.Context, from, to string, job agent.Job) ([]*age
 	if err != nil {
 		return nil, fmt.Errorf("the agent on %s: %w", from, err)
 	}
-	results, err := jobResults(out)
-	return results, errors.Join(append(missing, err)...)
+	results, failed := jobResults(out)
+	return results, errors.Join(append(errs, failed...)...)
 }
 
 // ProbeError is one probe's failure in a fleet job (the agent's error event, or a probe the
@@ -310,15 +314,15 @@ func (e *ProbeError) Error() string { return e.Probe + ": " + e.Err.Error() }
 func (e *ProbeError) Unwrap() error { return e.Err }
 
 // jobResults reads a job's answer: its result events, and its error events (each a
-// *ProbeError when it names its probe) joined as the error.
-func jobResults(out []byte) ([]*agent.ProbeResult, error) {
+// *ProbeError when it names its probe).
+func jobResults(out []byte) ([]*agent.ProbeResult, []error) {
 	var results []*agent.ProbeResult
 	var errs []error
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		ev, err := agent.DecodeEvent([]byte(line))
 		switch {
 		case err != nil:
-			return results, errors.Join(append(errs, fmt.Errorf("the agent's answer: %w", err))...)
+			return results, append(errs, fmt.Errorf("the agent's answer: %w", err))
 		case ev.Type == agent.EventResult && ev.Result != nil:
 			results = append(results, ev.Result)
 		case ev.Type == agent.EventError && ev.Probe != "":
@@ -327,7 +331,7 @@ func jobResults(out []byte) ([]*agent.ProbeResult, error) {
 			errs = append(errs, errors.New(ev.Message))
 		}
 	}
-	return results, errors.Join(errs...)
+	return results, errs
 }
 
 // delete removes the DaemonSet and waits, within ctx, until its pods are gone.

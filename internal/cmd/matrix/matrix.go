@@ -203,7 +203,7 @@ func (o *MatrixOptions) perPair() time.Duration {
 
 func (o *MatrixOptions) familiesNote() string {
 	if o.IPFamily == path.FamilyBoth {
-		return " over each of both families"
+		return ", both families together"
 	}
 	return ""
 }
@@ -216,7 +216,9 @@ func (o *MatrixOptions) job(ip string) agent.Job {
 		probes = append(probes, agent.ProbeSpec{Kind: agent.ProbeTCP, Name: "tcp", Streams: 1, DurationSeconds: o.Throughput.Seconds()})
 	}
 	if o.IPFamily == path.FamilyBoth {
-		probes = path.TwinV6(probes, "") // the fleet aims them at the server agent's IPv6 address
+		// After every IPv4 probe (a blackholed IPv6 path can take the rest of the job's time):
+		// the fleet aims them at the server agent's IPv6 address.
+		probes = append(probes, path.V6Twins(probes)...)
 	}
 	return agent.Job{APIVersion: agent.APIVersion, Host: ip, Port: o.Port, Probes: probes}
 }

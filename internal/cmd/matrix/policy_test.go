@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -75,6 +76,26 @@ func TestFamilyErrors(t *testing.T) {
 		v4, v6 := familyErrors(tc.err, tc.both)
 		if v4 != tc.v4 || v6 != tc.v6 {
 			t.Errorf("%s: %q / %q, want %q / %q", tc.name, v4, v6, tc.v4, tc.v6)
+		}
+	}
+}
+
+// The errors of one pair's job as the fleet returns them (joined twice: the twins the fleet could
+// not aim, then the agent's error events) still split by family, one line each.
+func TestFamilyErrorsNested(t *testing.T) {
+	agentErrs := errors.Join(&session.ProbeError{Probe: "tcp-rtt-v6", Err: errors.New("refused")}, &session.ProbeError{Probe: "tcp", Err: errors.New("timeout")})
+	v4, v6 := familyErrors(errors.Join(nil, agentErrs), true)
+	if v4 != "tcp: timeout" || v6 != "tcp-rtt-v6: refused" {
+		t.Errorf("%q / %q", v4, v6)
+	}
+}
+
+// Every job the matrix builds passes the agents' bound on a mesh job's probes.
+func TestMatrixJobsWithinTheMeshBound(t *testing.T) {
+	for _, fam := range []string{"", "4", "6", "both"} {
+		o := &MatrixOptions{Count: 50, Interval: 10 * time.Millisecond, Throughput: 2 * time.Second, IPFamily: fam}
+		if n := len(o.job("10.0.0.2").Probes); n > agent.MaxMeshProbes {
+			t.Errorf("--ip-family %q with --throughput: %d probes, the agents take %d", fam, n, agent.MaxMeshProbes)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/placement"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
@@ -333,7 +334,8 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 			return out
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.o.perPair()+30*time.Second)
+	// The agent answers once its job is over, at the latest MaxMeshJob after it began.
+	ctx, cancel := context.WithTimeout(ctx, max(r.o.perPair()+30*time.Second, agent.MaxMeshJob+5*time.Second))
 	defer cancel()
 	results, err := r.fleet.Run(ctx, p.From, p.To, r.job(""))
 	out.Results = results
@@ -352,12 +354,8 @@ func familyErrors(err error, both bool) (v4, v6 string) {
 	if !both {
 		return err.Error(), ""
 	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
 	var four, six []string
-	for _, e := range errs {
+	for _, e := range flatten(err) {
 		var pe *session.ProbeError
 		if errors.As(e, &pe) && strings.HasSuffix(pe.Probe, path.V6Suffix) {
 			six = append(six, e.Error())
@@ -369,6 +367,19 @@ func familyErrors(err error, both bool) (v4, v6 string) {
 		six = four
 	}
 	return strings.Join(four, "; "), strings.Join(six, "; ")
+}
+
+// flatten lists the errors err joins, however deep (errors.Join nests).
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 // Finish has nothing to add before the session closes: the cells are built after (build).

@@ -159,17 +159,16 @@ func ServerHost(srv *session.Agent, like netip.Addr) (string, error) {
 // figures come from the same moment of the run (not IPv6's all after every IPv4 transfer).
 func TwinV6(specs []agent.ProbeSpec, host6 string) []agent.ProbeSpec {
 	var out []agent.ProbeSpec
-	for _, p := range specs {
-		out = append(out, p)
-		p.Name = p.Label() + V6Suffix
-		p.Host = host6
-		out = append(out, p)
+	for i, twin := range V6Twins(specs) {
+		twin.Host = host6
+		out = append(out, specs[i], twin)
 	}
 	return out
 }
 
-// suffixed names app-port probes (made for DST's IPv6 address) as IPv6 twins.
-func suffixed(specs []agent.ProbeSpec) []agent.ProbeSpec {
+// V6Twins names specs as IPv6 twins, in order (V6Suffix; their targets as they are: app-port
+// probes made for DST's IPv6 address, or agent probes whose host is set after).
+func V6Twins(specs []agent.ProbeSpec) []agent.ProbeSpec {
 	out := make([]agent.ProbeSpec, len(specs))
 	for i, p := range specs {
 		p.Name = p.Label() + V6Suffix
@@ -177,3 +176,4 @@ func suffixed(specs []agent.ProbeSpec) []agent.ProbeSpec {
 	}
 	return out
 }
+
