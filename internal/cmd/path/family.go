@@ -176,4 +176,3 @@ func V6Twins(specs []agent.ProbeSpec) []agent.ProbeSpec {
 	}
 	return out
 }
-
