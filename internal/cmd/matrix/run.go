@@ -343,45 +343,6 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	return out
 }
 
-// familyErrors splits a job's error into what failed its IPv4 (or only) family and what failed
-// its IPv6 twins (probes named *-v6) when the run measures both, each a line per failure: an
-// IPv6 twin's failure fails only IPv6; any other ends the job, so the twins after it were not
-// measured either.
-func familyErrors(err error, both bool) (v4, v6 string) {
-	if err == nil {
-		return "", ""
-	}
-	if !both {
-		return err.Error(), ""
-	}
-	var four, six []string
-	for _, e := range flatten(err) {
-		var pe *session.ProbeError
-		if errors.As(e, &pe) && strings.HasSuffix(pe.Probe, path.V6Suffix) {
-			six = append(six, e.Error())
-		} else {
-			four = append(four, e.Error())
-		}
-	}
-	if len(four) > 0 && len(six) == 0 {
-		six = four
-	}
-	return strings.Join(four, "; "), strings.Join(six, "; ")
-}
-
-// flatten lists the errors err joins, however deep (errors.Join nests).
-func flatten(err error) []error {
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return []error{err}
-	}
-	var out []error
-	for _, e := range j.Unwrap() {
-		out = append(out, flatten(e)...)
-	}
-	return out
-}
-
 // Finish has nothing to add before the session closes: the cells are built after (build).
 func (r *matrixRun) Finish(context.Context) {}
 
