@@ -77,9 +77,12 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // if the server has not returned). With idleWhenDone, a server whose run is over idles instead
 // of returning, and one started after its not-after time idles at once.
 func serve(ctx context.Context, o ServeOptions, idleWhenDone bool, em *Emitter) error {
-	if idleWhenDone && !time.Now().Before(o.NotAfter) {
-		idle(ctx, em, ErrTooLate.Error())
-		return nil
+	if !time.Now().Before(o.NotAfter) {
+		if idleWhenDone {
+			idle(ctx, em, ErrTooLate.Error())
+			return nil
+		}
+		return ErrTooLate // before the hard exit is armed: past its time, it would fire at once
 	}
 	stop := hardExit(o.NotAfter, em)
 	err := Serve(ctx, o, em)
