@@ -154,10 +154,10 @@ func ServerHost(srv *session.Agent, like netip.Addr) (string, error) {
 	return "", fmt.Errorf("the server agent's pod %s: %w: no %s address (it has %s)", srv.Pod, ErrNoFamily, FamilyName(like), strings.Join(ips, ", "))
 }
 
-// TwinV6 follows each agent-to-agent probe by its IPv6 twin: named with V6Suffix, sent to the
+// twinV6 follows each agent-to-agent probe by its IPv6 twin: named with V6Suffix, sent to the
 // server agent's IPv6 address host6. Twins run one after the other, so that both families'
 // figures come from the same moment of the run (not IPv6's all after every IPv4 transfer).
-func TwinV6(specs []agent.ProbeSpec, host6 string) []agent.ProbeSpec {
+func twinV6(specs []agent.ProbeSpec, host6 string) []agent.ProbeSpec {
 	var out []agent.ProbeSpec
 	for i, twin := range V6Twins(specs) {
 		twin.Host = host6

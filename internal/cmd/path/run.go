@@ -147,7 +147,7 @@ func (o *PathOptions) FamilySpecs(addrs []netip.Addr, srv *session.Agent) (probe
 		}
 	}
 	_, app6 := o.ProbeSpecs(addrs[1].String())
-	return TwinV6(probes, host6), append(appPort, V6Twins(app6)...), nil
+	return twinV6(probes, host6), append(appPort, V6Twins(app6)...), nil
 }
 
 // Measure reads the client's results as they come.
