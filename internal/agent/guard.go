@@ -110,15 +110,12 @@ func (r *router) handle(ctx context.Context, c *gatedConn) {
 		_, _ = br.Discard(len(probes.ThroughputMagic))
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
-		_ = probes.ServeThroughput(c, br, func(tok string) error {
-			switch {
-			case !r.accept(tok):
-				return errWrongToken
-			case !c.authenticate():
-				return probes.ErrSinkFull
-			}
-			return nil
-		})
+		_ = probes.ServeThroughput(c, br, r.admit(c))
+	case string(head) == probes.RateMagic:
+		_, _ = br.Discard(len(probes.RateMagic))
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+		_ = probes.ServeRate(c, br, r.admit(c))
 	case string(head) == "PRI ": // the HTTP/2 preface gRPC opens with
 		// The gate closes the connection unless a call presents the token within its window.
 		_ = c.SetReadDeadline(time.Time{})
@@ -127,6 +124,20 @@ func (r *router) handle(ctx context.Context, c *gatedConn) {
 		// The HTTP server's ReadHeaderTimeout takes over from here.
 		_ = c.SetReadDeadline(time.Time{})
 		r.http.deliver(&peekedConn{Conn: c, r: br})
+	}
+}
+
+// admit is how a stream of c presenting a token is let in: the run's token, and a slot for
+// token holders.
+func (r *router) admit(c *gatedConn) func(tok string) error {
+	return func(tok string) error {
+		switch {
+		case !r.accept(tok):
+			return errWrongToken
+		case !c.authenticate():
+			return probes.ErrSinkFull
+		}
+		return nil
 	}
 }
 

@@ -215,6 +215,9 @@ func fullJob(host string, port int, token string) Job {
 			{Kind: ProbeTCP, Name: "tcp-4", Streams: 4, DurationSeconds: 1, ReportIntervalSeconds: 0.25},
 			{Kind: ProbeUDP, Count: 200, IntervalMillis: 1, Size: 100},
 			{Kind: ProbePMTU},
+			{Kind: ProbeTCPRR, Connections: 2, DurationSeconds: 0.3, Size: 100, ResponseSize: 1000},
+			{Kind: ProbeTCPCRR, Connections: 2, DurationSeconds: 0.3},
+			{Kind: ProbeUDPRR, Connections: 2, DurationSeconds: 0.3, Size: 64},
 		},
 	}
 }
@@ -250,6 +253,11 @@ func checkFullJob(t *testing.T, events []Event, wantICMP bool) {
 	// 65536 tops out at the largest datagram the server answers).
 	if r := res[ProbePMTU]; r != nil && (r.PMTU == nil || r.PMTU.PathMTU != min(r.PMTU.LocalMTU, 9216) || r.PMTU.LocalMTU < 1500 || r.PMTU.Probes != 1) {
 		t.Errorf("path-mtu: %+v", r.PMTU)
+	}
+	for _, k := range []string{ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR} {
+		if r := res[k]; r != nil && (r.Rate == nil || r.Rate.Transactions < 50 || r.Rate.Errors != 0 || r.Rate.PerSecond <= 0 || r.Rate.Latency.Count != r.Rate.Transactions) {
+			t.Errorf("%s through the agent server: %+v", k, r.Rate)
+		}
 	}
 	if r := res[ProbeTCPRTT]; r != nil && (r.RTT == nil || r.RTT.Received != 10 || r.RTT.RTT.MinMicros <= 0 || r.RTT.RTT.MaxMicros > 1e6) {
 		t.Errorf("tcp-rtt: %+v", r.RTT)
@@ -361,6 +369,8 @@ func TestAgentRefusesClientsWithoutToken(t *testing.T) {
 		{Kind: ProbeHTTP, QPS: 50, Connections: 1, DurationSeconds: 0.2},
 		{Kind: ProbeGRPC, QPS: 50, Connections: 1, DurationSeconds: 0.2},
 		{Kind: ProbeTCP, DurationSeconds: 0.2},
+		{Kind: ProbeTCPRR, DurationSeconds: 0.2},
+		{Kind: ProbeTCPCRR, DurationSeconds: 0.2},
 	} {
 		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: s.port, Token: "wrong-token", Probes: []ProbeSpec{p}}
 		events, err := runJob(t, "", job, 0)
@@ -374,11 +384,11 @@ func TestAgentRefusesClientsWithoutToken(t *testing.T) {
 	}
 	// UDP datagrams sealed with another token get no answer: the probes come back skipped,
 	// never measured.
-	for _, p := range []ProbeSpec{{Kind: ProbeUDP, Count: 20, IntervalMillis: 1, Size: 64}, {Kind: ProbePMTU}} {
+	for _, p := range []ProbeSpec{{Kind: ProbeUDP, Count: 20, IntervalMillis: 1, Size: 64}, {Kind: ProbePMTU}, {Kind: ProbeUDPRR, DurationSeconds: 0.3}} {
 		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: s.port, Token: "wrong-token", Probes: []ProbeSpec{p}}
 		events, err := runJob(t, "", job, 0)
 		r := results(events)[p.Kind]
-		if err != nil || r == nil || r.Skipped == "" || r.RTT != nil || r.PMTU != nil {
+		if err != nil || r == nil || r.Skipped == "" || r.RTT != nil || r.PMTU != nil || r.Rate != nil {
 			t.Errorf("%s with a wrong token: %v %+v", p.Kind, err, r)
 		}
 	}
@@ -438,6 +448,10 @@ func TestAgentRejectsBadJobs(t *testing.T) {
 		{"no probes", `{"apiVersion":"` + APIVersion + `"}`, "no probes"},
 		{"unknown probe", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"quic"}]}`, "unknown probe kind"},
 		{"no target", `{"apiVersion":"` + APIVersion + `","probes":[{"kind":"http"}]}`, "no agent host"},
+		{"rate elsewhere", `{"apiVersion":"` + APIVersion + `","probes":[{"kind":"tcp-crr","address":"10.0.0.1:80"}]}`, "against the agent server only"},
+		{"rate too large", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"tcp-rr","responseSize":9000}]}`, "want up to 8192 each"},
+		{"udp-rr too small", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"udp-rr","size":8}]}`, "size 8: want 32-9216"},
+		{"response size elsewhere", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"http","responseSize":10}]}`, "tcp-rr and tcp-crr probes only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,10 +49,15 @@ const (
 	ProbeUDP = v1alpha1.ProbeUDP
 	// ProbePMTU finds the largest packet that crosses the path with "don't fragment" set.
 	ProbePMTU = v1alpha1.ProbePMTU
+	// ProbeTCPRR, ProbeTCPCRR and ProbeUDPRR are the closed-loop rate probes: transactions on
+	// persistent connections, whole connections, datagrams answered (probes.RateSpec).
+	ProbeTCPRR  = v1alpha1.ProbeTCPRR
+	ProbeTCPCRR = v1alpha1.ProbeTCPCRR
+	ProbeUDPRR  = v1alpha1.ProbeUDPRR
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
-var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCP, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, ProbeTCP, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
 
 // Job is what `agent run` executes: probes against one agent server (or, per probe, another
 // address such as the destination app's own port).
@@ -115,8 +120,10 @@ type ProbeSpec struct {
 	// "" both); WhatIfLookupFamily adds the what-if of another ("both", "4" or "6").
 	LookupFamily       string `json:"lookupFamily,omitempty"`
 	WhatIfLookupFamily string `json:"whatIfLookupFamily,omitempty"`
-	// Size is the UDP probe's datagram size in bytes (payload, header included).
-	Size int `json:"size,omitempty"`
+	// Size is the UDP and udp-rr probes' datagram size in bytes (payload, header included), and
+	// the tcp-rr and tcp-crr probes' request size; ResponseSize their response's.
+	Size         int `json:"size,omitempty"`
+	ResponseSize int `json:"responseSize,omitempty"`
 	// ObserveSeconds captures the pod's own DNS traffic for that long (needs NET_RAW) instead
 	// of the active measurement; Resolver must then be set.
 	ObserveSeconds float64 `json:"observeSeconds,omitempty"`
@@ -183,11 +190,8 @@ func (j *Job) Validate() error {
 		if err := p.checkBounds(); err != nil {
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}
-		if (p.Kind == ProbeUDP || p.Kind == ProbePMTU) && (p.Address != "" || p.URL != "") {
-			return fmt.Errorf("probe %s: UDP probes measure against the agent server only", p.Label())
-		}
-		if p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram) {
-			return fmt.Errorf("probe %s: size %d: want %d-%d bytes", p.Label(), p.Size, probes.UDPHeaderLen, probes.UDPMaxDatagram)
+		if err := checkServerOnly(p); err != nil {
+			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}
 		if p.Kind == ProbeSpread && (p.Address == "" || p.Count == 0) {
 			return fmt.Errorf("probe %s: a spread probe needs an address and a count", p.Label())
@@ -220,6 +224,24 @@ func (j *Job) Validate() error {
 		if p.Address == "" && p.URL == "" && (j.Host == "" || j.Port == 0) {
 			return fmt.Errorf("probe %s: job has no agent host and port, and the probe no address", p.Label())
 		}
+	}
+	return nil
+}
+
+// checkServerOnly holds the probes that measure against the agent server only (UDP, path MTU,
+// the rate probes) to it, and their sizes to what the server answers.
+func checkServerOnly(p ProbeSpec) error {
+	udp, rate := p.Kind == ProbeUDP || p.Kind == ProbePMTU || p.Kind == ProbeUDPRR, p.Kind == ProbeTCPRR || p.Kind == ProbeTCPCRR
+	switch {
+	case (udp || rate) && (p.Address != "" || p.URL != ""):
+		return errors.New("this probe measures against the agent server only")
+	case p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram),
+		p.Kind == ProbeUDPRR && p.Size != 0 && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram):
+		return fmt.Errorf("size %d: want %d-%d bytes", p.Size, probes.UDPHeaderLen, probes.UDPMaxDatagram)
+	case rate && (p.Size < 0 || p.Size > probes.MaxRateBytes || p.ResponseSize < 0 || p.ResponseSize > probes.MaxRateBytes):
+		return fmt.Errorf("request %d and response %d bytes: want up to %d each", p.Size, p.ResponseSize, probes.MaxRateBytes)
+	case !rate && p.ResponseSize != 0:
+		return errors.New("a response size is for the tcp-rr and tcp-crr probes only")
 	}
 	return nil
 }

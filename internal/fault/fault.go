@@ -60,6 +60,9 @@ const (
 	// ThroughputInflated reports a third more TCP payload received than arrived: more bytes
 	// than the server pod's interface carried (TestPathBothFamilies/throughput).
 	ThroughputInflated Name = "throughput-inflated"
+	// CRRFromConnect times each tcp-crr connection from the end of its handshake instead of
+	// before its connect: one round trip short (TestTCPCRRThroughTheZoneDelay).
+	CRRFromConnect Name = "crr-from-connect"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -31,7 +31,7 @@ var literalUnits = map[string]struct {
 }{
 	"ns": {Micros, 1e-3}, "us": {Micros, 1}, "µs": {Micros, 1}, "ms": {Micros, 1e3}, "s": {Micros, 1e6},
 	"bps": {Gbps, 1e-9}, "kbps": {Gbps, 1e-6}, "Mbps": {Gbps, 1e-3}, "Gbps": {Gbps, 1},
-	"rps": {ReqPerS, 1}, "qps": {ReqPerS, 1},
+	"rps": {ReqPerS, 1}, "qps": {ReqPerS, 1}, "tps": {ReqPerS, 1}, "cps": {ReqPerS, 1},
 	"%": {Percent, 1},
 	"B": {Bytes, 1},
 }

@@ -29,7 +29,7 @@ var (
 	jitterFamily     = family{"netbench_jitter_seconds", "seconds", "RFC 3550 interarrival jitter of successive round trips.", 1e-6}
 	lossFamily       = family{"netbench_loss_ratio", "ratio", "Share of packets sent without an answer.", 1e-2}
 	throughputFamily = family{"netbench_throughput_bits_per_second", "bits_per_second", "TCP payload received per second.", 1e9}
-	rateFamily       = family{"netbench_requests_per_second", "", "Closed-loop request rate (estimate label: achieved or littles-law).", 1}
+	rateFamily       = family{"netbench_requests_per_second", "", "Closed-loop request rate: requests, transactions or connections (tcp-crr) per second (estimate label: achieved or littles-law).", 1}
 	retransFamily    = family{"netbench_tcp_retransmitted_segments", "", "TCP segments retransmitted during the probe.", 1}
 	mssFamily        = family{"netbench_tcp_mss_bytes", "bytes", "Smallest MSS the probe's TCP streams negotiated.", 1}
 	pmtuFamily       = family{"netbench_path_mtu_bytes", "bytes", "Largest IP packet that crossed the path with don't-fragment set.", 1}
@@ -79,7 +79,9 @@ func metricOf(f report.FigureValue) (family, [][2]string) {
 		return lossFamily, probe
 	case f.Stat == "gbps":
 		return throughputFamily, probe
-	case f.Stat == "qps":
+	case strings.HasPrefix(f.Stat, "connect-") && report.Quantiles[strings.TrimPrefix(f.Stat, "connect-")] > 0:
+		return latencyFamily, [][2]string{{"probe", f.Probe + ".connect"}, {"quantile", quantileLabel(strings.TrimPrefix(f.Stat, "connect-"))}}
+	case f.Stat == "qps", f.Stat == "rate":
 		return rateFamily, append(probe, [2]string{"estimate", "achieved"})
 	case f.Stat == "littles-law-qps":
 		return rateFamily, append(probe, [2]string{"estimate", "littles-law"})

@@ -136,9 +136,11 @@ func writeFooter(w io.Writer, warnings []string, t report.Timing) {
 // writeProbes writes the sections of a list of probe results: RTT, request latency, TCP
 // throughput and path MTU, each where a result has it.
 func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
-	var rtt, http, grpc, tput, mtu []*v1alpha1.ProbeResult
+	var rtt, http, grpc, rates, tput, mtu []*v1alpha1.ProbeResult
 	for _, r := range results {
 		switch {
+		case r.Rate != nil:
+			rates = append(rates, r)
 		case r.PMTU != nil:
 			mtu = append(mtu, r)
 		case r.RTT != nil:
@@ -156,6 +158,9 @@ func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
 	}
 	if len(http) > 0 || len(grpc) > 0 {
 		writeRequests(w, title, http, grpc)
+	}
+	if len(rates) > 0 {
+		writeRates(w, title, rates)
 	}
 	if len(tput) > 0 {
 		writeThroughput(w, title, tput)

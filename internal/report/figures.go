@@ -30,10 +30,15 @@ type stat struct {
 var Quantiles = map[string]float64{"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 
 func latencyStats(l func(r *v1alpha1.ProbeResult) *v1alpha1.Latency, names ...string) []stat {
+	return latencyStatsNamed("", l, names...)
+}
+
+// latencyStatsNamed is latencyStats with each statistic's name prefixed.
+func latencyStatsNamed(prefix string, l func(r *v1alpha1.ProbeResult) *v1alpha1.Latency, names ...string) []stat {
 	var out []stat
 	for _, name := range names {
 		q := Quantiles[name]
-		out = append(out, stat{name, UnitMicros, func(r *v1alpha1.ProbeResult) (float64, *Range, bool) {
+		out = append(out, stat{prefix + name, UnitMicros, func(r *v1alpha1.ProbeResult) (float64, *Range, bool) {
 			lat := l(r)
 			if lat == nil || lat.Count == 0 {
 				return 0, nil, false
@@ -91,6 +96,8 @@ func kindStats(kind string) []stat {
 			value(UnitCount, "retransmits", from(throughputBlock, func(b *v1alpha1.ThroughputResult) (float64, bool) { return float64(b.Retransmits), true })),
 			value(UnitBytes, "mss", MinMSS),
 		}
+	case v1alpha1.ProbeTCPRR, v1alpha1.ProbeTCPCRR, v1alpha1.ProbeUDPRR:
+		return rateStats(kind)
 	case v1alpha1.ProbePMTU:
 		return []stat{value(UnitBytes, "bytes", from(pmtuBlock, func(b *v1alpha1.PMTUResult) (float64, bool) { return float64(b.PathMTU), b.PathMTU > 0 }))}
 	}
@@ -238,6 +245,8 @@ func fullResult(name, kind string) *v1alpha1.ProbeResult {
 		r.Throughput = &v1alpha1.ThroughputResult{PerStream: []v1alpha1.StreamResult{{MSSBytes: 1}}}
 	case v1alpha1.ProbePMTU:
 		r.PMTU = &v1alpha1.PMTUResult{PathMTU: 1}
+	case v1alpha1.ProbeTCPRR, v1alpha1.ProbeTCPCRR, v1alpha1.ProbeUDPRR:
+		r.Rate = &v1alpha1.RateResult{Latency: lat, Connect: &lat}
 	case v1alpha1.ProbeSpread:
 		hs := v1alpha1.Handshakes{Count: 1, P50Micros: 1}
 		r.Spread = &v1alpha1.SpreadResult{Endpoints: []v1alpha1.SpreadEndpoint{{Service: hs, Direct: hs}}, DST: &hs}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
@@ -22,8 +23,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// Probe groups selectable with --probes.
-var probeGroups = []string{"rtt", "udp", "path-mtu", "http", "http-new-conn", "http-max", "grpc", "tcp"}
+// Probe groups selectable with --probes: the default ones, and the rate probes a run asks for.
+var (
+	probeGroups = []string{"rtt", "udp", "path-mtu", "http", "http-new-conn", "http-max", "grpc", "tcp"}
+	rateGroups  = []string{"tcp-rr", "udp-rr", "tcp-crr"}
+	knownGroups = slices.Concat(probeGroups, rateGroups)
+)
 
 // PathOptions holds everything `kubectl netbench path` needs.
 type PathOptions struct {
@@ -38,6 +43,7 @@ type PathOptions struct {
 	Duration                   time.Duration
 	QPS                        float64
 	Connections                int
+	RequestSize, ResponseSize  int // the rate probes'
 	Streams                    int
 	Interval                   time.Duration
 	Port                       int
@@ -110,10 +116,12 @@ func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 	f.StringVar(&o.IPFamily, "ip-family", "", "address family to measure on a dual-stack path: 4, 6, or both (each, side by side; the IPv6 probes named *"+V6Suffix+"); default: DST's primary family")
 	_ = cmd.RegisterFlagCompletionFunc("ip-family", cmdutil.FixedCompletion(Family4, Family6, FamilyBoth))
 	f.StringVar(&o.Profile, "profile", o.Profile, "quick (whole run ≤ 30 s) or seed (the published methodology, ~8 min)")
-	f.StringSliceVar(&o.Probes, "probes", o.Probes, "probes to run: "+strings.Join(probeGroups, ","))
+	f.StringSliceVar(&o.Probes, "probes", o.Probes, "probes to run: "+strings.Join(probeGroups, ",")+"; and the rate probes, on request: "+strings.Join(rateGroups, ","))
 	f.DurationVar(&o.Duration, "duration", 0, "duration of each HTTP, gRPC and TCP probe (default: the profile's)")
 	f.Float64Var(&o.QPS, "qps", 0, "request rate of the fixed-rate HTTP and gRPC probes (default: the profile's)")
-	f.IntVar(&o.Connections, "connections", 0, "connections of the fixed-rate HTTP and gRPC probes (default: the profile's)")
+	f.IntVar(&o.Connections, "connections", 0, "connections of the fixed-rate HTTP and gRPC probes and clients of the rate probes (default: the profile's)")
+	f.IntVar(&o.RequestSize, "request-size", 0, "bytes of each request of the rate probes (udp-rr: each datagram, 32 at least; default: 1, netperf's)")
+	f.IntVar(&o.ResponseSize, "response-size", 0, "bytes of each response of tcp-rr and tcp-crr (default: 1; udp-rr answers with the request's size)")
 	f.IntVar(&o.Streams, "streams", 0, "streams of the multi-stream TCP probe (default: the profile's)")
 	f.DurationVar(&o.Interval, "interval", 0, "interval reports within each TCP probe, e.g. 10s")
 	f.IntVar(&o.Port, "port", 0, "also measure TCP connect RTT and HTTP latency to DST's own container port")
@@ -147,11 +155,11 @@ func (o *PathOptions) Validate() error {
 		return fmt.Errorf("--profile %q: want quick or seed", o.Profile)
 	}
 	if len(o.Probes) == 0 {
-		return fmt.Errorf("--probes is empty: name at least one of %s", strings.Join(probeGroups, ","))
+		return fmt.Errorf("--probes is empty: name at least one of %s", strings.Join(knownGroups, ","))
 	}
 	for _, p := range o.Probes {
-		if !slices.Contains(probeGroups, p) {
-			return fmt.Errorf("--probes: unknown probe %q (known: %s)", p, strings.Join(probeGroups, ","))
+		if !slices.Contains(knownGroups, p) {
+			return fmt.Errorf("--probes: unknown probe %q (known: %s)", p, strings.Join(knownGroups, ","))
 		}
 	}
 	if err := o.ValidateFlags(); err != nil {
@@ -184,6 +192,12 @@ func (o *PathOptions) validateNumbers() error {
 		return fmt.Errorf("--streams %d: want 1-%d", o.Streams, agent.MaxStreams)
 	case o.Connections < 0 || o.Connections > agent.MaxConnections:
 		return fmt.Errorf("--connections %d: want 1-%d", o.Connections, agent.MaxConnections)
+	case o.RequestSize < 0 || o.RequestSize > probes.MaxRateBytes:
+		return fmt.Errorf("--request-size %d: want 1-%d bytes", o.RequestSize, probes.MaxRateBytes)
+	case o.ResponseSize < 0 || o.ResponseSize > probes.MaxRateBytes:
+		return fmt.Errorf("--response-size %d: want 1-%d bytes", o.ResponseSize, probes.MaxRateBytes)
+	case o.RequestSize > 0 && o.RequestSize < probes.UDPHeaderLen && slices.Contains(o.Probes, "udp-rr"):
+		return fmt.Errorf("--request-size %d: udp-rr's datagrams carry a %d-byte header: want %d-%d bytes", o.RequestSize, probes.UDPHeaderLen, probes.UDPHeaderLen, probes.MaxRateBytes)
 	case !(o.QPS >= 0 && o.QPS <= agent.MaxQPS):
 		return fmt.Errorf("--qps %g: want 1-%g", o.QPS, float64(agent.MaxQPS))
 	case !(o.PricePerGB >= 0 && o.PricePerGB <= 1000):

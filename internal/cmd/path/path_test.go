@@ -1,6 +1,7 @@
 package path
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ func TestValidate(t *testing.T) {
 		{name: "agent resources none", change: func(o *PathOptions) { o.AgentResources = "none" }},
 		{name: "no rounds", change: func(o *PathOptions) { o.Rounds = 0 }, wantErr: "--repeat 0: want 1-20"},
 		{name: "too many rounds", change: func(o *PathOptions) { o.Rounds = 21 }, wantErr: "--repeat 21: want 1-20"},
+		{name: "rate probes", change: func(o *PathOptions) { o.Probes = []string{"tcp-rr", "udp-rr", "tcp-crr"} }},
+		{name: "request too large", change: func(o *PathOptions) { o.Probes, o.RequestSize = []string{"tcp-rr"}, 9000 }, wantErr: "--request-size 9000: want 1-8192 bytes"},
+		{name: "response too large", change: func(o *PathOptions) { o.ResponseSize = 8193 }, wantErr: "--response-size 8193: want 1-8192 bytes"},
+		{name: "udp-rr datagram too small", change: func(o *PathOptions) { o.Probes, o.RequestSize = []string{"udp-rr"}, 8 }, wantErr: "--request-size 8: udp-rr's datagrams carry a 32-byte header"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +57,32 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// The rate probes run only when named, with the profile's clients unless --connections says
+// otherwise, and the sizes asked (udp-rr answers with its request's size).
+func TestRateProbeSpecs(t *testing.T) {
+	o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+	for _, p := range o.Probes {
+		if slices.Contains(rateGroups, p) {
+			t.Errorf("rate probe %s runs by default", p)
+		}
+	}
+	o.Probes, o.RequestSize, o.ResponseSize = []string{"tcp-rr", "udp-rr", "tcp-crr"}, 64, 512
+	got, _ := o.ProbeSpecs("10.0.0.5")
+	want := []agent.ProbeSpec{
+		{Kind: agent.ProbeTCPRR, Connections: 1, DurationSeconds: 3, Size: 64, ResponseSize: 512},
+		{Kind: agent.ProbeUDPRR, Connections: 1, DurationSeconds: 3, Size: 64},
+		{Kind: agent.ProbeTCPCRR, Connections: 4, DurationSeconds: 3, Size: 64, ResponseSize: 512},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rate probes (-want +got):\n%s", diff)
+	}
+	o.Connections, o.Duration = 8, 5*time.Second
+	got, _ = o.ProbeSpecs("10.0.0.5")
+	if got[2].Connections != 8 || got[2].DurationSeconds != 5 {
+		t.Errorf("--connections 8 --duration 5s: tcp-crr %+v", got[2])
 	}
 }
 

@@ -17,6 +17,7 @@ type profile struct {
 	grpc        agent.ProbeSpec
 	tcp         []agent.ProbeSpec
 	udp         agent.ProbeSpec
+	rates       map[string]agent.ProbeSpec // by group
 }
 
 var Profiles = map[string]profile{
@@ -31,6 +32,7 @@ var Profiles = map[string]profile{
 			{Kind: agent.ProbeTCP, Name: "tcp-1", Streams: 1, DurationSeconds: 3},
 			{Kind: agent.ProbeTCP, Name: "tcp-8", Streams: 8, DurationSeconds: 3},
 		},
+		rates: rateProbes(3),
 	},
 	"seed": {
 		RttCount: 200, RttInterval: 50,
@@ -44,7 +46,18 @@ var Profiles = map[string]profile{
 			{Kind: agent.ProbeTCP, Name: "tcp-8", Streams: 8, DurationSeconds: 20},
 			{Kind: agent.ProbeTCP, Name: "tcp-sustained", Streams: 4, DurationSeconds: 180, ReportIntervalSeconds: 10},
 		},
+		rates: rateProbes(10),
 	},
+}
+
+// rateProbes are the rate probes of a profile, each running for seconds: one client on one
+// connection (netperf's TCP_RR and UDP_RR), and four clients opening connections (TCP_CRR).
+func rateProbes(seconds float64) map[string]agent.ProbeSpec {
+	return map[string]agent.ProbeSpec{
+		"tcp-rr":  {Kind: agent.ProbeTCPRR, Connections: 1, DurationSeconds: seconds},
+		"udp-rr":  {Kind: agent.ProbeUDPRR, Connections: 1, DurationSeconds: seconds},
+		"tcp-crr": {Kind: agent.ProbeTCPCRR, Connections: 4, DurationSeconds: seconds},
+	}
 }
 
 // udpSize is the UDP probe's datagram size: a small request, as DNS and games send.
@@ -94,6 +107,13 @@ func (o *PathOptions) ProbeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 			probes = append(probes, override(pr.grpc))
 		case "udp":
 			probes = append(probes, pr.udp)
+		case "tcp-rr", "udp-rr", "tcp-crr":
+			r := override(pr.rates[g])
+			r.Size, r.ResponseSize = o.RequestSize, o.ResponseSize
+			if r.Kind == agent.ProbeUDPRR {
+				r.ResponseSize = 0
+			}
+			probes = append(probes, r)
 		case "path-mtu":
 			probes = append(probes, agent.ProbeSpec{Kind: agent.ProbePMTU})
 		case "tcp":

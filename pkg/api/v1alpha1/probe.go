@@ -18,6 +18,15 @@ const (
 	ProbeUDP = "udp"
 	// ProbePMTU finds the largest packet that crosses the path with "don't fragment" set.
 	ProbePMTU = "path-mtu"
+	// ProbeTCPRR sends a request and waits for its response, one after another on each of
+	// Connections persistent connections (closed loop, netperf's TCP_RR): transactions per second.
+	ProbeTCPRR = "tcp-rr"
+	// ProbeTCPCRR opens a connection, sends a request, reads the response and closes, one after
+	// another on each of Connections parallel clients (netperf's TCP_CRR): connections per second.
+	ProbeTCPCRR = "tcp-crr"
+	// ProbeUDPRR sends a datagram to the server's UDP echo and waits for its answer, one after
+	// another on each of Connections sockets: transactions per second.
+	ProbeUDPRR = "udp-rr"
 )
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.
@@ -35,6 +44,7 @@ type ProbeResult struct {
 	DNS        *DNSProbeResult   `json:"dns,omitempty"`
 	Spread     *SpreadResult     `json:"spread,omitempty"`
 	PMTU       *PMTUResult       `json:"pathMTU,omitempty"`
+	Rate       *RateResult       `json:"rate,omitempty"`
 	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
 	// spent while it ran: the probe's cost to the pod it ran in.
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`

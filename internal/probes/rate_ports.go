@@ -1,0 +1,124 @@
+package probes
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// timeWaitLen is how long Linux keeps a TIME-WAIT socket (TCP_TIMEWAIT_LEN, fixed).
+const timeWaitLen = 60 * time.Second
+
+// defaultPortRange is Linux's default net.ipv4.ip_local_port_range (32768-60999), assumed
+// where the setting cannot be read.
+const defaultPortRange = 60999 - 32768 + 1
+
+// portBudget counts the ports a tcp-crr probe's connections hold: those open, and those closed
+// less than timeWaitLen ago (in TIME-WAIT on this side, each holding its port towards the
+// server's address). take refuses once the budget is reached.
+type portBudget struct {
+	mu       sync.Mutex
+	size     int
+	budget   int
+	open     int
+	closedAt []time.Time // oldest first
+	peak     int
+	twBefore int
+}
+
+// newPortBudget allows half the pod's ephemeral port range less the TIME-WAIT sockets the pod
+// already has (a previous round's, whose ports may be towards the same server).
+func newPortBudget() *portBudget {
+	size := portRangeSize()
+	tw := timeWaitSockets()
+	return &portBudget{size: size, budget: max(0, size/2-max(tw, 0)), twBefore: tw}
+}
+
+// take reserves a port for a new connection; false when the budget is reached.
+func (p *portBudget) take() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cut := time.Now().Add(-timeWaitLen)
+	i := 0
+	for i < len(p.closedAt) && p.closedAt[i].Before(cut) {
+		i++
+	}
+	p.closedAt = p.closedAt[i:]
+	if p.open+len(p.closedAt) >= p.budget {
+		return false
+	}
+	p.open++
+	p.peak = max(p.peak, p.open+len(p.closedAt))
+	return true
+}
+
+// release gives a connection's port back: into TIME-WAIT when it was connected and closed
+// by this side, at once when it never connected.
+func (p *portBudget) release(connected bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open--
+	if connected {
+		p.closedAt = append(p.closedAt, time.Now())
+	}
+}
+
+func (p *portBudget) result() *v1alpha1.EphemeralPorts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return &v1alpha1.EphemeralPorts{RangeSize: p.size, Budget: p.budget, PeakHeld: p.peak, TimeWaitBefore: p.twBefore, TimeWaitAfter: timeWaitSockets()}
+}
+
+// portRangeOverride, when positive, is the range size tests pretend the pod has.
+var portRangeOverride int
+
+// portRangeSize is how many ports net.ipv4.ip_local_port_range of this network namespace holds.
+func portRangeSize() int {
+	if portRangeOverride > 0 {
+		return portRangeOverride
+	}
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return defaultPortRange
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return defaultPortRange
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || hi < lo {
+		return defaultPortRange
+	}
+	return hi - lo + 1
+}
+
+// timeWaitSockets is the TIME-WAIT count of this network namespace's TCP sockets
+// (/proc/net/sockstat: "TCP: inuse N orphan N tw N ..."); -1 when unreadable.
+func timeWaitSockets() int {
+	f, err := os.Open("/proc/net/sockstat")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || fields[0] != "TCP:" {
+			continue
+		}
+		for i := 1; i+1 < len(fields); i += 2 {
+			if fields[i] == "tw" {
+				if n, err := strconv.Atoi(fields[i+1]); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,144 @@
+package probes
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// rateServer serves tcp-rr and tcp-crr connections on loopback for token "tok".
+func rateServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				br := bufio.NewReaderSize(c, 4096)
+				magic := make([]byte, len(RateMagic))
+				if _, err := io.ReadFull(br, magic); err != nil || string(magic) != RateMagic {
+					c.Close()
+					return
+				}
+				_ = ServeRate(c, br, func(tok string) error {
+					if tok != "tok" {
+						return errors.New("wrong token")
+					}
+					return nil
+				})
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Every transaction of a closed loop is counted and timed: the rate equals the clients ÷ the
+// mean latency (Little's law, no gaps between transactions) within 5 %, and the percentiles
+// are exact.
+func TestRateProbesOnLoopback(t *testing.T) {
+	addr := rateServer(t)
+	for _, kind := range []string{v1alpha1.ProbeTCPRR, v1alpha1.ProbeTCPCRR} {
+		t.Run(kind, func(t *testing.T) {
+			spec := RateSpec{Address: addr, Token: "tok", Connections: 4, Duration: 300 * time.Millisecond, RequestBytes: 100, ResponseBytes: 2000}
+			run := map[string]func(context.Context, RateSpec) (*RateResult, error){v1alpha1.ProbeTCPRR: TCPRR, v1alpha1.ProbeTCPCRR: TCPCRR}[kind]
+			r, err := run(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d transactions, %.0f/s, Little's law %.0f/s, p50 %.1f µs", kind, r.Transactions, r.PerSecond, r.LittleLawPerSecond, r.Latency.P50Micros)
+			if r.Errors != 0 || r.Transactions < 100 || r.Latency.Count != r.Transactions || r.Latency.PercentilesFrom != 0 {
+				t.Fatalf("want many transactions, no errors, exact percentiles: %+v", r)
+			}
+			if math.Abs(r.PerSecond-r.LittleLawPerSecond) > 0.05*r.LittleLawPerSecond {
+				t.Errorf("%.0f/s done, Little's law says %.0f/s: more than 5 %% apart", r.PerSecond, r.LittleLawPerSecond)
+			}
+			if r.DurationSeconds < 0.3 || r.DurationSeconds > 0.5 {
+				t.Errorf("ran %.3f s, want just over 0.3 s", r.DurationSeconds)
+			}
+			if kind == v1alpha1.ProbeTCPCRR {
+				if r.Connect == nil || r.Connect.Count != r.Transactions || r.Connect.P50Micros >= r.Latency.P50Micros {
+					t.Errorf("connect times %+v: one per connection, each shorter than its transaction (p50 %.1f µs)", r.Connect, r.Latency.P50Micros)
+				}
+				if p := r.Ports; p == nil || p.RangeSize <= 0 || p.PeakHeld < int(r.Transactions) || p.PeakHeld > p.Budget {
+					t.Errorf("ports %+v after %d connections: every closed one is held (TIME-WAIT), within the budget", p, r.Transactions)
+				}
+			}
+		})
+	}
+}
+
+// A wrong token, or sizes past the bound, get no transaction: the error says why.
+func TestRateProbesRefused(t *testing.T) {
+	addr := rateServer(t)
+	_, err := TCPRR(context.Background(), RateSpec{Address: addr, Token: "nope", Duration: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "wrong token") {
+		t.Errorf("wrong token: %v", err)
+	}
+	_, err = TCPCRR(context.Background(), RateSpec{Address: addr, Token: "nope", Duration: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "wrong token") {
+		t.Errorf("tcp-crr, wrong token: %v", err)
+	}
+	_, err = TCPRR(context.Background(), RateSpec{Address: addr, Token: "tok", RequestBytes: MaxRateBytes + 1, Duration: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "before accepting") {
+		t.Errorf("oversized request: %v", err)
+	}
+}
+
+// The port budget counts open connections and those closed within TIME-WAIT's 60 s, and
+// refuses past the budget; a connection that never connected gives its port back at once.
+func TestPortBudget(t *testing.T) {
+	p := &portBudget{size: 10, budget: 3}
+	for i := range 3 {
+		if !p.take() {
+			t.Fatalf("take %d refused within the budget", i)
+		}
+	}
+	if p.take() {
+		t.Fatal("a fourth port taken past the budget of 3")
+	}
+	p.release(false)
+	if !p.take() {
+		t.Fatal("a port that never connected was not given back")
+	}
+	p.release(true)
+	if p.take() {
+		t.Fatal("a port in TIME-WAIT was given back")
+	}
+	p.closedAt[0] = time.Now().Add(-timeWaitLen - time.Second)
+	if !p.take() || p.peak != 3 {
+		t.Fatalf("a port past TIME-WAIT not given back, or peak %d != 3", p.peak)
+	}
+}
+
+// The budget stops a tcp-crr loop before its connections hold it, and says so.
+func TestTCPCRRStopsAtThePortBudget(t *testing.T) {
+	addr := rateServer(t)
+	if timeWaitSockets() < 0 {
+		t.Skip("no /proc/net/sockstat here")
+	}
+	old := portRangeOverride
+	portRangeOverride = timeWaitSockets()*2 + 100
+	t.Cleanup(func() { portRangeOverride = old })
+	r, err := TCPCRR(context.Background(), RateSpec{Address: addr, Token: "tok", Connections: 2, Duration: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stopped == "" || r.Ports.PeakHeld > r.Ports.Budget || r.Transactions > int64(r.Ports.Budget) || r.DurationSeconds > 4 {
+		t.Errorf("want the loop stopped at its budget: %+v, ports %+v", r, r.Ports)
+	}
+}

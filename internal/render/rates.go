@@ -1,0 +1,54 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// writeRates writes the table of the rate probes (tcp-rr, udp-rr, tcp-crr): their rate beside
+// Little's law, their transactions' latency, and what tcp-crr did to the client's ports.
+func writeRates(w io.Writer, title string, rates []*v1alpha1.ProbeResult) {
+	fmt.Fprintf(w, "\nRates, %s (closed loop: each client's next transaction as soon as the last one ended)\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "probe\tclients\tbytes req/resp\tseconds\ttransactions\tper second\tLittle's law\terrors\tmin\tp50\tp90\tp99\tmax\t")
+	for _, r := range rates {
+		x, l := r.Rate, r.Rate.Latency
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%.1f\t%d\t%.0f\t%.0f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", report.Marked(r), x.Connections, x.RequestBytes, x.ResponseBytes,
+			x.DurationSeconds, x.Transactions, x.PerSecond, x.LittleLawPerSecond, x.Errors,
+			report.Micros(l.MinMicros), report.Micros(l.P50Micros), report.Micros(l.P90Micros), report.Micros(l.P99Micros), report.Micros(l.MaxMicros))
+	}
+	tw.Flush()
+	var lats []namedLatency
+	for _, r := range rates {
+		lats = append(lats, namedLatency{r.Name, r.Rate.Latency})
+	}
+	percentileBasis(w, lats)
+	for _, r := range rates {
+		writeRateNotes(w, r.Name, r.Rate)
+	}
+}
+
+// writeRateNotes says what one rate probe's transaction is and what else it found.
+func writeRateNotes(w io.Writer, name string, x *v1alpha1.RateResult) {
+	switch x.Kind {
+	case v1alpha1.ProbeTCPCRR:
+		fmt.Fprintf(w, "  %s: a transaction is a whole connection: connect, request (with a %d-byte hello), response, close; connect p50 %s (one round trip)\n",
+			name, x.HelloBytes, report.Micros(x.Connect.P50Micros))
+		if p := x.Ports; p != nil {
+			fmt.Fprintf(w, "  %s: client ports held at most %d of a budget of %d (the pod's range %d; TIME-WAIT sockets %d before, %d after, each for 60 s)\n",
+				name, p.PeakHeld, p.Budget, p.RangeSize, p.TimeWaitBefore, p.TimeWaitAfter)
+		}
+	case v1alpha1.ProbeUDPRR:
+		fmt.Fprintf(w, "  %s: %.1f %% of datagrams unanswered within %.0f ms (each counted as an error)\n", name, x.LossPercent, x.TimeoutMillis)
+	}
+	if x.Stopped != "" {
+		fmt.Fprintf(w, "  %s: stopped early: %s\n", name, x.Stopped)
+	}
+	if x.FirstError != "" {
+		fmt.Fprintf(w, "  %s: first error: %s\n", name, x.FirstError)
+	}
+}
