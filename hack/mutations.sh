@@ -35,6 +35,7 @@ mutations=(
   "dataplane-vs-dst|./test/e2e|TestLadderServiceCostsWithZoneDelay/zoned-close|of the same-node rung's and not below"
   "throughput-inflated|./test/e2e|TestPathBothFamilies/throughput|its interface received"
   "crr-from-connect|./test/e2e|TestTCPCRRThroughTheZoneDelay|below the delay line's two round trips"
+  "loaded-after-load|./test/e2e|TestLatencyUnderLoadOnABottleneck|not ten times fq_codel's"
   "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
   "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
 )

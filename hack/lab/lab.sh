@@ -91,10 +91,11 @@ case "${1:-}" in
   udp-loss) shift; cmd_udp_loss "$@" ;;
   mtu) shift; cmd_mtu "$@" ;;
   slow-node) shift; cmd_slow_node "$@" ;;
+  bottleneck) shift; cmd_bottleneck "$@" ;;
   dns-autopath) shift; cmd_dns_autopath "$@" ;;
   nodelocaldns) shift; cmd_nodelocaldns "$@" ;;
   dns-race) shift; cmd_dns_race "$@" ;;
   dns-pin) shift; cmd_dns_pin "$@" ;;
   proxy-mode) shift; cmd_proxy_mode "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|import TAR...|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|import TAR...|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|bottleneck NODE RATE fifo|fq_codel DEPTH|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs" >&2; exit 2 ;;
 esac

@@ -218,6 +218,7 @@ func fullJob(host string, port int, token string) Job {
 			{Kind: ProbeTCPRR, Connections: 2, DurationSeconds: 0.3, Size: 100, ResponseSize: 1000},
 			{Kind: ProbeTCPCRR, Connections: 2, DurationSeconds: 0.3},
 			{Kind: ProbeUDPRR, Connections: 2, DurationSeconds: 0.3, Size: 64},
+			{Kind: ProbeLoadedRTT, Streams: 2, DurationSeconds: 2.5, IntervalMillis: 10},
 		},
 	}
 }
@@ -258,6 +259,10 @@ func checkFullJob(t *testing.T, events []Event, wantICMP bool) {
 		if r := res[k]; r != nil && (r.Rate == nil || r.Rate.Transactions < 50 || r.Rate.Errors != 0 || r.Rate.PerSecond <= 0 || r.Rate.Latency.Count != r.Rate.Transactions) {
 			t.Errorf("%s through the agent server: %+v", k, r.Rate)
 		}
+	}
+	if r := res[ProbeLoadedRTT]; r != nil && (r.Loaded == nil || r.Loaded.Idle == nil || r.Loaded.Loaded == nil || r.Loaded.Loaded.Received < 50 ||
+		r.Loaded.Throughput == nil || r.Loaded.Throughput.BytesReceived == 0 || r.Loaded.RPM <= 0 || !r.Loaded.SampledFrom.Before(r.Loaded.SampledUntil)) {
+		t.Errorf("loaded-rtt through the agent server: %+v", r.Loaded)
 	}
 	if r := res[ProbeTCPRTT]; r != nil && (r.RTT == nil || r.RTT.Received != 10 || r.RTT.RTT.MinMicros <= 0 || r.RTT.RTT.MaxMicros > 1e6) {
 		t.Errorf("tcp-rtt: %+v", r.RTT)
@@ -449,6 +454,8 @@ func TestAgentRejectsBadJobs(t *testing.T) {
 		{"unknown probe", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"quic"}]}`, "unknown probe kind"},
 		{"no target", `{"apiVersion":"` + APIVersion + `","probes":[{"kind":"http"}]}`, "no agent host"},
 		{"rate elsewhere", `{"apiVersion":"` + APIVersion + `","probes":[{"kind":"tcp-crr","address":"10.0.0.1:80"}]}`, "against the agent server only"},
+		{"loaded-rtt too short", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"loaded-rtt","durationSeconds":1}]}`, "needs 2.5s at least"},
+		{"crr clients", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"tcp-crr","connections":65}]}`, "65 clients: want 1-64"},
 		{"rate too large", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"tcp-rr","responseSize":9000}]}`, "want up to 8192 each"},
 		{"udp-rr too small", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"udp-rr","size":8}]}`, "size 8: want 32-9216"},
 		{"response size elsewhere", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"http","responseSize":10}]}`, "tcp-rr and tcp-crr probes only"},

@@ -231,8 +231,8 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 			spec.ServerCPU = func(ctx context.Context) (time.Duration, error) { return serverCPU(ctx, job) }
 		}
 		res.Throughput, err = probes.Throughput(ctx, spec)
-	case ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR:
-		res.Rate, res.Skipped, err = runRate(ctx, job, p, addr)
+	case ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, ProbeLoadedRTT:
+		res.Skipped, err = runUnderLoad(ctx, job, p, addr, res)
 	case ProbeDNS:
 		res.DNS, err = runDNS(ctx, p)
 	case ProbeUDP:
@@ -252,24 +252,6 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		return nil, err
 	}
 	return res, nil
-}
-
-// runRate runs one of the rate probes against the agent server at addr; udp-rr is skipped
-// where no datagram gets through (udpBlocked).
-func runRate(ctx context.Context, job Job, p ProbeSpec, addr string) (*probes.RateResult, string, error) {
-	spec := probes.RateSpec{Address: addr, Token: job.Token, Key: probes.UDPKey(job.Token), Connections: p.Connections,
-		Duration: seconds(p.DurationSeconds), RequestBytes: p.Size, ResponseBytes: p.ResponseSize}
-	switch p.Kind {
-	case ProbeTCPRR:
-		r, err := probes.TCPRR(ctx, spec)
-		return r, "", err
-	case ProbeTCPCRR:
-		r, err := probes.TCPCRR(ctx, spec)
-		return r, "", err
-	}
-	r, err := probes.UDPRR(ctx, spec)
-	skipped, err := udpBlocked(ctx, err)
-	return r, skipped, err
 }
 
 var controlClient = &http.Client{Timeout: 3 * time.Second}

@@ -54,10 +54,12 @@ const (
 	ProbeTCPRR  = v1alpha1.ProbeTCPRR
 	ProbeTCPCRR = v1alpha1.ProbeTCPCRR
 	ProbeUDPRR  = v1alpha1.ProbeUDPRR
+	// ProbeLoadedRTT samples the UDP (and ICMP) round trip idle, then under a TCP load.
+	ProbeLoadedRTT = v1alpha1.ProbeLoadedRTT
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
-var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, ProbeTCP, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, ProbeTCP, ProbeLoadedRTT, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
 
 // Job is what `agent run` executes: probes against one agent server (or, per probe, another
 // address such as the destination app's own port).
@@ -228,16 +230,23 @@ func (j *Job) Validate() error {
 	return nil
 }
 
+// minLoadedSeconds is the shortest load a loaded-rtt probe takes.
+const minLoadedSeconds = 2.5
+
 // checkServerOnly holds the probes that measure against the agent server only (UDP, path MTU,
 // the rate probes) to it, and their sizes to what the server answers.
 func checkServerOnly(p ProbeSpec) error {
-	udp, rate := p.Kind == ProbeUDP || p.Kind == ProbePMTU || p.Kind == ProbeUDPRR, p.Kind == ProbeTCPRR || p.Kind == ProbeTCPCRR
+	udp, rate := p.Kind == ProbeUDP || p.Kind == ProbePMTU || p.Kind == ProbeUDPRR || p.Kind == ProbeLoadedRTT, p.Kind == ProbeTCPRR || p.Kind == ProbeTCPCRR
 	switch {
+	case p.Kind == ProbeLoadedRTT && p.DurationSeconds < minLoadedSeconds:
+		return fmt.Errorf("duration %gs: a loaded-rtt probe needs %gs at least (1 s of warm-up, 1 s of samples, 0.5 s before the load ends)", p.DurationSeconds, minLoadedSeconds)
 	case (udp || rate) && (p.Address != "" || p.URL != ""):
 		return errors.New("this probe measures against the agent server only")
 	case p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram),
-		p.Kind == ProbeUDPRR && p.Size != 0 && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram):
+		(p.Kind == ProbeUDPRR || p.Kind == ProbeLoadedRTT) && p.Size != 0 && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram):
 		return fmt.Errorf("size %d: want %d-%d bytes", p.Size, probes.UDPHeaderLen, probes.UDPMaxDatagram)
+	case (p.Kind == ProbeTCPCRR || p.Kind == ProbeUDPRR) && p.Connections > probes.MaxRateClients:
+		return fmt.Errorf("%d clients: want 1-%d", p.Connections, probes.MaxRateClients)
 	case rate && (p.Size < 0 || p.Size > probes.MaxRateBytes || p.ResponseSize < 0 || p.ResponseSize > probes.MaxRateBytes):
 		return fmt.Errorf("request %d and response %d bytes: want up to %d each", p.Size, p.ResponseSize, probes.MaxRateBytes)
 	case !rate && p.ResponseSize != 0:

@@ -63,6 +63,9 @@ const (
 	// CRRFromConnect times each tcp-crr connection from the end of its handshake instead of
 	// before its connect: one round trip short (TestTCPCRRThroughTheZoneDelay).
 	CRRFromConnect Name = "crr-from-connect"
+	// LoadedAfterLoad takes a loaded-rtt probe's loaded samples after the load has ended
+	// (TestLatencyUnderLoadOnABottleneck).
+	LoadedAfterLoad Name = "loaded-after-load"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -120,7 +120,7 @@ func FlowOf(p agent.ProbeSpec) (corev1.Protocol, string) {
 	switch p.Kind {
 	case agent.ProbeICMP:
 		return netpolicy.ICMP, "ICMP echo"
-	case agent.ProbeUDP, agent.ProbePMTU, agent.ProbeUDPRR:
+	case agent.ProbeUDP, agent.ProbePMTU, agent.ProbeUDPRR, agent.ProbeLoadedRTT:
 		return corev1.ProtocolUDP, "UDP to the server agent's port"
 	}
 	return corev1.ProtocolTCP, "TCP to the server agent's port"

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // ICMPRTT is implemented on Linux only, where the agent runs.
@@ -39,4 +41,16 @@ func InterfaceMTU(net.IP) int { return 0 }
 // UDPRR is implemented on Linux only, where the agent runs.
 func UDPRR(context.Context, RateSpec) (*RateResult, error) {
 	return nil, errors.New("the udp-rr probe runs on Linux only")
+}
+
+// LoadedSpec configures a loaded-rtt probe (Linux only).
+type LoadedSpec struct {
+	UDP    UDPSpec
+	Load   ThroughputSpec
+	WarmUp time.Duration
+}
+
+// LoadedRTT is implemented on Linux only, where the agent runs.
+func LoadedRTT(context.Context, LoadedSpec) (*v1alpha1.LoadedResult, error) {
+	return nil, errors.New("the loaded-rtt probe runs on Linux only")
 }

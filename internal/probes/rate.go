@@ -22,6 +22,10 @@ const (
 	udpRRTimeout = 200 * time.Millisecond
 	// maxFailuresInARow ends one client after so many failed transactions in a row.
 	maxFailuresInARow = 3
+	// MaxRateClients bounds the clients of tcp-crr and udp-rr: a tcp-crr client's connection
+	// waits at the server's gate to present the token among at most 128 of its source's, and
+	// each udp-rr socket blocks a thread of the client's pod.
+	MaxRateClients = 64
 )
 
 // RateSpec configures a rate probe: Connections clients in a closed loop for Duration, each
@@ -80,10 +84,13 @@ func (l *rateLoop) done(start time.Time) {
 	l.mu.Unlock()
 }
 
-// failed records one failed transaction.
+// failed records one failed transaction: the loop's time runs until its failure too.
 func (l *rateLoop) failed(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if now := time.Now(); now.After(l.end) {
+		l.end = now
+	}
 	l.errors++
 	if l.firstError == nil {
 		l.firstError = err

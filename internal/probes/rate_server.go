@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// rateZeros is every response's payload: one buffer all connections share.
-var rateZeros = make([]byte, MaxRateBytes)
+// rateFirst is every connection's first answer (the acceptance, then a response of zeros) and,
+// from its second byte, every later response: one read-only buffer all connections share.
+var rateFirst = append([]byte{sinkAccepted}, make([]byte, MaxRateBytes)...)
 
 // rateIdle is how long the server waits for a connection's next request.
 const rateIdle = 10 * time.Second
@@ -27,10 +28,11 @@ func ServeRate(c net.Conn, r *bufio.Reader, admit func(token string) error) erro
 	if err != nil {
 		return err
 	}
-	out := make([]byte, 1+resp) // the first answer: acceptance and response in one segment
-	out[0] = sinkAccepted
+	out := rateFirst[:1+resp] // the first answer: acceptance and response in one segment
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(rateIdle))
+		// Reads and writes both: a client that stops reading its answers does not hold the
+		// connection (and its slot) past rateIdle.
+		_ = c.SetDeadline(time.Now().Add(rateIdle))
 		if _, err := r.Discard(req); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -40,7 +42,7 @@ func ServeRate(c net.Conn, r *bufio.Reader, admit func(token string) error) erro
 		if _, err := c.Write(out); err != nil {
 			return err
 		}
-		out = rateZeros[:resp]
+		out = rateFirst[1 : 1+resp]
 	}
 }
 

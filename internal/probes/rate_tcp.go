@@ -138,11 +138,18 @@ func rateResult(ctx context.Context, l *rateLoop, start time.Time) (*RateResult,
 		return nil, err
 	}
 	r := l.result(start)
+	if r.Transactions == 0 && r.Stopped != "" {
+		return nil, fmt.Errorf("%s to %s: %w: %s", l.kind, l.spec.Address, ErrStoppedFirst, r.Stopped)
+	}
 	if r.Transactions == 0 {
 		return nil, fmt.Errorf("%s to %s: no transaction completed: %s", l.kind, l.spec.Address, r.FirstError)
 	}
 	return r, nil
 }
+
+// ErrStoppedFirst means a loop stopped before its first transaction (tcp-crr: the pod had no
+// ephemeral ports to spare): nothing was measured, and nothing failed.
+var ErrStoppedFirst = errors.New("stopped before the first transaction")
 
 // TCPCRR runs spec.Connections clients in a closed loop for spec.Duration, each connecting,
 // sending a request, reading the response and closing, then again (netperf's TCP_CRR). The
@@ -150,6 +157,9 @@ func rateResult(ctx context.Context, l *rateLoop, start time.Time) (*RateResult,
 // 60 s; the loop stops before those hold half the pod's ephemeral port range.
 func TCPCRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	spec.defaults(v1alpha1.ProbeTCPCRR)
+	if spec.Connections > MaxRateClients {
+		return nil, fmt.Errorf("tcp-crr with %d clients: at most %d", spec.Connections, MaxRateClients)
+	}
 	hello, err := rateHello(spec.Token, spec.RequestBytes, spec.ResponseBytes)
 	if err != nil {
 		return nil, err
@@ -158,18 +168,19 @@ func TCPCRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	l := newRateLoop(v1alpha1.ProbeTCPCRR, spec)
 	d := net.Dialer{Timeout: rateIOTimeout}
 	start := l.run(func(int) {
+		rc := newRateConn(nil, spec, hello)
 		for inARow := 0; inARow < maxFailuresInARow && l.more(ctx); {
 			if !ports.take() {
-				l.stop(fmt.Sprintf("the probe's connections held %d ephemeral ports, half the pod's range less the TIME-WAIT sockets it had", ports.budget))
+				l.stop(fmt.Sprintf("the probe's connections held %d ephemeral ports: half the pod's range less the TIME-WAIT sockets it had before", ports.budget))
 				return
 			}
-			if err := crrOnce(ctx, &d, l, spec, hello); err != nil {
-				ports.release(false)
+			connected, err := crrOnce(ctx, &d, l, rc)
+			ports.release(connected)
+			if err != nil {
 				l.failed(err)
 				inARow++
 				continue
 			}
-			ports.release(true)
 			inARow = 0
 		}
 	})
@@ -181,23 +192,25 @@ func TCPCRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	return r, nil
 }
 
-// crrOnce makes one connection's transaction and closes it.
-func crrOnce(ctx context.Context, d *net.Dialer, l *rateLoop, spec RateSpec, hello []byte) error {
+// crrOnce makes one connection's transaction on rc's buffers and closes it; connected says
+// whether it got as far as a connection (whose port then stays in TIME-WAIT).
+func crrOnce(ctx context.Context, d *net.Dialer, l *rateLoop, rc *rateConn) (connected bool, err error) {
 	t := time.Now()
-	c, err := d.DialContext(ctx, "tcp", spec.Address)
+	c, err := d.DialContext(ctx, "tcp", l.spec.Address)
 	if err != nil {
-		return err
+		return false, err
 	}
-	connected := time.Now()
-	err = newRateConn(c, spec, hello).transact()
+	at := time.Now()
+	rc.c, rc.helloSent = c, false
+	err = rc.transact()
 	c.Close()
 	if err != nil {
-		return err
+		return true, err
 	}
-	l.connect.add(connected.Sub(t))
+	l.connect.add(at.Sub(t))
 	if fault.On(fault.CRRFromConnect) {
-		t = connected
+		t = at
 	}
 	l.done(t)
-	return nil
+	return true, nil
 }

@@ -142,3 +142,16 @@ func TestTCPCRRStopsAtThePortBudget(t *testing.T) {
 		t.Errorf("want the loop stopped at its budget: %+v, ports %+v", r, r.Ports)
 	}
 }
+
+// A pod without ports to spare (a previous round's still in TIME-WAIT) gets no tcp-crr
+// transaction and no failure: ErrStoppedFirst, with the reason.
+func TestTCPCRRWithoutPortsToSpare(t *testing.T) {
+	addr := rateServer(t)
+	old := portRangeOverride
+	portRangeOverride = 1
+	t.Cleanup(func() { portRangeOverride = old })
+	_, err := TCPCRR(context.Background(), RateSpec{Address: addr, Token: "tok", Duration: 200 * time.Millisecond})
+	if !errors.Is(err, ErrStoppedFirst) || !strings.Contains(err.Error(), "ephemeral ports") {
+		t.Errorf("want ErrStoppedFirst naming the ports: %v", err)
+	}
+}

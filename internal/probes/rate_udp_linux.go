@@ -14,6 +14,9 @@ import (
 // next. A datagram without an answer within udpRRTimeout counts as lost and the socket goes on.
 func UDPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	spec.defaults(v1alpha1.ProbeUDPRR)
+	if spec.Connections > MaxRateClients {
+		return nil, fmt.Errorf("udp-rr with %d sockets: at most %d", spec.Connections, MaxRateClients)
+	}
 	if spec.RequestBytes > UDPMaxDatagram {
 		return nil, fmt.Errorf("udp-rr datagram size %d: want %d-%d bytes", spec.RequestBytes, UDPHeaderLen, UDPMaxDatagram)
 	}

@@ -133,19 +133,25 @@ type UDPSpec struct {
 // echo and reports round trips (kernel receive time stamps, less the time each datagram dwelt in
 // the server, which it reports), loss and the RFC 3550 jitter of successive round trips.
 func UDPRTT(ctx context.Context, spec UDPSpec) (*RTTResult, error) {
+	r, _, err := udpEcho(ctx, spec)
+	return r, err
+}
+
+// udpEcho is UDPRTT with the answered round trips, in the order sent.
+func udpEcho(ctx context.Context, spec UDPSpec) (*RTTResult, []time.Duration, error) {
 	spec.defaults()
 	if spec.Size < UDPHeaderLen || spec.Size > UDPMaxDatagram {
-		return nil, fmt.Errorf("udp datagram size %d: want %d-%d bytes", spec.Size, UDPHeaderLen, UDPMaxDatagram)
+		return nil, nil, fmt.Errorf("udp datagram size %d: want %d-%d bytes", spec.Size, UDPHeaderLen, UDPMaxDatagram)
 	}
 	sock, err := dialUDP(ctx, spec.Target, spec.Key, spec.Size)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer sock.close()
 	start := time.Now()
 	n, bySeq, source, err := echoRounds(ctx, spec.RTTSpec, sock)
 	if err != nil {
-		return nil, fmt.Errorf("udp echo to %s: %w", sock.peer, err)
+		return nil, nil, fmt.Errorf("udp echo to %s: %w", sock.peer, err)
 	}
 	var dwells []time.Duration
 	for seq, d := range sock.dwell {
@@ -157,13 +163,13 @@ func UDPRTT(ctx context.Context, spec UDPSpec) (*RTTResult, error) {
 	}
 	rtts := answered(bySeq)
 	if len(rtts) == 0 && n > 0 {
-		return nil, fmt.Errorf("no answer to any of %d datagrams from %s: UDP to the agent's port does not get through (or the token is wrong): %w", n, sock.peer, os.ErrDeadlineExceeded)
+		return nil, nil, fmt.Errorf("no answer to any of %d datagrams from %s: UDP to the agent's port does not get through (or the token is wrong): %w", n, sock.peer, os.ErrDeadlineExceeded)
 	}
 	r := rttResult(MethodUDPEcho, spec.RTTSpec, n, rtts, time.Since(start))
 	r.Timestamps, r.JitterMicros = source, jitter(bySeq)
 	dwell := LatencyFromSamples(dwells)
 	r.ServerDwell = &dwell
-	return r, nil
+	return r, rtts, nil
 }
 
 // jitter is RFC 3550's interarrival jitter estimator over the round trips of successive

@@ -36,8 +36,12 @@ func writeRates(w io.Writer, title string, rates []*v1alpha1.ProbeResult) {
 func writeRateNotes(w io.Writer, name string, x *v1alpha1.RateResult) {
 	switch x.Kind {
 	case v1alpha1.ProbeTCPCRR:
+		connect := "n/a"
+		if x.Connect != nil {
+			connect = report.Micros(x.Connect.P50Micros)
+		}
 		fmt.Fprintf(w, "  %s: a transaction is a whole connection: connect, request (with a %d-byte hello), response, close; connect p50 %s (one round trip)\n",
-			name, x.HelloBytes, report.Micros(x.Connect.P50Micros))
+			name, x.HelloBytes, connect)
 		if p := x.Ports; p != nil {
 			fmt.Fprintf(w, "  %s: client ports held at most %d of a budget of %d (the pod's range %d; TIME-WAIT sockets %d before, %d after, each for 60 s)\n",
 				name, p.PeakHeld, p.Budget, p.RangeSize, p.TimeWaitBefore, p.TimeWaitAfter)

@@ -136,9 +136,11 @@ func writeFooter(w io.Writer, warnings []string, t report.Timing) {
 // writeProbes writes the sections of a list of probe results: RTT, request latency, TCP
 // throughput and path MTU, each where a result has it.
 func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
-	var rtt, http, grpc, rates, tput, mtu []*v1alpha1.ProbeResult
+	var rtt, http, grpc, rates, tput, mtu, loaded []*v1alpha1.ProbeResult
 	for _, r := range results {
 		switch {
+		case r.Loaded != nil:
+			loaded = append(loaded, r)
 		case r.Rate != nil:
 			rates = append(rates, r)
 		case r.PMTU != nil:
@@ -167,6 +169,9 @@ func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
 	}
 	for _, r := range mtu {
 		writePMTU(w, title, r)
+	}
+	for _, r := range loaded {
+		writeLoaded(w, title, r)
 	}
 }
 

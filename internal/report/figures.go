@@ -98,6 +98,8 @@ func kindStats(kind string) []stat {
 		}
 	case v1alpha1.ProbeTCPRR, v1alpha1.ProbeTCPCRR, v1alpha1.ProbeUDPRR:
 		return rateStats(kind)
+	case v1alpha1.ProbeLoadedRTT:
+		return loadedStats()
 	case v1alpha1.ProbePMTU:
 		return []stat{value(UnitBytes, "bytes", from(pmtuBlock, func(b *v1alpha1.PMTUResult) (float64, bool) { return float64(b.PathMTU), b.PathMTU > 0 }))}
 	}
@@ -247,6 +249,9 @@ func fullResult(name, kind string) *v1alpha1.ProbeResult {
 		r.PMTU = &v1alpha1.PMTUResult{PathMTU: 1}
 	case v1alpha1.ProbeTCPRR, v1alpha1.ProbeTCPCRR, v1alpha1.ProbeUDPRR:
 		r.Rate = &v1alpha1.RateResult{Latency: lat, Connect: &lat}
+	case v1alpha1.ProbeLoadedRTT:
+		rtt := &v1alpha1.RTTResult{Received: 1, RTT: lat}
+		r.Loaded = &v1alpha1.LoadedResult{Idle: rtt, Loaded: rtt, RPM: 1, Throughput: &v1alpha1.ThroughputResult{}}
 	case v1alpha1.ProbeSpread:
 		hs := v1alpha1.Handshakes{Count: 1, P50Micros: 1}
 		r.Spread = &v1alpha1.SpreadResult{Endpoints: []v1alpha1.SpreadEndpoint{{Service: hs, Direct: hs}}, DST: &hs}

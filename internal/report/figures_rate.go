@@ -27,3 +27,43 @@ func rateStats(kind string) []stat {
 }
 
 func rateBlock(r *v1alpha1.ProbeResult) *v1alpha1.RateResult { return r.Rate }
+
+// loadedStats are a loaded-rtt probe's statistics: the UDP round trip idle and under load, the
+// delay the load added, the responsiveness, and the load's throughput.
+func loadedStats() []stat {
+	get := func(name, unit string, f func(b *v1alpha1.LoadedResult) (float64, bool)) stat {
+		return value(unit, name, from(loadedBlock, f))
+	}
+	idle := func(b *v1alpha1.LoadedResult) *v1alpha1.RTTResult { return b.Idle }
+	loaded := func(b *v1alpha1.LoadedResult) *v1alpha1.RTTResult { return b.Loaded }
+	p50 := func(l v1alpha1.Latency) float64 { return l.P50Micros }
+	p99 := func(l v1alpha1.Latency) float64 { return l.P99Micros }
+	return []stat{
+		get("idle-p50", UnitMicros, loadedPct(idle, p50)),
+		get("p50", UnitMicros, loadedPct(loaded, p50)),
+		get("p99", UnitMicros, loadedPct(loaded, p99)),
+		get("added-p50", UnitMicros, func(b *v1alpha1.LoadedResult) (float64, bool) { return b.AddedP50Micros, b.Loaded != nil }),
+		get("added-p99", UnitMicros, func(b *v1alpha1.LoadedResult) (float64, bool) { return b.AddedP99Micros, b.Loaded != nil }),
+		get("rpm", UnitCount, func(b *v1alpha1.LoadedResult) (float64, bool) { return b.RPM, b.RPM > 0 }),
+		get("gbps", UnitGbps, func(b *v1alpha1.LoadedResult) (float64, bool) {
+			if b.Throughput == nil {
+				return 0, false
+			}
+			return b.Throughput.BitsPerSecondReceived / 1e9, true
+		}),
+	}
+}
+
+// loadedPct reads a percentile of one of a loaded-rtt probe's round-trip sets; none without
+// replies.
+func loadedPct(pick func(*v1alpha1.LoadedResult) *v1alpha1.RTTResult, pct func(v1alpha1.Latency) float64) func(*v1alpha1.LoadedResult) (float64, bool) {
+	return func(b *v1alpha1.LoadedResult) (float64, bool) {
+		r := pick(b)
+		if r == nil || r.Received == 0 {
+			return 0, false
+		}
+		return pct(r.RTT), true
+	}
+}
+
+func loadedBlock(r *v1alpha1.ProbeResult) *v1alpha1.LoadedResult { return r.Loaded }

@@ -1,9 +1,10 @@
 // Command delay is the lab's zone latency: a userspace delay line on netfilter queues. This
 // kernel has no netem, so iptables rules in a node's network namespace send the node's egress
 // to another node into NFQUEUE; this program holds each packet for its queue's one-way delay
-// and then accepts it.
+// and then accepts it. A queue given a rate instead is a bottleneck (bottleneck.go).
 //
 //	delay 1=200us 2=1ms      # queue 1 (same zone) 200 µs, queue 2 (cross zone) 1 ms
+//	delay 3=50mbit/fifo/1000000
 //
 // It speaks nfnetlink_queue directly over a netlink socket (golang.org/x/sys/unix): it only
 // needs packet ids (NFQNL_COPY_META) and verdicts.
@@ -50,6 +51,7 @@ type queue struct {
 	num   uint16
 	delay time.Duration
 	ch    chan packet
+	link  *link // a bottleneck instead of a delay
 }
 
 func main() {
@@ -67,6 +69,12 @@ func main() {
 	}
 	for _, q := range queues {
 		bindQueue(q, send)
+		if q.link != nil {
+			q.link.send = send
+			go q.link.run()
+			fmt.Printf("queue %d: bottleneck %s\n", q.num, os.Args[1:])
+			continue
+		}
 		go release(q, send)
 		fmt.Printf("queue %d: one-way delay %s\n", q.num, q.delay)
 	}
@@ -85,6 +93,15 @@ func parseQueues(args []string) map[uint16]*queue {
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		n, err1 := strconv.ParseUint(k, 10, 16)
+		if strings.Contains(v, "/") && err1 == nil {
+			l, err := parseBottleneck(uint16(n), v)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "delay: bad argument %q: %v\n", a, err)
+				os.Exit(2)
+			}
+			queues[uint16(n)] = &queue{num: uint16(n), link: l}
+			continue
+		}
 		d, err2 := time.ParseDuration(v)
 		if !ok || err1 != nil || err2 != nil || d < 0 {
 			fmt.Fprintf(os.Stderr, "delay: bad argument %q (want QUEUE=DURATION)\n", a)
@@ -115,6 +132,10 @@ func bindQueue(q *queue, send func([]byte) error) {
 	params := make([]byte, 5)
 	binary.BigEndian.PutUint32(params, 0xffff)
 	params[4] = nfqnlCopyMeta
+	if q.link != nil {
+		binary.BigEndian.PutUint32(params, headerCopy)
+		params[4] = nfqnlCopyPacket
+	}
 	maxLen := make([]byte, 4)
 	binary.BigEndian.PutUint32(maxLen, defaultQueueLimit)
 	for _, m := range [][]byte{
@@ -155,7 +176,9 @@ func receive(fd int, queues map[uint16]*queue) {
 				}
 			case typ == nfnlSubsysQueue<<8|nfqnlMsgPacket && len(msg) >= 4:
 				qn := binary.BigEndian.Uint16(msg[2:4])
-				if id, ok := packetID(msg[4:]); ok {
+				if q := queues[qn]; q != nil && q.link != nil {
+					q.link.arrive(msg[4:], now)
+				} else if id, ok := packetID(msg[4:]); ok {
 					if q := queues[qn]; q != nil {
 						q.ch <- packet{id: id, due: now.Add(q.delay)}
 					}

@@ -168,3 +168,34 @@ node_ns() {
   done
   die "node ${1:-(none)}: want one of lab-a1 lab-a2 lab-b1 lab-b2"
 }
+
+# Bottleneck: what the node forwards out of its uplink (its pods' traffic to other nodes) leaves
+# at RATE at most, held meanwhile in a queue of DEPTH bytes run by DISCIPLINE: "fifo" (tail
+# drop: a saturating transfer fills it, and every other packet leaving the node waits behind it
+# for up to DEPTH ÷ RATE: bufferbloat) or "fq_codel" (a queue per flow served in turn, each kept
+# near 5 ms by CoDel: a sparse flow waits for little more than the packet on the wire). This
+# kernel has neither netem nor fq_codel: the lab's delay program runs the queue in user space, on
+# NFQUEUE 3 from mangle FORWARD (before the zone delay's, which it adds to). "off" removes it.
+cmd_bottleneck() {
+  [ "$(id -u)" = 0 ] || die "run as root"
+  local node=${1:-} rate=${2:-} disc=${3:-} depth=${4:-} ns
+  [ -n "$rate" ] || die "usage: lab.sh bottleneck NODE RATE fifo|fq_codel DEPTH (e.g. lab-a1 50mbit fifo 1000000) | bottleneck NODE off"
+  ns=$(node_ns "$node")
+  local f; f=$(pidfile "bottleneck-$node")
+  if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
+  ipt "$ns" -t mangle -N NBLAB-BOTTLENECK 2>/dev/null || true
+  ipt "$ns" -t mangle -F NBLAB-BOTTLENECK
+  if [ "$rate" = off ]; then
+    ipt "$ns" -t mangle -D FORWARD -o eth0 -j NBLAB-BOTTLENECK 2>/dev/null || true
+    ipt "$ns" -t mangle -X NBLAB-BOTTLENECK
+    log "$node: no bottleneck"
+    return
+  fi
+  [[ "$rate" =~ ^[0-9]+(k|m|g)bit$ ]] || die "bottleneck rate $rate: want e.g. 50mbit"
+  case "$disc" in fifo | fq_codel) ;; *) die "bottleneck discipline ${disc:-(none)}: want fifo or fq_codel" ;; esac
+  { [[ "$depth" =~ ^[0-9]+$ ]] && [ "$depth" -ge 3000 ]; } || die "bottleneck depth ${depth:-(none)}: want bytes, 3000 at least"
+  start "bottleneck-$node" "$ns" "$BIN/delay" "3=$rate/$disc/$depth"
+  ipt "$ns" -t mangle -A NBLAB-BOTTLENECK -j NFQUEUE --queue-num 3 --queue-bypass
+  ipt_ensure "$ns" mangle "-A FORWARD" -o eth0 -j NBLAB-BOTTLENECK
+  log "$node: uplink at $rate through $disc, $depth bytes deep"
+}

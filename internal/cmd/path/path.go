@@ -26,7 +26,7 @@ import (
 // Probe groups selectable with --probes: the default ones, and the rate probes a run asks for.
 var (
 	probeGroups = []string{"rtt", "udp", "path-mtu", "http", "http-new-conn", "http-max", "grpc", "tcp"}
-	rateGroups  = []string{"tcp-rr", "udp-rr", "tcp-crr"}
+	rateGroups  = []string{"tcp-rr", "udp-rr", "tcp-crr", "loaded-rtt"}
 	knownGroups = slices.Concat(probeGroups, rateGroups)
 )
 
@@ -55,6 +55,9 @@ type PathOptions struct {
 	// each round).
 	Rounds int
 }
+
+// minLoadedSeconds is the shortest load loaded-rtt takes (the agent's bound).
+const minLoadedSeconds = 2.5
 
 // MaxRounds bounds --repeat.
 const MaxRounds = 20
@@ -192,6 +195,10 @@ func (o *PathOptions) validateNumbers() error {
 		return fmt.Errorf("--streams %d: want 1-%d", o.Streams, agent.MaxStreams)
 	case o.Connections < 0 || o.Connections > agent.MaxConnections:
 		return fmt.Errorf("--connections %d: want 1-%d", o.Connections, agent.MaxConnections)
+	case o.Duration > 0 && o.Duration.Seconds() < minLoadedSeconds && slices.Contains(o.Probes, "loaded-rtt"):
+		return fmt.Errorf("--duration %s: loaded-rtt needs %gs at least (1 s of warm-up, 1 s of samples, 0.5 s before the load ends)", o.Duration, minLoadedSeconds)
+	case o.Connections > probes.MaxRateClients && (slices.Contains(o.Probes, "tcp-crr") || slices.Contains(o.Probes, "udp-rr")):
+		return fmt.Errorf("--connections %d: tcp-crr and udp-rr take 1-%d clients", o.Connections, probes.MaxRateClients)
 	case o.RequestSize < 0 || o.RequestSize > probes.MaxRateBytes:
 		return fmt.Errorf("--request-size %d: want 1-%d bytes", o.RequestSize, probes.MaxRateBytes)
 	case o.ResponseSize < 0 || o.ResponseSize > probes.MaxRateBytes:

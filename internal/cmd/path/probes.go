@@ -57,8 +57,17 @@ func rateProbes(seconds float64) map[string]agent.ProbeSpec {
 		"tcp-rr":  {Kind: agent.ProbeTCPRR, Connections: 1, DurationSeconds: seconds},
 		"udp-rr":  {Kind: agent.ProbeUDPRR, Connections: 1, DurationSeconds: seconds},
 		"tcp-crr": {Kind: agent.ProbeTCPCRR, Connections: 4, DurationSeconds: seconds},
+		// Round trips every 10 ms idle, then under 4 streams for at least 5 s.
+		"loaded-rtt": {Kind: agent.ProbeLoadedRTT, Streams: 4, DurationSeconds: max(seconds, 5), IntervalMillis: loadedInterval},
 	}
 }
+
+// rateOverrun is what a rate probe may take beyond its duration: its last transactions' wait
+// (3 s at most each), tcp-rr's connections opened before the loop.
+const rateOverrun = 3
+
+// loadedInterval is the loaded-rtt probe's sampling interval in ms.
+const loadedInterval = 10
 
 // udpSize is the UDP probe's datagram size: a small request, as DNS and games send.
 const udpSize = 100
@@ -107,13 +116,8 @@ func (o *PathOptions) ProbeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 			probes = append(probes, override(pr.grpc))
 		case "udp":
 			probes = append(probes, pr.udp)
-		case "tcp-rr", "udp-rr", "tcp-crr":
-			r := override(pr.rates[g])
-			r.Size, r.ResponseSize = o.RequestSize, o.ResponseSize
-			if r.Kind == agent.ProbeUDPRR {
-				r.ResponseSize = 0
-			}
-			probes = append(probes, r)
+		case "tcp-rr", "udp-rr", "tcp-crr", "loaded-rtt":
+			probes = append(probes, o.rateSpec(override(pr.rates[g])))
 		case "path-mtu":
 			probes = append(probes, agent.ProbeSpec{Kind: agent.ProbePMTU})
 		case "tcp":
@@ -132,6 +136,23 @@ func (o *PathOptions) ProbeSpecs(dstIP string) (probes, appPort []agent.ProbeSpe
 			h)
 	}
 	return probes, appPort
+}
+
+// rateSpec gives a rate probe the sizes asked (udp-rr answers with its request's size) and
+// the loaded-rtt probe the streams asked.
+func (o *PathOptions) rateSpec(r agent.ProbeSpec) agent.ProbeSpec {
+	if r.Kind == agent.ProbeLoadedRTT {
+		if o.Streams > 0 {
+			r.Streams = o.Streams
+		}
+		r.Connections = 0
+		return r
+	}
+	r.Size, r.ResponseSize = o.RequestSize, o.ResponseSize
+	if r.Kind == agent.ProbeUDPRR {
+		r.ResponseSize = 0
+	}
+	return r
 }
 
 // uniqueLabels keeps the first probe of each label: results are keyed by label, and an
@@ -154,6 +175,12 @@ func ExpectedSeconds(specs []agent.ProbeSpec) float64 {
 		s += p.DurationSeconds
 		if p.Kind == agent.ProbePMTU {
 			s += pmtuSeconds
+		}
+		if p.Kind == agent.ProbeTCPRR || p.Kind == agent.ProbeTCPCRR || p.Kind == agent.ProbeUDPRR {
+			s += rateOverrun
+		}
+		if p.Kind == agent.ProbeLoadedRTT { // its idle samples before the load
+			s += min(p.DurationSeconds-1.5, 2)
 		}
 		if p.Count > 0 {
 			s += float64(p.Count) * p.IntervalMillis / 1000

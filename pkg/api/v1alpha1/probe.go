@@ -27,6 +27,10 @@ const (
 	// ProbeUDPRR sends a datagram to the server's UDP echo and waits for its answer, one after
 	// another on each of Connections sockets: transactions per second.
 	ProbeUDPRR = "udp-rr"
+	// ProbeLoadedRTT samples the round trip (UDP echo, and ICMP where permitted) idle, then
+	// while TCP streams from the client to the server saturate the same path: latency under
+	// load and responsiveness.
+	ProbeLoadedRTT = "loaded-rtt"
 )
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.
@@ -45,6 +49,7 @@ type ProbeResult struct {
 	Spread     *SpreadResult     `json:"spread,omitempty"`
 	PMTU       *PMTUResult       `json:"pathMTU,omitempty"`
 	Rate       *RateResult       `json:"rate,omitempty"`
+	Loaded     *LoadedResult     `json:"loaded,omitempty"`
 	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
 	// spent while it ran: the probe's cost to the pod it ran in.
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`

@@ -43,12 +43,13 @@ type RateResult struct {
 
 // EphemeralPorts is what a tcp-crr probe did to the client pod's ephemeral ports. The client
 // closes each connection first, so each leaves a socket in TIME-WAIT on the client for 60 s
-// that holds its port towards the server's address and port; the probe stops before it holds
+// that holds its port towards the server's address and port; the probe stops once it holds
 // Budget of them.
 type EphemeralPorts struct {
 	// RangeSize is the pod's net.ipv4.ip_local_port_range: ports one destination can get.
 	RangeSize int `json:"rangeSize"`
-	// Budget is the most ports the probe lets itself hold: half the range.
+	// Budget is the most ports the probe lets itself hold: half the range less the TIME-WAIT
+	// sockets the pod had before (TimeWaitBefore).
 	Budget int `json:"budget"`
 	// PeakHeld is the most ports the probe's own connections held at once (open, or closed
 	// less than 60 s before).

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"math"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// loadedOf is the loaded-rtt block of the path report.
+func loadedOf(t *testing.T, r *v1alpha1.PathReport) *v1alpha1.LoadedResult {
+	t.Helper()
+	for _, p := range r.Probes {
+		if p.Loaded != nil {
+			return p.Loaded
+		}
+	}
+	t.Fatalf("no loaded-rtt result in the report: %+v", r.Probes)
+	return nil
+}
+
+// pingDuring runs iputils ping (every 10 ms, each reply time-stamped) in netns while run runs,
+// and returns the replies' times in µs by their time stamps.
+func pingDuring(t *testing.T, netns, ip string, run func()) map[time.Time]float64 {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command("nsenter", "--net="+netns, "ping", "-D", "-n", "-i", "0.01", ip)
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	replies := map[time.Time]float64{}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		m := pingStamped.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		at, _ := strconv.ParseFloat(m[1], 64)
+		ms, _ := strconv.ParseFloat(m[2], 64)
+		replies[time.Unix(0, int64(at*1e9))] = ms * 1000
+	}
+	return replies
+}
+
+var pingStamped = regexp.MustCompile(`^\[([\d.]+)\].*time=([\d.]+) ms`)
+
+// between is the median of the replies stamped within [from, until].
+func between(replies map[time.Time]float64, from, until time.Time) (float64, int) {
+	var vs []float64
+	for at, v := range replies {
+		if !at.Before(from) && !at.After(until) {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return math.NaN(), 0
+	}
+	return median(vs), len(vs)
+}
+
+// On a 50 Mbit/s bottleneck at the client node's uplink, latency under load shows what the
+// queue does: behind a FIFO a saturating transfer makes every other packet wait (bufferbloat),
+// behind FQ-CoDel a sparse flow hardly waits — the FIFO's added p50 is at least ten times
+// FQ-CoDel's (or than 200 µs, the idle p50's spread between runs on this lab, when FQ-CoDel's
+// is smaller). Both loaded p50s (UDP and ICMP) are checked against iputils ping run alongside
+// the same transfer, over the probe's own sampling window. Taking the loaded samples after
+// the load (fault loaded-after-load) leaves the FIFO nothing to add.
+func TestLatencyUnderLoadOnABottleneck(t *testing.T) {
+	cs, ns := lab(t)
+	createPod(t, cs, ns, pod("cli", "lab-a1", "netbench.lab/pause:1", nil, nil))
+	createPod(t, cs, ns, pod("srv", "lab-a2", "netbench.lab/pause:1", nil, nil))
+	cli := waitPod(t, cs, ns, "cli", 60*time.Second, "running", running)
+	srv := waitPod(t, cs, ns, "srv", 60*time.Second, "running", running)
+	netns := podNetns(t, "lab-a1", cli.Status.PodIP)
+	t.Cleanup(func() { labScript(t, "bottleneck", "lab-a1", "off") })
+	alone(t)
+	added := map[string]float64{}
+	for _, disc := range []string{"fifo", "fq_codel"} {
+		labScript(t, "bottleneck", "lab-a1", "50mbit", disc, "1000000")
+		var r *v1alpha1.PathReport
+		replies := pingDuring(t, netns, srv.Status.PodIP, func() { r = pathJSON(t, "-n", ns, "cli", "srv", "--probes", "loaded-rtt") })
+		l := loadedOf(t, r)
+		ping, n := between(replies, l.SampledFrom, l.SampledUntil)
+		added[disc] = l.AddedP50Micros
+		t.Logf("%s: udp idle p50 %.0f µs, loaded p50 %.0f µs (p99 %.0f), added %.0f µs; icmp loaded p50 %.0f µs; ping alongside %.0f µs (%d replies); load %.1f Mbit/s; %.0f RPM (idle %.0f)",
+			disc, l.Idle.RTT.P50Micros, l.Loaded.RTT.P50Micros, l.Loaded.RTT.P99Micros, l.AddedP50Micros, l.LoadedICMP.RTT.P50Micros, ping, n, l.Throughput.BitsPerSecondReceived/1e6, l.RPM, l.IdleRPM)
+		if n < 100 {
+			t.Fatalf("%s: %d ping replies within the probe's window %s–%s", disc, n, l.SampledFrom, l.SampledUntil)
+		}
+		for name, got := range map[string]float64{"udp": l.Loaded.RTT.P50Micros, "icmp": l.LoadedICMP.RTT.P50Micros} {
+			if bound := loadedBound(ping); math.Abs(got-ping) > bound {
+				t.Errorf("%s: %s loaded p50 %.0f µs, ping's median over the same window %.0f µs: more than %.0f µs apart", disc, name, got, ping, bound)
+			}
+		}
+	}
+	if floor := math.Max(added["fq_codel"], 200); added["fifo"] < 10*floor {
+		t.Errorf("the FIFO added %.0f µs to the p50 under load, FQ-CoDel %.0f µs: not ten times fq_codel's (floor 200 µs)", added["fifo"], added["fq_codel"])
+	}
+}
+
+// loadedBound is how far a loaded p50 may be from ping's median over the same window.
+func loadedBound(ping float64) float64 { return 0.10*ping + 300 }
