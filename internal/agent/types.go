@@ -230,16 +230,18 @@ func (j *Job) Validate() error {
 	return nil
 }
 
-// minLoadedSeconds is the shortest load a loaded-rtt probe takes.
-const minLoadedSeconds = 2.5
+// MinLoadedSeconds is the shortest load a loaded-rtt probe takes.
+const MinLoadedSeconds = 2.5
 
 // checkServerOnly holds the probes that measure against the agent server only (UDP, path MTU,
 // the rate probes) to it, and their sizes to what the server answers.
 func checkServerOnly(p ProbeSpec) error {
 	udp, rate := p.Kind == ProbeUDP || p.Kind == ProbePMTU || p.Kind == ProbeUDPRR || p.Kind == ProbeLoadedRTT, p.Kind == ProbeTCPRR || p.Kind == ProbeTCPCRR
 	switch {
-	case p.Kind == ProbeLoadedRTT && p.DurationSeconds < minLoadedSeconds:
-		return fmt.Errorf("duration %gs: a loaded-rtt probe needs %gs at least (1 s of warm-up, 1 s of samples, 0.5 s before the load ends)", p.DurationSeconds, minLoadedSeconds)
+	case p.Kind == ProbeLoadedRTT && (p.DurationSeconds < MinLoadedSeconds || p.DurationSeconds > probes.MaxLoadedSeconds):
+		return fmt.Errorf("duration %gs: a loaded-rtt probe needs %gs at least (1 s of warm-up, 1 s of samples, 0.5 s before the load ends) and saturates the path for at most %ds", p.DurationSeconds, MinLoadedSeconds, probes.MaxLoadedSeconds)
+	case p.Kind == ProbeLoadedRTT && p.IntervalMillis != 0 && (p.IntervalMillis < 1 || p.IntervalMillis > 1000):
+		return fmt.Errorf("interval %gms: want 1-1000 ms", p.IntervalMillis)
 	case (udp || rate) && (p.Address != "" || p.URL != ""):
 		return errors.New("this probe measures against the agent server only")
 	case p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram),

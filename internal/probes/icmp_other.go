@@ -38,10 +38,8 @@ func PathMTU(context.Context, string, []byte, time.Duration) (*PMTUResult, error
 // InterfaceMTU is implemented on Linux only, where the agent runs.
 func InterfaceMTU(net.IP) int { return 0 }
 
-// UDPRR is implemented on Linux only, where the agent runs.
-func UDPRR(context.Context, RateSpec) (*RateResult, error) {
-	return nil, errors.New("the udp-rr probe runs on Linux only")
-}
+// MaxLoadedSeconds bounds a loaded-rtt probe's load.
+const MaxLoadedSeconds = 60
 
 // LoadedSpec configures a loaded-rtt probe (Linux only).
 type LoadedSpec struct {

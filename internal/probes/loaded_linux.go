@@ -2,7 +2,6 @@ package probes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -28,18 +27,27 @@ type LoadedSpec struct {
 // loadedTail is how long before the load's end the loaded samples stop.
 const loadedTail = 500 * time.Millisecond
 
+// loadedTimeout is how long a loaded sample waits for its answer before it counts as lost.
+const loadedTimeout = 3 * time.Second
+
 // maxIdle bounds the idle phase: round trips for at most this long.
 const maxIdle = 2 * time.Second
 
-// LoadedRTT measures the round trip idle, then under load from this side to the server.
+// MaxLoadedSeconds bounds a loaded-rtt probe's load: it saturates the application's path on
+// purpose, and its application shares the queue it builds.
+const MaxLoadedSeconds = 60
+
+// LoadedRTT measures the round trip idle, then under load from this side to the server. The
+// loaded samples start WarmUp after the streams started sending and are sent until loadedTail
+// before they stop.
 func LoadedRTT(ctx context.Context, spec LoadedSpec) (*LoadedResult, error) {
 	if spec.WarmUp <= 0 {
 		spec.WarmUp = time.Second
 	}
-	if spec.Load.Duration < spec.WarmUp+loadedTail+time.Second {
-		return nil, fmt.Errorf("loaded-rtt: a load of %s leaves no time to sample after a %s warm-up", spec.Load.Duration, spec.WarmUp)
-	}
 	spec.UDP.defaults()
+	if spec.Load.Duration < spec.WarmUp+loadedTail+time.Second || spec.Load.Duration > MaxLoadedSeconds*time.Second {
+		return nil, fmt.Errorf("loaded-rtt: a load of %s: want %s to %ds", spec.Load.Duration, spec.WarmUp+loadedTail+time.Second, MaxLoadedSeconds)
+	}
 	n := int((spec.Load.Duration - spec.WarmUp - loadedTail) / spec.UDP.Interval)
 	idle := spec.UDP
 	idle.Count = max(1, min(n, int(maxIdle/spec.UDP.Interval)))
@@ -47,49 +55,84 @@ func LoadedRTT(ctx context.Context, spec LoadedSpec) (*LoadedResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idle: %w", err)
 	}
-	res := &LoadedResult{Streams: spec.Load.Streams, LoadSeconds: spec.Load.Duration.Seconds(), WarmUpSeconds: spec.WarmUp.Seconds(),
-		Idle: idleUDP, IdleICMP: idleICMP}
-	if icmpErr != nil {
-		res.ICMPSkipped = icmpErr.Error()
-	}
+	res := &LoadedResult{Streams: spec.Load.Streams, LoadSeconds: spec.Load.Duration.Seconds(), WarmUpSeconds: spec.WarmUp.Seconds(), Idle: idleUDP}
 	loadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	started := make(chan time.Time, 1)
+	spec.Load.Started = func(start, _ time.Time) { started <- start }
 	var load *ThroughputResult
 	var loadErr error
 	done := make(chan struct{})
 	go func() { defer close(done); load, loadErr = Throughput(loadCtx, spec.Load) }()
-	select {
-	case <-time.After(spec.WarmUp):
-	case <-done:
-		return nil, fmt.Errorf("the load ended before its warm-up: %w", loadErr)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := warmUp(ctx, started, done, spec.WarmUp, &loadErr); err != nil {
+		return nil, err
 	}
 	if fault.On(fault.LoadedAfterLoad) {
 		<-done
 	}
 	loaded := spec.UDP
-	loaded.Count = n
-	res.SampledFrom = time.Now().UTC()
+	// A round trip of a second or more is bufferbloat to report, not a loss.
+	loaded.Count, loaded.Timeout = n, loadedTimeout
+	from := time.Now()
 	var loadedRTTs []time.Duration
-	res.Loaded, loadedRTTs, res.LoadedICMP, _, err = sampleBoth(ctx, loaded)
-	res.SampledUntil = time.Now().UTC()
-	<-done
+	var loadedICMP *RTTResult
+	var icmpLoadedErr error
+	res.Loaded, loadedRTTs, loadedICMP, icmpLoadedErr, err = sampleBoth(ctx, loaded)
+	// The sends' span: the last answers may come later, but no later sample was taken.
+	res.SampledFrom, res.SampledUntil = from.UTC(), from.Add(time.Duration(n)*spec.UDP.Interval).UTC()
 	if err != nil {
+		cancel() // no sense in saturating the path any longer
+		<-done
 		return nil, fmt.Errorf("under load: %w", err)
 	}
+	<-done
 	if loadErr != nil {
 		return nil, fmt.Errorf("the load: %w", loadErr)
 	}
 	res.Throughput = load
+	if icmpErr == nil {
+		icmpErr = icmpLoadedErr
+	}
+	res.IdleICMP, res.LoadedICMP, res.ICMPSkipped = icmpPair(idleICMP, loadedICMP, icmpErr)
 	res.AddedP50Micros = round3(res.Loaded.RTT.P50Micros - res.Idle.RTT.P50Micros)
 	res.AddedP99Micros = round3(res.Loaded.RTT.P99Micros - res.Idle.RTT.P99Micros)
 	res.RPM, res.IdleRPM = rpm(loadedRTTs), rpm(idleRTTs)
 	return res, nil
 }
 
-// sampleBoth runs the UDP echo and, to the same host, the ICMP echo at once; an ICMP that is
-// not permitted is returned as icmpErr, not as an error.
+// warmUp waits until the load has sent for d; an error when it ended before, or ctx did.
+func warmUp(ctx context.Context, started <-chan time.Time, done <-chan struct{}, d time.Duration, loadErr *error) error {
+	var start time.Time
+	select {
+	case start = <-started:
+	case <-done:
+		return fmt.Errorf("the load did not start: %w", *loadErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-time.After(time.Until(start.Add(d))):
+		return nil
+	case <-done:
+		return fmt.Errorf("the load ended before its warm-up: %w", *loadErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// icmpPair keeps the ICMP echoes only when both phases got answers; otherwise it says why not.
+func icmpPair(idle, loaded *RTTResult, err error) (*RTTResult, *RTTResult, string) {
+	switch {
+	case err != nil:
+		return nil, nil, err.Error()
+	case idle == nil || loaded == nil || idle.Received == 0 || loaded.Received == 0:
+		return nil, nil, "no ICMP echo answered in one of the phases (ICMP blocked on the way?)"
+	}
+	return idle, loaded, ""
+}
+
+// sampleBoth runs the UDP echo and, to the same host, the ICMP echo at once; ICMP's failure
+// (not permitted, or any other) is returned as icmpErr, never as err.
 func sampleBoth(ctx context.Context, spec UDPSpec) (udp *RTTResult, rtts []time.Duration, icmp *RTTResult, icmpErr, err error) {
 	host, _, splitErr := net.SplitHostPort(spec.Target)
 	if splitErr != nil {
@@ -105,9 +148,6 @@ func sampleBoth(ctx context.Context, spec UDPSpec) (udp *RTTResult, rtts []time.
 	}()
 	udp, rtts, err = udpEcho(ctx, spec)
 	wg.Wait()
-	if icmpErr != nil && !errors.Is(icmpErr, ErrICMPNotPermitted) && err == nil {
-		err = fmt.Errorf("icmp: %w", icmpErr)
-	}
 	return udp, rtts, icmp, icmpErr, err
 }
 

@@ -89,6 +89,12 @@ func TestHTTPLatencyCountsErrors(t *testing.T) {
 
 // sink accepts throughput streams on loopback the way the agent server does.
 func sink(t *testing.T, token string) string {
+	return magicServer(t, ThroughputMagic, token, ServeThroughput)
+}
+
+// magicServer serves, on loopback, the connections that open with magic as the agent server
+// does: serve with an admission that wants token.
+func magicServer(t *testing.T, magic, token string, serve func(net.Conn, *bufio.Reader, func(string) error) error) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,13 +108,13 @@ func sink(t *testing.T, token string) string {
 				return
 			}
 			go func() {
-				br := bufio.NewReader(c)
-				magic := make([]byte, len(ThroughputMagic))
-				if _, err := io.ReadFull(br, magic); err != nil || string(magic) != ThroughputMagic {
+				br := bufio.NewReaderSize(c, 4096)
+				head := make([]byte, len(magic))
+				if _, err := io.ReadFull(br, head); err != nil || string(head) != magic {
 					c.Close()
 					return
 				}
-				_ = ServeThroughput(c, br, func(tok string) error {
+				_ = serve(c, br, func(tok string) error {
 					if tok != token {
 						return errors.New("wrong token")
 					}

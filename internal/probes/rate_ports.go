@@ -82,20 +82,11 @@ func portRangeSize() int {
 	if portRangeOverride > 0 {
 		return portRangeOverride
 	}
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
+	lo, hi, ok := readRange("/proc/sys/net/ipv4/ip_local_port_range")
+	if !ok || hi < lo {
 		return defaultPortRange
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return defaultPortRange
-	}
-	lo, err1 := strconv.Atoi(f[0])
-	hi, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil || hi < lo {
-		return defaultPortRange
-	}
-	return hi - lo + 1
+	return int(hi - lo + 1)
 }
 
 // timeWaitSockets is the TIME-WAIT count of this network namespace's TCP sockets

@@ -1,12 +1,9 @@
 package probes
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"math"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,37 +12,7 @@ import (
 )
 
 // rateServer serves tcp-rr and tcp-crr connections on loopback for token "tok".
-func rateServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				br := bufio.NewReaderSize(c, 4096)
-				magic := make([]byte, len(RateMagic))
-				if _, err := io.ReadFull(br, magic); err != nil || string(magic) != RateMagic {
-					c.Close()
-					return
-				}
-				_ = ServeRate(c, br, func(tok string) error {
-					if tok != "tok" {
-						return errors.New("wrong token")
-					}
-					return nil
-				})
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
+func rateServer(t *testing.T) string { return magicServer(t, RateMagic, "tok", ServeRate) }
 
 // Every transaction of a closed loop is counted and timed: the rate equals the clients ÷ the
 // mean latency (Little's law, no gaps between transactions) within 5 %, and the percentiles

@@ -73,18 +73,24 @@ func ICMPMethod() (string, error) {
 	return MethodICMPRaw, nil
 }
 
-func unprivilegedICMPAllowed() bool {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range")
+// readRange reads a sysctl of two numbers, "LOW HIGH".
+func readRange(path string) (lo, hi int64, ok bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return false
+		return 0, 0, false
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {
-		return false
+		return 0, 0, false
 	}
 	lo, err1 := strconv.ParseInt(f[0], 10, 64)
 	hi, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil {
+	return lo, hi, err1 == nil && err2 == nil
+}
+
+func unprivilegedICMPAllowed() bool {
+	lo, hi, ok := readRange("/proc/sys/net/ipv4/ping_group_range")
+	if !ok {
 		return false
 	}
 	groups, err := os.Getgroups()

@@ -38,6 +38,9 @@ type ThroughputSpec struct {
 	// ServerCPU, if set, returns the server process's consumed CPU time; it is sampled before
 	// and after the run to report the server's CPU use.
 	ServerCPU func(ctx context.Context) (time.Duration, error)
+	// Started, if set, is told when the streams are open and the transfer starts, and when it
+	// is to end.
+	Started func(start, end time.Time)
 }
 
 // StreamResult is v1alpha1.StreamResult, a type of the reports' schema.
@@ -133,6 +136,9 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 	cpu0 := cpustat.ProcessCPU()
 	start := time.Now()
 	end := start.Add(spec.Duration)
+	if spec.Started != nil {
+		spec.Started(start, end)
+	}
 
 	sendDone := make(chan error, 1)
 	go func() { sendDone <- sendAll(ctx, streams, end) }()

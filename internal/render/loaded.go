@@ -13,6 +13,10 @@ import (
 // load added, the responsiveness, and the load itself.
 func writeLoaded(w io.Writer, title string, r *v1alpha1.ProbeResult) {
 	x := r.Loaded
+	if x.Idle == nil || x.Loaded == nil {
+		fmt.Fprintf(w, "\nLatency under load (%s), %s: incomplete result (no idle or loaded round trips)\n", report.Marked(r), title)
+		return
+	}
 	fmt.Fprintf(w, "\nLatency under load (%s), %s: round trips idle, then while %d TCP streams from the client to the server saturate the path\n", report.Marked(r), title, x.Streams)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "echo\tidle replies\tidle p50\tidle p99\tloaded replies\tloaded loss\tloaded p50\tloaded p99\tadded p50\tadded p99\t")
@@ -34,6 +38,6 @@ func writeLoaded(w io.Writer, title string, r *v1alpha1.ProbeResult) {
 		fmt.Fprintf(w, "  load: %s received over %.1f s (%d retransmits); samples every %.3g ms from %.1f s after its start until 0.5 s before its end\n",
 			Bits(t.BitsPerSecondReceived), x.LoadSeconds, t.Retransmits, x.Loaded.IntervalMillis, x.WarmUpSeconds)
 	}
-	fmt.Fprintf(w, "  responsiveness: %.0f round trips per minute under load (%.0f idle): 60 s over the trimmed mean (lowest 95 %%) of the UDP round trips;\n", x.RPM, x.IdleRPM)
-	fmt.Fprintln(w, "  the IETF IPPM responsiveness draft's unit and trimmed mean, over UDP echoes on a flow of their own (the draft's probes are TCP, TLS and HTTP exchanges, on their own and on the loaded connections)")
+	fmt.Fprintf(w, "  round trips per minute under load: %.0f (%.0f idle): 60 s over the trimmed mean (lowest 95 %%) of the UDP round trips, the IETF IPPM\n", x.RPM, x.IdleRPM)
+	fmt.Fprintln(w, "  responsiveness draft's unit and trimmed mean; not comparable with its RPM: these echoes (kernel time stamps, the server's dwell taken off) leave out the stack and application time its TCP, TLS and HTTP probes hold")
 }

@@ -30,7 +30,7 @@ var (
 	lossFamily       = family{"netbench_loss_ratio", "ratio", "Share of packets sent without an answer.", 1e-2}
 	throughputFamily = family{"netbench_throughput_bits_per_second", "bits_per_second", "TCP payload received per second.", 1e9}
 	rateFamily       = family{"netbench_requests_per_second", "", "Closed-loop request rate: requests, transactions or connections (tcp-crr) per second (estimate label: achieved or littles-law).", 1}
-	rpmFamily        = family{"netbench_responsiveness_round_trips_per_minute", "", "Round trips per minute under load: 60 s over the trimmed mean (lowest 95 %) of the loaded round trips.", 1}
+	rpmFamily        = family{"netbench_loaded_round_trips_per_minute", "", "UDP round trips per minute under load: 60 s over the trimmed mean (lowest 95 %) of the loaded round trips (the IETF IPPM responsiveness draft's unit, not its RPM).", 1}
 	retransFamily    = family{"netbench_tcp_retransmitted_segments", "", "TCP segments retransmitted during the probe.", 1}
 	mssFamily        = family{"netbench_tcp_mss_bytes", "bytes", "Smallest MSS the probe's TCP streams negotiated.", 1}
 	pmtuFamily       = family{"netbench_path_mtu_bytes", "bytes", "Largest IP packet that crossed the path with don't-fragment set.", 1}

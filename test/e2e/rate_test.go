@@ -70,5 +70,6 @@ func TestTCPCRRThroughTheZoneDelay(t *testing.T) {
 }
 
 // crrServerTime is what the server agent may add to a tcp-crr connection beyond two round
-// trips: accepting it, reading its hello and answering.
+// trips: accepting it, reading its hello and answering. In three runs on the lab the p50 was
+// +38 … +287 µs above twice ping's median.
 const crrServerTime = 1000.0

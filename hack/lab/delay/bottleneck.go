@@ -31,6 +31,7 @@ const (
 	codelTarget     = 5 * time.Millisecond
 	codelInterval   = 100 * time.Millisecond
 	fqFlows         = 1024
+	catchUp         = 2 * time.Millisecond
 )
 
 type qpacket struct {
@@ -123,7 +124,13 @@ func (l *link) run() {
 			free = time.Now()
 			continue
 		}
-		free = maxTime(free, now).Add(time.Duration(float64(p.size*8) / l.bitsPerSecond * float64(time.Second)))
+		// Backlogged, each packet leaves one transmit time after the one before (the time this
+		// loop's own work and wake-ups take is not lost to the link); after a pause of more than
+		// catchUp, from now.
+		if now.Sub(free) > catchUp {
+			free = now
+		}
+		free = free.Add(time.Duration(float64(p.size*8) / l.bitsPerSecond * float64(time.Second)))
 		sleepUntil(free)
 		l.verdicts(nfAccept, []qpacket{*p})
 	}
@@ -138,13 +145,6 @@ func (l *link) verdicts(verdict uint32, ps []qpacket) {
 			fmt.Fprintln(os.Stderr, "bottleneck: verdict:", err)
 		}
 	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // sleepUntil sleeps on this locked thread, then spins the last stretch (see release).

@@ -181,8 +181,14 @@ cmd_bottleneck() {
   local node=${1:-} rate=${2:-} disc=${3:-} depth=${4:-} ns
   [ -n "$rate" ] || die "usage: lab.sh bottleneck NODE RATE fifo|fq_codel DEPTH (e.g. lab-a1 50mbit fifo 1000000) | bottleneck NODE off"
   ns=$(node_ns "$node")
-  local f; f=$(pidfile "bottleneck-$node")
-  if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; fi
+  local f pid; f=$(pidfile "bottleneck-$node")
+  if [ -f "$f" ]; then
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+    # The new queue's program can bind queue 3 only once the old one has let it go.
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$f"
+  fi
   ipt "$ns" -t mangle -N NBLAB-BOTTLENECK 2>/dev/null || true
   ipt "$ns" -t mangle -F NBLAB-BOTTLENECK
   if [ "$rate" = off ]; then
@@ -195,6 +201,8 @@ cmd_bottleneck() {
   case "$disc" in fifo | fq_codel) ;; *) die "bottleneck discipline ${disc:-(none)}: want fifo or fq_codel" ;; esac
   { [[ "$depth" =~ ^[0-9]+$ ]] && [ "$depth" -ge 3000 ]; } || die "bottleneck depth ${depth:-(none)}: want bytes, 3000 at least"
   start "bottleneck-$node" "$ns" "$BIN/delay" "3=$rate/$disc/$depth"
+  sleep 0.3
+  running "bottleneck-$node" || die "$node: the bottleneck did not start: $(tail -2 "$STATE/logs/bottleneck-$node.log")"
   ipt "$ns" -t mangle -A NBLAB-BOTTLENECK -j NFQUEUE --queue-num 3 --queue-bypass
   ipt_ensure "$ns" mangle "-A FORWARD" -o eth0 -j NBLAB-BOTTLENECK
   log "$node: uplink at $rate through $disc, $depth bytes deep"

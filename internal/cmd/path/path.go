@@ -56,9 +56,6 @@ type PathOptions struct {
 	Rounds int
 }
 
-// minLoadedSeconds is the shortest load loaded-rtt takes (the agent's bound).
-const minLoadedSeconds = 2.5
-
 // MaxRounds bounds --repeat.
 const MaxRounds = 20
 
@@ -195,8 +192,8 @@ func (o *PathOptions) validateNumbers() error {
 		return fmt.Errorf("--streams %d: want 1-%d", o.Streams, agent.MaxStreams)
 	case o.Connections < 0 || o.Connections > agent.MaxConnections:
 		return fmt.Errorf("--connections %d: want 1-%d", o.Connections, agent.MaxConnections)
-	case o.Duration > 0 && o.Duration.Seconds() < minLoadedSeconds && slices.Contains(o.Probes, "loaded-rtt"):
-		return fmt.Errorf("--duration %s: loaded-rtt needs %gs at least (1 s of warm-up, 1 s of samples, 0.5 s before the load ends)", o.Duration, minLoadedSeconds)
+	case o.Duration > 0 && (o.Duration.Seconds() < agent.MinLoadedSeconds || o.Duration.Seconds() > probes.MaxLoadedSeconds) && slices.Contains(o.Probes, "loaded-rtt"):
+		return fmt.Errorf("--duration %s: loaded-rtt needs %gs at least (1 s of warm-up, 1 s of samples, 0.5 s before the load ends) and saturates the path for at most %ds", o.Duration, agent.MinLoadedSeconds, probes.MaxLoadedSeconds)
 	case o.Connections > probes.MaxRateClients && (slices.Contains(o.Probes, "tcp-crr") || slices.Contains(o.Probes, "udp-rr")):
 		return fmt.Errorf("--connections %d: tcp-crr and udp-rr take 1-%d clients", o.Connections, probes.MaxRateClients)
 	case o.RequestSize < 0 || o.RequestSize > probes.MaxRateBytes:
