@@ -24,7 +24,7 @@ const (
 	maxFailuresInARow = 3
 	// MaxRateClients bounds the clients of tcp-crr and udp-rr: a tcp-crr client's connection
 	// waits at the server's gate to present the token among at most 128 of its source's, and
-	// each udp-rr socket blocks a thread of the client's pod.
+	// the server's UDP echo answers one datagram at a time.
 	MaxRateClients = 64
 )
 
