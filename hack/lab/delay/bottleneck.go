@@ -32,6 +32,7 @@ const (
 	codelInterval   = 100 * time.Millisecond
 	fqFlows         = 1024
 	catchUp         = 2 * time.Millisecond
+	maxPacket       = 1514 // RFC 8289's MAXPACKET: a queue holding no more is never dropped from
 )
 
 type qpacket struct {
@@ -192,17 +193,28 @@ func flowOf(p []byte) int {
 		ihl := int(p[0]&0xf) * 4
 		h.Write(p[12:20])
 		h.Write(p[9:10])
-		if len(p) >= ihl+4 {
-			h.Write(p[ihl : ihl+4])
+		if ihl <= len(p) {
+			h.Write(transportKey(p[ihl:], p[9] == 1))
 		}
 	case len(p) >= 40 && p[0]>>4 == 6:
 		h.Write(p[8:40])
 		h.Write(p[6:7])
-		if len(p) >= 44 {
-			h.Write(p[40:44])
-		}
+		h.Write(transportKey(p[40:], p[6] == 58))
 	}
 	return int(h.Sum32() % fqFlows)
+}
+
+// transportKey is what tells a packet's flow apart past its addresses: the ports (the first
+// 4 bytes of TCP and UDP), or an ICMP echo's identifier (bytes 4-5; its checksum changes with
+// every packet).
+func transportKey(t []byte, icmp bool) []byte {
+	switch {
+	case icmp && len(t) >= 6:
+		return t[4:6]
+	case !icmp && len(t) >= 4:
+		return t[:4]
+	}
+	return nil
 }
 
 // fifo is one queue with tail drop at limit bytes.
@@ -313,43 +325,57 @@ func (q *fqCoDel) dequeue(now time.Time) (*qpacket, []qpacket) {
 	}
 }
 
-// codel takes the flow's next packet, dropping from its head as CoDel's control law says.
+// codel takes the flow's next packet, dropping from its head as CoDel's control law says
+// (RFC 8289's dequeue, its pseudo-code step by step).
 func (q *fqCoDel) codel(f *codelFlow, now time.Time) (*qpacket, []qpacket) {
 	var dropped []qpacket
-	for len(f.q) > 0 {
-		p := q.pop(f)
-		okToDrop := false
-		if now.Sub(p.at) < codelTarget || f.bytes < quantum {
-			f.firstAbove = time.Time{}
-		} else if f.firstAbove.IsZero() {
-			f.firstAbove = now.Add(codelInterval)
-		} else if !now.Before(f.firstAbove) {
-			okToDrop = true
-		}
-		switch {
-		case f.dropping && !okToDrop:
+	p, ok := q.codelHead(f, now)
+	switch {
+	case f.dropping:
+		if !ok {
 			f.dropping = false
-		case f.dropping && !now.Before(f.dropNext):
-			dropped = append(dropped, p)
-			f.count++
-			f.dropNext = controlLaw(f.dropNext, f.count)
-			continue
-		case !f.dropping && okToDrop:
-			dropped = append(dropped, p)
-			f.dropping = true
-			if delta := f.count - f.last; delta > 1 && now.Sub(f.dropNext) < 16*codelInterval {
-				f.count = delta
-			} else {
-				f.count = 1
-			}
-			f.last = f.count
-			f.dropNext = controlLaw(now, f.count)
-			continue
 		}
-		return &p, dropped
+		for f.dropping && !now.Before(f.dropNext) {
+			dropped = append(dropped, *p)
+			f.count++
+			if p, ok = q.codelHead(f, now); !ok {
+				f.dropping = false
+			} else {
+				f.dropNext = controlLaw(f.dropNext, f.count)
+			}
+		}
+	case ok:
+		dropped = append(dropped, *p)
+		p, _ = q.codelHead(f, now)
+		f.dropping = true
+		delta := f.count - f.last
+		f.count = 1
+		if delta > 1 && now.Sub(f.dropNext) < 16*codelInterval {
+			f.count = delta
+		}
+		f.dropNext = controlLaw(now, f.count)
+		f.last = f.count
 	}
-	f.dropping = false
-	return nil, dropped
+	return p, dropped
+}
+
+// codelHead is RFC 8289's dodequeue: the flow's head packet (nil when empty) and whether its
+// sojourn has been above the target for an interval (ok to drop).
+func (q *fqCoDel) codelHead(f *codelFlow, now time.Time) (*qpacket, bool) {
+	if len(f.q) == 0 {
+		f.firstAbove = time.Time{}
+		return nil, false
+	}
+	p := q.pop(f)
+	switch {
+	case now.Sub(p.at) < codelTarget || f.bytes <= maxPacket:
+		f.firstAbove = time.Time{}
+	case f.firstAbove.IsZero():
+		f.firstAbove = now.Add(codelInterval)
+	case !now.Before(f.firstAbove):
+		return &p, true
+	}
+	return &p, false
 }
 
 func controlLaw(t time.Time, count int) time.Time {

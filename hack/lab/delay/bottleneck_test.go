@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -45,5 +46,49 @@ func TestFQCoDel(t *testing.T) {
 	}
 	if dropped == 0 {
 		t.Error("CoDel dropped nothing from a flow whose packets waited 200 ms and more")
+	}
+}
+
+// CoDel's control law, traced as RFC 8289 has it: a flow whose packets all wait 10 ms (above
+// the 5 ms target) is first dropped an interval (100 ms) after its sojourn went above the
+// target (its second millisecond here: the first dequeue left one packet, which is never
+// dropped from), then each next drop 100 ms / √count after the one before (count 1, 2, 3).
+func TestCoDelDropSpacing(t *testing.T) {
+	q := newFQCoDel(1 << 30)
+	t0 := time.Now()
+	var drops []time.Duration
+	for ms := 0; ms < 400; ms++ {
+		now := t0.Add(time.Duration(ms) * time.Millisecond)
+		for range 2 {
+			q.enqueue(qpacket{size: 1500, flow: 7, at: now.Add(-10 * time.Millisecond)})
+		}
+		_, d := q.dequeue(now)
+		for range d {
+			drops = append(drops, now.Sub(t0))
+		}
+	}
+	if len(drops) < 4 || drops[0] != 101*time.Millisecond {
+		t.Fatalf("drops at %v: want the first at 101 ms and three more", drops)
+	}
+	for c := 1; c < 4; c++ {
+		want := time.Duration(float64(100*time.Millisecond) / math.Sqrt(float64(c)))
+		// Dequeues come each millisecond: a drop is due at the first one not before its time.
+		if gap := drops[c] - drops[c-1]; gap < want || gap > want+time.Millisecond {
+			t.Errorf("drop %d came %v after the one before, want %v (count %d); all: %v", c+1, gap, want, c, drops[:4])
+		}
+	}
+}
+
+// An ICMP echo's flow is its identifier, not its checksum.
+func TestFlowOfICMPEcho(t *testing.T) {
+	echo := func(id, sum byte) []byte {
+		p := make([]byte, 28)
+		p[0], p[9] = 0x45, 1
+		copy(p[12:20], []byte{10, 0, 0, 1, 10, 0, 0, 2})
+		p[22], p[23], p[25] = sum, sum, id
+		return p
+	}
+	if flowOf(echo(1, 1)) != flowOf(echo(1, 2)) {
+		t.Error("two echoes of one identifier in two flows")
 	}
 }
