@@ -321,9 +321,11 @@ func TestClusterIPServiceAcrossNodes(t *testing.T) {
 	if r := res["by-ip"]; r == nil || r.RTT == nil || r.RTT.Received != 5 {
 		t.Errorf("tcp to the ClusterIP: %s", describe(r))
 	}
-	// Reachability by name, not a rate: beside seven other tests the agent was seen to reach
-	// only 26 of the 50 requests a second asked (every one answered), so 10 answered suffice.
-	if r := res["by-name"]; r == nil || r.HTTP == nil || r.HTTP.Errors != 0 || r.HTTP.Requests < 10 {
+	// Reachability by name, not a rate: every request answered, at least one on each of the two
+	// connections. How many fit in the second is the machine's: beside seven other tests the
+	// agent was seen to reach only 26 of the 50 asked, and in a CI run 4 (every one answered),
+	// its own accounting showing it waited 1.58 s of its 1.89 s for a CPU.
+	if r := res["by-name"]; r == nil || r.HTTP == nil || r.HTTP.Errors != 0 || r.HTTP.Requests < 2 {
 		t.Errorf("http to the Service name: %s", describe(r))
 	}
 	if p.Status.Phase != corev1.PodSucceeded {
