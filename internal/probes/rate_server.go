@@ -49,21 +49,8 @@ func ServeRate(c net.Conn, r *bufio.Reader, admit func(token string) error) erro
 // readRateHello reads a hello's token and sizes and lets admit decide; a refusal is answered
 // with its reason.
 func readRateHello(r *bufio.Reader, c net.Conn, admit func(string) error) (req, resp int, err error) {
-	n, err := r.ReadByte()
-	if err != nil {
-		return 0, 0, err
-	}
-	tok := make([]byte, n)
-	if _, err := io.ReadFull(r, tok); err != nil {
-		return 0, 0, err
-	}
-	if err := admit(string(tok)); err != nil {
-		answer := byte(sinkWrongToken)
-		if errors.Is(err, ErrSinkFull) {
-			answer = sinkFull
-		}
-		_, _ = c.Write([]byte{answer})
-		return 0, 0, fmt.Errorf("rate connection refused: %w", err)
+	if err := readToken(r, c, admit); err != nil {
+		return 0, 0, fmt.Errorf("rate connection: %w", err)
 	}
 	var sizes [8]byte
 	if _, err := io.ReadFull(r, sizes[:]); err != nil {

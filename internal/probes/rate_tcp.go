@@ -23,11 +23,10 @@ const RateMagic = "NBRR"
 
 // rateHello is the hello of a connection with these sizes.
 func rateHello(token string, req, resp int) ([]byte, error) {
-	if len(token) > 255 {
-		return nil, errors.New("token longer than 255 bytes")
+	b, err := tokenHello(RateMagic, token)
+	if err != nil {
+		return nil, err
 	}
-	b := append([]byte(RateMagic), byte(len(token)))
-	b = append(b, token...)
 	b = binary.BigEndian.AppendUint32(b, uint32(req))
 	return binary.BigEndian.AppendUint32(b, uint32(resp)), nil
 }

@@ -76,8 +76,9 @@ func (s *streamState) retransmits() int64 {
 
 // dialThroughput opens one authenticated stream.
 func dialThroughput(ctx context.Context, addr, token string) (*net.TCPConn, error) {
-	if len(token) > 255 {
-		return nil, errors.New("token longer than 255 bytes")
+	hello, err := tokenHello(ThroughputMagic, token)
+	if err != nil {
+		return nil, err
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -85,8 +86,6 @@ func dialThroughput(ctx context.Context, addr, token string) (*net.TCPConn, erro
 		return nil, err
 	}
 	tc := c.(*net.TCPConn)
-	hello := append([]byte(ThroughputMagic), byte(len(token)))
-	hello = append(hello, token...)
 	_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := tc.Write(hello); err != nil {
 		tc.Close()
@@ -314,13 +313,18 @@ const (
 // ErrSinkFull is what admit returns for a right token when no slot is left for it.
 var ErrSinkFull = errors.New("no connection slot left for token holders")
 
-// ServeThroughput is the sink side of one stream whose ThroughputMagic has already been read
-// from r (r wraps c). admit decides whether the stream is let in; a refusal is answered with
-// its reason (a wrong token, or ErrSinkFull), so the client says which. It reads until the
-// client half-closes, then answers with the byte count it received.
-func ServeThroughput(c net.Conn, r *bufio.Reader, admit func(token string) error) error {
-	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+// tokenHello is the hello of a stream that a server routes on magic: magic, the token's length
+// (one byte) and the token.
+func tokenHello(magic, token string) ([]byte, error) {
+	if len(token) > 255 {
+		return nil, errors.New("token longer than 255 bytes")
+	}
+	return append(append([]byte(magic), byte(len(token))), token...), nil
+}
+
+// readToken reads a hello's token (its magic already read from r) and lets admit decide; a
+// refusal is answered with its reason (a wrong token, or ErrSinkFull) and returned.
+func readToken(r *bufio.Reader, c net.Conn, admit func(string) error) error {
 	n, err := r.ReadByte()
 	if err != nil {
 		return err
@@ -335,7 +339,20 @@ func ServeThroughput(c net.Conn, r *bufio.Reader, admit func(token string) error
 			answer = sinkFull
 		}
 		_, _ = c.Write([]byte{answer})
-		return fmt.Errorf("throughput stream refused: %w", err)
+		return fmt.Errorf("refused: %w", err)
+	}
+	return nil
+}
+
+// ServeThroughput is the sink side of one stream whose ThroughputMagic has already been read
+// from r (r wraps c). admit decides whether the stream is let in; a refusal is answered with
+// its reason (a wrong token, or ErrSinkFull), so the client says which. It reads until the
+// client half-closes, then answers with the byte count it received.
+func ServeThroughput(c net.Conn, r *bufio.Reader, admit func(token string) error) error {
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := readToken(r, c, admit); err != nil {
+		return fmt.Errorf("throughput stream: %w", err)
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	if _, err := c.Write([]byte{sinkAccepted}); err != nil {
@@ -355,6 +372,6 @@ func ServeThroughput(c net.Conn, r *bufio.Reader, admit func(token string) error
 	}
 	var out [8]byte
 	binary.BigEndian.PutUint64(out[:], uint64(total))
-	_, err = c.Write(out[:])
+	_, err := c.Write(out[:])
 	return err
 }
