@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
 // A probe's Host (the server's address of the other family) is for probes to the server agent,
@@ -30,6 +32,15 @@ func TestJobProbeHost(t *testing.T) {
 		{"DNS lookup family unknown", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, LookupFamily: "inet6"}, `lookup family "inet6"`},
 		{"DNS what-if family unknown", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, WhatIfLookupFamily: "7"}, `what-if lookup family "7"`},
 		{"DNS race of one family", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, LookupFamily: "4", DNSRace: 10}, "no A/AAAA race"},
+		{"DNS load", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSLoadSeconds: 60, DNSLoadCeilingQPS: 20000, DNSLoadP99Millis: 20}, ""},
+		{"DNS load without a ceiling", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSLoadSeconds: 60, DNSLoadP99Millis: 20}, "dns load ceiling 0 queries/s"},
+		{"DNS load above the bound", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSLoadSeconds: 60, DNSLoadCeilingQPS: 1e6, DNSLoadP99Millis: 20}, "dns load ceiling 1e+06"},
+		{"DNS load at a trickle", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSLoadSeconds: 60, DNSLoadCeilingQPS: 10, DNSLoadP99Millis: 20}, "dns load ceiling 10 queries/s: want 100-100000"},
+		{"DNS load of a loopback replica", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSReplicas: []probes.DNSReplica{{Address: "127.0.0.1"}}}, "DNS replica 127.0.0.1: not a unicast address"},
+		{"DNS load of a replica twice", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSReplicas: []probes.DNSReplica{{Address: "10.0.0.1"}, {Address: "10.0.0.1"}}}, "DNS replica 10.0.0.1: twice"},
+		{"DNS load for an hour", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSLoadSeconds: 3600, DNSLoadCeilingQPS: 100, DNSLoadP99Millis: 20}, "dns load of 3600s"},
+		{"DNS load past its timeout", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, DNSLoadSeconds: 60, DNSLoadCeilingQPS: 100, DNSLoadP99Millis: 1000}, "p99 budget 1000 ms"},
+		{"DNS load with a capture", ProbeSpec{Kind: ProbeDNS, Names: []string{"a"}, Resolver: "glibc", ObserveSeconds: 5, DNSLoadSeconds: 60, DNSLoadCeilingQPS: 100, DNSLoadP99Millis: 20}, "not with a passive capture"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := job(tc.p).Validate()

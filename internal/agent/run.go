@@ -349,7 +349,12 @@ func runDNS(ctx context.Context, p ProbeSpec) (*DNSReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rep, nil
+	if p.DNSLoadSeconds > 0 {
+		if rep.Load, err = probes.RunDNSLoad(ctx, dnsLoadSpec(p, rep.DNSResult)); err != nil {
+			rep.Load, err = &probes.DNSLoad{Skipped: err.Error()}, nil // the measurement above stands
+		}
+	}
+	return rep, ctx.Err()
 }
 
 // appResolvConf is the application container's own view of /etc/resolv.conf where the agent may

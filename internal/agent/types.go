@@ -118,6 +118,11 @@ type ProbeSpec struct {
 	DNSReplicas []probes.DNSReplica `json:"dnsReplicas,omitempty"`
 	// DNSRace is how many lookups the race check does (0: none).
 	DNSRace int `json:"dnsRace,omitempty"`
+	// DNSLoadSeconds, when set, runs the capacity ramp after the DNS probe for at most that
+	// long, at most DNSLoadCeilingQPS queries per second, a step degraded past DNSLoadP99Millis.
+	DNSLoadSeconds    float64 `json:"dnsLoadSeconds,omitempty"`
+	DNSLoadCeilingQPS float64 `json:"dnsLoadCeilingQPS,omitempty"`
+	DNSLoadP99Millis  float64 `json:"dnsLoadP99Millis,omitempty"`
 	// LookupFamily is what the application's lookups ask for (v1alpha1.LookupIPv4, LookupIPv6;
 	// "" both); WhatIfLookupFamily adds the what-if of another ("both", "4" or "6").
 	LookupFamily       string `json:"lookupFamily,omitempty"`
@@ -205,16 +210,7 @@ func (j *Job) Validate() error {
 			return fmt.Errorf("probe %s: host %q: a DNS probe asks the pod's nameservers, never the agent server", p.Label(), p.Host)
 		}
 		if p.Kind == ProbeDNS {
-			if len(p.Names) == 0 {
-				return fmt.Errorf("probe %s: no names", p.Label())
-			}
-			if err := checkReplicas(p.DNSReplicas); err != nil {
-				return fmt.Errorf("probe %s: %w", p.Label(), err)
-			}
-			if p.DNSRace < 0 || p.DNSRace > probes.MaxRaceLookups {
-				return fmt.Errorf("probe %s: race check of %d lookups: want 0-%d", p.Label(), p.DNSRace, probes.MaxRaceLookups)
-			}
-			if err := checkLookupFamilies(p); err != nil {
+			if err := checkDNSProbe(p); err != nil {
 				return fmt.Errorf("probe %s: %w", p.Label(), err)
 			}
 			continue
@@ -293,17 +289,6 @@ func checkDirect(p ProbeSpec) error {
 }
 
 // checkReplicas accepts at most MaxDNSReplicas replicas, each an IP address.
-func checkReplicas(rs []probes.DNSReplica) error {
-	if len(rs) > probes.MaxDNSReplicas {
-		return fmt.Errorf("%d DNS replicas: at most %d", len(rs), probes.MaxDNSReplicas)
-	}
-	for _, r := range rs {
-		if net.ParseIP(r.Address) == nil {
-			return fmt.Errorf("DNS replica %q: not an IP address", r.Address)
-		}
-	}
-	return nil
-}
 
 // Event types.
 const (

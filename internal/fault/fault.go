@@ -66,6 +66,9 @@ const (
 	// LoadedAfterLoad takes a loaded-rtt probe's loaded samples after the load has ended
 	// (TestLatencyUnderLoadOnABottleneck).
 	LoadedAfterLoad Name = "loaded-after-load"
+	// LoadRateInflated paces each step of the DNS capacity ramp at 4/5 of the rate it reports
+	// (TestDNSLoadFindsTheKneeOfALimitedCoreDNS).
+	LoadRateInflated Name = "load-rate-inflated"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -27,6 +27,8 @@ type DNSResult struct {
 	ReplicaView *DNSReplicaView `json:"replicaView,omitempty"`
 	// Race is the race check (--race).
 	Race *DNSRace `json:"race,omitempty"`
+	// Load is the capacity ramp (dns --load).
+	Load *DNSLoad `json:"load,omitempty"`
 }
 
 // DNSName is the report for one name.
