@@ -123,10 +123,12 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			defer cancel()
 			var job Job
 			if await > 0 {
-				if job, err = AwaitJob(ctx, listen, digest, await, em, trusted...); errors.Is(err, ErrStoppedBeforeJob) {
+				var stopped <-chan struct{}
+				if job, stopped, err = AwaitJob(ctx, listen, digest, await, em, trusted...); errors.Is(err, ErrStoppedBeforeJob) {
 					em.Emit(Event{Type: EventExit, Message: err.Error()})
 					return nil
 				}
+				ctx = cancelOn(ctx, stopped)
 			} else if job, err = readJob(jobArg, streams.In); err == nil && job.Token == "" {
 				job.Token = os.Getenv(TokenEnv)
 			}
@@ -149,6 +151,25 @@ func newRunCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().DurationVar(&deadline, "deadline", 10*time.Minute, "give up after this long whatever happens")
 	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "give up at this RFC 3339 time whatever happens (wins over --deadline)")
 	return cmd
+}
+
+// ErrStoppedDuringJob means the plugin said to stop (PathDone) while a job that listens for it ran.
+var ErrStoppedDuringJob = errors.New("told to stop during the job")
+
+// cancelOn is ctx, cancelled with ErrStoppedDuringJob when stopped closes (never for nil).
+func cancelOn(ctx context.Context, stopped <-chan struct{}) context.Context {
+	if stopped == nil {
+		return ctx
+	}
+	c, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-stopped:
+			cancel(ErrStoppedDuringJob)
+		case <-c.Done():
+		}
+	}()
+	return c
 }
 
 func readJob(arg string, in io.Reader) (Job, error) {

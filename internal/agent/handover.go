@@ -69,14 +69,17 @@ func jobFromRequest(r *http.Request) (Job, error) {
 // 401, and connections are admitted through a gate with DefaultLimits: strangers are bounded
 // per source and in total and closed unless they present the token within its window, so
 // that peers holding connections cannot keep the plugin's hand-over out.
-// It gives up with ErrNoJob after within, or when ctx ends.
-func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, em *Emitter, trusted ...netip.Addr) (Job, error) {
+// It gives up with ErrNoJob after within, or when ctx ends. A job that must stop the moment its
+// run is interrupted (Job.stopsOnDone) keeps the listener until ctx ends, and the returned
+// channel closes when the token's holder posts PathDone; other jobs get a nil channel and the
+// listener closes.
+func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, em *Emitter, trusted ...netip.Addr) (Job, <-chan struct{}, error) {
 	if digest == "" {
-		return Job{}, errors.New("awaiting a job needs the token's digest (--token-sha256)")
+		return Job{}, nil, errors.New("awaiting a job needs the token's digest (--token-sha256)")
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return Job{}, fmt.Errorf("listening on %s: %w", listen, err)
+		return Job{}, nil, fmt.Errorf("listening on %s: %w", listen, err)
 	}
 	accept := tokenAccepter("", digest)
 	auth := func(w http.ResponseWriter, r *http.Request) bool {
@@ -118,25 +121,50 @@ func AwaitJob(ctx context.Context, listen, digest string, within time.Duration, 
 	limits := DefaultLimits
 	limits.Trusted = trusted
 	go func() { _ = srv.Serve(&gatedListener{Listener: ln, g: newGate(limits)}) }()
-	defer func() {
+	shutdown := func() {
 		// Let the accepted hand-over's answer go out; then drop everyone.
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = srv.Shutdown(c)
 		_ = srv.Close()
-	}()
+	}
+	keep := false
+	defer closeUnless(ctx, &keep, shutdown)
 	em.Emit(Event{Type: EventReady, Port: ln.Addr().(*net.TCPAddr).Port, Message: fmt.Sprintf("awaiting the job on %s for %s", ln.Addr(), within)})
 
 	timer := time.NewTimer(within)
 	defer timer.Stop()
 	select {
 	case job := <-jobs:
-		return job, nil
+		if keep = job.stopsOnDone(); keep {
+			return job, stop, nil
+		}
+		return job, nil, nil
 	case <-stop:
-		return Job{}, ErrStoppedBeforeJob
+		return Job{}, nil, ErrStoppedBeforeJob
 	case <-timer.C:
-		return Job{}, fmt.Errorf("%w within %s", ErrNoJob, within)
+		return Job{}, nil, fmt.Errorf("%w within %s", ErrNoJob, within)
 	case <-ctx.Done():
-		return Job{}, ctx.Err()
+		return Job{}, nil, ctx.Err()
 	}
+}
+
+// closeUnless shuts the hand-over server down now, or, when keep is set, once ctx ends.
+func closeUnless(ctx context.Context, keep *bool, shutdown func()) {
+	if *keep {
+		go func() { <-ctx.Done(); shutdown() }()
+		return
+	}
+	shutdown()
+}
+
+// stopsOnDone says whether the job must end the moment its run is interrupted, not at its
+// deadline: a DNS capacity ramp loads a shared service.
+func (j Job) stopsOnDone() bool {
+	for _, p := range j.Probes {
+		if p.DNSLoadSeconds > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -21,7 +21,7 @@ func awaitInBackground(t *testing.T, digest string, within time.Duration) (int, 
 	em := NewEmitter(pw)
 	jobs, errs := make(chan Job, 1), make(chan error, 1)
 	go func() {
-		job, err := AwaitJob(context.Background(), "127.0.0.1:0", digest, within, em)
+		job, _, err := AwaitJob(context.Background(), "127.0.0.1:0", digest, within, em)
 		jobs <- job
 		errs <- err
 		pw.Close()

@@ -118,13 +118,14 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// end ends one agent: a temporary pod is deleted; a server, or a runner still awaiting its job,
-// is told to stop (a runner with its job stops with its server).
+// end ends one agent: a temporary pod is deleted; a server, a runner still awaiting its job, or
+// one whose job listens for it (StopsOnDone) is told to stop (another runner with its job stops
+// with its server).
 func (s *Session) end(ctx context.Context, a *Agent) error {
 	switch {
 	case a.Temporary:
 		return s.deletePod(ctx, a)
-	case a.Spec.Serve || !a.isHandedOver():
+	case a.Spec.Serve || !a.isHandedOver() || a.Spec.StopsOnDone:
 		return s.stopAgent(ctx, a)
 	}
 	return nil

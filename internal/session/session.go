@@ -79,6 +79,9 @@ type AgentSpec struct {
 	Lifetime time.Duration
 	// Capture runs the agent as root with CAP_NET_RAW and nothing else, for packet capture.
 	Capture bool
+	// StopsOnDone marks a runner whose job keeps its hand-over listener (a DNS capacity ramp):
+	// closing the session tells it to stop even after the hand-over.
+	StopsOnDone bool
 	// Placement, when set, runs the agent in a temporary pod on a chosen node whatever the
 	// session's mode (a ladder's clients); Target then only gives the namespace.
 	Placement *Placement
