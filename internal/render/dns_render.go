@@ -73,6 +73,7 @@ func WriteDNS(w io.Writer, format string, r *report.DNSReport) error {
 			fmt.Fprintf(w, "  side effect: %s\n", s)
 		}
 	}
+	writeCapacity(w, r)
 	writeChecks(w, r.Checks)
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)

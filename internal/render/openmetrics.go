@@ -39,6 +39,8 @@ var (
 	dnsNXFamily      = family{"netbench_dns_nxdomain_answers_per_lookup", "", "NXDOMAIN answers among one lookup's queries.", 1}
 	dnsLatFamily     = family{"netbench_dns_lookup_latency_seconds", "seconds", "Warm latency of a whole lookup (every candidate the resolver walks).", 1e-6}
 	raceSlowFamily   = family{"netbench_dns_race_slow_lookups", "", "Lookups of the race check (--race) that waited out the resolver's timeout.", 1}
+	capQPSFamily     = family{"netbench_dns_sustained_queries_per_second", "", "DNS capacity (dns --load): the highest rate of the pod's query mix the nameserver sustained (its knee).", 1}
+	capLookupsFamily = family{"netbench_dns_sustained_lookups_per_second", "", "DNS capacity (dns --load): the application's lookups per second that rate allows at the pod's queries per lookup now.", 1}
 	raceLostFamily   = family{"netbench_dns_race_lost_queries", "", "Queries of the race check (--race) left without an answer within the timeout.", 1}
 	checkFamily      = family{"netbench_check_violated", "", "1 when a --fail-if condition held (or could not be evaluated), else 0.", 1}
 	undefinedFamily  = family{"netbench_figure_undefined", "", "1 for a figure the run could not compute (NaN or infinite; value label): its own sample is left out.", 1}
@@ -54,6 +56,9 @@ func metricOf(f report.FigureValue) (family, [][2]string) {
 			return raceLostFamily, nil
 		}
 		return family{}, nil // slow_percent: the count over the lookups, already there
+	}
+	if f.Probe == "dns-load" {
+		return map[string]family{"qps": capQPSFamily, "lookups": capLookupsFamily}[f.Stat], nil
 	}
 	if f.Stat == "valid" {
 		return validFamily, [][2]string{{"probe", f.Probe}}

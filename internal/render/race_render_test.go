@@ -31,10 +31,10 @@ func TestWriteRace(t *testing.T) {
 
 // The race check's figures: for --fail-if (dns.race.slow, .slow_percent, .lost) and OpenMetrics.
 func TestRaceFigures(t *testing.T) {
-	if got := report.DNSPlannedFigures([]string{"x"}, true); got["dns.race.slow"] != report.UnitCount || got["dns.race.slow_percent"] != report.UnitPercent || got["dns.race.lost"] != report.UnitCount {
+	if got := report.DNSPlannedFigures([]string{"x"}, true, false); got["dns.race.slow"] != report.UnitCount || got["dns.race.slow_percent"] != report.UnitPercent || got["dns.race.lost"] != report.UnitCount {
 		t.Errorf("planned %v", got)
 	}
-	if got := report.DNSPlannedFigures([]string{"x"}, false); len(got) != len(report.DnsStats)+1 || got["valid"] != report.UnitCount {
+	if got := report.DNSPlannedFigures([]string{"x"}, false, false); len(got) != len(report.DnsStats)+1 || got["valid"] != report.UnitCount {
 		t.Errorf("planned without --race: %v", got)
 	}
 	r := &report.DNSReport{Result: &agent.DNSReport{DNSResult: &probes.DNSResult{Resolver: resolver.Glibc,

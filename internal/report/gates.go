@@ -70,10 +70,14 @@ var DnsStats = []struct{ stat, unit string }{{"queries", UnitCount}, {"nxdomains
 // share of the lookups, and queries lost.
 var raceStats = []struct{ stat, unit string }{{"slow", UnitCount}, {"slow_percent", UnitPercent}, {"lost", UnitCount}}
 
+// capacityStats are the capacity ramp's figures: the nameserver's sustained queries per second,
+// and the lookups per second they allow at the pod's amplification now.
+var capacityStats = []struct{ stat, unit string }{{"qps", UnitReqPerS}, {"lookups", UnitReqPerS}}
+
 // DNSPlannedFigures names the figures a dns run for these names reports: dns.<name>.<stat>,
 // dns.race.<stat> with the race check, and valid (0 when the pod's CPU limit decided the
 // latencies).
-func DNSPlannedFigures(names []string, race bool) map[string]string {
+func DNSPlannedFigures(names []string, race, load bool) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
 		for _, s := range DnsStats {
@@ -83,6 +87,11 @@ func DNSPlannedFigures(names []string, race bool) map[string]string {
 	for _, s := range raceStats {
 		if race {
 			out["dns.race."+s.stat] = s.unit
+		}
+	}
+	if load {
+		for _, s := range capacityStats {
+			out["dns.capacity."+s.stat] = s.unit
 		}
 	}
 	out["valid"] = UnitCount
@@ -116,6 +125,12 @@ func (r *DNSReport) FigureValues() []FigureValue {
 		vals := []float64{float64(m.Slow), 100 * float64(m.Slow) / float64(m.Lookups), float64(m.Lost)}
 		for i, s := range raceStats {
 			out = append(out, FigureValue{Name: "dns.race." + s.stat, Unit: s.unit, Probe: "dns-race", Stat: s.stat, Value: vals[i]})
+		}
+	}
+	if c := r.Capacity; c != nil {
+		for i, v := range []float64{c.SustainedQPS, c.Now.LookupsPerSecond} {
+			s := capacityStats[i]
+			out = append(out, FigureValue{Name: "dns.capacity." + s.stat, Unit: s.unit, Probe: "dns-load", Stat: s.stat, Value: v})
 		}
 	}
 	if r.Validity != nil {

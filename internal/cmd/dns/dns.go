@@ -48,6 +48,7 @@ type DNSOptions struct {
 	Race             int
 	// LookupFamily is what the application's lookups ask for (--lookup-family): "" both.
 	LookupFamily string
+	Load         loadOptions
 }
 
 // NewDNSOptions returns options with the defaults.
@@ -78,6 +79,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 			if err := o.Complete(args); err != nil {
 				return err
 			}
+			o.Load.noteFlags(cmd.Flags())
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -97,6 +99,7 @@ kubernetes Service's cluster FQDN and --external-name.`,
 	f.Float64Var(&o.LookupsPerSecond, "lookups-per-second", 0, "the application's lookups per second of the first name, to project the queries per second that cross a zone")
 	f.IntVar(&o.Race, "race", 0, "race check: this many lookups done exactly as the resolver sends A and AAAA, counting those that wait out a timeout (the conntrack race), with the fix measured the same way")
 	f.StringVar(&o.LookupFamily, "lookup-family", "both", "what the application's lookups ask for: both (A and AAAA: getaddrinfo AF_UNSPEC, Go's ip/tcp), 4 (A only: AF_INET, or AI_ADDRCONFIG in a pod without IPv6; Go's ip4/tcp4) or 6 (AAAA only)")
+	o.Load.addFlags(cmd)
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'dns.kubernetes.default.queries > 2'")
 	f.DurationVar(&o.Observe, "observe", 0, "first capture the pod's own DNS traffic for this long (needs NET_RAW; skipped with the reason where the namespace forbids it)")
@@ -146,6 +149,9 @@ func (o *DNSOptions) Validate() error {
 	if err := o.checkLookupFamily(); err != nil {
 		return err
 	}
+	if err := o.Load.validate(o.Observe); err != nil {
+		return err
+	}
 	if !(o.LookupsPerSecond >= 0 && o.LookupsPerSecond <= 1e6) {
 		return fmt.Errorf("--lookups-per-second %g: want 0-1e+06", o.LookupsPerSecond)
 	}
@@ -182,7 +188,7 @@ type dnsRun struct {
 func (r *dnsRun) FiguresBeforePlan() {}
 
 func (r *dnsRun) PlannedFigures() map[string]string {
-	return report.DNSPlannedFigures(r.o.Names, r.o.Race > 0)
+	return report.DNSPlannedFigures(r.o.Names, r.o.Race > 0, r.o.Load.On)
 }
 
 // Plan resolves the pod, checks that the user may add an ephemeral container to it, reads the
@@ -201,6 +207,9 @@ func (r *dnsRun) Plan(ctx context.Context) (err error) {
 		return err
 	}
 	r.svcView, r.replicas = o.nameserverService(ctx, t)
+	if err := o.Load.checkTarget(r.svcView); err != nil {
+		return err
+	}
 	return o.checkDNSPolicy(ctx, t, r.svcView, r.replicas)
 }
 
@@ -242,11 +251,12 @@ func (r *dnsRun) agentSpec() session.AgentSpec {
 	o := r.o
 	spec := agent.ProbeSpec{Kind: agent.ProbeDNS, Names: o.Names, Resolver: o.Resolver, Repeats: o.Repeats, WhatIfNdots: o.WhatIfNdots, DNSReplicas: r.replicas, DNSRace: o.Race,
 		LookupFamily: o.LookupFamily, WhatIfLookupFamily: whatIfFamily(o.LookupFamily, session.PodIPs(r.t.Pod))}
+	o.Load.apply(&spec)
 	job := dnsJob(spec)
 	if !r.t.HostNetwork() { // the agent is an ephemeral container in the application's pod
 		job.ClientApp = cmdutil.AppIDs(r.t)
 	}
-	return session.AgentSpec{Role: session.RoleDNS, Target: r.t, Lifetime: o.agentLifetime(), Job: job}
+	return session.AgentSpec{Role: session.RoleDNS, Target: r.t, Lifetime: o.agentLifetime(), Job: job, StopsOnDone: o.Load.On}
 }
 
 // captureSpec is the agent that captures the pod's own DNS traffic for --observe, told the
@@ -282,6 +292,7 @@ func (r *dnsRun) Finish(context.Context) {
 	opts := podDNSOptions(r.t.Pod)
 	rep.Fixes, rep.Patch = report.PlanDNSFixes(rep.Result.DNSResult, rep.Owner, r.t.Namespace, opts)
 	rep.RaceAdvice = report.PlanRaceFix(rep.Result.DNSResult, rep.Owner, r.t.Namespace, opts)
+	rep.Capacity = report.PlanDNSCapacity(rep.Result.DNSResult, rep.Fixes, rep.Patch, nodeLocalInUse(rep.NameserverService))
 }
 
 func (r *dnsRun) Closed() {}
@@ -314,9 +325,9 @@ func (o *DNSOptions) observe(ctx context.Context, sess *session.Session, t *sess
 // agentLifetime bounds the agent's life: the measurement, and the race check's two series.
 func (o *DNSOptions) agentLifetime() time.Duration {
 	if o.Race > 0 {
-		return 5*time.Minute + 2*probes.RaceBudget
+		return 5*time.Minute + 2*probes.RaceBudget + o.Load.lifetime()
 	}
-	return 5 * time.Minute
+	return 5*time.Minute + o.Load.lifetime()
 }
 
 // podDNSOptions are the pod's own dnsConfig options (its template's), which a patch must keep.

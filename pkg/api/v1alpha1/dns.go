@@ -20,6 +20,8 @@ type DNSReport struct {
 	Patch *Patch   `json:"patch,omitempty"`
 	// RaceAdvice is what the race check (--race) recommends, with its patch.
 	RaceAdvice *RaceAdvice `json:"raceAdvice,omitempty"`
+	// Capacity is what the capacity ramp (dns --load) means in lookups per second.
+	Capacity *DNSCapacity `json:"capacity,omitempty"`
 	// Validity is what the agent's CPU accounting says about the lookups' latencies: the agent
 	// runs in the pod, under its CPU limit.
 	Validity *Validity `json:"validity,omitempty"`
