@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// A CoreDNS with a CPU limit of 100m per replica (hack/lab/manifests/dns-capacity.yaml) has a
+// knee: `dns --load` from a pod that uses it finds, for the Service and for each replica, a
+// sustained rate within 10 % of what dnsperf, run with the same query mix in the same pod's
+// network namespace, gets from the same server; the report turns the Service's into lookups per
+// second at the pod's amplification and after the fix; interrupted mid-ramp, its agent stops
+// within 5 s.
+func TestDNSLoadFindsTheKneeOfALimitedCoreDNS(t *testing.T) {
+	alone(t)
+	cs, ns := lab(t)
+	applyManifest(t, ns, "dns-capacity.yaml")
+	waitRollout(t, cs, ns, "capacity-dns")
+	svc, err := cs.CoreV1().Services(ns).Get(context.Background(), "capacity-dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod("app", "lab-a1", "netbench.lab/resolver-glibc:1", []string{"--idle"}, nil)
+	ndots := "5"
+	p.Spec.DNSPolicy = corev1.DNSNone
+	p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{svc.Spec.ClusterIP},
+		Searches: []string{ns + ".svc.cluster.local", "svc.cluster.local", "cluster.local"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}}}
+	createPod(t, cs, ns, p)
+	p = waitPod(t, cs, ns, "app", 90*time.Second, "running", running)
+	netns := podNetns(t, "lab-a1", p.Status.PodIP)
+
+	r := dnsJSON(t, "-n", ns, "app", "kubernetes.default", "--load", "--dns-service", ns+"/capacity-dns", "--load-duration", "150s")
+	l, c := r.Result.Load, r.Capacity
+	if l == nil || c == nil || len(l.Servers) != 3 || len(l.Mix) == 0 {
+		t.Fatalf("no capacity ramp of the Service and its two replicas: %+v %+v", l, c)
+	}
+	mix := writeMix(t, l.Mix)
+	for _, s := range l.Servers {
+		t.Logf("%s %s: knee %.0f q/s after %d steps (%s)", s.Address, s.Pod, s.SustainedQPS, len(s.Steps), s.Limit)
+		if s.Limit != v1alpha1.LoadLimitDegraded || s.SustainedQPS < 100 {
+			t.Errorf("%s: the ramp ended by %q at %.0f q/s, not at a knee: %+v", s.Address, s.Limit, s.SustainedQPS, s.Steps)
+		}
+	}
+	// dnsperf's sustainable rate against the Service is within 10 % of the knee when it sustains
+	// 10 % below it and does not 10 % above it, judged by the report's own criteria on dnsperf's
+	// figures. Each side is dnsperf's verdict in two runs of three. The Service, not each
+	// replica: one replica's knee wanders by 10-20 % from minute to minute (a CPU-throttled Go
+	// server: runs by hand found one replica's at 1,750 and 2,380 q/s a few minutes apart, and
+	// dnsperf at 2,160 q/s losing 12 % a minute after the higher), the Service's, two replicas
+	// behind 256 flows, less; the replicas' knees are logged beside dnsperf's verdicts.
+	for i, s := range l.Servers {
+		below, above := dnsperfVerdict(t, netns, s.Address, mix, s.SustainedQPS/1.1, l), dnsperfVerdict(t, netns, s.Address, mix, s.SustainedQPS/0.9, l)
+		t.Logf("%s: dnsperf at %s; at %s", s.Address, below, above)
+		if i == 0 && (below.degraded != "" || above.degraded == "") {
+			t.Errorf("the Service %s: knee %.0f q/s, but dnsperf %s and %s: its sustainable rate is more than 10 %% away", s.Address, s.SustainedQPS, below, above)
+		}
+	}
+	ns0 := l.Servers[0]
+	if want := ns0.SustainedQPS * float64(l.Lookups) / float64(len(l.Mix)); !ns0.Nameserver || c.SustainedQPS != ns0.SustainedQPS || math.Abs(c.Now.LookupsPerSecond-want) > 1e-6*want {
+		t.Errorf("capacity %+v: want the nameserver's %.0f q/s as %.1f lookups/s", c, ns0.SustainedQPS, want)
+	}
+	if len(c.Fixed) == 0 || c.Fixed[0].LookupsPerSecond <= c.Now.LookupsPerSecond {
+		t.Errorf("capacity %+v: want more lookups/s after the fix of a name searched with ndots 5", c)
+	}
+	interruptLoad(t, cs, ns)
+}
+
+// runningAgents is how many of the pod's ephemeral containers run.
+func runningAgents(t *testing.T, cs kubernetes.Interface, ns, pod string) int {
+	t.Helper()
+	p, err := cs.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, st := range p.Status.EphemeralContainerStatuses {
+		if st.State.Running != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// interruptLoad starts dns --load on the pod, interrupts it (SIGINT) once its agent has been
+// running for a while (the ramp under way) and checks the agent stops within 5 s of the plugin's
+// exit, not at its deadline minutes later.
+func interruptLoad(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	cmd := exec.Command(plugin(t), "--kubeconfig", kubeconfigPath(), "dns", "-n", ns, "app", "kubernetes.default", "--load", "--dns-service", ns+"/capacity-dns")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	for end := time.Now().Add(60 * time.Second); runningAgents(t, cs, ns, "app") == 0; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("no agent running within 60 s")
+		}
+	}
+	time.Sleep(10 * time.Second) // the DNS probe (a few seconds), then the ramp
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the plugin did not exit within 30 s of SIGINT")
+	}
+	exited := time.Now()
+	for runningAgents(t, cs, ns, "app") > 0 {
+		if time.Since(exited) > 5*time.Second {
+			t.Fatalf("the agent still runs its ramp 5 s after the interrupted plugin exited")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("the agent stopped within %s of the plugin's exit", time.Since(exited).Round(10*time.Millisecond))
+}
+
+// writeMix writes the ramp's query mix as dnsperf's data file: "NAME TYPE" per line.
+func writeMix(t *testing.T, mix []v1alpha1.DNSLoadQuery) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range mix {
+		fmt.Fprintf(&b, "%s %s\n", q.Name, q.Type)
+	}
+	f := filepath.Join(t.TempDir(), "mix")
+	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+var (
+	dnsperfQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	dnsperfLost    = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
+	dnsperfSent    = regexp.MustCompile(`Queries sent:\s+([0-9]+)`)
+	dnsperfLatency = regexp.MustCompile(`(?m)^> \S+ \S+ \S+ ([0-9.]+)$`)
+)
+
+// dnsperfResult is one dnsperf run at a rate, judged by the ramp's criteria.
+type dnsperfResult struct {
+	rate, qps, p99 float64
+	sent, lost     int
+	degraded       string
+}
+
+func (d dnsperfResult) String() string {
+	v := "sustained"
+	if d.degraded != "" {
+		v = "degraded: " + d.degraded
+	}
+	return fmt.Sprintf("%.0f q/s: sent %.0f q/s, %d of %d lost, p99 %.0f µs, %s", d.rate, d.qps, d.lost, d.sent, d.p99, v)
+}
+
+// dnsperfVerdict is the majority of up to three dnsperf runs at rate: the first run of the
+// winning side.
+func dnsperfVerdict(t *testing.T, netns, server, mix string, rate float64, l *v1alpha1.DNSLoad) dnsperfResult {
+	t.Helper()
+	var ok, bad []dnsperfResult
+	for len(ok) < 2 && len(bad) < 2 {
+		d := dnsperfStep(t, netns, server, mix, rate, l)
+		if d.degraded == "" {
+			ok = append(ok, d)
+		} else {
+			bad = append(bad, d)
+		}
+		time.Sleep(time.Second) // as the ramp settles after a degraded step
+	}
+	if len(ok) == 2 {
+		return ok[0]
+	}
+	return bad[0]
+}
+
+// dnsperfStep runs dnsperf at rate from the pod's network namespace for one of the ramp's steps
+// (its length and timeout; 256 clients, as many sockets as the ramp's; outstanding queries
+// unbounded in effect, so that it sends at the rate, open loop) and judges it as the ramp judges
+// a step: from dnsperf's own per-query latencies (-v) and counts.
+func dnsperfStep(t *testing.T, netns, server, mix string, rate float64, l *v1alpha1.DNSLoad) dnsperfResult {
+	t.Helper()
+	args := []string{"--net=" + netns, "dnsperf", "-s", server, "-d", mix, "-l", strconv.FormatFloat(l.StepSeconds, 'f', -1, 64),
+		"-t", strconv.FormatFloat(l.TimeoutMillis/1000, 'f', -1, 64), "-c", "256", "-q", "20000", "-Q", strconv.Itoa(int(rate)), "-v"}
+	out, err := exec.Command("nsenter", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dnsperf %s: %v\n%s", server, err, tail(out))
+	}
+	d := dnsperfResult{rate: float64(int(rate))}
+	num := func(re *regexp.Regexp) float64 {
+		m := re.FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("dnsperf %s: no %s in\n%s", server, re, tail(out))
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	d.qps, d.lost, d.sent = num(dnsperfQPS), int(num(dnsperfLost)), int(num(dnsperfSent))
+	var lat []float64
+	for _, m := range dnsperfLatency.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		lat = append(lat, v*1e6)
+	}
+	if len(lat) == 0 {
+		t.Fatalf("dnsperf %s: no per-query latencies in\n%s", server, tail(out))
+	}
+	slices.Sort(lat)
+	d.p99 = lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]
+	switch {
+	case float64(d.lost) > l.MaxLossRatio*float64(d.sent):
+		d.degraded = "loss"
+	case d.p99 > l.P99BudgetMicros:
+		d.degraded = "p99"
+	case d.qps < 0.95*d.rate: // neither lost nor late: dnsperf itself fell short
+		t.Fatalf("dnsperf %s sent %.0f of %.0f q/s: the reference, not the server, was the limit", server, d.qps, d.rate)
+	}
+	return d
+}
+
+// tail is the end of a long output.
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
