@@ -66,8 +66,8 @@ const (
 	// LoadedAfterLoad takes a loaded-rtt probe's loaded samples after the load has ended
 	// (TestLatencyUnderLoadOnABottleneck).
 	LoadedAfterLoad Name = "loaded-after-load"
-	// LoadRateInflated paces each step of the DNS capacity ramp at 4/5 of the rate it reports
-	// (TestDNSLoadFindsTheKneeOfALimitedCoreDNS).
+	// LoadRateInflated paces each step of the DNS capacity ramp at half the rate it reports
+	// (TestDNSLoadFindsTheKnee).
 	LoadRateInflated Name = "load-rate-inflated"
 )
 

@@ -170,13 +170,13 @@ func (r ramp) step(ctx context.Context, rate float64) (v1alpha1.DNSLoadStep, str
 	ls := loadStep{server: r.server, mix: r.mix, rate: rate, d: loadStepTime, timeout: loadTimeout,
 		behind: max(100, int(rate*(r.p99.Seconds()*4+0.05)))}
 	if fault.On(fault.LoadRateInflated) {
-		ls.rate, ls.d = rate*0.8, loadStepTime*5/4 // the same count of queries, 4/5 of the rate
+		ls.rate, ls.d = rate/2, loadStepTime*2 // the same count of queries, half the rate
 	}
 	c, err := ls.run(ctx)
 	if fault.On(fault.LoadRateInflated) {
-		c.elapsed = c.elapsed * 4 / 5
+		c.elapsed /= 2
 		for i := range c.arrivals {
-			c.arrivals[i] = c.arrivals[i] * 4 / 5
+			c.arrivals[i] /= 2
 		}
 	}
 	st := v1alpha1.DNSLoadStep{OfferedQPS: rate}
