@@ -75,14 +75,19 @@ func sustained(s v1alpha1.DNSServerLoad) string {
 	return "≥ " + v + " (" + s.Limit + ")"
 }
 
-// atKnee is the latency of the fastest passing step at the sustained rate.
+// atKnee is the latency at the knee: the passing step of the highest rate, with its answers
+// (exact percentiles over every answered query).
 func atKnee(s v1alpha1.DNSServerLoad) string {
-	for _, st := range s.Steps {
-		if st.OfferedQPS == s.SustainedQPS && st.Degraded == "" {
-			return report.Micros(st.P50Micros) + " / " + report.Micros(st.P99Micros)
+	var best *v1alpha1.DNSLoadStep
+	for i, st := range s.Steps {
+		if st.Degraded == "" && (best == nil || st.OfferedQPS > best.OfferedQPS) {
+			best = &s.Steps[i]
 		}
 	}
-	return "–"
+	if best == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %s (%d answers)", report.Micros(best.P50Micros), report.Micros(best.P99Micros), best.Answered)
 }
 
 // aboveKnee is the lowest failing step above the knee: its rate and why.
