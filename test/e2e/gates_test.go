@@ -197,10 +197,15 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 // alternating with the probe's, compared pairwise. The agent's echo runs in user space; its dwell
 // (kernel receive → the answer's transmit stamp) is taken off, which brings it from +60 µs to
 // +12…+18 µs over ping on this 2-vCPU lab (the median of the rounds' differences;
-// benchmarks/notes/2026-11-30-udp-results.md). The goal is 20 µs; the test allows 25 so that one
-// noisy run of a 2-vCPU machine does not fail CI.
+// benchmarks/notes/2026-11-30-udp-results.md). What is left is the answer's path through the
+// stack sent from the other vCPU than the one that received the request (ICMP answers in the
+// receiving softirq): +7.5 µs with the whole lab on one vCPU, and it grows with the machine's
+// cross-CPU wake-up cost, which the dwell measures — +28 µs beside a 73 µs dwell in one CI run
+// (benchmarks/notes/2026-12-05-udp-echo-cpu.md). So the test allows 25 µs or half the median
+// dwell, whichever is more: the goal stays 20 µs, and the defect it names (udp-dwell-kept: the
+// dwell left in) adds a whole dwell, more than half of it, on any machine.
 func udpRTTBesidePing(t *testing.T, args []string) {
-	var diffs []float64
+	var diffs, dwells []float64
 	for round := 0; round < 5; round++ {
 		r := runJSON[report.PathReport](t, args...)
 		udp := probe(t, r, "udp")
@@ -211,11 +216,12 @@ func udpRTTBesidePing(t *testing.T, args []string) {
 		t.Logf("round %d: udp p50 %.1f µs (server dwell p50 %.1f µs taken off; jitter %.1f µs), ping p50 %.1f µs, icmp probe p50 %.1f µs (20 × 50 ms)",
 			round+1, udp.RTT.RTT.P50Micros, udp.RTT.ServerDwell.P50Micros, udp.RTT.JitterMicros, ping, probe(t, r, "icmp").RTT.RTT.P50Micros)
 		diffs = append(diffs, udp.RTT.RTT.P50Micros-ping)
+		dwells = append(dwells, udp.RTT.ServerDwell.P50Micros)
 	}
-	d := median(diffs)
-	t.Logf("udp p50 − ping p50 at the same rate, per round: %.1f µs; median %+.1f µs", diffs, d)
-	if d < -25 || d > 25 {
-		t.Errorf("udp p50 is %+.1f µs from ping's at the same rate (median of %d rounds): want within 20 µs (25 allowed)", d, len(diffs))
+	d, allowed := median(diffs), max(25, median(dwells)/2)
+	t.Logf("udp p50 − ping p50 at the same rate, per round: %.1f µs; median %+.1f µs (allowed ±%.1f µs: 25 or half the median dwell %.1f µs)", diffs, d, allowed, median(dwells))
+	if math.Abs(d) > allowed {
+		t.Errorf("udp p50 is %+.1f µs from ping's at the same rate (median of %d rounds): want within 20 µs (%.1f allowed: 25 µs or half the server's median dwell)", d, len(diffs), allowed)
 	}
 }
 
