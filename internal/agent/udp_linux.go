@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -40,9 +42,11 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 		unix.Close(fd)
 		return nil, err
 	}
-	// Software transmit time stamps: when an answer reached the interface (best effort).
+	// Software transmit time stamps, when an answer reached the interface (best effort): reported
+	// for the socket, generated only for the echo's answers (stampRequest): on every answer they
+	// cost udp-rr a third of its rate (~12 µs per transaction on loopback).
 	txStamps := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING,
-		unix.SOF_TIMESTAMPING_TX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
+		unix.SOF_TIMESTAMPING_SOFTWARE|unix.SOF_TIMESTAMPING_OPT_TSONLY) == nil
 	mtu := probes.InterfaceMTU(nil)
 	done := make(chan struct{})
 	go func() {
@@ -51,6 +55,7 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		buf, oob, eoob := make([]byte, probes.UDPMaxDatagram), make([]byte, 128), make([]byte, 128)
+		stampReq := stampRequest()
 		var strangers strangerBudget
 		var pending followUp
 		for ctx.Err() == nil {
@@ -69,9 +74,13 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 			late := pending.take(from)
 			now := time.Now()
 			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
-				if unix.Sendto(fd, buf[:m], 0, from) == nil {
+				var stamp []byte
+				if txStamps && typ == probes.UDPEcho {
+					stamp = stampReq
+				}
+				if _, err := unix.SendmsgN(fd, buf[:m], stamp, from, 0); err == nil {
 					ifstat.CountOwn(int64(m))
-					if txStamps && typ == probes.UDPEcho {
+					if stamp != nil {
 						pending.stamp(fd, eoob, from, seq, now)
 					}
 				}
@@ -79,6 +88,17 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 		}
 	}()
 	return func() { <-done }, nil
+}
+
+// stampRequest is the control message asking for one datagram's software transmit time stamp
+// (SO_TIMESTAMPING per message, Linux ≥ 4.13).
+func stampRequest() []byte {
+	b := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.SOL_SOCKET, unix.SO_TIMESTAMPING
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], unix.SOF_TIMESTAMPING_TX_SOFTWARE)
+	return b
 }
 
 // followUp is the last answer's transmit delay, owed to its peer in the next answer: the kernel

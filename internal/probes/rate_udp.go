@@ -65,7 +65,7 @@ func UDPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 func udpRRClient(ctx context.Context, l *rateLoop, c net.Conn) {
 	out, in := make([]byte, l.spec.RequestBytes), make([]byte, UDPMaxDatagram)
 	for seq := uint64(0); l.more(ctx); seq++ {
-		SealDatagram(l.spec.Key, out, UDPEcho, seq)
+		SealDatagram(l.spec.Key, out, UDPRate, seq)
 		t := time.Now()
 		if _, err := c.Write(out); err != nil {
 			l.failed(err)
@@ -94,7 +94,7 @@ func awaitAnswer(c net.Conn, buf, key []byte, seq uint64, deadline time.Time) er
 		if err != nil {
 			return err
 		}
-		if typ, got, err := OpenDatagram(key, buf[:n]); err == nil && typ == 'E' && got == seq {
+		if typ, got, err := OpenDatagram(key, buf[:n]); err == nil && typ == 'R' && got == seq {
 			return nil
 		}
 	}

@@ -24,7 +24,8 @@ const (
 
 // Datagram types.
 const (
-	UDPEcho     byte = 'e' // answered with the same datagram (type 'E')
+	UDPEcho     byte = 'e' // answered with the same datagram (type 'E'), its dwell inside
+	UDPRate     byte = 'r' // udp-rr: answered with the same datagram (type 'R'), nothing added
 	UDPMTUProbe byte = 'm' // padded to the probed size; answered with a header and the server's MTU (type 'M')
 )
 
@@ -102,6 +103,9 @@ func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.
 			binary.BigEndian.PutUint64(b[UDPHeaderLen+16:], uint64(max(late.Extra, 0)))
 		}
 		SealDatagram(key, b[:n], 'E', seq)
+		return n
+	case UDPRate:
+		SealDatagram(key, b[:n], 'R', seq)
 		return n
 	case UDPMTUProbe:
 		binary.BigEndian.PutUint32(b[UDPHeaderLen:], uint32(n))
