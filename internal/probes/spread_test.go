@@ -134,3 +134,35 @@ func TestSpreadHandshakes(t *testing.T) {
 		t.Errorf("few connections (-want +got):\n%s\nDST %+v", diff, got.DST)
 	}
 }
+
+// Before the first counted connection, each endpoint agent gets one request proving the token
+// straight to its own address: its gate then knows the client as a token holder, whatever
+// strangers do (docs/security.md). That request is not counted.
+func TestSpreadPresentsTheTokenFirst(t *testing.T) {
+	var order []string
+	var mu = make(chan struct{}, 1)
+	answer := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			nonce, err := CheckProof("t", r.Header.Get(ProofHeader), time.Now())
+			if err != nil {
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+			mu <- struct{}{}
+			order = append(order, name)
+			<-mu
+			fmt.Fprintf(w, `{"pod":"p0","zone":"zone-a","mac":%q}`, AnswerMAC("t", nonce, "p0", "", "zone-a"))
+		}
+	}
+	svc, direct := httptest.NewServer(answer("service")), httptest.NewServer(answer("direct"))
+	defer svc.Close()
+	defer direct.Close()
+	got, err := Spread(context.Background(), SpreadSpec{Address: strings.TrimPrefix(svc.URL, "http://"), Path: "/who", Connections: 3, Token: "t",
+		Direct: map[string]string{"p0": strings.TrimPrefix(direct.URL, "http://")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"direct", "service", "service", "service"}, order); diff != "" || got.Answered != 3 || got.Connections != 3 {
+		t.Errorf("requests in order (-want +got):\n%s\nresult %+v", diff, got)
+	}
+}

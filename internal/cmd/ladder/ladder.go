@@ -278,6 +278,12 @@ func (o *LadderOptions) rungSpread(r *report.LadderRung, sr *serviceRun, probe s
 			sp.Connections += p.Spread.Connections
 			sp.Answered += p.Spread.Answered
 			sp.Unanswered += p.Spread.Unanswered
+			for k, n := range p.Spread.ErrorsByKind {
+				if sp.UnansweredByKind == nil {
+					sp.UnansweredByKind = map[string]int{}
+				}
+				sp.UnansweredByKind[k] += n
+			}
 			for z, n := range p.Spread.ByZone {
 				byZone[z] += n
 			}

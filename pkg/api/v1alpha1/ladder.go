@@ -98,6 +98,9 @@ type RungSpread struct {
 	// Unanswered connections reached an endpoint without an agent (or failed); the shares are
 	// of the answered ones.
 	Unanswered int `json:"unanswered"`
+	// UnansweredByKind counts the unanswered connections by cause (as SpreadResult's
+	// ErrorsByKind: "timeout", "refused", an HTTP status …), over the rung's rounds.
+	UnansweredByKind map[string]int `json:"unansweredByKind,omitempty"`
 	// ZonePercent is the share of answered connections per endpoint zone; SameZonePercent the
 	// share in the rung's own zone.
 	ZonePercent     map[string]float64 `json:"zonePercent"`
