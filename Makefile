@@ -46,8 +46,8 @@ agent-image:
 bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
 
-## bench-lab: the plugin beside iperf3, ping, fortio's runner and curl run in the same lab pods'
-## network namespaces, on a same-node, a same-zone and a cross-zone path; writes
+## bench-lab: the plugin beside iperf3, ping, fortio's runner, curl, sockperf and irtt run in the
+## same lab pods' network namespaces, on a same-node, a same-zone and a cross-zone path; writes
 ## benchmarks/LAB-RESULTS.md, whose header says how long its measuring took (root, lab up).
 bench-lab:
 	$(MAKE) -s bin/kubectl-netbench bin/netbench-agent VERSION=dev

@@ -36,14 +36,14 @@ type config struct {
 
 // What every plugin run and every reference share.
 const (
-	serverNode    = "lab-b1"                                   // the server pod's node
-	appPort       = 8080                                       // the sample app's port in the server pod
-	pluginProbes  = "rtt,tcp,http-new-conn,http-max"           // the plugin's --probes
-	pluginStreams = 8                                          // the plugin's --streams, and iperf3's -P beside it
-	refProcs      = "1"                                        // GOMAXPROCS of the fortio references, as the agent's
-	fortioModule  = "fortio.org/fortio"                        // the reference runner's module (its version is printed)
-	resultsTarget = "bench-lab"                                // the make target that runs this
-	notesFile     = "benchmarks/notes/2026-12-01-lab-paths.md" // one-off profiles and traces of these paths
+	serverNode    = "lab-b1"                                                   // the server pod's node
+	appPort       = 8080                                                       // the sample app's port in the server pod
+	pluginProbes  = "rtt,udp,tcp,http-new-conn,http-max,tcp-rr,udp-rr,tcp-crr" // the plugin's --probes
+	pluginStreams = 8                                                          // the plugin's --streams, and iperf3's -P beside it
+	refProcs      = "1"                                                        // GOMAXPROCS of the fortio references, as the agent's
+	fortioModule  = "fortio.org/fortio"                                        // the reference runner's module (its version is printed)
+	resultsTarget = "bench-lab"                                                // the make target that runs this
+	notesFile     = "benchmarks/notes/2026-12-01-lab-paths.md"                 // one-off profiles and traces of these paths
 )
 
 func main() {
@@ -65,9 +65,9 @@ func main() {
 }
 
 func run(c config) error {
-	for _, tool := range []string{"iperf3", "ping", "curl", "nsenter"} {
+	for _, tool := range []string{"iperf3", "ping", "curl", "nsenter", "sockperf", "irtt"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping curl util-linux)", tool)
+			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping curl util-linux sockperf irtt)", tool)
 		}
 	}
 	e := env{
@@ -75,7 +75,7 @@ func run(c config) error {
 		via:     benchinfo.ViaMake(resultsTarget),
 		machine: benchinfo.ReadMachine(),
 		versions: []string{runtime.Version(), benchinfo.FirstLine("iperf3", "--version"), benchinfo.FirstLine("ping", "-V"),
-			benchinfo.FirstLine("curl", "--version"), "fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/benchlab",
+			benchinfo.FirstLine("curl", "--version"), benchinfo.FirstLine("sockperf", "--version"), benchinfo.FirstLine("irtt", "version"), "fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/benchlab",
 			benchinfo.Lines(c.plugin, "version")},
 		image: readImage(c.agentImage),
 	}

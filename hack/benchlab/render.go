@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"io"
 	"os"
 	"sort"
@@ -40,6 +41,13 @@ var rowSpecs = []rowSpec{
 	{"max p50", "HTTP closed loop, p50 µs", "fortio runner", benchinfo.Info},
 	{"new-conn p50", "HTTP on a new connection, p50 µs", "Go net/http client, same pace: dial to first byte", benchinfo.WithinPct(5)},
 	{"new-conn curl", "HTTP on a new connection, p50 µs", "curl back to back: time to first byte", benchinfo.Info},
+	{"tcp-rr tps", "tcp-rr, 1 connection, transactions/s", "sockperf ping-pong --tcp", benchinfo.AtLeast(1)},
+	{"tcp-rr p50", "tcp-rr, round trip p50 µs", "sockperf ping-pong --tcp --full-rtt", benchinfo.WithinMicros(5)},
+	{"udp-rr tps", "udp-rr, 1 socket, transactions/s", "sockperf ping-pong (UDP)", benchinfo.AtLeast(1)},
+	{"udp-rr p50", "udp-rr, round trip p50 µs", "sockperf ping-pong (UDP) --full-rtt", benchinfo.WithinMicros(5)},
+	{"tcp-crr cps", "tcp-crr, connections/s", "fortio runner, keep-alive off, to the app (HTTP)", benchinfo.AtLeast(1)},
+	{"tcp-crr p50", "tcp-crr, connection p50 µs", "fortio runner, keep-alive off, to the app (HTTP)", benchinfo.Info},
+	{"udp p50", "udp probe RTT p50 µs (server dwell taken off)", "irtt (server processing taken off)", benchinfo.WithinMicros(10)},
 }
 
 // env is what the run learned about itself and the machine; render prints it as it is.
@@ -138,6 +146,8 @@ func render(c config, e env, results []pathResult) string {
 	fmt.Fprintf(&b, "- netbench: `kubectl netbench %s` — agents as ephemeral containers in the two pods\n", strings.Join(pluginArgs(c, "CLIENT"), " "))
 	fmt.Fprintf(&b, "- References, run in the same two pods' network namespaces (nsenter) and cgroups (they join the pod's container's cgroups first, so they get the pod's CPU share, as the agents do): iperf3 (-P 1 and -P %d, %gs each, server in the server pod); iputils ping with the probe's count and interval; fortio's runner (GOMAXPROCS=%s and -uniform, as the agent) at the probe's rate and connections against the app's port, and closed loop against an agent server of ours started in the server pod; against that agent server too, a new-connection client built on Go's net/http (not fortio's), paced as the http-new-conn probe (its rate over its connections), and curl, %d requests back to back, each a new process and connection\n",
 		pluginStreams, c.seconds, refProcs, c.newConns)
+	fmt.Fprintf(&b, "- Rates, also in the same pods: sockperf ping-pong over TCP and UDP (one socket, one message of %d bytes outstanding, --mps=max, round trips timed whole with --full-rtt; its servers in the server pod) beside tcp-rr and udp-rr with --request-size and --response-size %d; fortio's runner with keep-alive off (a connection per request), closed loop with as many clients as tcp-crr, against the app's port, beside tcp-crr — its requests and answers are HTTP's, larger than tcp-crr's; irtt (its server in the server pod, no minimum interval) at the udp probe's count, interval and %d-byte datagrams, beside the udp probe: both take the server's time off, irtt from the server's user-space clock readings\n",
+		rrBytes, rrBytes, path.UDPSize)
 	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n\n", c.rounds)
 	for _, r := range results {
 		renderPath(&b, r)
@@ -243,6 +253,9 @@ func renderPath(b *strings.Builder, r pathResult) {
 			label += fmt.Sprintf(" (agent: %s)", r.method)
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s |\n", label, cell(f.ours), cell(f.ref), s.ref, om/rm, s.goal.Text, met)
+	}
+	if r.icmpSkipped != "" {
+		fmt.Fprintf(b, "\nICMP RTT: not measured by the agent from this client (%s), so not compared with ping.\n", r.icmpSkipped)
 	}
 	for _, role := range sortedKeys(r.rss) {
 		fmt.Fprintf(b, "\nagent footprint, %s (as it measured itself, per run): CPU %s s, peak RSS %s MiB", role, cell(r.cpu[role]), cell(r.rss[role]))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,6 +84,8 @@ func constants() map[string]bool {
 		refProcs,
 		fmt.Sprintf("%.0f", imageGoalBytes/1e6),
 		"1", // -P 1: the single-stream iperf3 run
+		strconv.Itoa(rrBytes),
+		strconv.Itoa(path.UDPSize),
 	} {
 		ok[n] = true
 	}
@@ -112,7 +115,7 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		"curl, 17 requests",
 		"- 5 rounds per path",
 		"5 of 5 rounds (same node",
-		"— 39 of the 39 ratios above —",
+		fmt.Sprintf("— %d of the %d ratios above —", len(paths)*len(rowSpecs), len(paths)*len(rowSpecs)),
 		"its layers 8.3 MB as pulled (compressed), 16.7 MB unpacked; goal ≤ 15 MB unpacked: not met",
 		notesFile,
 	} {

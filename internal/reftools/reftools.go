@@ -103,8 +103,9 @@ func Ping(run Runner, addr string, count int, interval time.Duration) (p50, avg 
 // fortio runner or as the new-connection client (see MaybeRunReference): both must start inside
 // the namespace, so the benchmark re-executes itself there.
 const (
-	FortioArg  = "fortio-ref"
-	NewConnArg = "newconn-ref"
+	FortioArg      = "fortio-ref"
+	FortioCloseArg = "fortio-close-ref"
+	NewConnArg     = "newconn-ref"
 )
 
 // HTTPRun is one fortio run's settings: qps 0 runs closed loop (as fast as the connections go).
@@ -120,6 +121,13 @@ type HTTPRun struct {
 // default).
 func Fortio(run Runner, h HTTPRun, procs string) (probes.Latency, float64, error) {
 	return reference(run, FortioArg, h, procs)
+}
+
+// FortioCloseEach runs fortio's HTTP runner with keep-alive off (fortio's -keepalive=false):
+// each request on a connection of its own, opened and closed around it — the connection-rate
+// reference beside tcp-crr (its requests and answers are HTTP's, larger than tcp-crr's bytes).
+func FortioCloseEach(run Runner, h HTTPRun, procs string) (probes.Latency, float64, error) {
+	return reference(run, FortioCloseArg, h, procs)
 }
 
 // NewConn runs the new-connection client (Go's net/http, keep-alive off) in the namespace: h.QPS
@@ -139,6 +147,10 @@ func reference(run Runner, kind string, h HTTPRun, procs string) (probes.Latency
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+procs)
 	out, err := cmd.Output()
 	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return probes.Latency{}, 0, fmt.Errorf("%s: %w: %s", kind, err, strings.TrimSpace(string(exit.Stderr)))
+		}
 		return probes.Latency{}, 0, fmt.Errorf("%s: %w", kind, err)
 	}
 	var r refResult
@@ -166,7 +178,9 @@ func MaybeRunReference() {
 	var run func(HTTPRun) (refResult, error)
 	switch os.Args[1] {
 	case FortioArg:
-		run = runFortio
+		run = func(h HTTPRun) (refResult, error) { return runFortio(h, true) }
+	case FortioCloseArg:
+		run = func(h HTTPRun) (refResult, error) { return runFortio(h, false) }
 	case NewConnArg:
 		run = runNewConn
 	default:
@@ -198,10 +212,10 @@ func parseHTTPRun(args []string) (HTTPRun, error) {
 }
 
 // runFortio runs fortio's HTTP runner configured as fortio's CLI would be with
-// -qps Q -c C -t S -uniform -H "X-Netbench-Token: T", and takes every request's latency as the
+// -qps Q -c C -t S -uniform -H "X-Netbench-Token: T" (and -keepalive=false without keepAlive), and takes every request's latency as the
 // probe does (probes.RecordLatencies): fortio's own percentiles are interpolated in buckets that
 // are 10 ms wide between 10 and 20 ms, which would compare the histograms, not the engines.
-func runFortio(h HTTPRun) (refResult, error) {
+func runFortio(h HTTPRun, keepAlive bool) (refResult, error) {
 	log.SetLogLevelQuiet(log.Error)
 	log.SetOutput(io.Discard)
 	o := fhttp.HTTPRunnerOptions{}
@@ -218,6 +232,7 @@ func runFortio(h HTTPRun) (refResult, error) {
 	}
 	o.NumThreads = h.Connections
 	o.Uniform = true
+	o.DisableKeepAlive = !keepAlive
 	o.Duration = time.Duration(h.Seconds * float64(time.Second))
 	latency := probes.RecordLatencies(&o.RunnerOptions)
 	o.Out = io.Discard

@@ -27,7 +27,7 @@ var Profiles = map[string]profile{
 		HttpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 3},
 		httpMax:     agent.ProbeSpec{Kind: agent.ProbeHTTPMax, Connections: 16, DurationSeconds: 3},
 		grpc:        agent.ProbeSpec{Kind: agent.ProbeGRPC, QPS: 100, Connections: 4, DurationSeconds: 3},
-		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 1000, IntervalMillis: 1, Size: udpSize},
+		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 1000, IntervalMillis: 1, Size: UDPSize},
 		tcp: []agent.ProbeSpec{
 			{Kind: agent.ProbeTCP, Name: "tcp-1", Streams: 1, DurationSeconds: 3},
 			{Kind: agent.ProbeTCP, Name: "tcp-8", Streams: 8, DurationSeconds: 3},
@@ -40,7 +40,7 @@ var Profiles = map[string]profile{
 		HttpNewConn: agent.ProbeSpec{Kind: agent.ProbeHTTPNewConn, QPS: 100, Connections: 4, DurationSeconds: 30},
 		httpMax:     agent.ProbeSpec{Kind: agent.ProbeHTTPMax, Connections: 16, DurationSeconds: 20},
 		grpc:        agent.ProbeSpec{Kind: agent.ProbeGRPC, QPS: 100, Connections: 4, DurationSeconds: 30},
-		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 20000, IntervalMillis: 1, Size: udpSize},
+		udp:         agent.ProbeSpec{Kind: agent.ProbeUDP, Count: 20000, IntervalMillis: 1, Size: UDPSize},
 		tcp: []agent.ProbeSpec{
 			{Kind: agent.ProbeTCP, Name: "tcp-1", Streams: 1, DurationSeconds: 20},
 			{Kind: agent.ProbeTCP, Name: "tcp-8", Streams: 8, DurationSeconds: 20},
@@ -69,8 +69,8 @@ const rateOverrun = 3
 // loadedInterval is the loaded-rtt probe's sampling interval in ms.
 const loadedInterval = 10
 
-// udpSize is the UDP probe's datagram size: a small request, as DNS and games send.
-const udpSize = 100
+// UDPSize is the UDP probe's datagram size: a small request, as DNS and games send.
+const UDPSize = 100
 
 // pmtuSeconds is what the path-MTU probe takes when the path is narrower than the interfaces:
 // about five sizes that do not cross, three tries of 200 ms each (one probe when it is not).

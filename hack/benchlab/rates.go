@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+)
+
+// rrBytes is each request's and each response's size for tcp-rr, udp-rr and tcp-crr (the
+// plugin's --request-size and --response-size) and sockperf's message size (-m) beside them:
+// sockperf's header and the udp-rr datagram's header both fit in it.
+const rrBytes = 64
+
+// rateServers are the request/response references' servers in the server pod.
+type rateServers struct{ stops []func() }
+
+func startRateServers(in reftools.Runner) (*rateServers, error) {
+	s := &rateServers{}
+	for _, start := range []func() (func(), error){
+		func() (func(), error) { return reftools.SockperfServer(in, true) },
+		func() (func(), error) { return reftools.SockperfServer(in, false) },
+		func() (func(), error) { return reftools.IrttServer(in) },
+	} {
+		stop, err := start()
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.stops = append(s.stops, stop)
+	}
+	return s, nil
+}
+
+func (s *rateServers) stop() {
+	for _, stop := range s.stops {
+		stop()
+	}
+}
+
+// rateRefs is one round of the request/response references.
+type rateRefs struct {
+	tcpRR, udpRR reftools.RR
+	crrPerSecond float64
+	crrP50       float64
+	irtt         reftools.Irtt
+}
+
+// runRateReferences: sockperf ping-pong over TCP and UDP for c.seconds each; fortio closed loop
+// with keep-alive off against the app's port, as many clients as tcp-crr's; irtt at the udp
+// probe's count, interval and datagram size.
+func runRateReferences(c config, in reftools.Runner, srvIP string, p planned) (rateRefs, error) {
+	var r rateRefs
+	var err error
+	if r.tcpRR, err = reftools.Sockperf(in, srvIP, true, rrBytes, c.seconds); err != nil {
+		return r, err
+	}
+	if r.udpRR, err = reftools.Sockperf(in, srvIP, false, rrBytes, c.seconds); err != nil {
+		return r, err
+	}
+	app := reftools.HTTPRun{URL: fmt.Sprintf("http://%s/", net.JoinHostPort(srvIP, strconv.Itoa(appPort))), Seconds: c.seconds, Connections: p.crrClients}
+	lat, qps, err := reftools.FortioCloseEach(in, app, refProcs)
+	if err != nil {
+		return r, err
+	}
+	r.crrPerSecond, r.crrP50 = qps, lat.P50Micros
+	r.irtt, err = reftools.RunIrtt(in, srvIP, p.udpCount, p.udpInterval, path.UDPSize)
+	return r, err
+}
+
+// recordRates adds the rate probes' rows of one round.
+func (r *pathResult) recordRates(ours *report.PathReport, refs rateRefs) error {
+	var errs []error
+	rate := func(name string) *agent.ProbeResult {
+		p := find(ours.Probes, name)
+		if p == nil || p.Rate == nil || p.Rate.Transactions == 0 {
+			errs = append(errs, fmt.Errorf("the plugin's report has no %s result", name))
+			return nil
+		}
+		return p
+	}
+	tcpRR, udpRR, crr := rate("tcp-rr"), rate("udp-rr"), rate("tcp-crr")
+	udp := find(ours.Probes, "udp")
+	if udp == nil || udp.RTT == nil {
+		errs = append(errs, errors.New("the plugin's report has no udp result"))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	r.add("tcp-rr tps", tcpRR.Rate.PerSecond, refs.tcpRR.PerSecond)
+	r.add("tcp-rr p50", tcpRR.Rate.Latency.P50Micros, refs.tcpRR.P50Micros)
+	r.add("udp-rr tps", udpRR.Rate.PerSecond, refs.udpRR.PerSecond)
+	r.add("udp-rr p50", udpRR.Rate.Latency.P50Micros, refs.udpRR.P50Micros)
+	r.add("tcp-crr cps", crr.Rate.PerSecond, refs.crrPerSecond)
+	r.add("tcp-crr p50", crr.Rate.Latency.P50Micros, refs.crrP50)
+	r.add("udp p50", udp.RTT.RTT.P50Micros, refs.irtt.P50Micros)
+	return nil
+}
+
+// fromRates copies the udp probe's count and interval and tcp-crr's clients from the plugin's run.
+func (p *planned) fromRates(r *report.PathReport) {
+	if udp := find(r.Probes, "udp"); udp != nil && udp.RTT != nil {
+		p.udpCount, p.udpInterval = udp.RTT.RequestedCount, time.Duration(udp.RTT.IntervalMillis*float64(time.Millisecond))
+	}
+	if crr := find(r.Probes, "tcp-crr"); crr != nil && crr.Rate != nil {
+		p.crrClients = crr.Rate.Connections
+	}
+}
