@@ -14,7 +14,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
-// serveUDP answers the UDP echo and MTU probes of token holders on port (the TCP listener's
+// serveUDP answers the UDP echo, udp-rr and MTU probes of token holders on port (the TCP listener's
 // number), until ctx ends. It reads on a thread of its own blocked in recvmsg. What a user-space
 // echo adds over the kernel's own ICMP echo is that thread's wake-up (on the lab's 2-vCPU machine
 // ~60 µs: benchmarks/notes/2026-11-30-udp-results.md); each answer says how long its datagram dwelt here, from the
@@ -71,14 +71,23 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 				strangers.spend(arrived)
 				continue
 			}
-			late := pending.take(from)
-			now := time.Now()
-			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
-				var stamp []byte
-				if txStamps && typ == probes.UDPEcho {
+			var late probes.Late
+			var stamp []byte
+			if typ == probes.UDPEcho { // the follow-up is owed to the peer's next echo only
+				late = pending.take(from)
+				if txStamps {
 					stamp = stampReq
 				}
-				if _, err := unix.SendmsgN(fd, buf[:m], stamp, from, 0); err == nil {
+			}
+			now := time.Now()
+			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
+				_, err := unix.SendmsgN(fd, buf[:m], stamp, from, 0)
+				if errors.Is(err, unix.EINVAL) && stamp != nil {
+					// A kernel without per-message time stamps: answer without, from now on.
+					txStamps, stamp = false, nil
+					_, err = unix.SendmsgN(fd, buf[:m], nil, from, 0)
+				}
+				if err == nil {
 					ifstat.CountOwn(int64(m))
 					if stamp != nil {
 						pending.stamp(fd, eoob, from, seq, now)
