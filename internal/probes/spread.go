@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -96,9 +98,12 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 // connections through the Service could be the ones its gate drops. Not counted; a failure here
 // shows again in the counted connections.
 func presentToken(ctx context.Context, c *http.Client, spec SpreadSpec) {
+	quick := &http.Client{Transport: c.Transport, Timeout: straightTimeout}
+	var wg sync.WaitGroup
 	for _, addr := range spec.Direct {
-		_, _, _ = askWho(ctx, c, "http://"+addr+spec.Path, spec.Token)
+		wg.Go(func() { _, _, _ = askWho(ctx, quick, "http://"+addr+spec.Path, spec.Token) })
 	}
+	wg.Wait()
 }
 
 // askWho asks, on a new connection, which endpoint answers, and times that connection's TCP
@@ -150,7 +155,8 @@ func sortedKinds(m map[string]int) []string {
 	return ks
 }
 
-// errorKind names an error for counting: refused, timeout, or its text.
+// errorKind names an error for counting: refused, timeout, reset, closed, an errno, an HTTP
+// status; never text that names the connection (one key per connection).
 func errorKind(err error) string {
 	var ne net.Error
 	switch {
@@ -160,6 +166,18 @@ func errorKind(err error) string {
 		return "not this run's agent"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	var se *url.Error
+	if errors.As(err, &se) {
+		return "request failed" // its text names the connection's ports: one key per connection
 	}
 	return err.Error()
 }
