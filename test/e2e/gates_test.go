@@ -201,9 +201,11 @@ func TestUDPProbeLossAndRTT(t *testing.T) {
 // stack sent from the other vCPU than the one that received the request (ICMP answers in the
 // receiving softirq): +7.5 µs with the whole lab on one vCPU, and it grows with the machine's
 // cross-CPU wake-up cost, which the dwell measures — +28 µs beside a 73 µs dwell in one CI run
-// (benchmarks/notes/2026-12-05-udp-echo-cpu.md). So the test allows 25 µs or half the median
-// dwell, whichever is more: the goal stays 20 µs, and the defect it names (udp-dwell-kept: the
-// dwell left in) adds a whole dwell, more than half of it, on any machine.
+// (benchmarks/notes/2026-12-05-udp-echo-cpu.md). So the test allows up to 25 µs over ping, or
+// half the median dwell if that is more, never more than 40 µs; under ping by at most 25 µs
+// (ICMP answered in the receiving softirq is the floor: a dwell reported too large shows
+// there). The goal stays 20 µs, logged when missed; the defect the test names (udp-dwell-kept:
+// the dwell left in) adds a whole dwell, more than half of it.
 func udpRTTBesidePing(t *testing.T, args []string) {
 	var diffs, dwells []float64
 	for round := 0; round < 5; round++ {
@@ -218,10 +220,13 @@ func udpRTTBesidePing(t *testing.T, args []string) {
 		diffs = append(diffs, udp.RTT.RTT.P50Micros-ping)
 		dwells = append(dwells, udp.RTT.ServerDwell.P50Micros)
 	}
-	d, allowed := median(diffs), max(25, median(dwells)/2)
-	t.Logf("udp p50 − ping p50 at the same rate, per round: %.1f µs; median %+.1f µs (allowed ±%.1f µs: 25 or half the median dwell %.1f µs)", diffs, d, allowed, median(dwells))
-	if math.Abs(d) > allowed {
-		t.Errorf("udp p50 is %+.1f µs from ping's at the same rate (median of %d rounds): want within 20 µs (%.1f allowed: 25 µs or half the server's median dwell)", d, len(diffs), allowed)
+	d, allowed := median(diffs), min(40, max(25, median(dwells)/2))
+	t.Logf("udp p50 − ping p50 at the same rate, per round: %.1f µs; median %+.1f µs (allowed −25…+%.1f µs: 25, or half the median dwell %.1f µs up to 40)", diffs, d, allowed, median(dwells))
+	if d > 20 {
+		t.Logf("the goal, within 20 µs of ping, is not met on this machine (+%.1f µs)", d)
+	}
+	if d < -25 || d > allowed {
+		t.Errorf("udp p50 is %+.1f µs from ping's at the same rate (median of %d rounds): want within 20 µs (−25…+%.1f allowed: 25 µs, or half the server's median dwell up to 40)", d, len(diffs), allowed)
 	}
 }
 
