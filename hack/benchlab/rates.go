@@ -86,6 +86,11 @@ func (r *pathResult) recordRates(ours *report.PathReport, refs rateRefs) error {
 		return p
 	}
 	tcpRR, udpRR, crr := rate("tcp-rr"), rate("udp-rr"), rate("tcp-crr")
+	for _, p := range []*agent.ProbeResult{tcpRR, udpRR} {
+		if p != nil && p.Rate.Connections != 1 {
+			errs = append(errs, fmt.Errorf("%s ran %d clients: sockperf's ping-pong, beside it, has one", p.Name, p.Rate.Connections))
+		}
+	}
 	udp := find(ours.Probes, "udp")
 	if udp == nil || udp.RTT == nil {
 		errs = append(errs, errors.New("the plugin's report has no udp result"))

@@ -3,6 +3,7 @@ package reftools
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"strconv"
@@ -46,14 +47,18 @@ func startServer(run Runner, name string, args ...string) (func(), error) {
 }
 
 var (
-	sockperfRun = regexp.MustCompile(`RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
+	sockperfRun = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
 	sockperfP50 = regexp.MustCompile(`percentile 50\.000 =\s*([0-9.]+)`)
 )
 
 // Sockperf runs sockperf's ping-pong client for secs seconds: one socket, one message of size
 // bytes outstanding at a time, as fast as the answers come (--mps=max), round trips timed whole
-// (--full-rtt) — what tcp-rr and udp-rr do with one client.
+// (--full-rtt) — what tcp-rr and udp-rr do with one client. Its figures are of its "valid
+// duration": the run less its warm-up and its last moments.
 func Sockperf(run Runner, addr string, tcp bool, size int, secs float64) (RR, error) {
+	if secs < 1 || secs != math.Trunc(secs) {
+		return RR{}, fmt.Errorf("sockperf runs whole seconds: %g s", secs)
+	}
 	args := []string{"ping-pong", "-i", addr, "-p", strconv.Itoa(SockperfUDPPort), "-m", strconv.Itoa(size),
 		"-t", strconv.Itoa(int(secs)), "--mps=max", "--full-rtt"}
 	if tcp {
