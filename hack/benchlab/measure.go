@@ -195,7 +195,7 @@ func runReferences(c config, in reftools.Runner, srvIP string, ref *refServer, p
 		return r, err
 	}
 	r.pingCount = p.pingCount
-	app := reftools.HTTPRun{URL: fmt.Sprintf("http://%s/", net.JoinHostPort(srvIP, strconv.Itoa(appPort))), Seconds: c.seconds, QPS: p.appQPS, Connections: p.appConns}
+	app := reftools.HTTPRun{URL: appURL(srvIP), Seconds: c.seconds, QPS: p.appQPS, Connections: p.appConns}
 	lat, _, err := reftools.Fortio(in, app, refProcs)
 	if err != nil {
 		return r, err
@@ -223,6 +223,11 @@ func runReferences(c config, in reftools.Runner, srvIP string, ref *refServer, p
 	}
 	r.rates, err = runRateReferences(c, in, srvIP, p)
 	return r, err
+}
+
+// appURL is the sample app's address in the server pod.
+func appURL(srvIP string) string {
+	return fmt.Sprintf("http://%s/", net.JoinHostPort(srvIP, strconv.Itoa(appPort)))
 }
 
 // curlTTFB is curl's median time to first byte in µs over n requests, each a new process and so

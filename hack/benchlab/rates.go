@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
@@ -64,7 +62,7 @@ func runRateReferences(c config, in reftools.Runner, srvIP string, p planned) (r
 	if r.udpRR, err = reftools.Sockperf(in, srvIP, false, rrBytes, c.seconds); err != nil {
 		return r, err
 	}
-	app := reftools.HTTPRun{URL: fmt.Sprintf("http://%s/", net.JoinHostPort(srvIP, strconv.Itoa(appPort))), Seconds: c.seconds, Connections: p.crrClients}
+	app := reftools.HTTPRun{URL: appURL(srvIP), Seconds: c.seconds, Connections: p.crrClients}
 	lat, qps, err := reftools.FortioCloseEach(in, app, refProcs)
 	if err != nil {
 		return r, err

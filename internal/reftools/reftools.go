@@ -66,12 +66,7 @@ func Iperf(run Runner, addr string, streams int, secs float64) (Throughput, erro
 
 // IperfServer starts iperf3's server; stop it with the returned function.
 func IperfServer(run Runner) (stop func(), err error) {
-	cmd := run("iperf3", "-s", "-p", IperfPort)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("iperf3 -s: %w", err)
-	}
-	time.Sleep(300 * time.Millisecond) // iperf3 -s has no ready signal
-	return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }, nil
+	return startServer(run, "iperf3", "-s", "-p", IperfPort)
 }
 
 var pingTime = regexp.MustCompile(`time=([0-9.]+) ms`)

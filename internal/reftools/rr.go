@@ -37,12 +37,13 @@ func IrttServer(run Runner) (stop func(), err error) {
 	return startServer(run, "irtt", "server", "-i", "0", "-b", ":"+strconv.Itoa(IrttPort))
 }
 
+// startServer starts a reference tool's server in the namespace; the returned func ends it.
 func startServer(run Runner, name string, args ...string) (func(), error) {
 	cmd := run(name, args...)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s server: %w", name, err)
 	}
-	time.Sleep(300 * time.Millisecond) // neither has a ready signal
+	time.Sleep(300 * time.Millisecond) // iperf3, sockperf and irtt have no ready signal
 	return func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }, nil
 }
 
