@@ -41,21 +41,43 @@ func (s *Session) podRequest(ctx context.Context, namespace, pod string, port in
 	return req.DoRaw(ctx)
 }
 
-// renewLease keeps a server agent's lease until the session closes.
+// renewLease keeps a server agent's lease until the session closes: a renewal every
+// LeasePeriod/5, each allowed most of the lease to get through the API server's pod proxy, and
+// a slow one does not hold back the next (at most leaseInFlight at once), so that only a proxy
+// slower than the whole lease ends the agent.
 func (s *Session) renewLease(a *Agent) {
 	tick := time.NewTicker(LeasePeriod / 5)
 	defer tick.Stop()
+	slots := make(chan struct{}, leaseInFlight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		ctx, cancel := context.WithTimeout(s.bg, LeasePeriod/2)
-		if err := s.Proxy(ctx, a, "POST", agent.PathLease, nil); err != nil && s.bg.Err() == nil {
-			s.Logf("renewing the lease of the %s: %v", a, err)
+		select {
+		case slots <- struct{}{}:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				s.renewOnce(a)
+			}()
+		default: // every slot still waits on the proxy; the next tick tries again
 		}
-		cancel()
 		select {
 		case <-s.bg.Done():
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// leaseInFlight bounds a server's lease renewals waiting on the pod proxy at once.
+const leaseInFlight = 4
+
+func (s *Session) renewOnce(a *Agent) {
+	ctx, cancel := context.WithTimeout(s.bg, LeasePeriod*4/5)
+	defer cancel()
+	if err := s.Proxy(ctx, a, "POST", agent.PathLease, nil); err != nil && s.bg.Err() == nil {
+		s.Logf("renewing the lease of the %s: %v", a, err)
 	}
 }
 

@@ -18,20 +18,24 @@ import (
 
 // followServer records what a ready server says until it exits or the session closes.
 func (a *Agent) followServer() {
-	err := a.Follow(a.s.bg, func(ev agent.Event) (bool, error) {
-		switch ev.Type {
-		case agent.EventError:
-			a.mu.Lock()
-			a.serverNote = text.Sanitize(ev.Message)
-			a.mu.Unlock()
-		case agent.EventExit:
-			return true, nil
-		}
-		return false, nil
-	})
+	err := a.Follow(a.s.bg, a.serverEvent)
 	if err != nil && a.s.bg.Err() == nil {
 		a.s.Logf("following the %s: %v", a, err)
 	}
+}
+
+// serverEvent keeps what a ready server says: its last error, and why it ended.
+func (a *Agent) serverEvent(ev agent.Event) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch ev.Type {
+	case agent.EventError:
+		a.serverNote = text.Sanitize(ev.Message)
+	case agent.EventExit:
+		a.endedBy = text.Sanitize(ev.Message)
+		return true, nil
+	}
+	return false, nil
 }
 
 // ServerNote is the last error the server agent reported after it was ready, if any.
@@ -39,6 +43,14 @@ func (a *Agent) ServerNote() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.serverNote
+}
+
+// EndedBy is why the server agent said it ended (its exit event), empty while it serves: a
+// probe refused by an agent that has gone is explained by this, not by the network.
+func (a *Agent) EndedBy() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.endedBy
 }
 
 // Follow reads the agent's events and calls fn for each until fn returns true, the agent

@@ -175,6 +175,7 @@ type Agent struct {
 	exited     bool   // the agent said it exited
 	handedOver bool   // a runner was handed its job
 	serverNote string // the last error a server reported after ready
+	endedBy    string // why a followed server said it exited
 }
 
 // Name of the agent's container (ephemeral) or pod (pod mode).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -165,7 +166,7 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 	perProbe := map[string]map[string]bool{}
 	for _, m := range fams["netbench_latency_seconds"].GetMetric() {
 		labels := render.MetricLabels(m)
-		if v := m.GetGauge().GetValue(); v <= 0 || v > 0.1 || labels["path_class"] != "cross-zone" || labels["source_zone"] != "zone-a" || labels["destination_node"] != "lab-b1" {
+		if v := m.GetGauge().GetValue(); !latencyInSeconds(t, v, labels, fams) || labels["path_class"] != "cross-zone" || labels["source_zone"] != "zone-a" || labels["destination_node"] != "lab-b1" {
 			t.Errorf("latency sample %v %v", v, labels)
 		}
 		if perProbe[labels["probe"]] == nil {
@@ -178,6 +179,35 @@ func TestOpenMetricsFromARealRun(t *testing.T) {
 			t.Errorf("probe %s: ip_family %v, want IPv4 and IPv6 (all: %v)", probe, got, perProbe)
 		}
 	}
+}
+
+// latencyInSeconds checks a latency sample's unit: the lab's cross-zone medians are 0.1-1 ms,
+// so a median above 0.1 is in milliseconds or finer, not seconds. The tail is not held to
+// that: a p99 of 20 echoes is their slowest, and one echo of a run beside the other tests on
+// the 2-vCPU lab came back after 141 ms in CI (not reproduced here: beside three busy loops
+// the slowest of 20 was 0.3 ms, beside a TCP transfer from the same node 2.2 ms); it is logged
+// with the probe's validity, and only a value past the probes' time-out (1 s; 2 s allowed)
+// is a unit error.
+func latencyInSeconds(t *testing.T, v float64, labels map[string]string, fams map[string]*dto.MetricFamily) bool {
+	t.Helper()
+	if v <= 0 || v > 2 || labels["quantile"] == "0.5" && v > 0.1 {
+		return false
+	}
+	if v > 0.1 {
+		t.Logf("a tail above 100 ms: %s %s p%s %.1f ms (netbench_probe_valid %v)", labels["probe"], labels["ip_family"], labels["quantile"], v*1e3, probeValid(fams, labels))
+	}
+	return true
+}
+
+// probeValid is the netbench_probe_valid samples of a probe and family, for the log.
+func probeValid(fams map[string]*dto.MetricFamily, labels map[string]string) []float64 {
+	var out []float64
+	for _, m := range fams["netbench_probe_valid"].GetMetric() {
+		if l := render.MetricLabels(m); l["probe"] == labels["probe"] && l["ip_family"] == labels["ip_family"] {
+			out = append(out, m.GetGauge().GetValue())
+		}
+	}
+	return out
 }
 
 // The UDP probe: no loss on the lab; the injected loss when a node drops a share of UDP (both

@@ -90,7 +90,10 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
 	}
 	hint := ""
-	if ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout {
+	switch ended := srv.EndedBy(); {
+	case ended != "":
+		hint = "; the server agent had ended: " + ended
+	case ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout:
 		hint = " (a NetworkPolicy may block the agent's port)"
 	}
 	if note := srv.ServerNote(); note != "" {
