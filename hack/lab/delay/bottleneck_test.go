@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A FIFO drops at its byte limit and sends in arrival order.
@@ -91,4 +95,22 @@ func TestFlowOfICMPEcho(t *testing.T) {
 	if flowOf(echo(1, 1)) != flowOf(echo(1, 2)) {
 		t.Error("two echoes of one identifier in two flows")
 	}
+}
+
+// A read whose last message is of odd length and unpadded (a copied packet of odd length ends
+// it) is walked to its end: each message once, nothing read past the buffer (the receive loop
+// once sliced past it, and the bottleneck ended with a panic mid-run, letting traffic by).
+func TestEachMessageUnpaddedLast(t *testing.T) {
+	first := message(nfqnlMsgPacket, 3, attr(nfqaPacketHdr, []byte{0, 0, 0, 7, 8, 0, 6})) // padded by attr
+	last := message(nfqnlMsgPacket, 3, []byte{0, 8, 1, 0, 0, 0, 0, 9, 0x45, 0, 0})        // 31 bytes, unpadded
+	if len(last)%4 == 0 || int(binary.NativeEndian.Uint32(last[0:4])) != len(last) {
+		t.Fatalf("the last message is %d bytes, its header says %d: want an odd length", len(last), binary.NativeEndian.Uint32(last[0:4]))
+	}
+	b := append(append([]byte{}, first...), last...)
+	var lens []int
+	eachMessage(b, func(typ uint16, msg []byte) { lens = append(lens, len(msg)) })
+	if want := []int{len(first) - unix.NLMSG_HDRLEN, len(last) - unix.NLMSG_HDRLEN}; !slices.Equal(lens, want) {
+		t.Errorf("messages of %v bytes, want %v", lens, want)
+	}
+	eachMessage(b[:len(b)-1], func(uint16, []byte) {}) // a truncated last message is not read at all
 }

@@ -162,13 +162,7 @@ func receive(fd int, queues map[uint16]*queue) {
 			}
 			fail("netlink receive", err)
 		}
-		for b := buf[:n]; len(b) >= unix.NLMSG_HDRLEN; {
-			l := int(binary.NativeEndian.Uint32(b[0:4]))
-			if l < unix.NLMSG_HDRLEN || l > len(b) {
-				break
-			}
-			typ := binary.NativeEndian.Uint16(b[4:6])
-			msg := b[unix.NLMSG_HDRLEN:l]
+		eachMessage(buf[:n], func(typ uint16, msg []byte) {
 			switch {
 			case typ == unix.NLMSG_ERROR && len(msg) >= 4:
 				if code := int32(binary.NativeEndian.Uint32(msg[0:4])); code != 0 {
@@ -184,8 +178,21 @@ func receive(fd int, queues map[uint16]*queue) {
 					}
 				}
 			}
-			b = b[align(l):]
+		})
+	}
+}
+
+// eachMessage calls fn with each netlink message's type and payload in b. The last message of
+// a read need not be padded to 4 bytes (a copied packet of odd length ends it): the walk stops
+// at the end of b, never past it.
+func eachMessage(b []byte, fn func(typ uint16, msg []byte)) {
+	for len(b) >= unix.NLMSG_HDRLEN {
+		l := int(binary.NativeEndian.Uint32(b[0:4]))
+		if l < unix.NLMSG_HDRLEN || l > len(b) {
+			return
 		}
+		fn(binary.NativeEndian.Uint16(b[4:6]), b[unix.NLMSG_HDRLEN:l])
+		b = b[min(align(l), len(b)):]
 	}
 }
 
