@@ -47,7 +47,9 @@ bench: bin/netbench-agent
 	$(GO) run ./hack/bench -agent bin/netbench-agent -out benchmarks/RESULTS.md
 
 ## bench-lab: the plugin beside iperf3, ping, fortio's runner, curl, sockperf and irtt run in the
-## same lab pods' network namespaces, on a same-node, a same-zone and a cross-zone path; writes
+## same lab pods' network namespaces, on a same-node, a same-zone and a cross-zone path, the
+## cross-zone path with the lab's UDP loss and FIFO bottleneck, and beside dnsperf on a
+## CPU-limited CoreDNS; writes
 ## benchmarks/LAB-RESULTS.md, whose header says how long its measuring took (root, lab up).
 bench-lab:
 	$(MAKE) -s bin/kubectl-netbench bin/netbench-agent VERSION=dev

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -32,6 +33,7 @@ type config struct {
 	rounds                         int
 	seconds                        float64
 	newConns                       int
+	only                           string
 }
 
 // What every plugin run and every reference share.
@@ -55,6 +57,7 @@ func main() {
 	flag.StringVar(&c.agentImage, "agent-image", ".cache/lab/images/agent.tar", "the agent image the lab's nodes imported (hack/lab/lab.sh images), whose size is reported")
 	flag.StringVar(&c.out, "out", "", "also write the markdown to this file")
 	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds per path")
+	flag.StringVar(&c.only, "only", "", "measure only one section, faults or dns (a check of that part; the results file is written from whole runs)")
 	flag.Float64Var(&c.seconds, "seconds", 5, "duration of each throughput and HTTP run")
 	flag.IntVar(&c.newConns, "new-conns", 50, "curl requests (each on a new connection) per round")
 	flag.Parse()
@@ -65,9 +68,15 @@ func main() {
 }
 
 func run(c config) error {
-	for _, tool := range []string{"iperf3", "ping", "curl", "nsenter", "sockperf", "irtt"} {
+	switch {
+	case c.only != "" && c.only != "faults" && c.only != "dns":
+		return fmt.Errorf("-only %q: want faults or dns", c.only)
+	case c.only != "" && c.out != "":
+		return errors.New("-only writes no results file: drop -out")
+	}
+	for _, tool := range []string{"iperf3", "ping", "curl", "nsenter", "sockperf", "irtt", "dnsperf"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping curl util-linux sockperf irtt)", tool)
+			return fmt.Errorf("%s is needed (apt-get install iperf3 iputils-ping curl util-linux sockperf irtt dnsperf)", tool)
 		}
 	}
 	e := env{
@@ -75,7 +84,7 @@ func run(c config) error {
 		via:     benchinfo.ViaMake(resultsTarget),
 		machine: benchinfo.ReadMachine(),
 		versions: []string{runtime.Version(), benchinfo.FirstLine("iperf3", "--version"), benchinfo.FirstLine("ping", "-V"),
-			benchinfo.FirstLine("curl", "--version"), benchinfo.FirstLine("sockperf", "--version"), benchinfo.FirstLine("irtt", "version"), "fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/benchlab",
+			benchinfo.FirstLine("curl", "--version"), benchinfo.FirstLine("sockperf", "--version"), benchinfo.FirstLine("irtt", "version"), reftools.DNSPerfVersion(), "fortio " + benchinfo.ModuleVersion(fortioModule) + " runner (fhttp) in hack/benchlab",
 			benchinfo.Lines(c.plugin, "version")},
 		image: readImage(c.agentImage),
 	}
@@ -88,14 +97,29 @@ func run(c config) error {
 	e.nodes = l.nodes
 	var results []pathResult
 	for _, p := range paths {
+		if c.only != "" {
+			break
+		}
 		r, err := measurePath(c, l, p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		results = append(results, r)
 	}
+	var faults, dns pathResult
+	var err error
+	if c.only == "" || c.only == "faults" {
+		if faults, err = measureFaults(c, l); err != nil {
+			return fmt.Errorf("%s: %w", faultPath.name, err)
+		}
+	}
+	if c.only == "" || c.only == "dns" {
+		if dns, err = measureDNS(c, l); err != nil {
+			return fmt.Errorf("%s: %w", dnsSection.name, err)
+		}
+	}
 	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
-	md := render(c, e, results)
+	md := render(c, e, results, faults, dns)
 	fmt.Print(md)
 	if c.out != "" {
 		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {

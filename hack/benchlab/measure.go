@@ -97,7 +97,12 @@ func measurePath(c config, l *lab, p pathSpec) (pathResult, error) {
 
 // runPlugin runs `path` from the client pod to the server pod and reads its JSON report.
 func runPlugin(c config, client string) (*report.PathReport, error) {
-	cmd := exec.Command(c.plugin, pluginArgs(c, client)...)
+	return runPath(c, pluginArgs(c, client))
+}
+
+// runPath runs the plugin with args and reads its JSON report.
+func runPath(c config, args []string) (*report.PathReport, error) {
+	cmd := exec.Command(c.plugin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

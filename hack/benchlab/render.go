@@ -134,7 +134,7 @@ func readImage(path string) image {
 	return im
 }
 
-func render(c config, e env, results []pathResult) string {
+func render(c config, e env, results []pathResult, faults, dns pathResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kubectl-netbench on the lab's pod paths, beside reference tools in the same pods\n\n")
 	fmt.Fprintf(&b, "Written by `%s`%s on %s. From creating the pods to the last measurement it took %s (building and importing the images before, and deleting the pods after, not counted).\n\n",
@@ -150,8 +150,10 @@ func render(c config, e env, results []pathResult) string {
 		rrBytes, rrBytes, path.UDPSize)
 	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n\n", c.rounds)
 	for _, r := range results {
-		renderPath(&b, r)
+		renderPath(&b, r, rowSpecs, "")
 	}
+	renderFaults(&b, c, faults)
+	renderDNS(&b, c, dns)
 	renderNotes(&b, c, e, results)
 	return b.String()
 }
@@ -232,10 +234,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func renderPath(b *strings.Builder, r pathResult) {
-	fmt.Fprintf(b, "## %s\n\n", r.spec.name)
+// renderFaults prints the faulted path's table and how it was measured.
+func renderFaults(b *strings.Builder, c config, r pathResult) {
+	if len(r.figures) == 0 {
+		return // not measured (-only)
+	}
+	intro := fmt.Sprintf("The lab's faults, one after the other, on the cross-zone path (%d rounds each): `hack/lab/lab.sh udp-loss %s %d` (%d %% of the UDP that node forwards dropped, each way), then the udp probe (`kubectl netbench %s`) and irtt alternate as above; then `hack/lab/lab.sh bottleneck %s %s fifo %s` (a rate limit with a FIFO of that many bytes on the node's uplink), and loaded-rtt (`kubectl netbench %s`) runs while iputils ping, in the client pod, sends an echo every %s; ping's replies time-stamped within the probe's sampling window (its report's sampledFrom–sampledUntil) are the reference. irtt's jitter is the mean of |IPDV| over successive round trips; the probe's is RFC 3550's running estimate (gain 1/16) over successive answers: both estimate the mean absolute difference of successive round trips, irtt's with its user-space time stamps in it.\n\n",
+		c.rounds, faultPath.node, lossPercent, lossPercent, strings.Join(faultArgs("CLIENT", "udp"), " "), faultPath.node, bottleneckRate, bottleneckDepth, strings.Join(faultArgs("CLIENT", "loaded-rtt"), " "), pingAlongside)
+	renderPath(b, r, faultRows, intro)
+}
+
+// renderDNS prints the DNS capacity table and how it was measured.
+func renderDNS(b *strings.Builder, c config, r pathResult) {
+	if len(r.figures) == 0 {
+		return // not measured (-only)
+	}
+	intro := fmt.Sprintf("%d rounds, who goes first alternating: `kubectl netbench %s` (the Service alone: the budget is under two of the ramp's shares; the pod's own query mix, as its resolver expands the name) and dnsperf in the same pod's network namespace, against the same Service address, with the query mix of the plugin's latest run, %d sockets, open loop at each step's rate; dnsperf is ramped by the plugin's own search (doubling, then halving the span geometrically to within the ramp's resolution) at the ramp's step length and timeout, each step judged by the report's criteria (loss, p99 budget, answers keeping pace) on dnsperf's own counts and per-query latencies; each side's knee is the rate sent at its highest step that passed. A CPU-limited server's capacity moves from minute to minute (its throttling): the rounds' ranges say by how much.\n\n",
+		c.rounds, strings.Join(dnsArgs("CLIENT"), " "), reftools.DNSPerfSockets)
+	renderPath(b, r, dnsRows, intro)
+}
+
+// renderPath prints a path's heading, intro (if any) and table of rows.
+func renderPath(b *strings.Builder, r pathResult, rows []rowSpec, intro string) {
+	fmt.Fprintf(b, "## %s\n\n%s", r.spec.name, intro)
 	fmt.Fprintf(b, "| figure | netbench | reference | ref tool | ratio | goal | met |\n|---|---:|---:|---|---:|---|---|\n")
-	for _, s := range rowSpecs {
+	for _, s := range rows {
 		f := r.figures[s.key]
 		if f == nil {
 			continue

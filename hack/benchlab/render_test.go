@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 )
 
 // made is a made-up run's parameters and facts; the two runs the tests render share none.
@@ -38,7 +39,7 @@ var (
 )
 
 // synthetic renders's inputs for a made-up run.
-func synthetic(m made) (config, env, []pathResult) {
+func synthetic(m made) (config, env, []pathResult, pathResult, pathResult) {
 	c := config{rounds: m.rounds, seconds: m.seconds, newConns: m.newConns}
 	e := env{
 		command:  fmt.Sprintf("go run ./hack/benchlab -rounds %d -seconds %g", m.rounds, m.seconds),
@@ -71,7 +72,19 @@ func synthetic(m made) (config, env, []pathResult) {
 		}
 		results = append(results, r)
 	}
-	return c, e, results
+	faults := pathResult{spec: faultPath, figures: map[string]*figure{}}
+	for i := 0; i < m.rounds; i++ {
+		for _, s := range faultRows {
+			faults.add(s.key, next(), next())
+		}
+	}
+	dns := pathResult{spec: dnsSection, figures: map[string]*figure{}}
+	for i := 0; i < m.rounds; i++ {
+		for _, s := range dnsRows {
+			dns.add(s.key, next(), next())
+		}
+	}
+	return c, e, results, faults, dns
 }
 
 // constants are the numbers the generated prose may repeat from one run to the next: the code's
@@ -86,6 +99,9 @@ func constants() map[string]bool {
 		"1", // -P 1: the single-stream iperf3 run
 		strconv.Itoa(rrBytes),
 		strconv.Itoa(path.UDPSize),
+		strconv.Itoa(lossPercent), bottleneckDepth, strings.TrimSuffix(bottleneckRate, "mbit"), strconv.Itoa(int(pingAlongside / time.Millisecond)),
+		"3550", "16", // RFC 3550's jitter, its gain 1/16
+		strings.TrimSuffix(dnsBudget, "s"), strconv.Itoa(reftools.DNSPerfSockets),
 	} {
 		ok[n] = true
 	}
@@ -96,16 +112,16 @@ func constants() map[string]bool {
 // the prose of both (outside the tables) that is not one of the code's parameters was typed
 // into the generator, and would be printed, stale, over every future run.
 func TestNotesHoldOnlyThisRunsNumbers(t *testing.T) {
-	c1, e1, r1 := synthetic(runA)
-	c2, e2, r2 := synthetic(runB)
-	a, b := render(c1, e1, r1), render(c2, e2, r2)
+	c1, e1, r1, f1, d1 := synthetic(runA)
+	c2, e2, r2, f2, d2 := synthetic(runB)
+	a, b := render(c1, e1, r1, f1, d1), render(c2, e2, r2, f2, d2)
 	benchinfo.CheckNoFixedNumbers(t, a, b, constants(), notesFile)
 }
 
 // The notes are generated from the run: the measured figures reach the prose.
 func TestNotesUseTheMeasurements(t *testing.T) {
-	c, e, r := synthetic(runA)
-	md := render(c, e, r)
+	c, e, r, f, d := synthetic(runA)
+	md := render(c, e, r, f, d)
 	for _, want := range []string{
 		"Written by `go run ./hack/benchlab -rounds 5 -seconds 7` (by `make test-target`) on 2031-01-02 04:06 UTC",
 		"it took 10m13s",
@@ -118,6 +134,9 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		fmt.Sprintf("— %d of the %d ratios above —", len(paths)*len(rowSpecs), len(paths)*len(rowSpecs)),
 		"its layers 8.3 MB as pulled (compressed), 16.7 MB unpacked; goal ≤ 15 MB unpacked: not met",
 		notesFile,
+		"## cross zone (lab-a1 → lab-b1), the lab's faults at lab-a1\n\nThe lab's faults, one after the other, on the cross-zone path (5 rounds each): `hack/lab/lab.sh udp-loss lab-a1 20`",
+		"`hack/lab/lab.sh bottleneck lab-a1 50mbit fifo 1000000`",
+		"## DNS capacity: the lab's CoreDNS with a CPU limit of 100m per replica (hack/lab/manifests/dns-capacity.yaml), from a glibc pod on lab-a1\n\n5 rounds, who goes first alternating: `kubectl netbench dns -n netbench-benchlab CLIENT kubernetes.default --load",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the markdown lacks %q", want)
@@ -127,7 +146,7 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		t.Logf("the markdown:\n%s", md)
 	}
 	e.image = readImage(filepath.Join(t.TempDir(), "absent.tar"))
-	if md := render(c, e, r); !strings.Contains(md, "- Image: not measured (open ") {
+	if md := render(c, e, r, f, d); !strings.Contains(md, "- Image: not measured (open ") {
 		t.Errorf("an absent image is not said to be unmeasured:\n%s", md)
 	}
 }

@@ -74,3 +74,9 @@ func CheckNoFixedNumbers(t testing.TB, a, b string, allowed map[string]bool, nam
 		t.Logf("the first rendering's prose:\n%s", Prose(a))
 	}
 }
+
+// WithinPoints wants ours within d percentage points of the reference (for figures that are
+// percentages themselves, such as loss).
+func WithinPoints(d float64) Goal {
+	return Goal{fmt.Sprintf("±%g points", d), func(o, r float64) bool { return math.Abs(o-r) <= d }}
+}

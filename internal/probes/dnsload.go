@@ -149,6 +149,16 @@ func settle(ctx context.Context) {
 }
 
 // nextRate is the ramp's next rate, or why it ends.
+// LoadStartQPS is the capacity ramp's first rate.
+const LoadStartQPS = loadStartQPS
+
+// NextLoadRate is the ramp's next rate after the highest rate that passed (good) and the
+// lowest that failed (bad), each 0 while there is none; or a limit that ends the ramp:
+// LoadLimitDegraded once the two are within the ramp's resolution (the knee is good),
+// LoadLimitCeiling when the ceiling passed. A reference generator ramped by hand
+// (bench-lab's dnsperf) is searched by it, so that both knees come from the same search.
+func NextLoadRate(good, bad, ceiling float64) (float64, string) { return nextRate(good, bad, ceiling) }
+
 func nextRate(good, bad, ceiling float64) (float64, string) {
 	switch {
 	case bad == 0 && good >= ceiling:

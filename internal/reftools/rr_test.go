@@ -3,7 +3,12 @@ package reftools
 import (
 	"math"
 	"os"
+	"os/exec"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // The parsers read what sockperf 3.7 and irtt 0.9.0 (Debian 12) printed on loopback.
@@ -39,5 +44,74 @@ func TestParseIrtt(t *testing.T) {
 	}
 	if _, err := parseIrtt([]byte(`{"stats":{"packets_sent":5,"packets_received":0}}`)); err == nil {
 		t.Error("no error for a run without answers")
+	}
+}
+
+// PingDuring keeps ping's time-stamped replies; Between takes the median of those in a window.
+func TestPingDuringAndBetween(t *testing.T) {
+	out := "PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n" +
+		"[1700000000.100000] 64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.250 ms\n" +
+		"[1700000000.110000] 64 bytes from 10.0.0.2: icmp_seq=2 ttl=64 time=20.5 ms\n" +
+		"[1700000000.120000] 64 bytes from 10.0.0.2: icmp_seq=3 ttl=64 time=19.5 ms\n" +
+		"[1700000000.130000] From 10.0.0.1 icmp_seq=4 Destination Host Unreachable\n" +
+		"[1700000000.140000] 64 bytes from 10.0.0.2: icmp_seq=5 ttl=64 time=0.300 ms\n"
+	var args []string
+	fake := func(name string, a ...string) *exec.Cmd {
+		args = append([]string{name}, a...)
+		return exec.Command("sh", "-c", `printf '%s' "$0"; exec sleep 30`, out)
+	}
+	replies, err := PingDuring(fake, "10.0.0.2", 10*time.Millisecond, func() { time.Sleep(300 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ping", "-D", "-n", "-i", "0.010", "10.0.0.2"}; !slices.Equal(args, want) {
+		t.Errorf("ran %q, want %q", args, want)
+	}
+	if len(replies) != 4 {
+		t.Fatalf("%d replies, want 4: %v", len(replies), replies)
+	}
+	at := func(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
+	if m, n := replies.Between(at(1700000000.105), at(1700000000.125)); n != 2 || m != 20000 {
+		t.Errorf("window of two: median %v µs of %d, want 20000 of 2", m, n)
+	}
+	if m, n := replies.Between(at(1700000001), at(1700000002)); n != 0 || !math.IsNaN(m) {
+		t.Errorf("empty window: %v of %d", m, n)
+	}
+}
+
+// dnsperf 2.10 -v (Debian 12) against a loopback server at 200 q/s for 1 s: its counts, and
+// the p99 of its 200 per-query latencies (the 198th smallest, 828 µs); judged by the ramp's
+// criteria.
+func TestParseDNSPerf(t *testing.T) {
+	out, err := os.ReadFile("testdata/dnsperf-verbose.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := parseDNSPerf(out, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Sent != 200 || d.Lost != 0 || math.Abs(d.QPS-199.932623) > 1e-6 || math.Abs(d.P99Micros-828) > 1e-6 {
+		t.Errorf("parsed %+v", d)
+	}
+	l := &v1alpha1.DNSLoad{MaxLossRatio: 0.01, P99BudgetMicros: 200000, MinPaceRatio: 0.95}
+	if why := d.Degraded(l); why != "" {
+		t.Errorf("sustained run judged degraded: %s", why)
+	}
+	for budget, want := range map[float64]string{800: "p99", 828: ""} {
+		l.P99BudgetMicros = budget
+		if why := d.Degraded(l); why != want {
+			t.Errorf("p99 budget %.0f µs: %q, want %q", budget, why, want)
+		}
+	}
+	l.P99BudgetMicros = 200000
+	if why := (DNSPerf{Rate: 200, QPS: 180, Sent: 200, P99Micros: 100}).Degraded(l); why != "pace" {
+		t.Errorf("answers at 180 of 200 q/s: %q, want pace", why)
+	}
+	if why := (DNSPerf{Rate: 200, QPS: 199, Sent: 200, Lost: 3, P99Micros: 100}).Degraded(l); why != "loss" {
+		t.Errorf("3 of 200 lost: %q, want loss", why)
+	}
+	if _, err := parseDNSPerf([]byte("dnsperf: bad option"), 200); err == nil {
+		t.Error("no statistics: want an error")
 	}
 }

@@ -2,15 +2,9 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -128,53 +123,33 @@ func interruptLoad(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Logf("the agent stopped within %s of the plugin's exit", time.Since(exited).Round(10*time.Millisecond))
 }
 
-// writeMix writes the ramp's query mix as dnsperf's data file: "NAME TYPE" per line.
+// writeMix writes the ramp's query mix as dnsperf's data file.
 func writeMix(t *testing.T, mix []v1alpha1.DNSLoadQuery) string {
 	t.Helper()
-	var b strings.Builder
-	for _, q := range mix {
-		fmt.Fprintf(&b, "%s %s\n", q.Name, q.Type)
-	}
 	f := filepath.Join(t.TempDir(), "mix")
-	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+	if err := reftools.WriteDNSMix(f, mix); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-var (
-	dnsperfQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	dnsperfLost    = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
-	dnsperfSent    = regexp.MustCompile(`Queries sent:\s+([0-9]+)`)
-	dnsperfLatency = regexp.MustCompile(`(?m)^> \S+ \S+ \S+ ([0-9.]+)$`)
-)
-
-// dnsperfResult is one dnsperf run at a rate, judged by the ramp's criteria.
-type dnsperfResult struct {
-	rate, qps, p99 float64
-	sent, lost     int
-	degraded       string
-}
-
-func (d dnsperfResult) String() string {
-	v := "sustained"
-	if d.degraded != "" {
-		v = "degraded: " + d.degraded
-	}
-	return fmt.Sprintf("%.0f q/s: sent %.0f q/s, %d of %d lost, p99 %.0f µs, %s", d.rate, d.qps, d.lost, d.sent, d.p99, v)
-}
-
-// dnsperfVerdict is the majority of up to three dnsperf runs at rate: the first run of the
-// winning side.
-func dnsperfVerdict(t *testing.T, netns, server, mix string, rate float64, l *v1alpha1.DNSLoad) dnsperfResult {
+// dnsperfVerdict is the majority of up to three dnsperf runs at rate, judged by the ramp's own
+// criteria: the first run of the winning side, and why it degraded ("" when sustained).
+func dnsperfVerdict(t *testing.T, netns, server, mix string, rate float64, l *v1alpha1.DNSLoad) string {
 	t.Helper()
-	var ok, bad []dnsperfResult
+	in := func(name string, args ...string) *exec.Cmd {
+		return exec.Command("nsenter", append([]string{"--net=" + netns, name}, args...)...)
+	}
+	var ok, bad []string
 	for len(ok) < 2 && len(bad) < 2 {
-		d := dnsperfStep(t, netns, server, mix, rate, l)
-		if d.degraded == "" {
-			ok = append(ok, d)
+		d, err := reftools.DNSPerfStep(in, server, mix, rate, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := d.Degraded(l); why != "" {
+			bad = append(bad, d.String()+", degraded: "+why)
 		} else {
-			bad = append(bad, d)
+			ok = append(ok, d.String()+", sustained")
 		}
 		time.Sleep(time.Second) // as the ramp settles after a degraded step
 	}
@@ -182,53 +157,4 @@ func dnsperfVerdict(t *testing.T, netns, server, mix string, rate float64, l *v1
 		return ok[0]
 	}
 	return bad[0]
-}
-
-// dnsperfStep runs dnsperf at rate from the pod's network namespace for one of the ramp's steps
-// (its length and timeout; 256 clients, as many sockets as the ramp's; outstanding queries
-// unbounded in effect, so that it sends at the rate, open loop) and judges it as the ramp judges
-// a step: from dnsperf's own per-query latencies (-v) and counts.
-func dnsperfStep(t *testing.T, netns, server, mix string, rate float64, l *v1alpha1.DNSLoad) dnsperfResult {
-	t.Helper()
-	args := []string{"--net=" + netns, "dnsperf", "-s", server, "-d", mix, "-l", strconv.FormatFloat(l.StepSeconds, 'f', -1, 64),
-		"-t", strconv.FormatFloat(l.TimeoutMillis/1000, 'f', -1, 64), "-c", "256", "-q", "20000", "-Q", strconv.Itoa(int(rate)), "-v"}
-	out, err := exec.Command("nsenter", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("dnsperf %s: %v\n%s", server, err, tail(out))
-	}
-	d := dnsperfResult{rate: float64(int(rate))}
-	num := func(re *regexp.Regexp) float64 {
-		m := re.FindSubmatch(out)
-		if m == nil {
-			t.Fatalf("dnsperf %s: no %s in\n%s", server, re, tail(out))
-		}
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		return v
-	}
-	d.qps, d.lost, d.sent = num(dnsperfQPS), int(num(dnsperfLost)), int(num(dnsperfSent))
-	var lat []float64
-	for _, m := range dnsperfLatency.FindAllSubmatch(out, -1) {
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		lat = append(lat, v*1e6)
-	}
-	slices.Sort(lat)
-	d.p99 = math.Inf(1) // nothing answered
-	if len(lat) > 0 {
-		d.p99 = lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]
-	}
-	switch {
-	case float64(d.lost) > l.MaxLossRatio*float64(d.sent):
-		d.degraded = "loss"
-	case d.p99 > l.P99BudgetMicros:
-		d.degraded = "p99"
-	}
-	return d
-}
-
-// tail is the end of a long output.
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }

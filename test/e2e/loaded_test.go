@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"math"
 	"os/exec"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -27,45 +24,16 @@ func loadedOf(t *testing.T, r *v1alpha1.PathReport) *v1alpha1.LoadedResult {
 
 // pingDuring runs iputils ping (every 10 ms, each reply time-stamped) in netns while run runs,
 // and returns the replies' times in µs by their time stamps.
-func pingDuring(t *testing.T, netns, ip string, run func()) map[time.Time]float64 {
+func pingDuring(t *testing.T, netns, ip string, run func()) reftools.Replies {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command("nsenter", "--net="+netns, "ping", "-D", "-n", "-i", "0.01", ip)
-	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
+	in := func(name string, args ...string) *exec.Cmd {
+		return exec.Command("nsenter", append([]string{"--net=" + netns, name}, args...)...)
+	}
+	replies, err := reftools.PingDuring(in, ip, 10*time.Millisecond, run)
+	if err != nil {
 		t.Fatal(err)
 	}
-	run()
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	replies := map[time.Time]float64{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		m := pingStamped.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		at, _ := strconv.ParseFloat(m[1], 64)
-		ms, _ := strconv.ParseFloat(m[2], 64)
-		replies[time.Unix(0, int64(at*1e9))] = ms * 1000
-	}
 	return replies
-}
-
-var pingStamped = regexp.MustCompile(`^\[([\d.]+)\].*time=([\d.]+) ms`)
-
-// between is the median of the replies stamped within [from, until].
-func between(replies map[time.Time]float64, from, until time.Time) (float64, int) {
-	var vs []float64
-	for at, v := range replies {
-		if !at.Before(from) && !at.After(until) {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) == 0 {
-		return math.NaN(), 0
-	}
-	return median(vs), len(vs)
 }
 
 // On a 50 Mbit/s bottleneck at the client node's uplink, latency under load shows what the
@@ -99,7 +67,7 @@ func TestLatencyUnderLoadOnABottleneck(t *testing.T) {
 		if mbps := l.Throughput.BitsPerSecondReceived / 1e6; mbps < 25 || mbps > 60 {
 			t.Fatalf("%s: the load moved %.1f Mbit/s through a 50 Mbit/s bottleneck", disc, mbps)
 		}
-		ping, n := between(replies, l.SampledFrom, l.SampledUntil)
+		ping, n := replies.Between(l.SampledFrom, l.SampledUntil)
 		added[disc] = l.AddedP50Micros
 		t.Logf("%s: udp idle p50 %.0f µs, loaded p50 %.0f µs (p99 %.0f), added %.0f µs; icmp loaded p50 %.0f µs; ping alongside %.0f µs (%d replies); load %.1f Mbit/s; %.0f RPM (idle %.0f)",
 			disc, l.Idle.RTT.P50Micros, l.Loaded.RTT.P50Micros, l.Loaded.RTT.P99Micros, l.AddedP50Micros, l.LoadedICMP.RTT.P50Micros, ping, n, l.Throughput.BitsPerSecondReceived/1e6, l.RPM, l.IdleRPM)

@@ -1,0 +1,112 @@
+package reftools
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// DNSPerf is one dnsperf run at a fixed rate.
+type DNSPerf struct {
+	Rate, QPS, P99Micros float64 // asked, answered per second, and the answers' p99 (+Inf: none)
+	Sent, Lost           int
+}
+
+// Degraded says why the run fails the capacity ramp's criteria (the report's own: at most
+// maxLoss of the queries lost, the p99 within its budget, answers keeping pace with minPace of
+// the rate), or "" when it sustained the rate.
+func (d DNSPerf) Degraded(l *v1alpha1.DNSLoad) string {
+	switch {
+	case float64(d.Lost) > l.MaxLossRatio*float64(d.Sent):
+		return "loss"
+	case d.P99Micros > l.P99BudgetMicros:
+		return "p99"
+	case d.QPS < l.MinPaceRatio*d.Rate:
+		return "pace"
+	}
+	return ""
+}
+
+func (d DNSPerf) String() string {
+	return fmt.Sprintf("%.0f q/s: answered %.0f q/s, %d of %d lost, p99 %.0f µs", d.Rate, d.QPS, d.Lost, d.Sent, d.P99Micros)
+}
+
+// WriteDNSMix writes a capacity ramp's query mix as dnsperf's data file: "NAME TYPE" per line.
+func WriteDNSMix(path string, mix []v1alpha1.DNSLoadQuery) error {
+	var b strings.Builder
+	for _, q := range mix {
+		fmt.Fprintf(&b, "%s %s\n", q.Name, q.Type)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// DNSPerfSockets is how many sockets dnsperf sends from (-c): as many as the capacity ramp's.
+const DNSPerfSockets = 256
+
+// DNSPerfStep runs dnsperf at rate against server for one of the ramp's steps (its length and
+// its timeout; DNSPerfSockets sockets; outstanding queries unbounded in effect, so that it sends at the
+// rate, open loop, as the ramp does), every query's latency printed (-v) for the p99.
+func DNSPerfStep(run Runner, server, mixFile string, rate float64, l *v1alpha1.DNSLoad) (DNSPerf, error) {
+	out, err := run("dnsperf", "-s", server, "-d", mixFile, "-l", strconv.FormatFloat(l.StepSeconds, 'f', -1, 64),
+		"-t", strconv.FormatFloat(l.TimeoutMillis/1000, 'f', -1, 64), "-c", strconv.Itoa(DNSPerfSockets), "-q", "20000", "-Q", strconv.Itoa(int(rate)), "-v").CombinedOutput()
+	if err != nil {
+		return DNSPerf{}, fmt.Errorf("dnsperf %s: %w: %s", server, err, tailOf(out))
+	}
+	return parseDNSPerf(out, float64(int(rate)))
+}
+
+var (
+	dnsperfQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	dnsperfLost    = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
+	dnsperfSent    = regexp.MustCompile(`Queries sent:\s+([0-9]+)`)
+	dnsperfLatency = regexp.MustCompile(`(?m)^> \S+ \S+ \S+ ([0-9.]+)$`)
+)
+
+func parseDNSPerf(out []byte, rate float64) (DNSPerf, error) {
+	d := DNSPerf{Rate: rate, P99Micros: math.Inf(1)}
+	var nums [3]float64
+	for i, re := range []*regexp.Regexp{dnsperfQPS, dnsperfLost, dnsperfSent} {
+		m := re.FindSubmatch(out)
+		if m == nil {
+			return d, fmt.Errorf("dnsperf: no %s in: %s", re, tailOf(out))
+		}
+		nums[i], _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	d.QPS, d.Lost, d.Sent = nums[0], int(nums[1]), int(nums[2])
+	var lat []float64
+	for _, m := range dnsperfLatency.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		lat = append(lat, v*1e6)
+	}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		d.P99Micros = lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]
+	}
+	return d, nil
+}
+
+// tailOf is the end of a long output.
+func tailOf(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// DNSPerfVersion is dnsperf's version as its usage prints it ("dnsperf 2.10.0").
+func DNSPerfVersion() string {
+	out, _ := exec.Command("dnsperf", "-h").CombinedOutput()
+	for _, l := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Version "); ok {
+			return "dnsperf " + v
+		}
+	}
+	return "dnsperf: version unknown"
+}
