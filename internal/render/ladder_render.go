@@ -44,6 +44,7 @@ func WriteLadder(w io.Writer, format string, r *report.LadderReport) error {
 		return nil
 	}
 	writeLadderTable(w, r, measured)
+	writeLadderRateStops(w, measured)
 	writeLadderBaselines(w, r.Figures, measured)
 	writeLadderService(w, r.Service, measured)
 	writeLadderBars(w, measured)

@@ -49,10 +49,30 @@ func writeRateNotes(w io.Writer, name string, x *v1alpha1.RateResult) {
 	case v1alpha1.ProbeUDPRR:
 		fmt.Fprintf(w, "  %s: %.1f %% of datagrams unanswered within %.0f ms (each counted as an error)\n", name, x.LossPercent, x.TimeoutMillis)
 	}
+	writeRateStops(w, name, x)
+}
+
+// writeRateStops says whether a rate probe stopped early (the port budget, errors) and its
+// first error; where names the probe (and, in a ladder, its rung and round).
+func writeRateStops(w io.Writer, where string, x *v1alpha1.RateResult) {
 	if x.Stopped != "" {
-		fmt.Fprintf(w, "  %s: stopped early: %s\n", name, x.Stopped)
+		fmt.Fprintf(w, "  %s: stopped early: %s\n", where, x.Stopped)
 	}
 	if x.FirstError != "" {
-		fmt.Fprintf(w, "  %s: first error: %s\n", name, x.FirstError)
+		fmt.Fprintf(w, "  %s: first error: %s\n", where, x.FirstError)
+	}
+}
+
+// writeLadderRateStops is writeRateStops for every rate probe of every rung and round: a
+// ladder's table shows medians only, and a round that stopped early must not pass unseen.
+func writeLadderRateStops(w io.Writer, rungs []*report.LadderRung) {
+	for _, rung := range rungs {
+		for _, round := range rung.Results {
+			for _, p := range round.Probes {
+				if p.Rate != nil {
+					writeRateStops(w, fmt.Sprintf("%s, round %d, %s", rung.Name, round.Round, p.Name), p.Rate)
+				}
+			}
+		}
 	}
 }

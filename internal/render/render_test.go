@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // The line under the request table says what the percentiles are: observed latencies, a sample
@@ -31,5 +33,24 @@ func TestPercentileBasis(t *testing.T) {
 		if diff := cmp.Diff(tc.want, b.String()); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// A ladder's human report names each round whose rate probe stopped early or met an error, by
+// rung and round: its table shows medians only (once, such a stop was in -o json alone).
+func TestLadderRateStops(t *testing.T) {
+	stopped := &v1alpha1.ProbeResult{Name: "tcp-crr", Rate: &v1alpha1.RateResult{Kind: v1alpha1.ProbeTCPCRR, Stopped: "the port budget (1000 ports) was used up"}}
+	failed := &v1alpha1.ProbeResult{Name: "udp-rr", Rate: &v1alpha1.RateResult{Kind: v1alpha1.ProbeUDPRR, FirstError: "read: connection refused"}}
+	clean := &v1alpha1.ProbeResult{Name: "tcp-rr", Rate: &v1alpha1.RateResult{Kind: v1alpha1.ProbeTCPRR}}
+	rungs := []*report.LadderRung{
+		{Name: "same-node", Results: []v1alpha1.LadderRound{{Round: 1, Probes: []*v1alpha1.ProbeResult{clean}}}},
+		{Name: "cross-zone", Results: []v1alpha1.LadderRound{{Round: 1, Probes: []*v1alpha1.ProbeResult{clean}}, {Round: 2, Probes: []*v1alpha1.ProbeResult{stopped, failed, {Name: "icmp"}}}}},
+	}
+	var b strings.Builder
+	writeLadderRateStops(&b, rungs)
+	want := "  cross-zone, round 2, tcp-crr: stopped early: the port budget (1000 ports) was used up\n" +
+		"  cross-zone, round 2, udp-rr: first error: read: connection refused\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
