@@ -31,7 +31,7 @@ const (
 	dnsBudget = "45s"
 )
 
-var dnsSection = pathSpec{"DNS capacity: the lab's CoreDNS with a CPU limit of 100m per replica (" + dnsManifest + "), from a glibc pod on " + dnsNode, "dns-app", dnsNode}
+var dnsSection = pathSpec{"DNS capacity: the lab's CPU-limited CoreDNS (" + dnsManifest + "), from a glibc pod on " + dnsNode, "dns-app", dnsNode}
 
 // dnsApp is the resolver pod; NAMESERVER is the Service's ClusterIP.
 const dnsApp = `apiVersion: v1
@@ -55,6 +55,11 @@ func measureDNS(c config, l *lab) (pathResult, error) {
 	if err != nil {
 		return res, err
 	}
+	limit, err := l.k("-n", namespace, "get", "deploy", dnsService, "-o", "jsonpath={.spec.template.spec.containers[0].resources.limits.cpu}")
+	if err != nil {
+		return res, err
+	}
+	res.detail = "Its replicas' CPU limit, as deployed: " + strings.TrimSpace(string(limit))
 	in, err := nsRunner(dnsNode, l.ips[dnsSection.client])
 	if err != nil {
 		return res, err
@@ -149,6 +154,9 @@ func dnsperfKnee(in reftools.Runner, server, mixFile string, l *v1alpha1.DNSLoad
 	rate := min(float64(probes.LoadStartQPS), l.CeilingQPS)
 	for range 40 {
 		d, err := reftools.DNSPerfStep(in, server, mixFile, rate, l)
+		if err == nil {
+			err = d.Fault(probes.LoadGeneratorShare)
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -33,6 +33,7 @@ type pathResult struct {
 	// icmpSkipped is why the agent measured no ICMP from this client (a node without
 	// unprivileged ICMP for its pods, say): ping's rounds are then not compared.
 	icmpSkipped string
+	detail      string // what the section's intro says of its setup, as read from the cluster
 }
 
 func (r *pathResult) add(name string, ours, ref float64) {

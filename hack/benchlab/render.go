@@ -154,23 +154,27 @@ func render(c config, e env, results []pathResult, faults, dns pathResult) strin
 	}
 	renderFaults(&b, c, faults)
 	renderDNS(&b, c, dns)
-	renderNotes(&b, c, e, results)
+	renderNotes(&b, c, e, results, faults, dns)
 	return b.String()
 }
 
 // renderNotes explains the tables with this run's own figures and the code's parameters only;
 // what needs a profiler or a trace is in notesFile, written by hand, which is linked, not quoted.
-func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
+func renderNotes(b *strings.Builder, c config, e env, results []pathResult, faults, dns pathResult) {
 	b.WriteString("## Reading the tables\n\n")
 	var spreads []float64
 	ties, ratios := 0, 0
-	for _, r := range results {
-		for _, s := range rowSpecs {
+	for _, t := range allTables(results, faults, dns) {
+		r := t.result
+		for _, s := range t.rows {
 			f := r.figures[s.key]
 			if f == nil {
 				continue
 			}
-			spreads = append(spreads, reftools.Spread(f.ours), reftools.Spread(f.ref))
+			spreads = append(spreads, reftools.Spread(f.ours))
+			if lo, hi := reftools.Range(f.ref); lo != hi { // a reference that never varies is a setting
+				spreads = append(spreads, reftools.Spread(f.ref))
+			}
 			ratios++
 			if reftools.Overlap(f.ours, f.ref) {
 				ties++
@@ -225,6 +229,21 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult) {
 	fmt.Fprintf(b, "\nProfiles and traces of these probes on the lab, and how the image's size divides, were taken once by hand and are in %s (not rewritten by this command).\n", notesFile)
 }
 
+// table is one rendered table: a result and its rows.
+type table struct {
+	result pathResult
+	rows   []rowSpec
+}
+
+// allTables lists every table the file renders, the paths' then the faults' and DNS's.
+func allTables(results []pathResult, faults, dns pathResult) []table {
+	var ts []table
+	for _, r := range results {
+		ts = append(ts, table{r, rowSpecs})
+	}
+	return append(ts, table{faults, faultRows}, table{dns, dnsRows})
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -239,7 +258,7 @@ func renderFaults(b *strings.Builder, c config, r pathResult) {
 	if len(r.figures) == 0 {
 		return // not measured (-only)
 	}
-	intro := fmt.Sprintf("The lab's faults, one after the other, on the cross-zone path (%d rounds each): `hack/lab/lab.sh udp-loss %s %d` (%d %% of the UDP that node forwards dropped, each way), then the udp probe (`kubectl netbench %s`) and irtt alternate as above; then `hack/lab/lab.sh bottleneck %s %s fifo %s` (a rate limit with a FIFO of that many bytes on the node's uplink), and loaded-rtt (`kubectl netbench %s`) runs while iputils ping, in the client pod, sends an echo every %s; ping's replies time-stamped within the probe's sampling window (its report's sampledFrom–sampledUntil) are the reference. irtt's jitter is the mean of |IPDV| over successive round trips; the probe's is RFC 3550's running estimate (gain 1/16) over successive answers: both estimate the mean absolute difference of successive round trips, irtt's with its user-space time stamps in it.\n\n",
+	intro := fmt.Sprintf("The lab's faults, one after the other, on the cross-zone path (%d rounds each): `hack/lab/lab.sh udp-loss %s %d` (%d %% of the UDP that node forwards dropped, each way), then the udp probe (`kubectl netbench %s`) and irtt alternate as above; then `hack/lab/lab.sh bottleneck %s %s fifo %s` (a rate limit with a FIFO of that many bytes on the node's uplink), and loaded-rtt (`kubectl netbench %s`) runs while iputils ping, in the client pod, sends an echo every %s; ping's replies time-stamped within the probe's sampling window (its report's sampledFrom–sampledUntil) are the reference. The jitter row is shown, not judged: irtt's is the mean |IPDV| over pairs of adjacent sequence numbers both answered, from its user-space time stamps; the probe's is RFC 3550's running estimate (gain 1/16) over successive answers, across lost datagrams, from the kernel's — alike only in expectation.\n\n",
 		c.rounds, faultPath.node, lossPercent, lossPercent, strings.Join(faultArgs("CLIENT", "udp"), " "), faultPath.node, bottleneckRate, bottleneckDepth, strings.Join(faultArgs("CLIENT", "loaded-rtt"), " "), pingAlongside)
 	renderPath(b, r, faultRows, intro)
 }
@@ -249,8 +268,8 @@ func renderDNS(b *strings.Builder, c config, r pathResult) {
 	if len(r.figures) == 0 {
 		return // not measured (-only)
 	}
-	intro := fmt.Sprintf("%d rounds, who goes first alternating: `kubectl netbench %s` (the Service alone: the budget is under two of the ramp's shares; the pod's own query mix, as its resolver expands the name) and dnsperf in the same pod's network namespace, against the same Service address, with the query mix of the plugin's latest run, %d sockets, open loop at each step's rate; dnsperf is ramped by the plugin's own search (doubling, then halving the span geometrically to within the ramp's resolution) at the ramp's step length and timeout, each step judged by the report's criteria (loss, p99 budget, answers keeping pace) on dnsperf's own counts and per-query latencies; each side's knee is the rate sent at its highest step that passed. A CPU-limited server's capacity moves from minute to minute (its throttling): the rounds' ranges say by how much.\n\n",
-		c.rounds, strings.Join(dnsArgs("CLIENT"), " "), reftools.DNSPerfSockets)
+	intro := fmt.Sprintf("%s. %d rounds, who goes first alternating: `kubectl netbench %s` (the Service alone: the budget is under two of the ramp's shares; the pod's own query mix, as its resolver expands the name) and dnsperf in the same pod's network namespace, against the same Service address, with the query mix of the plugin's latest run, %d sockets, open loop at each step's rate; dnsperf is ramped by the plugin's own search (doubling, then halving the span geometrically to within the ramp's resolution) at the ramp's step length and timeout, each step judged by the report's criteria on dnsperf's own counts and per-query latencies (loss, the p99 budget, and keeping pace — for dnsperf its answers over the step's length, where the ramp counts the answers of the step's second half); a step where dnsperf sent less than the ramp's generator share, or got SERVFAIL or REFUSED, ends the run; each side's knee is the rate sent at its highest step that passed. A CPU-limited server's capacity moves from minute to minute (its throttling): the rounds' ranges say by how much.\n\n",
+		r.detail, c.rounds, strings.Join(dnsArgs("CLIENT"), " "), reftools.DNSPerfSockets)
 	renderPath(b, r, dnsRows, intro)
 }
 

@@ -78,7 +78,7 @@ func synthetic(m made) (config, env, []pathResult, pathResult, pathResult) {
 			faults.add(s.key, next(), next())
 		}
 	}
-	dns := pathResult{spec: dnsSection, figures: map[string]*figure{}}
+	dns := pathResult{spec: dnsSection, figures: map[string]*figure{}, detail: fmt.Sprintf("Its replicas' CPU limit, as deployed: %dm", m.cores+m.nodes+1)}
 	for i := 0; i < m.rounds; i++ {
 		for _, s := range dnsRows {
 			dns.add(s.key, next(), next())
@@ -131,12 +131,12 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		"curl, 17 requests",
 		"- 5 rounds per path",
 		"5 of 5 rounds (same node",
-		fmt.Sprintf("— %d of the %d ratios above —", len(paths)*len(rowSpecs), len(paths)*len(rowSpecs)),
+		fmt.Sprintf("— %[1]d of the %[1]d ratios above —", len(paths)*len(rowSpecs)+len(faultRows)+len(dnsRows)),
 		"its layers 8.3 MB as pulled (compressed), 16.7 MB unpacked; goal ≤ 15 MB unpacked: not met",
 		notesFile,
 		"## cross zone (lab-a1 → lab-b1), the lab's faults at lab-a1\n\nThe lab's faults, one after the other, on the cross-zone path (5 rounds each): `hack/lab/lab.sh udp-loss lab-a1 20`",
 		"`hack/lab/lab.sh bottleneck lab-a1 50mbit fifo 1000000`",
-		"## DNS capacity: the lab's CoreDNS with a CPU limit of 100m per replica (hack/lab/manifests/dns-capacity.yaml), from a glibc pod on lab-a1\n\n5 rounds, who goes first alternating: `kubectl netbench dns -n netbench-benchlab CLIENT kubernetes.default --load",
+		"## DNS capacity: the lab's CPU-limited CoreDNS (hack/lab/manifests/dns-capacity.yaml), from a glibc pod on lab-a1\n\nIts replicas' CPU limit, as deployed: 7m. 5 rounds, who goes first alternating: `kubectl netbench dns -n netbench-benchlab CLIENT kubernetes.default --load",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the markdown lacks %q", want)

@@ -104,6 +104,14 @@ func TestAgentServerLeaseExpires(t *testing.T) {
 	if ev.Type != EventExit || !strings.HasPrefix(ev.Message, "lease expired") {
 		t.Errorf("last event %+v, want exit: lease expired", ev)
 	}
+	// Said before the shutdown too, as an error event the plugin's follower records at once.
+	var said Event
+	if len(lines) >= 2 {
+		_ = json.Unmarshal([]byte(lines[len(lines)-2]), &said)
+	}
+	if said.Type != EventError || !strings.HasPrefix(said.Message, "lease expired") {
+		t.Errorf("event before the exit %+v, want error: lease expired", said)
+	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("exited after %s with a 1 s lease", el)
 	}

@@ -188,6 +188,9 @@ func OwnFootprint() Footprint {
 	return Footprint{CPUSeconds: cpustat.ProcessCPU().Seconds(), PeakRSSBytes: cpustat.PeakRSS()}
 }
 
+// leaseExpired is why a server ends whose lease the plugin stopped renewing.
+const leaseExpired = "lease expired: the plugin stopped renewing it"
+
 // Serve runs the agent server: HTTP, gRPC, the throughput sink and control, all on one port
 // (each connection is routed on its first bytes). It emits ready, then exit, and returns when
 // a client posts PathDone, the deadline passes, or ctx ends.
@@ -225,7 +228,12 @@ func Serve(ctx context.Context, o ServeOptions, em *Emitter) error {
 			cancel()
 		})
 	}
-	ls := newLease(ctx, o.Lease, func() { done("lease expired: the plugin stopped renewing it") })
+	ls := newLease(ctx, o.Lease, func() {
+		// Said at once, before the listener closes: the exit event comes only after the
+		// shutdown, later than a client's refused connection.
+		em.Emit(Event{Type: EventError, Message: leaseExpired + "; the server stops"})
+		done(leaseExpired)
+	})
 
 	var jobs http.Handler
 	if o.Jobs {

@@ -148,9 +148,12 @@ func settle(ctx context.Context) {
 	}
 }
 
-// nextRate is the ramp's next rate, or why it ends.
-// LoadStartQPS is the capacity ramp's first rate.
-const LoadStartQPS = loadStartQPS
+// LoadStartQPS is the capacity ramp's first rate; LoadGeneratorShare the share of a step's
+// rate a generator must send for the step to be judged.
+const (
+	LoadStartQPS       = loadStartQPS
+	LoadGeneratorShare = loadGeneratorShare
+)
 
 // NextLoadRate is the ramp's next rate after the highest rate that passed (good) and the
 // lowest that failed (bad), each 0 while there is none; or a limit that ends the ramp:
@@ -159,6 +162,7 @@ const LoadStartQPS = loadStartQPS
 // (bench-lab's dnsperf) is searched by it, so that both knees come from the same search.
 func NextLoadRate(good, bad, ceiling float64) (float64, string) { return nextRate(good, bad, ceiling) }
 
+// nextRate is the ramp's next rate, or why it ends.
 func nextRate(good, bad, ceiling float64) (float64, string) {
 	switch {
 	case bad == 0 && good >= ceiling:

@@ -19,7 +19,10 @@ import (
 // replicas 29 % of the time; of 256, one replica's share is within 3 % of half in two thirds of
 // the steps); a pod's resolver opens a new port for nearly every lookup. Each
 // socket has its own 16-bit ID space, which a step never wraps (maxStepQueries).
-const loadSockets = 256
+const loadSockets = LoadSockets
+
+// LoadSockets is loadSockets, for a reference generator sent from as many sockets.
+const LoadSockets = 256
 
 // maxStepQueries bounds one step's queries: below loadSockets × 65,536, so no socket reuses an ID.
 const maxStepQueries = loadSockets * 60000

@@ -10,32 +10,49 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// DNSPerf is one dnsperf run at a fixed rate.
+// DNSPerf is one dnsperf run at a fixed rate for a step of Seconds.
 type DNSPerf struct {
-	Rate, QPS, P99Micros float64 // asked, answered per second, and the answers' p99 (+Inf: none)
-	Sent, Lost           int
+	Rate, Seconds, P99Micros float64 // asked, the step's length, the answers' p99 (+Inf: none)
+	Sent, Completed, Lost    int
+	// Failures are the answers with a server failure (SERVFAIL, REFUSED): the ramp ends at them.
+	Failures int
 }
 
-// Degraded says why the run fails the capacity ramp's criteria (the report's own: at most
-// maxLoss of the queries lost, the p99 within its budget, answers keeping pace with minPace of
-// the rate), or "" when it sustained the rate.
+// Degraded says why the run fails the capacity ramp's criteria — at most MaxLossRatio of the
+// queries lost, the p99 within its budget, answers keeping pace with MinPaceRatio of the rate
+// (answers completed over the step's length: dnsperf's own "queries per second" divides by
+// the time to its last answer, which one late answer stretches) — or "" when it sustained
+// the rate.
 func (d DNSPerf) Degraded(l *v1alpha1.DNSLoad) string {
 	switch {
 	case float64(d.Lost) > l.MaxLossRatio*float64(d.Sent):
 		return "loss"
 	case d.P99Micros > l.P99BudgetMicros:
 		return "p99"
-	case d.QPS < l.MinPaceRatio*d.Rate:
+	case float64(d.Completed) < l.MinPaceRatio*d.Rate*d.Seconds:
 		return "pace"
 	}
 	return ""
 }
 
+// Fault says why the run cannot be judged at all: dnsperf, not the server, fell short of the
+// rate (it sent less than minShare of it), or the server answered with failures.
+func (d DNSPerf) Fault(minShare float64) error {
+	switch {
+	case float64(d.Sent) < minShare*d.Rate*d.Seconds:
+		return fmt.Errorf("dnsperf sent %d queries in %g s at %.0f q/s: the generator, not the server, was the limit", d.Sent, d.Seconds, d.Rate)
+	case d.Failures > 0:
+		return fmt.Errorf("dnsperf at %.0f q/s: %d answers were SERVFAIL or REFUSED", d.Rate, d.Failures)
+	}
+	return nil
+}
+
 func (d DNSPerf) String() string {
-	return fmt.Sprintf("%.0f q/s: answered %.0f q/s, %d of %d lost, p99 %.0f µs", d.Rate, d.QPS, d.Lost, d.Sent, d.P99Micros)
+	return fmt.Sprintf("%.0f q/s: %d of %d answered in %g s, %d lost, p99 %.0f µs", d.Rate, d.Completed, d.Sent, d.Seconds, d.Lost, d.P99Micros)
 }
 
 // WriteDNSMix writes a capacity ramp's query mix as dnsperf's data file: "NAME TYPE" per line.
@@ -48,7 +65,7 @@ func WriteDNSMix(path string, mix []v1alpha1.DNSLoadQuery) error {
 }
 
 // DNSPerfSockets is how many sockets dnsperf sends from (-c): as many as the capacity ramp's.
-const DNSPerfSockets = 256
+const DNSPerfSockets = probes.LoadSockets
 
 // DNSPerfStep runs dnsperf at rate against server for one of the ramp's steps (its length and
 // its timeout; DNSPerfSockets sockets; outstanding queries unbounded in effect, so that it sends at the
@@ -59,27 +76,32 @@ func DNSPerfStep(run Runner, server, mixFile string, rate float64, l *v1alpha1.D
 	if err != nil {
 		return DNSPerf{}, fmt.Errorf("dnsperf %s: %w: %s", server, err, tailOf(out))
 	}
-	return parseDNSPerf(out, float64(int(rate)))
+	return parseDNSPerf(out, float64(int(rate)), l.StepSeconds)
 }
 
 var (
-	dnsperfQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	dnsperfLost    = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
-	dnsperfSent    = regexp.MustCompile(`Queries sent:\s+([0-9]+)`)
-	dnsperfLatency = regexp.MustCompile(`(?m)^> \S+ \S+ \S+ ([0-9.]+)$`)
+	dnsperfCompleted = regexp.MustCompile(`Queries completed:\s+([0-9]+)`)
+	dnsperfLost      = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
+	dnsperfSent      = regexp.MustCompile(`Queries sent:\s+([0-9]+)`)
+	dnsperfLatency   = regexp.MustCompile(`(?m)^> \S+ \S+ \S+ ([0-9.]+)$`)
+	dnsperfFailures  = regexp.MustCompile(`\b(?:SERVFAIL|REFUSED) ([0-9]+) \(`)
 )
 
-func parseDNSPerf(out []byte, rate float64) (DNSPerf, error) {
-	d := DNSPerf{Rate: rate, P99Micros: math.Inf(1)}
-	var nums [3]float64
-	for i, re := range []*regexp.Regexp{dnsperfQPS, dnsperfLost, dnsperfSent} {
+func parseDNSPerf(out []byte, rate, seconds float64) (DNSPerf, error) {
+	d := DNSPerf{Rate: rate, Seconds: seconds, P99Micros: math.Inf(1)}
+	var nums [3]int
+	for i, re := range []*regexp.Regexp{dnsperfCompleted, dnsperfLost, dnsperfSent} {
 		m := re.FindSubmatch(out)
 		if m == nil {
 			return d, fmt.Errorf("dnsperf: no %s in: %s", re, tailOf(out))
 		}
-		nums[i], _ = strconv.ParseFloat(string(m[1]), 64)
+		nums[i], _ = strconv.Atoi(string(m[1]))
 	}
-	d.QPS, d.Lost, d.Sent = nums[0], int(nums[1]), int(nums[2])
+	d.Completed, d.Lost, d.Sent = nums[0], nums[1], nums[2]
+	for _, m := range dnsperfFailures.FindAllSubmatch(out, -1) {
+		n, _ := strconv.Atoi(string(m[1]))
+		d.Failures += n
+	}
 	var lat []float64
 	for _, m := range dnsperfLatency.FindAllSubmatch(out, -1) {
 		v, _ := strconv.ParseFloat(string(m[1]), 64)

@@ -4,7 +4,9 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,11 +58,18 @@ func TestPingDuringAndBetween(t *testing.T) {
 		"[1700000000.130000] From 10.0.0.1 icmp_seq=4 Destination Host Unreachable\n" +
 		"[1700000000.140000] 64 bytes from 10.0.0.2: icmp_seq=5 ttl=64 time=0.300 ms\n"
 	var args []string
+	printed := filepath.Join(t.TempDir(), "printed")
 	fake := func(name string, a ...string) *exec.Cmd {
 		args = append([]string{name}, a...)
-		return exec.Command("sh", "-c", `printf '%s' "$0"; exec sleep 30`, out)
+		return exec.Command("sh", "-c", `printf '%s' "$0"; : > "$1"; exec sleep 30`, out, printed)
 	}
-	replies, err := PingDuring(fake, "10.0.0.2", 10*time.Millisecond, func() { time.Sleep(300 * time.Millisecond) })
+	replies, err := PingDuring(fake, "10.0.0.2", 10*time.Millisecond, func() {
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(printed); err == nil {
+				return // the replies are out
+			}
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,18 +90,21 @@ func TestPingDuringAndBetween(t *testing.T) {
 
 // dnsperf 2.10 -v (Debian 12) against a loopback server at 200 q/s for 1 s: its counts, and
 // the p99 of its 200 per-query latencies (the 198th smallest, 828 µs); judged by the ramp's
-// criteria.
+// criteria, and refused when dnsperf fell short of the rate or the server failed.
 func TestParseDNSPerf(t *testing.T) {
 	out, err := os.ReadFile("testdata/dnsperf-verbose.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := parseDNSPerf(out, 200)
+	d, err := parseDNSPerf(out, 200, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Sent != 200 || d.Lost != 0 || math.Abs(d.QPS-199.932623) > 1e-6 || math.Abs(d.P99Micros-828) > 1e-6 {
+	if d.Sent != 200 || d.Completed != 200 || d.Lost != 0 || d.Failures != 0 || math.Abs(d.P99Micros-828) > 1e-6 {
 		t.Errorf("parsed %+v", d)
+	}
+	if err := d.Fault(0.95); err != nil {
+		t.Errorf("a run at its rate: %v", err)
 	}
 	l := &v1alpha1.DNSLoad{MaxLossRatio: 0.01, P99BudgetMicros: 200000, MinPaceRatio: 0.95}
 	if why := d.Degraded(l); why != "" {
@@ -105,13 +117,26 @@ func TestParseDNSPerf(t *testing.T) {
 		}
 	}
 	l.P99BudgetMicros = 200000
-	if why := (DNSPerf{Rate: 200, QPS: 180, Sent: 200, P99Micros: 100}).Degraded(l); why != "pace" {
-		t.Errorf("answers at 180 of 200 q/s: %q, want pace", why)
+	for _, tc := range []struct {
+		d    DNSPerf
+		want string
+	}{
+		{DNSPerf{Rate: 200, Seconds: 2, Sent: 400, Completed: 379, P99Micros: 100}, "pace"},
+		{DNSPerf{Rate: 200, Seconds: 2, Sent: 400, Completed: 380, P99Micros: 100}, ""},
+		{DNSPerf{Rate: 200, Seconds: 2, Sent: 400, Completed: 395, Lost: 5, P99Micros: 100}, "loss"},
+	} {
+		if why := tc.d.Degraded(l); why != tc.want {
+			t.Errorf("%v: %q, want %q", tc.d, why, tc.want)
+		}
 	}
-	if why := (DNSPerf{Rate: 200, QPS: 199, Sent: 200, Lost: 3, P99Micros: 100}).Degraded(l); why != "loss" {
-		t.Errorf("3 of 200 lost: %q, want loss", why)
+	if err := (DNSPerf{Rate: 200, Seconds: 1, Sent: 189}).Fault(0.95); err == nil {
+		t.Error("189 of 200 queries sent: want the generator named")
 	}
-	if _, err := parseDNSPerf([]byte("dnsperf: bad option"), 200); err == nil {
+	failed, err := parseDNSPerf([]byte(strings.Replace(string(out), "NXDOMAIN 133 (66.50%)", "NXDOMAIN 130 (65.00%), SERVFAIL 2 (1.00%), REFUSED 1 (0.50%)", 1)), 200, 1)
+	if err != nil || failed.Failures != 3 || failed.Fault(0.95) == nil {
+		t.Errorf("SERVFAIL and REFUSED answers: %+v %v", failed, err)
+	}
+	if _, err := parseDNSPerf([]byte("dnsperf: bad option"), 200, 1); err == nil {
 		t.Error("no statistics: want an error")
 	}
 }

@@ -42,9 +42,10 @@ func (s *Session) podRequest(ctx context.Context, namespace, pod string, port in
 }
 
 // renewLease keeps a server agent's lease until the session closes: a renewal every
-// LeasePeriod/5, each allowed most of the lease to get through the API server's pod proxy, and
-// a slow one does not hold back the next (at most leaseInFlight at once), so that only a proxy
-// slower than the whole lease ends the agent.
+// LeasePeriod/5, each allowed four fifths of the lease to get through the API server's pod
+// proxy, and a slow one does not hold back the next (up to leaseInFlight at once; a tick with
+// every slot taken is skipped). Renewed one at a time, two slow answers in a row let the
+// lease lapse; now the agent ends only when no renewal gets through for a whole lease.
 func (s *Session) renewLease(a *Agent) {
 	tick := time.NewTicker(LeasePeriod / 5)
 	defer tick.Stop()

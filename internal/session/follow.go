@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,21 @@ func (a *Agent) ServerNote() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.serverNote
+}
+
+// EndedOrSaid waits up to d for the server agent to say why it stopped answering — its exit,
+// or an error it reported (a lapsed lease is said at once) — and returns it, or "" when it said
+// nothing. A client's refused connection can arrive before the server's words, which come
+// through another stream.
+func (a *Agent) EndedOrSaid(d time.Duration) string {
+	for end := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		a.mu.Lock()
+		why := cmp.Or(a.endedBy, a.serverNote)
+		a.mu.Unlock()
+		if why != "" || time.Now().After(end) {
+			return why
+		}
+	}
 }
 
 // EndedBy is why the server agent said it ended (its exit event), empty while it serves: a

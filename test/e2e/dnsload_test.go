@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -145,6 +146,9 @@ func dnsperfVerdict(t *testing.T, netns, server, mix string, rate float64, l *v1
 		d, err := reftools.DNSPerfStep(in, server, mix, rate, l)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := d.Fault(probes.LoadGeneratorShare); err != nil {
+			return "not judged: " + err.Error() // logged only, as every verdict here
 		}
 		if why := d.Degraded(l); why != "" {
 			bad = append(bad, d.String()+", degraded: "+why)

@@ -112,5 +112,9 @@ func TestEachMessageUnpaddedLast(t *testing.T) {
 	if want := []int{len(first) - unix.NLMSG_HDRLEN, len(last) - unix.NLMSG_HDRLEN}; !slices.Equal(lens, want) {
 		t.Errorf("messages of %v bytes, want %v", lens, want)
 	}
-	eachMessage(b[:len(b)-1], func(uint16, []byte) {}) // a truncated last message is not read at all
+	lens = nil
+	eachMessage(b[:len(b)-1], func(typ uint16, msg []byte) { lens = append(lens, len(msg)) })
+	if want := []int{len(first) - unix.NLMSG_HDRLEN}; !slices.Equal(lens, want) { // a truncated last message is not read
+		t.Errorf("a truncated read: messages of %v bytes, want %v", lens, want)
+	}
 }

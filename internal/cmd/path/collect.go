@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
@@ -63,6 +64,10 @@ func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error 
 	return fmt.Errorf("the %s exited (%s) without results for %s: %w", cli, cmp.Or(c.exit, "no reason given"), strings.Join(none, ", "), session.ErrEndedWithoutResult)
 }
 
+// serverWordsWithin is how long a refused or timed-out probe waits for the server agent's own
+// account (its lapsed lease, its exit) before the error is written without it.
+const serverWordsWithin = 3 * time.Second
+
 // probeError explains a failed probe, or records an app-port failure and goes on.
 func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agent, src, dst *session.Target) error {
 	msg := text.Sanitize(ev.Message)
@@ -89,11 +94,15 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 	case srv == nil:
 		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
 	}
-	hint := ""
+	hint, said := "", ""
+	unreached := ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout
+	if unreached {
+		said = srv.EndedOrSaid(serverWordsWithin)
+	}
 	switch ended := srv.EndedBy(); {
 	case ended != "":
 		hint = "; the server agent had ended: " + ended
-	case ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout:
+	case unreached && said == "":
 		hint = " (a NetworkPolicy may block the agent's port)"
 	}
 	if note := srv.ServerNote(); note != "" {
