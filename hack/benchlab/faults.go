@@ -158,16 +158,13 @@ func (r *pathResult) loadedRounds(c config, inClient reftools.Runner, srvIP stri
 			r.icmpSkipped = l.ICMPSkipped
 		}
 		// The bottleneck in place: the load gets about its rate, not the Gbit/s of the path
-		// without it — plus what the FIFO still held when the senders stopped, which arrives
-		// after the send time and is counted over it (60.9 Mbit/s seen over 50).
+		// without it (a crashed bottleneck lets the load by: 13 Gbit/s seen). More than the
+		// rate does arrive — 60.3 Mbit/s over 5 s through 50 Mbit/s once, not yet explained —
+		// so only twice the rate is taken for a bottleneck that is not there; the row shows it.
 		rate, _ := strconv.ParseFloat(strings.TrimSuffix(bottleneckRate, "mbit"), 64)
-		depth, _ := strconv.ParseFloat(bottleneckDepth, 64)
-		load, most := l.Throughput.BitsPerSecondReceived/1e6, 1.1*rate
-		if d := l.Throughput.DurationSeconds; d > 0 {
-			most += depth * 8 / 1e6 / d
-		}
-		if load < rate/2 || load > most {
-			return fmt.Errorf("the load moved %.1f Mbit/s through a %s bottleneck (%.1f at most with its queue): it was not in place (hack/lab/lab.sh status; the lab's logs)", load, bottleneckRate, most)
+		load := l.Throughput.BitsPerSecondReceived / 1e6
+		if load < rate/2 || load > 2*rate {
+			return fmt.Errorf("the load moved %.1f Mbit/s through a %s bottleneck: it was not in place (hack/lab/lab.sh status; the lab's logs)", load, bottleneckRate)
 		}
 		r.add("loaded load", load, rate)
 	}
