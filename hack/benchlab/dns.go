@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -128,15 +127,9 @@ func dnsArgs(client string) []string {
 
 // runDNSLoad runs the plugin's ramp and reads the Service's knee.
 func runDNSLoad(c config) (*v1alpha1.DNSLoad, error) {
-	cmd := exec.Command(c.plugin, dnsArgs(dnsSection.client)...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	r, err := runReport[v1alpha1.DNSReport](c, dnsArgs(dnsSection.client))
 	if err != nil {
-		return nil, fmt.Errorf("kubectl-netbench dns: %w", err)
-	}
-	var r v1alpha1.DNSReport
-	if err := json.Unmarshal(out, &r); err != nil {
-		return nil, fmt.Errorf("the plugin's report: %w", err)
+		return nil, err
 	}
 	if r.Result == nil || r.Result.Load == nil || len(r.Result.Load.Servers) == 0 || len(r.Result.Load.Mix) == 0 {
 		return nil, errors.New("the plugin's report has no capacity ramp")

@@ -101,15 +101,20 @@ func runPlugin(c config, client string) (*report.PathReport, error) {
 	return runPath(c, pluginArgs(c, client))
 }
 
-// runPath runs the plugin with args and reads its JSON report.
+// runPath runs the plugin's path command with args and reads its JSON report.
 func runPath(c config, args []string) (*report.PathReport, error) {
+	return runReport[report.PathReport](c, args)
+}
+
+// runReport runs the plugin with args (its command first) and reads its JSON report.
+func runReport[R any](c config, args []string) (*R, error) {
 	cmd := exec.Command(c.plugin, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("kubectl-netbench path: %w", err)
+		return nil, fmt.Errorf("kubectl-netbench %s: %w", args[0], err)
 	}
-	var r report.PathReport
+	var r R
 	if err := json.Unmarshal(out, &r); err != nil {
 		return nil, fmt.Errorf("the plugin's report: %w", err)
 	}
