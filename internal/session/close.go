@@ -77,7 +77,12 @@ const leaseInFlight = 4
 func (s *Session) renewOnce(a *Agent) {
 	ctx, cancel := context.WithTimeout(s.bg, LeasePeriod*4/5)
 	defer cancel()
-	if err := s.Proxy(ctx, a, "POST", agent.PathLease, nil); err != nil && s.bg.Err() == nil {
+	err := s.Proxy(ctx, a, "POST", agent.PathLease, nil)
+	if s.bg.Err() != nil {
+		return // the session closed under it
+	}
+	a.renewed(err)
+	if err != nil {
 		s.Logf("renewing the lease of the %s: %v", a, err)
 	}
 }

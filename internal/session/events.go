@@ -196,7 +196,12 @@ func (a *Agent) Ready(ctx context.Context) error {
 func (a *Agent) firstLease(ctx context.Context) {
 	fctx, cancel := context.WithTimeout(ctx, firstLeaseWithin)
 	defer cancel()
-	if err := a.proxyRetrying(fctx, agent.PathLease, nil, "renewing the lease of"); err != nil && ctx.Err() == nil {
+	err := a.proxyRetrying(fctx, agent.PathLease, nil, "renewing the lease of")
+	if ctx.Err() != nil {
+		return
+	}
+	a.renewed(err)
+	if err != nil {
 		a.s.Logf("%v", err)
 	}
 }

@@ -61,6 +61,22 @@ func (a *Agent) EndedOrSaid(d time.Duration) string {
 	}
 }
 
+// renewed records the outcome of a lease renewal.
+func (a *Agent) renewed(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.renewErr = err
+}
+
+// Unrenewable says whether the last lease renewal, through the API server's pod proxy, failed:
+// then the plugin cannot reach the server's port either, and a lapsed lease is that, not the
+// cause of a probe's failure.
+func (a *Agent) Unrenewable() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.renewErr != nil
+}
+
 // EndedBy is why the server agent said it ended (its exit event), empty while it serves: a
 // probe refused by an agent that has gone is explained by this, not by the network.
 func (a *Agent) EndedBy() string {

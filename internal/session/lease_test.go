@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,31 @@ func TestServerExitReasonKept(t *testing.T) {
 	}
 	if got := a.ServerNote(); got != "a job failed" {
 		t.Errorf("ServerNote %q", got)
+	}
+}
+
+// A renewal that fails marks the server unrenewable (the plugin cannot reach its port either),
+// one that gets through clears it.
+func TestUnrenewable(t *testing.T) {
+	s := NewSession(fake.NewClientset(), "run1", "token", "img", ModePod, time.Second)
+	a := &Agent{s: s, Pod: "p"}
+	fail := true
+	s.Proxy = func(context.Context, *Agent, string, string, []byte) error {
+		if fail {
+			return errors.New("connection refused")
+		}
+		return nil
+	}
+	if a.Unrenewable() {
+		t.Error("unrenewable before any renewal")
+	}
+	s.renewOnce(a)
+	if !a.Unrenewable() {
+		t.Error("a failed renewal: want unrenewable")
+	}
+	fail = false
+	s.renewOnce(a)
+	if a.Unrenewable() {
+		t.Error("a renewal that got through: want renewable")
 	}
 }

@@ -176,6 +176,7 @@ type Agent struct {
 	handedOver bool   // a runner was handed its job
 	serverNote string // the last error a server reported after ready
 	endedBy    string // why a followed server said it exited
+	renewErr   error  // the outcome of the last lease renewal: nil when it got through
 }
 
 // Name of the agent's container (ephemeral) or pod (pod mode).

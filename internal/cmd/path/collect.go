@@ -94,18 +94,24 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 	case srv == nil:
 		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
 	}
-	hint, said := "", ""
-	unreached := ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout
-	if unreached {
-		said = srv.EndedOrSaid(serverWordsWithin)
-	}
-	switch ended := srv.EndedBy(); {
-	case ended != "":
-		hint = "; the server agent had ended: " + ended
-	case unreached && said == "":
+	return o.serverProbeError(ev, msg, srv, src)
+}
+
+// serverProbeError explains a probe of the server agent that failed. Refused or timed out: when
+// the plugin's own lease renewals do not reach the server either, its port is blocked (a lapsed
+// lease follows from that); otherwise the server's own word is awaited (a lapsed lease, its exit)
+// before a blocked port is suggested.
+func (o *PathOptions) serverProbeError(ev agent.Event, msg string, srv *session.Agent, src *session.Target) error {
+	hint := ""
+	switch unreached := ev.Reason == agent.ReasonRefused || ev.Reason == agent.ReasonTimeout; {
+	case unreached && srv.Unrenewable():
+		hint = " (a NetworkPolicy may block the agent's port: the plugin's lease renewals through the API server do not reach it either)"
+	case unreached && srv.EndedOrSaid(serverWordsWithin) == "":
 		hint = " (a NetworkPolicy may block the agent's port)"
 	}
-	if note := srv.ServerNote(); note != "" {
+	if ended := srv.EndedBy(); ended != "" {
+		hint += "; the server agent had ended: " + ended
+	} else if note := srv.ServerNote(); note != "" {
 		hint += "; the server agent said: " + note
 	}
 	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
