@@ -14,7 +14,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 )
 
-// raceServer answers A and AAAA on addr:53 after 2 ms, but drops an AAAA query that arrives
+// raceServer answers A and AAAA on addr:53 after raceHold, but drops an AAAA query that arrives
 // from a source port whose earlier query is still unanswered — what the conntrack race does to
 // the second of two queries sent at once from one socket through a DNAT. It returns how many it
 // dropped.
@@ -47,7 +47,7 @@ func raceServer(t *testing.T, addr string) *atomic.Int64 {
 			}
 			pending[from.String()]++
 			mu.Unlock()
-			time.AfterFunc(2*time.Millisecond, func() {
+			time.AfterFunc(raceHold, func() {
 				r := new(dns.Msg)
 				r.SetReply(q)
 				b, _ := r.Pack()
@@ -60,6 +60,11 @@ func raceServer(t *testing.T, addr string) *atomic.Int64 {
 	}()
 	return dropped
 }
+
+// raceHold is how long the race server holds an answer: the window in which a second query from
+// the same source is dropped. 2 ms once, and under make test's load (2 cores, every package's
+// tests at once) one of 16 AAAAs sent with their A reached the server after its A was answered.
+const raceHold = 50 * time.Millisecond
 
 // Lookups done as each resolver sends them: glibc's and musl's A and AAAA at once from one
 // socket lose the AAAA every time here and wait out a timeout (glibc 1 s, musl 1 s ÷ 2 attempts),
