@@ -42,6 +42,13 @@ func writeMatrixFamilies(w io.Writer, r *report.MatrixReport, colour bool) {
 		if c.Gbps != nil && t.Gbps != nil {
 			familyRow(tw, cell, "TCP", *c.Gbps, *t.Gbps, report.UnitGbps)
 		}
+		for _, kind := range report.MatrixRateKinds {
+			v4, ok4 := c.PerSecond[kind]
+			v6, ok6 := t.PerSecond[kind]
+			if ok4 && ok6 {
+				familyRow(tw, cell, kind, v4, v6, report.UnitReqPerS)
+			}
+		}
 	}
 	for _, c := range grid6 {
 		if !own[[2]string{c.From, c.To}] {

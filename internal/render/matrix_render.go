@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // WriteMatrix writes a matrix report as JSON, YAML, one HTML page, OpenMetrics, JUnit, or
@@ -42,6 +43,7 @@ func WriteMatrix(w io.Writer, format string, r *report.MatrixReport, colour bool
 			return fmt.Sprintf("%.2f", *c.Gbps)
 		}, false)
 	}
+	writeRateGrids(w, grid, axis)
 	if r.Scope == "nodes" && len(r.Zones) > 1 {
 		fmt.Fprintln(w, "\nRTT p50 / p99 by zone")
 		writeGrid(w, r.Zones, func(c report.MatrixCell) string {
@@ -117,6 +119,40 @@ func hasGbps(cells []report.MatrixCell) bool {
 		}
 	}
 	return false
+}
+
+// writeRateGrids writes, for a matrix run with --rates, a grid per rate probe: the median of its
+// cell's pairs, per second.
+func writeRateGrids(w io.Writer, grid []report.MatrixCell, axis string) {
+	for _, kind := range report.MatrixRateKinds {
+		if !slices.ContainsFunc(grid, func(c report.MatrixCell) bool { _, ok := c.PerSecond[kind]; return ok }) {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s by %s, %s (median of the cell's pairs; %s)\n", kind, axis, rateUnit(kind), rateClients(kind))
+		writeGrid(w, grid, func(c report.MatrixCell) string {
+			v, ok := c.PerSecond[kind]
+			if !ok {
+				return "—"
+			}
+			return fmt.Sprintf("%.0f", v)
+		}, false)
+	}
+}
+
+// rateUnit names what a rate probe counts per second.
+func rateUnit(kind string) string {
+	if kind == v1alpha1.ProbeTCPCRR {
+		return "connections per second"
+	}
+	return "transactions per second"
+}
+
+// rateClients says how a matrix's rate probe runs.
+func rateClients(kind string) string {
+	if kind == v1alpha1.ProbeTCPCRR {
+		return "4 clients in a closed loop, each connection: connect, 1-byte request, response, close"
+	}
+	return "1 client in a closed loop, 1-byte request and response"
 }
 
 // ANSI colours of the heat scale and of outliers.

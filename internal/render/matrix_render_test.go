@@ -18,7 +18,7 @@ func TestMatrixFiguresAndRender(t *testing.T) {
 			t.Errorf("%s = %+v, want %v", name, got, want)
 		}
 	}
-	planned := report.MatrixPlannedFigures([][2]string{{"zone-a", "zone-b"}, {"zone-a", "zone-a"}}, false, false)
+	planned := report.MatrixPlannedFigures([][2]string{{"zone-a", "zone-b"}, {"zone-a", "zone-a"}}, report.MatrixMeasures{})
 	for name := range figs {
 		if _, ok := planned[name]; !ok && !strings.HasPrefix(name, "zone-b:") && name != "zone-b:zone-b.rtt.p50" {
 			t.Errorf("figure %s reported but not planned", name)

@@ -312,21 +312,28 @@ func addMatrixCells(m *metricsWriter, r *report.MatrixReport) {
 	ipf := ipFamilies{run: r.IPFamily}
 	for _, c := range r.Zones {
 		common := [][2]string{{"cell", "zone"}, {"source_zone", c.From}, {"destination_zone", c.To}}
-		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps), common, ipf)
+		m.addFigures(cellFigures(r.Probe, c.P50Micros, c.P99Micros, c.Gbps, c.PerSecond), common, ipf)
 	}
 	for _, p := range r.Pairs {
 		if report.Measured(p) {
 			common := [][2]string{{"cell", "pair"}, {"source_node", p.From}, {"source_zone", p.FromZone}, {"destination_node", p.To}, {"destination_zone", p.ToZone}}
-			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps), common, ipf)
+			m.addFigures(cellFigures(r.Probe, p.P50Micros, p.P99Micros, p.Gbps, p.PerSecond), common, ipf)
 		}
 	}
 }
 
-func cellFigures(probe string, p50, p99 float64, gbps *float64) []report.FigureValue {
+// cellFigures are a zone cell's or a pair's figures: RTT, throughput, and each rate probe's per
+// second.
+func cellFigures(probe string, p50, p99 float64, gbps *float64, perSecond map[string]float64) []report.FigureValue {
 	fs := []report.FigureValue{{Name: probe + ".p50", Unit: report.UnitMicros, Value: p50, Probe: probe, Stat: "p50"},
 		{Name: probe + ".p99", Unit: report.UnitMicros, Value: p99, Probe: probe, Stat: "p99"}}
 	if gbps != nil {
 		fs = append(fs, report.FigureValue{Name: "tcp.gbps", Unit: report.UnitGbps, Value: *gbps, Probe: "tcp", Stat: "gbps"})
+	}
+	for _, kind := range report.MatrixRateKinds {
+		if v, ok := perSecond[kind]; ok {
+			fs = append(fs, report.FigureValue{Name: kind + ".rate", Unit: report.UnitReqPerS, Value: v, Probe: kind, Stat: "rate"})
+		}
 	}
 	return fs
 }

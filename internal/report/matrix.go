@@ -127,6 +127,12 @@ func fillPair(p *MatrixPair, probe string) {
 			g := round3(res.Throughput.BitsPerSecondReceived / 1e9)
 			p.Gbps = &g
 		}
+		if rate := res.Rate; rate != nil && res.Skipped == "" && rate.Transactions > 0 {
+			if p.PerSecond == nil {
+				p.PerSecond = map[string]float64{}
+			}
+			p.PerSecond[rate.Kind] = Round1(rate.PerSecond)
+		}
 	}
 }
 
@@ -183,7 +189,27 @@ func cellOf(from, to string, ps []MatrixPair) MatrixCell {
 		g := round3(median(gbps))
 		c.Gbps = &g
 	}
+	c.PerSecond = medianRates(ps)
 	return c
+}
+
+// medianRates is each rate probe's median per second over the pairs that measured it (nil
+// without any).
+func medianRates(ps []MatrixPair) map[string]float64 {
+	byKind := map[string][]float64{}
+	for _, p := range ps {
+		for kind, v := range p.PerSecond {
+			byKind[kind] = append(byKind[kind], v)
+		}
+	}
+	if len(byKind) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(byKind))
+	for kind, vs := range byKind {
+		out[kind] = Round1(median(vs))
+	}
+	return out
 }
 
 func median(vs []float64) float64 {

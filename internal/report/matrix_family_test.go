@@ -46,7 +46,7 @@ func TestMatrixBothFamilies(t *testing.T) {
 			t.Errorf("IPv6 cell's probe %q, want icmp-v6", f.Probe)
 		}
 	}
-	planned := MatrixPlannedFigures([][2]string{{"zone-a", "zone-a"}, {"zone-a", "zone-b"}}, false, true)
+	planned := MatrixPlannedFigures([][2]string{{"zone-a", "zone-a"}, {"zone-a", "zone-b"}}, MatrixMeasures{BothFamilies: true})
 	for _, f := range r.FigureValues() {
 		if _, ok := planned[f.Name]; !ok {
 			t.Errorf("%s is reported but not planned", f.Name)

@@ -23,18 +23,31 @@ func zoneKey(z string) string {
 // matrixStats are each zone cell's figures.
 var matrixStats = []struct{ name, unit string }{{"rtt.p50", UnitMicros}, {"rtt.p99", UnitMicros}}
 
+// MatrixRateKinds are the rate probes a matrix with --rates runs on every pair, in this order.
+var MatrixRateKinds = []string{v1alpha1.ProbeTCPRR, v1alpha1.ProbeUDPRR, v1alpha1.ProbeTCPCRR}
+
+// MatrixMeasures says what a matrix measures beyond RTT: throughput (--throughput), the rate
+// probes (--rates), each over both families (--ip-family both).
+type MatrixMeasures struct{ Throughput, Rates, BothFamilies bool }
+
 // MatrixPlannedFigures names the figures a matrix over these zone pairs reports: per cell
-// FROM:TO.rtt.p50|p99 (and .tcp.gbps with throughput) and FROM:TO.valid, the worst same-zone,
-// cross-zone and overall cells' (same-zone.rtt.p50 …), outliers.count and valid; with both
-// families, each again for IPv6 (MatrixV6Prefix).
-func MatrixPlannedFigures(cells [][2]string, throughput, bothFamilies bool) map[string]string {
+// FROM:TO.rtt.p50|p99 (and .tcp.gbps with throughput, .tcp-rr.rate … with rates) and
+// FROM:TO.valid, the worst same-zone, cross-zone and overall cells' (same-zone.rtt.p50 …; a
+// rate's worst is its lowest), outliers.count and valid; with both families, each again for
+// IPv6 (MatrixV6Prefix).
+func MatrixPlannedFigures(cells [][2]string, m MatrixMeasures) map[string]string {
 	out := map[string]string{"outliers.count": UnitCount}
 	add := func(key string) {
 		for _, s := range matrixStats {
 			out[key+"."+s.name] = s.unit
 		}
-		if throughput {
+		if m.Throughput {
 			out[key+".tcp.gbps"] = UnitGbps
+		}
+		for _, kind := range MatrixRateKinds {
+			if m.Rates {
+				out[key+"."+kind+".rate"] = UnitReqPerS
+			}
 		}
 	}
 	out["valid"] = UnitCount
@@ -48,7 +61,7 @@ func MatrixPlannedFigures(cells [][2]string, throughput, bothFamilies bool) map[
 			add("cross-zone")
 		}
 	}
-	if bothFamilies {
+	if m.BothFamilies {
 		for k, u := range out {
 			out[MatrixV6Prefix+k] = u
 		}
@@ -81,6 +94,11 @@ func (r *MatrixReport) familyFigures() []FigureValue {
 		}
 		if c.Gbps != nil {
 			fs = append(fs, FigureValue{Name: "tcp.gbps", Unit: UnitGbps, Value: *c.Gbps, Probe: "tcp", Stat: "gbps"})
+		}
+		for _, kind := range MatrixRateKinds {
+			if v, ok := c.PerSecond[kind]; ok {
+				fs = append(fs, FigureValue{Name: kind + ".rate", Unit: UnitReqPerS, Value: v, Probe: kind, Stat: "rate"})
+			}
 		}
 		class := "cross-zone"
 		if c.From == c.To {

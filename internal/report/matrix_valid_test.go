@@ -23,7 +23,7 @@ func TestMatrixValidFigures(t *testing.T) {
 			t.Errorf("%s = %+v (found %v), want %v", name, got, ok, want)
 		}
 	}
-	planned := MatrixPlannedFigures([][2]string{{"zone-a", "zone-b"}}, false, false)
+	planned := MatrixPlannedFigures([][2]string{{"zone-a", "zone-b"}}, MatrixMeasures{})
 	for _, name := range []string{"valid", "zone-a:zone-b.valid"} {
 		if _, ok := planned[name]; !ok {
 			t.Errorf("%s not planned: %v", name, planned)

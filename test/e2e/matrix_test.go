@@ -221,15 +221,16 @@ func TestMatrixRestrictedAndRBAC(t *testing.T) {
 	beside(t)
 	cs, ns := lab(t)
 	restrict(t, cs, ns)
-	r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1", "--throughput", "1s")
+	r := matrixJSON(t, "-n", ns, "--pairs-per-cell", "1", "--throughput", "1s", "--rates", "1s", "--fail-if", "worst.tcp-crr.rate < 1")
 	t.Logf("restricted namespace: RTT from %s over %d pairs", r.Probe, len(r.Pairs))
 	for _, c := range r.Zones {
 		if c.Gbps == nil || *c.Gbps <= 0 {
 			t.Errorf("cell %s → %s: no throughput with --throughput 1s", c.From, c.To)
 		} else {
-			t.Logf("%s → %s: %.2f Gbit/s", c.From, c.To, *c.Gbps)
+			t.Logf("%s → %s: %.2f Gbit/s, rates %v per second", c.From, c.To, *c.Gbps, c.PerSecond)
 		}
 	}
+	checkMatrixRates(t, r)
 
 	ctx := context.Background()
 	user := "matrix-user-" + ns
@@ -280,4 +281,23 @@ func TestMatrixRestrictedAndRBAC(t *testing.T) {
 		t.Errorf("with the README's matrix Role (%v):\n%s\n%s", err, out, stderr)
 	}
 	nothingLeft(t, cs, ns)
+}
+
+// checkMatrixRates: with --rates every measured pair has each rate probe's rate, and a closed
+// loop on one client cannot complete more transactions per second than round trips fit in
+// one: tcp-rr's and udp-rr's rate times the pair's RTT p50 stays under 2 (a unit error is
+// 1,000× off).
+func checkMatrixRates(t *testing.T, r *v1alpha1.MatrixReport) {
+	t.Helper()
+	for _, p := range r.Pairs {
+		for _, kind := range []string{v1alpha1.ProbeTCPRR, v1alpha1.ProbeUDPRR, v1alpha1.ProbeTCPCRR} {
+			v, ok := p.PerSecond[kind]
+			switch {
+			case !ok || v <= 0:
+				t.Errorf("pair %s → %s: no %s rate with --rates 1s: %v", p.From, p.To, kind, p.PerSecond)
+			case kind != v1alpha1.ProbeTCPCRR && v*p.P50Micros/1e6 > 2:
+				t.Errorf("pair %s → %s: %s %.0f per second on one client with an RTT p50 of %.0f µs", p.From, p.To, kind, v, p.P50Micros)
+			}
+		}
+	}
 }

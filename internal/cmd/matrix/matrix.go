@@ -43,10 +43,12 @@ type MatrixOptions struct {
 	Count             int
 	Interval          time.Duration
 	Throughput        time.Duration
-	OutlierFactor     float64
-	NodeFactor        float64
-	Port              int
-	AllowPolicy       bool
+	// Rates is --rates: each rate probe's duration per pair (0: none).
+	Rates         time.Duration
+	OutlierFactor float64
+	NodeFactor    float64
+	Port          int
+	AllowPolicy   bool
 	// IPFamily is --ip-family: the agents measure each other's address of that family (4 or 6;
 	// "" the pods' primary), or each of both, side by side (both).
 	IPFamily string
@@ -120,6 +122,7 @@ once the run's not-after time has passed, deletes the DaemonSet.`,
 	f.IntVar(&o.Count, "count", o.Count, "round trips per pair, ICMP and TCP each (5-1000)")
 	f.DurationVar(&o.Interval, "interval", o.Interval, "between round trips (1ms-1s)")
 	f.DurationVar(&o.Throughput, "throughput", 0, "also measure TCP throughput for this long per pair (e.g. 2s; pairs stay on disjoint nodes)")
+	f.DurationVar(&o.Rates, "rates", 0, "also run tcp-rr (1 connection), udp-rr (1 client) and tcp-crr (4 clients) for this long each per pair (e.g. 2s): transactions and connections per second")
 	f.Float64Var(&o.OutlierFactor, "outlier-factor", o.OutlierFactor, "a pair is an outlier when its p50 or p99 is this many times the same cell's other pairs' (1.05-100)")
 	f.Float64Var(&o.NodeFactor, "node-outlier-factor", o.NodeFactor, "a node is an outlier when its pairs are, by the median, this many times the same cells' other pairs (1.05-100)")
 	f.IntVar(&o.Port, "agent-port", o.Port, "the port every agent listens on in its pod (1024-65535)")
@@ -179,6 +182,8 @@ func (o *MatrixOptions) validateNumbers() error {
 		return fmt.Errorf("--interval %s: want 1ms-1s", o.Interval)
 	case o.Throughput != 0 && (o.Throughput < 500*time.Millisecond || o.Throughput > 30*time.Second):
 		return fmt.Errorf("--throughput %s: want 500ms-30s", o.Throughput)
+	case o.Rates != 0 && (o.Rates < 500*time.Millisecond || o.Rates > 10*time.Second):
+		return fmt.Errorf("--rates %s: want 500ms-10s (each of the three rate probes runs this long per pair)", o.Rates)
 	case !(o.OutlierFactor >= 1.05 && o.OutlierFactor <= 100):
 		return fmt.Errorf("--outlier-factor %g: want 1.05-100", o.OutlierFactor)
 	case !(o.NodeFactor >= 1.05 && o.NodeFactor <= 100):
@@ -187,14 +192,14 @@ func (o *MatrixOptions) validateNumbers() error {
 		return fmt.Errorf("--agent-port %d: want 1024-65535", o.Port)
 	}
 	if d := o.perPair(); d > agent.MaxMeshJob-10*time.Second {
-		return fmt.Errorf("--count %d × --interval %s (ICMP and TCP) and --throughput %s take %s per pair%s: want at most %s", o.Count, o.Interval, o.Throughput, d, o.familiesNote(), agent.MaxMeshJob-10*time.Second)
+		return fmt.Errorf("--count %d × --interval %s (ICMP and TCP), --throughput %s and --rates %s (three probes) take %s per pair%s: want at most %s", o.Count, o.Interval, o.Throughput, o.Rates, d, o.familiesNote(), agent.MaxMeshJob-10*time.Second)
 	}
 	return nil
 }
 
 // perPair is how long one pair's job measures.
 func (o *MatrixOptions) perPair() time.Duration {
-	d := 2*time.Duration(o.Count)*o.Interval + o.Throughput
+	d := 2*time.Duration(o.Count)*o.Interval + o.Throughput + time.Duration(len(rateProbes))*o.Rates
 	if o.IPFamily == path.FamilyBoth {
 		return 2 * d // every probe again over IPv6, in the same job
 	}
@@ -208,12 +213,22 @@ func (o *MatrixOptions) familiesNote() string {
 	return ""
 }
 
+// rateProbes are --rates' probes, path's defaults: one client for tcp-rr and udp-rr (netperf's
+// TCP_RR and UDP_RR), four for tcp-crr; 1-byte requests and responses.
+var rateProbes = []agent.ProbeSpec{{Kind: agent.ProbeTCPRR, Connections: 1}, {Kind: agent.ProbeUDPRR, Connections: 1}, {Kind: agent.ProbeTCPCRR, Connections: 4}}
+
 // job is what the agent on a pair's From runs against the agent at ip.
 func (o *MatrixOptions) job(ip string) agent.Job {
 	ms := float64(o.Interval) / float64(time.Millisecond)
 	probes := []agent.ProbeSpec{{Kind: agent.ProbeICMP, Count: o.Count, IntervalMillis: ms}, {Kind: agent.ProbeTCPRTT, Count: o.Count, IntervalMillis: ms}}
 	if o.Throughput > 0 {
 		probes = append(probes, agent.ProbeSpec{Kind: agent.ProbeTCP, Name: "tcp", Streams: 1, DurationSeconds: o.Throughput.Seconds()})
+	}
+	for _, p := range rateProbes {
+		if o.Rates > 0 {
+			p.DurationSeconds = o.Rates.Seconds()
+			probes = append(probes, p)
+		}
 	}
 	if o.IPFamily == path.FamilyBoth {
 		// After every IPv4 probe (a blackholed IPv6 path can take the rest of the job's time):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
@@ -189,7 +191,9 @@ func TestMatrixValidate(t *testing.T) {
 		{func(o *MatrixOptions) { o.Concurrency = 0 }, "--concurrency 0: want 1-500"},
 		{func(o *MatrixOptions) { o.Count = 2 }, "--count 2: want 5-1000"},
 		{func(o *MatrixOptions) { o.Interval = time.Hour }, "--interval 1h0m0s: want 1ms-1s"},
-		{func(o *MatrixOptions) { o.Count, o.Interval = 1000, time.Second }, "--count 1000 × --interval 1s (ICMP and TCP) and --throughput 0s take 33m20s per pair: want at most 50s"},
+		{func(o *MatrixOptions) { o.Count, o.Interval = 1000, time.Second }, "--count 1000 × --interval 1s (ICMP and TCP), --throughput 0s and --rates 0s (three probes) take 33m20s per pair: want at most 50s"},
+		{func(o *MatrixOptions) { o.Rates = 100 * time.Millisecond }, "--rates 100ms: want 500ms-10s"},
+		{func(o *MatrixOptions) { o.Rates, o.Throughput = 10*time.Second, 30*time.Second }, "--count 50 × --interval 10ms (ICMP and TCP), --throughput 30s and --rates 10s (three probes) take 1m1s per pair"},
 		{func(o *MatrixOptions) { o.OutlierFactor = 1 }, "--outlier-factor 1: want 1.05-100"},
 		{func(o *MatrixOptions) { o.NodeSelector = "a in (" }, `--nodes "a in ("`},
 		{func(o *MatrixOptions) { o.Port = 80 }, "--agent-port 80: want 1024-65535"},
@@ -252,5 +256,28 @@ func TestMatrixIPFamilyNeedsTheNodes(t *testing.T) {
 	}
 	if left := f.Remaining(); len(left) > 0 {
 		t.Errorf("made: %v", left)
+	}
+}
+
+// --rates adds tcp-rr and udp-rr on one client and tcp-crr on four, each for its duration, to
+// every pair's job (and their IPv6 twins with --ip-family both), and to the pair's time.
+func TestMatrixRateProbes(t *testing.T) {
+	o := matrixOptions(fakecluster.NewFleet(1, 1), &strings.Builder{})
+	o.Rates, o.IPFamily = 2*time.Second, path.FamilyBoth
+	if err := o.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range o.job("10.0.0.1").Probes {
+		if p.DurationSeconds == 2 {
+			got = append(got, fmt.Sprintf("%s×%d", p.Label(), p.Connections))
+		}
+	}
+	want := []string{"tcp-rr×1", "udp-rr×1", "tcp-crr×4", "tcp-rr-v6×1", "udp-rr-v6×1", "tcp-crr-v6×4"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rate probes (-want +got):\n%s", d)
+	}
+	if d := o.perPair(); d != 2*(time.Second+6*time.Second) {
+		t.Errorf("per pair %s: want 16s (ICMP and TCP 1 s, the rates 6 s, both families)", d)
 	}
 }

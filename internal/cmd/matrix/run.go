@@ -220,7 +220,7 @@ func (r *matrixRun) PlannedFigures() map[string]string {
 			cells = append(cells, k)
 		}
 	}
-	return report.MatrixPlannedFigures(cells, r.o.Throughput > 0, r.o.IPFamily == path.FamilyBoth)
+	return report.MatrixPlannedFigures(cells, report.MatrixMeasures{Throughput: r.o.Throughput > 0, Rates: r.o.Rates > 0, BothFamilies: r.o.IPFamily == path.FamilyBoth})
 }
 
 // WritePlan prints the plan of a dry run in words: the pairs round by round, then its size.

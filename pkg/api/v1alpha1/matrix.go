@@ -81,26 +81,30 @@ type MatrixPair struct {
 	// results stand (in the report's ipv6 part it is the pair's Error).
 	IPv6Error string `json:"ipv6Error,omitempty"`
 	// The pair's figures from Probe: RTT percentiles in µs over Samples round trips, at the
-	// probe's resolution, and the loss; Gbps when throughput was measured.
-	P50Micros        float64  `json:"p50Micros,omitempty"`
-	P99Micros        float64  `json:"p99Micros,omitempty"`
-	Samples          int      `json:"samples,omitempty"`
-	ResolutionMicros float64  `json:"resolutionMicros,omitempty"`
-	LossPercent      float64  `json:"lossPercent,omitempty"`
-	Gbps             *float64 `json:"gbps,omitempty"`
+	// probe's resolution, and the loss; Gbps when throughput was measured; PerSecond, with
+	// --rates, each rate probe's transactions (tcp-crr: connections) per second, by probe kind.
+	P50Micros        float64            `json:"p50Micros,omitempty"`
+	P99Micros        float64            `json:"p99Micros,omitempty"`
+	Samples          int                `json:"samples,omitempty"`
+	ResolutionMicros float64            `json:"resolutionMicros,omitempty"`
+	LossPercent      float64            `json:"lossPercent,omitempty"`
+	Gbps             *float64           `json:"gbps,omitempty"`
+	PerSecond        map[string]float64 `json:"perSecond,omitempty"`
 }
 
 // MatrixCell summarises the pairs from one zone (or node) to another: the median over its
-// pairs of each pair's p50 and p99, the range of the p50s, and the median Gbit/s.
+// pairs of each pair's p50 and p99, the range of the p50s, the median Gbit/s, and each rate
+// probe's median per second over the pairs that measured it.
 type MatrixCell struct {
-	From      string   `json:"from"`
-	To        string   `json:"to"`
-	Pairs     int      `json:"pairs"`
-	P50Micros float64  `json:"p50Micros"`
-	P99Micros float64  `json:"p99Micros"`
-	MinP50    float64  `json:"minP50Micros"`
-	MaxP50    float64  `json:"maxP50Micros"`
-	Gbps      *float64 `json:"gbps,omitempty"`
+	From      string             `json:"from"`
+	To        string             `json:"to"`
+	Pairs     int                `json:"pairs"`
+	P50Micros float64            `json:"p50Micros"`
+	P99Micros float64            `json:"p99Micros"`
+	MinP50    float64            `json:"minP50Micros"`
+	MaxP50    float64            `json:"maxP50Micros"`
+	Gbps      *float64           `json:"gbps,omitempty"`
+	PerSecond map[string]float64 `json:"perSecond,omitempty"`
 }
 
 // NodeSummary compares a node's pairs with the other pairs of the same cells: Ratio is the
