@@ -34,6 +34,7 @@ mutations=(
   "traffic-own-counted|./test/e2e|TestPathShowsCompetingTraffic|besides the agents' on the client pod's interface"
   "dataplane-vs-dst|./test/e2e|TestLadderServiceCostsWithZoneDelay/zoned-close|of the same-node rung's and not below"
   "throughput-inflated|./test/e2e|TestPathBothFamilies/throughput|its interface received"
+  "throughput-inflated|./internal/agent|TestThroughputThroughASlowLink|through a 20 Mbit/s link"
   "crr-from-connect|./test/e2e|TestTCPCRRThroughTheZoneDelay|below the delay line's two round trips"
   "loaded-after-load|./test/e2e|TestLatencyUnderLoadOnABottleneck|not ten times fq_codel's"
   "load-rate-inflated|./internal/probes|TestDNSLoadFindsTheKnee|want the knee of a 1,000 q/s server"

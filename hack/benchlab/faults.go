@@ -157,13 +157,12 @@ func (r *pathResult) loadedRounds(c config, inClient reftools.Runner, srvIP stri
 		} else {
 			r.icmpSkipped = l.ICMPSkipped
 		}
-		// The bottleneck in place: the load gets about its rate, not the Gbit/s of the path
-		// without it (a crashed bottleneck lets the load by: 13 Gbit/s seen). More than the
-		// rate does arrive — 60.3 Mbit/s over 5 s through 50 Mbit/s once, not yet explained —
-		// so only twice the rate is taken for a bottleneck that is not there; the row shows it.
+		// The bottleneck in place: the load gets about its rate in TCP payload (the rate counts
+		// IP bytes), not the Gbit/s of the path without it (a crashed bottleneck lets the load
+		// by: 13 Gbit/s seen); 5 % over it for the user-space link's pacing.
 		rate, _ := strconv.ParseFloat(strings.TrimSuffix(bottleneckRate, "mbit"), 64)
 		load := l.Throughput.BitsPerSecondReceived / 1e6
-		if load < rate/2 || load > 2*rate {
+		if load < rate/2 || load > 1.05*rate {
 			return fmt.Errorf("the load moved %.1f Mbit/s through a %s bottleneck: it was not in place (hack/lab/lab.sh status; the lab's logs)", load, bottleneckRate)
 		}
 		r.add("loaded load", load, rate)

@@ -58,7 +58,8 @@ const (
 	// dataplane's cost (TestLadderServiceCostsWithZoneDelay).
 	DataplaneVsDST Name = "dataplane-vs-dst"
 	// ThroughputInflated reports a third more TCP payload received than arrived: more bytes
-	// than the server pod's interface carried (TestPathBothFamilies/throughput).
+	// than the server pod's interface carried (TestPathBothFamilies/throughput), and a rate over
+	// a slow link's (TestThroughputThroughASlowLink).
 	ThroughputInflated Name = "throughput-inflated"
 	// CRRFromConnect times each tcp-crr connection from the end of its handshake instead of
 	// before its connect: one round trip short (TestTCPCRRThroughTheZoneDelay).

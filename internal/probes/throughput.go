@@ -66,6 +66,17 @@ type streamState struct {
 	// retransBytes is what the stream sent again (TCP_INFO bytes_retrans): on the interface,
 	// not in the process's write count.
 	retransBytes int64
+	// ackedAtStart and acked are TCP_INFO's bytes_acked when sending began and at the last
+	// sample (the end of sending): the bytes the receiver took in between.
+	ackedAtStart, acked int64
+}
+
+// delivered is what the receiver acknowledged while the stream was sending: what crossed the
+// path in that time, without what the send buffer and the path's queues still held at its end.
+func (s *streamState) delivered() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.acked-s.ackedAtStart, 0)
 }
 
 func (s *streamState) retransmits() int64 {
@@ -131,6 +142,9 @@ func Throughput(ctx context.Context, spec ThroughputSpec) (*ThroughputResult, er
 		if v, err := spec.ServerCPU(ctx); err == nil {
 			serverCPU0, haveServerCPU = v, true
 		}
+	}
+	for _, s := range streams {
+		s.markAcked()
 	}
 	cpu0 := cpustat.ProcessCPU()
 	start := time.Now()
@@ -294,13 +308,15 @@ func addStreams(r *ThroughputResult, streams []*streamState, el float64) {
 		r.PerStream = append(r.PerStream, sr)
 		r.BytesSent += sent
 		r.BytesReceived += s.received
+		r.BytesDelivered += s.delivered()
 		r.Retransmits += s.retrans
 	}
 	if fault.On(fault.ThroughputInflated) {
 		r.BytesReceived += r.BytesReceived / 3
+		r.BytesDelivered += r.BytesDelivered / 3
 	}
 	r.BitsPerSecondSent = round3(float64(r.BytesSent) * 8 / el)
-	r.BitsPerSecondReceived = round3(float64(r.BytesReceived) * 8 / el)
+	r.BitsPerSecondReceived = round3(float64(r.BytesDelivered) * 8 / el)
 }
 
 // The sink's answer to a stream's hello.

@@ -12,16 +12,13 @@ import (
 )
 
 func (s *streamState) sampleTCPInfo() {
-	var info *unix.TCPInfo
-	var gerr error
-	err := s.raw.Control(func(fd uintptr) {
-		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	})
-	if err != nil || gerr != nil || info == nil {
+	info := s.tcpInfo()
+	if info == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.acked = int64(info.Bytes_acked)
 	s.samples++
 	s.rttSum += float64(info.Rtt)
 	if c := int64(info.Snd_cwnd) * int64(info.Snd_mss); c > s.maxCwnd {
@@ -30,6 +27,26 @@ func (s *streamState) sampleTCPInfo() {
 	s.mss = int64(info.Snd_mss)
 	s.retrans = int64(info.Total_retrans)
 	s.retransBytes = int64(info.Bytes_retrans)
+}
+
+// markAcked records the bytes the receiver has acknowledged so far (the hello): the
+// stream's delivery is counted from here.
+func (s *streamState) markAcked() {
+	if info := s.tcpInfo(); info != nil {
+		s.ackedAtStart = int64(info.Bytes_acked)
+	}
+}
+
+// tcpInfo reads the stream's TCP_INFO (nil when it cannot).
+func (s *streamState) tcpInfo() *unix.TCPInfo {
+	var info *unix.TCPInfo
+	var gerr error
+	if err := s.raw.Control(func(fd uintptr) {
+		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || gerr != nil {
+		return nil
+	}
+	return info
 }
 
 // sendAll writes to every stream until end, iperf3-style: one OS thread writes to each socket

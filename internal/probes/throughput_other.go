@@ -10,6 +10,8 @@ import (
 
 func (s *streamState) sampleTCPInfo() {}
 
+func (s *streamState) markAcked() {}
+
 func sendAll(context.Context, []*streamState, time.Time) error {
 	return errors.New("the throughput probe runs on Linux only")
 }

@@ -267,6 +267,7 @@ func writeThroughput(w io.Writer, title string, tput []*v1alpha1.ProbeResult) {
 			t.ClientCPUPercent, srv, report.Micros(rtt), report.BytesText(cwnd), mss)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "  received: what the server acknowledged while the client sent (TCP_INFO bytes_acked), per second; bytes received: all the server counted, with what drained after")
 	fmt.Fprintln(w, "  CPU in % of one core; mean RTT, max cwnd and MSS (the smallest of the streams') from TCP_INFO, sampled every 100 ms")
 	for _, r := range tput {
 		for _, iv := range r.Throughput.Intervals {

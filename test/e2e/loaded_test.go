@@ -61,10 +61,11 @@ func TestLatencyUnderLoadOnABottleneck(t *testing.T) {
 		if l.LoadedICMP == nil || l.Throughput == nil {
 			t.Fatalf("%s: no ICMP under load (%s) or no load: %+v", disc, l.ICMPSkipped, l)
 		}
-		// The bottleneck is in place: the load gets most of its 50 Mbit/s, far from the Gbit/s
-		// of the path without it (what the senders' buffers still held at the end arrives after
-		// it and is counted over the send time: 53 Mbit/s measured).
-		if mbps := l.Throughput.BitsPerSecondReceived / 1e6; mbps < 25 || mbps > 60 {
+		// The bottleneck is in place: the load gets most of its 50 Mbit/s (in TCP payload: the
+		// rate counts IP bytes), far from the Gbit/s of the path without it; 5 % over it for the
+		// user-space link's pacing. (Counted as the sink's total over the send time, what the
+		// senders' buffers and the FIFO still held at the end made it 53-61 Mbit/s.)
+		if mbps := l.Throughput.BitsPerSecondReceived / 1e6; mbps < 25 || mbps > 52.5 {
 			t.Fatalf("%s: the load moved %.1f Mbit/s through a 50 Mbit/s bottleneck", disc, mbps)
 		}
 		ping, n := replies.Between(l.SampledFrom, l.SampledUntil)

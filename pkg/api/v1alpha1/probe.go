@@ -283,12 +283,19 @@ type ThroughputInterval struct {
 
 // ThroughputResult is the outcome of a throughput run.
 type ThroughputResult struct {
-	Address               string               `json:"address"`
-	Streams               int                  `json:"streams"`
-	RequestedSeconds      float64              `json:"requestedSeconds"`
-	DurationSeconds       float64              `json:"durationSeconds"`
+	Address          string  `json:"address"`
+	Streams          int     `json:"streams"`
+	RequestedSeconds float64 `json:"requestedSeconds"`
+	DurationSeconds  float64 `json:"durationSeconds"`
+	// BytesSent is what the client wrote while sending; BytesReceived what the server's sink
+	// counted in all, including what the send buffers and the path's queues still held when
+	// sending ended and delivered after; BytesDelivered what the server acknowledged while
+	// the client was sending (TCP_INFO bytes_acked): BitsPerSecondReceived is its rate over
+	// DurationSeconds. On a slow path with deep queues the sink's count over the same time
+	// would overstate the rate by what drained after the end.
 	BytesSent             int64                `json:"bytesSent"`
 	BytesReceived         int64                `json:"bytesReceived"`
+	BytesDelivered        int64                `json:"bytesDelivered"`
 	BitsPerSecondSent     float64              `json:"bitsPerSecondSent"`
 	BitsPerSecondReceived float64              `json:"bitsPerSecondReceived"`
 	Retransmits           int64                `json:"retransmits"`
