@@ -20,11 +20,12 @@ import (
 // plugin waits for its answer through the API server, so it must be short.
 const MaxMeshJob = 60 * time.Second
 
-// meshProbes are the probes a mesh job may run: the matrix's.
-var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP}
+// meshProbes are the probes a mesh job may run: the matrix's (the rate probes with --rates),
+// each against the peer's agent port with the run's token, like the throughput sink's.
+var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP, ProbeTCPRR, ProbeUDPRR, ProbeTCPCRR}
 
-// MaxMeshProbes bounds a mesh job's probes: the matrix's three, each with its IPv6 twin.
-const MaxMeshProbes = 2 * 3
+// MaxMeshProbes bounds a mesh job's probes: the matrix's six, each with its IPv6 twin.
+const MaxMeshProbes = 2 * 6
 
 // ErrNotAPeer means a mesh job aimed at something that cannot be an agent of the run.
 var ErrNotAPeer = errors.New("a mesh job measures only agents of its run")

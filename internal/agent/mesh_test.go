@@ -152,11 +152,21 @@ func TestMeshJobRefusesNonPeers(t *testing.T) {
 		}), local, `probe icmp-v6 aims at host "ff02::1"`},
 		{"a broadcast peer", peer(func(j *Job) { j.Host = "255.255.255.255" }), local, "host 255.255.255.255 is not a unicast address"},
 		{"a multicast peer", peer(func(j *Job) { j.Host = "224.0.0.1" }), local, "host 224.0.0.1 is not a unicast address"},
+		{"the rate probes against the peer", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPRR, Connections: 1, DurationSeconds: 2}, ProbeSpec{Kind: ProbeUDPRR, Connections: 1, DurationSeconds: 2},
+				ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2})
+		}), local, ""},
+		{"a tcp-crr of an address of its own", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2, Address: "10.9.9.9:80"})
+		}), local, "probe tcp-crr is not one of"},
+		{"a loaded-rtt load", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeLoadedRTT, Streams: 4, DurationSeconds: 5})
+		}), local, "probe loaded-rtt is not one of"},
 		{"too many probes", peer(func(j *Job) {
-			for range 5 {
+			for range 11 {
 				j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeICMP, Count: 5})
 			}
-		}), local, "8 probes, the matrix's are at most 6"},
+		}), local, "14 probes, the matrix's are at most 12"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

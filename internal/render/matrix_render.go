@@ -149,8 +149,11 @@ func rateUnit(kind string) string {
 
 // rateClients says how a matrix's rate probe runs.
 func rateClients(kind string) string {
-	if kind == v1alpha1.ProbeTCPCRR {
+	switch kind {
+	case v1alpha1.ProbeTCPCRR:
 		return "4 clients in a closed loop, each connection: connect, 1-byte request, response, close"
+	case v1alpha1.ProbeUDPRR:
+		return "1 client in a closed loop, its smallest datagram each way (its header)"
 	}
 	return "1 client in a closed loop, 1-byte request and response"
 }

@@ -93,9 +93,9 @@ func TestFamilyErrorsNested(t *testing.T) {
 // Every job the matrix builds passes the agents' bound on a mesh job's probes.
 func TestMatrixJobsWithinTheMeshBound(t *testing.T) {
 	for _, fam := range []string{"", "4", "6", "both"} {
-		o := &MatrixOptions{Count: 50, Interval: 10 * time.Millisecond, Throughput: 2 * time.Second, IPFamily: fam}
+		o := &MatrixOptions{Count: 50, Interval: 10 * time.Millisecond, Throughput: 2 * time.Second, Rates: time.Second, IPFamily: fam}
 		if n := len(o.job("10.0.0.2").Probes); n > agent.MaxMeshProbes {
-			t.Errorf("--ip-family %q with --throughput: %d probes, the agents take %d", fam, n, agent.MaxMeshProbes)
+			t.Errorf("--ip-family %q with --throughput and --rates: %d probes, the agents take %d", fam, n, agent.MaxMeshProbes)
 		}
 	}
 }
