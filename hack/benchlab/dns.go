@@ -7,10 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -79,7 +77,7 @@ func measureDNS(c config, l *lab) (pathResult, error) {
 			if err := reftools.WriteDNSMix(mixFile, load.Mix); err != nil {
 				return err
 			}
-			ref, err = dnsperfKnee(in, ip, mixFile, load)
+			ref, err = reftools.DNSPerfKnee(in, ip, mixFile, load)
 			return err
 		}
 		if err := inTurn(round, ourTurn, refTurn); err != nil {
@@ -138,36 +136,4 @@ func runDNSLoad(c config) (*v1alpha1.DNSLoad, error) {
 		return nil, fmt.Errorf("the ramp of the Service ended by %q, not at a knee: %+v", s.Limit, s.Steps)
 	}
 	return r.Result.Load, nil
-}
-
-// dnsperfKnee ramps dnsperf against server by the plugin's own search and judges each step by
-// the report's criteria: the rate sent at the highest step that passed.
-func dnsperfKnee(in reftools.Runner, server, mixFile string, l *v1alpha1.DNSLoad) (float64, error) {
-	good, bad, sent := 0.0, 0.0, 0.0
-	rate := min(float64(probes.LoadStartQPS), l.CeilingQPS)
-	for range 40 {
-		d, err := reftools.DNSPerfStep(in, server, mixFile, rate, l)
-		if err == nil {
-			err = d.Fault(probes.LoadGeneratorShare)
-		}
-		if err != nil {
-			return 0, err
-		}
-		if d.Degraded(l) == "" {
-			good, sent = rate, min(rate, float64(d.Sent)/l.StepSeconds)
-		} else {
-			bad = rate
-			time.Sleep(time.Second) // as the ramp settles after a degraded step
-		}
-		next, limit := probes.NextLoadRate(good, bad, l.CeilingQPS)
-		switch limit {
-		case "":
-			rate = next
-		case v1alpha1.LoadLimitDegraded:
-			return sent, nil
-		default:
-			return 0, fmt.Errorf("dnsperf's ramp ended by %q at %.0f q/s", limit, rate)
-		}
-	}
-	return 0, errors.New("dnsperf's ramp found no knee in 40 steps")
 }

@@ -1,6 +1,7 @@
 package reftools
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
@@ -131,4 +133,38 @@ func DNSPerfVersion() string {
 		}
 	}
 	return "dnsperf: version unknown"
+}
+
+// DNSPerfKnee ramps dnsperf against server by the plugin's own search (probes.NextLoadRate,
+// from probes.LoadStartQPS up to l's ceiling) at l's step length and timeout, and judges each
+// step by the report's criteria on dnsperf's own figures: the rate sent at the highest step
+// that passed.
+func DNSPerfKnee(in Runner, server, mixFile string, l *v1alpha1.DNSLoad) (float64, error) {
+	good, bad, sent := 0.0, 0.0, 0.0
+	rate := min(float64(probes.LoadStartQPS), l.CeilingQPS)
+	for range 40 {
+		d, err := DNSPerfStep(in, server, mixFile, rate, l)
+		if err == nil {
+			err = d.Fault(probes.LoadGeneratorShare)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if d.Degraded(l) == "" {
+			good, sent = rate, min(rate, float64(d.Sent)/l.StepSeconds)
+		} else {
+			bad = rate
+			time.Sleep(time.Second) // as the ramp settles after a degraded step
+		}
+		next, limit := probes.NextLoadRate(good, bad, l.CeilingQPS)
+		switch limit {
+		case "":
+			rate = next
+		case v1alpha1.LoadLimitDegraded:
+			return sent, nil
+		default:
+			return 0, fmt.Errorf("dnsperf's ramp ended by %q at %.0f q/s", limit, rate)
+		}
+	}
+	return 0, errors.New("dnsperf's ramp found no knee in 40 steps")
 }
