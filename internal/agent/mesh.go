@@ -27,6 +27,16 @@ var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP, ProbeTCPRR, ProbeUDP
 // MaxMeshProbes bounds a mesh job's probes: the matrix's six, each with its IPv6 twin.
 const MaxMeshProbes = 2 * 6
 
+// A mesh job's rate probes are the matrix's (--rates) and no larger: tcp-rr and udp-rr on one
+// client, tcp-crr on MeshCRRClients capped at MeshCRRCap connections (each leaves a TIME-WAIT
+// socket in the client pod for 60 s and a conntrack entry on the nodes for 120 s, and a node
+// sends and serves one pair per round), default sizes, at most MeshRateSeconds each.
+const (
+	MeshCRRClients  = 4
+	MeshCRRCap      = 1000
+	MeshRateSeconds = 10
+)
+
 // ErrNotAPeer means a mesh job aimed at something that cannot be an agent of the run.
 var ErrNotAPeer = errors.New("a mesh job measures only agents of its run")
 
@@ -93,10 +103,33 @@ func checkMeshJob(job Job, local net.Addr) error {
 		if err := checkTwinHost(p); err != nil {
 			return err
 		}
+		if err := checkMeshRate(p); err != nil {
+			return err
+		}
 		if p.Host != "" && twinHost != "" && p.Host != twinHost {
 			return fmt.Errorf("%w: probes aim at %s and %s: the peer has one IPv6 address", ErrNotAPeer, twinHost, p.Host)
 		}
 		twinHost = cmp.Or(p.Host, twinHost)
+	}
+	return nil
+}
+
+// checkMeshRate holds a mesh job's rate probe to the matrix's own (see MeshCRRCap).
+func checkMeshRate(p ProbeSpec) error {
+	clients := 1
+	switch p.Kind {
+	case ProbeTCPCRR:
+		clients = MeshCRRClients
+		if p.Count < 1 || p.Count > MeshCRRCap {
+			return fmt.Errorf("%w: probe %s caps its connections at %d: the matrix's is 1-%d", ErrNotAPeer, p.Label(), p.Count, MeshCRRCap)
+		}
+	case ProbeTCPRR, ProbeUDPRR:
+	default:
+		return nil
+	}
+	if p.Connections > clients || p.Size != 0 || p.ResponseSize != 0 || p.DurationSeconds > MeshRateSeconds {
+		return fmt.Errorf("%w: probe %s with %d clients, sizes %d/%d, %gs: the matrix's are at most %d clients, the default sizes, %d s",
+			ErrNotAPeer, p.Label(), p.Connections, p.Size, p.ResponseSize, p.DurationSeconds, clients, MeshRateSeconds)
 	}
 	return nil
 }

@@ -154,8 +154,26 @@ func TestMeshJobRefusesNonPeers(t *testing.T) {
 		{"a multicast peer", peer(func(j *Job) { j.Host = "224.0.0.1" }), local, "host 224.0.0.1 is not a unicast address"},
 		{"the rate probes against the peer", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPRR, Connections: 1, DurationSeconds: 2}, ProbeSpec{Kind: ProbeUDPRR, Connections: 1, DurationSeconds: 2},
-				ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2})
+				ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, Count: MeshCRRCap, DurationSeconds: 2})
 		}), local, ""},
+		{"a tcp-crr without the cap", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2})
+		}), local, "probe tcp-crr caps its connections at 0: the matrix's is 1-1000"},
+		{"a tcp-crr above the cap", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, Count: MeshCRRCap + 1, DurationSeconds: 2})
+		}), local, "probe tcp-crr caps its connections at 1001"},
+		{"a tcp-crr on 64 clients", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 64, Count: 10, DurationSeconds: 2})
+		}), local, "probe tcp-crr with 64 clients"},
+		{"a tcp-rr on many connections", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPRR, Connections: 128, DurationSeconds: 2})
+		}), local, "probe tcp-rr with 128 clients"},
+		{"a udp-rr of large datagrams", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeUDPRR, Size: 8000, DurationSeconds: 2})
+		}), local, "probe udp-rr with 0 clients, sizes 8000/0"},
+		{"a long tcp-rr", peer(func(j *Job) {
+			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPRR, DurationSeconds: 55})
+		}), local, "probe tcp-rr with 0 clients, sizes 0/0, 55s"},
 		{"a tcp-crr of an address of its own", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2, Address: "10.9.9.9:80"})
 		}), local, "probe tcp-crr is not one of"},
@@ -193,8 +211,9 @@ func TestMeshJobElsewhereForbidden(t *testing.T) {
 	}
 }
 
-// A mesh job goes on after an IPv6 twin fails (its family alone failed); any other job, as path
-// and ladder run them, ends at its first failed agent probe.
+// A mesh job goes on after an IPv6 twin fails (its family alone failed) or a rate probe does
+// (the pair's RTT still stands); any other job, as path and ladder run them, ends at its first
+// failed agent probe.
 func TestMeshJobGoesOnAfterATwin(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -205,12 +224,13 @@ func TestMeshJobGoesOnAfterATwin(t *testing.T) {
 	for _, mesh := range []bool{true, false} {
 		job := Job{APIVersion: APIVersion, Host: "127.0.0.1", Port: port, mesh: mesh, Probes: []ProbeSpec{
 			{Kind: ProbeTCPRTT, Name: "tcp-rtt-v6", Count: 2, Host: "127.0.0.1"},
+			{Kind: ProbeTCPCRR, Connections: 1, Count: 10, DurationSeconds: 0.2},
 			{Kind: ProbeTCPRTT, Count: 2},
 		}}
 		var out strings.Builder
 		_ = Run(context.Background(), job, NewEmitter(&out))
 		errs := strings.Count(out.String(), `"type":"error"`)
-		if want := map[bool]int{true: 2, false: 1}[mesh]; errs != want {
+		if want := map[bool]int{true: 3, false: 1}[mesh]; errs != want {
 			t.Errorf("mesh %v: %d error events, want %d:\n%s", mesh, errs, want, out.String())
 		}
 	}

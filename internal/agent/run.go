@@ -63,8 +63,8 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		}
 		if err != nil {
 			em.Emit(Event{Type: EventError, Probe: p.Label(), Message: err.Error(), Reason: reason(err)})
-			if (p.Address != "" || p.URL != "" || (job.mesh && p.Host != "")) && ctx.Err() == nil {
-				continue // a probe of the application's own port, or a mesh job's IPv6 twin: the others still run
+			if (p.Address != "" || p.URL != "" || (job.mesh && (p.Host != "" || IsRateProbe(p.Kind)))) && ctx.Err() == nil {
+				continue // a probe of the application's own port, a mesh job's IPv6 twin or rate probe: the others still run
 			}
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
 		}

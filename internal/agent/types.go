@@ -88,7 +88,9 @@ type Job struct {
 type ProbeSpec struct {
 	Kind string `json:"kind"`
 	// Name labels the result (defaults to Kind); useful when a kind runs twice.
-	Name            string  `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Count is the round trips of the RTT probes, and the rate probes' cap on their
+	// transactions (0: none; the loop ends at its duration or its cap, whichever comes first).
 	Count           int     `json:"count,omitempty"`
 	IntervalMillis  float64 `json:"intervalMillis,omitempty"`
 	QPS             float64 `json:"qps,omitempty"`
@@ -226,6 +228,11 @@ func (j *Job) Validate() error {
 	return nil
 }
 
+// IsRateProbe says whether kind is one of the closed-loop rate probes.
+func IsRateProbe(kind string) bool {
+	return kind == ProbeTCPRR || kind == ProbeUDPRR || kind == ProbeTCPCRR
+}
+
 // MinLoadedSeconds is the shortest load a loaded-rtt probe takes.
 const MinLoadedSeconds = 2.5
 
@@ -243,6 +250,8 @@ func checkServerOnly(p ProbeSpec) error {
 	case p.Kind == ProbeUDP && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram),
 		(p.Kind == ProbeUDPRR || p.Kind == ProbeLoadedRTT) && p.Size != 0 && (p.Size < probes.UDPHeaderLen || p.Size > probes.UDPMaxDatagram):
 		return fmt.Errorf("size %d: want %d-%d bytes", p.Size, probes.UDPHeaderLen, probes.UDPMaxDatagram)
+	case (rate || p.Kind == ProbeUDPRR) && p.Count < 0:
+		return fmt.Errorf("count %d: a rate probe's cap on its transactions is 0 (none) or more", p.Count)
 	case (p.Kind == ProbeTCPCRR || p.Kind == ProbeUDPRR) && p.Connections > probes.MaxRateClients:
 		return fmt.Errorf("%d clients: want 1-%d", p.Connections, probes.MaxRateClients)
 	case rate && (p.Size < 0 || p.Size > probes.MaxRateBytes || p.ResponseSize < 0 || p.ResponseSize > probes.MaxRateBytes):

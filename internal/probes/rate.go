@@ -39,6 +39,9 @@ type RateSpec struct {
 	Duration      time.Duration
 	RequestBytes  int
 	ResponseBytes int
+	// MaxTransactions, when positive, ends the loop once so many transactions have started
+	// (tcp-crr: connections), before Duration if it comes first.
+	MaxTransactions int64
 }
 
 func (s *RateSpec) defaults(kind string) {
@@ -67,6 +70,8 @@ type rateLoop struct {
 	firstError error
 	stopped    string
 	end        time.Time // the last transaction's end
+	started    int64
+	capped     bool
 }
 
 func newRateLoop(kind string, spec RateSpec) *rateLoop {
@@ -107,11 +112,19 @@ func (l *rateLoop) stop(reason string) {
 	l.deadline = time.Time{}
 }
 
-// more says whether a client starts another transaction.
+// more says whether a client starts another transaction, and counts it.
 func (l *rateLoop) more(ctx context.Context) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return ctx.Err() == nil && time.Now().Before(l.deadline)
+	if ctx.Err() != nil || !time.Now().Before(l.deadline) {
+		return false
+	}
+	if limit := l.spec.MaxTransactions; limit > 0 && l.started >= limit {
+		l.capped = true
+		return false
+	}
+	l.started++
+	return true
 }
 
 // run starts the deadline and runs client(i) for each of the Connections clients until they
@@ -136,7 +149,7 @@ func (l *rateLoop) result(start time.Time) *RateResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := &RateResult{Kind: l.kind, Connections: l.spec.Connections, RequestBytes: l.spec.RequestBytes, ResponseBytes: l.spec.ResponseBytes,
-		DurationSeconds: round3(l.end.Sub(start).Seconds()), Latency: l.lat.latency(), Errors: l.errors, Stopped: l.stopped}
+		DurationSeconds: round3(l.end.Sub(start).Seconds()), Latency: l.lat.latency(), Errors: l.errors, Stopped: l.stopped, Capped: l.capped}
 	r.Transactions = r.Latency.Count
 	if s := l.end.Sub(start).Seconds(); s > 0 {
 		r.PerSecond = round3(float64(r.Transactions) / s)

@@ -2,6 +2,8 @@ package probes
 
 import (
 	"bufio"
+	"encoding/binary"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -29,14 +31,73 @@ type portBudget struct {
 	closedAt []time.Time // oldest first
 	peak     int
 	twBefore int
+	twToDst  int
 }
 
 // newPortBudget allows half the pod's ephemeral port range less the TIME-WAIT sockets the pod
-// already has (a previous round's, whose ports may be towards the same server).
-func newPortBudget() *portBudget {
+// already has towards dst (host:port; a previous round's): a port in TIME-WAIT is held towards
+// its peer only, connect(2) gives it again towards another (the matrix's next pairs). Where dst
+// is not an address, or the sockets cannot be read, every TIME-WAIT socket of the pod counts.
+func newPortBudget(dst string) *portBudget {
 	size := portRangeSize()
 	tw := timeWaitSockets()
-	return &portBudget{size: size, budget: max(0, size/2-max(tw, 0)), twBefore: tw}
+	toDst := tw
+	if ap, err := netip.ParseAddrPort(dst); err == nil {
+		if n, ok := timeWaitTo(ap); ok {
+			toDst = n
+		}
+	}
+	return &portBudget{size: size, budget: max(0, size/2-max(toDst, 0)), twBefore: tw, twToDst: toDst}
+}
+
+// timeWaitTo counts this network namespace's TIME-WAIT sockets towards dst (/proc/net/tcp and
+// tcp6: state 06, the remote address and port); false when neither file can be read.
+func timeWaitTo(dst netip.AddrPort) (int, bool) {
+	n, read := 0, false
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		read = true
+		n += countTimeWait(data, dst)
+	}
+	return n, read
+}
+
+// countTimeWait counts the lines of a /proc/net/tcp{,6} table in TIME-WAIT towards dst.
+func countTimeWait(table []byte, dst netip.AddrPort) int {
+	n := 0
+	for _, line := range strings.Split(string(table), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != "06" {
+			continue
+		}
+		if ap, ok := procAddr(f[2]); ok && ap.Addr().Unmap() == dst.Addr().Unmap() && ap.Port() == dst.Port() {
+			n++
+		}
+	}
+	return n
+}
+
+// procAddr reads an address as /proc/net/tcp prints it: the address's 32-bit words in hex,
+// each in host (little-endian) order, a colon, the port in hex.
+func procAddr(s string) (netip.AddrPort, bool) {
+	h, p, ok := strings.Cut(s, ":")
+	port, err := strconv.ParseUint(p, 16, 16)
+	if !ok || err != nil || (len(h) != 8 && len(h) != 32) {
+		return netip.AddrPort{}, false
+	}
+	b := make([]byte, len(h)/2)
+	for w := 0; w < len(h)/8; w++ {
+		v, err := strconv.ParseUint(h[8*w:8*w+8], 16, 32)
+		if err != nil {
+			return netip.AddrPort{}, false
+		}
+		binary.LittleEndian.PutUint32(b[4*w:], uint32(v))
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return netip.AddrPortFrom(a, uint16(port)), true
 }
 
 // take reserves a port for a new connection; false when the budget is reached.
@@ -71,7 +132,7 @@ func (p *portBudget) release(connected bool) {
 func (p *portBudget) result() *v1alpha1.EphemeralPorts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &v1alpha1.EphemeralPorts{RangeSize: p.size, Budget: p.budget, PeakHeld: p.peak, TimeWaitBefore: p.twBefore, TimeWaitAfter: timeWaitSockets()}
+	return &v1alpha1.EphemeralPorts{RangeSize: p.size, Budget: p.budget, PeakHeld: p.peak, TimeWaitBefore: p.twBefore, TimeWaitToServer: p.twToDst, TimeWaitAfter: timeWaitSockets()}
 }
 
 // portRangeOverride, when positive, is the range size tests pretend the pod has.

@@ -163,14 +163,14 @@ func TCPCRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports := newPortBudget()
+	ports := newPortBudget(spec.Address)
 	l := newRateLoop(v1alpha1.ProbeTCPCRR, spec)
 	d := net.Dialer{Timeout: rateIOTimeout}
 	start := l.run(func(int) {
 		rc := newRateConn(nil, spec, hello)
 		for inARow := 0; inARow < maxFailuresInARow && l.more(ctx); {
 			if !ports.take() {
-				l.stop(fmt.Sprintf("the probe's connections held %d ephemeral ports: half the pod's range less the TIME-WAIT sockets it had before", ports.budget))
+				l.stop(fmt.Sprintf("the probe's connections held %d ephemeral ports: half the pod's range less the TIME-WAIT sockets it had before towards the server", ports.budget))
 				return
 			}
 			connected, err := crrOnce(ctx, &d, l, rc)

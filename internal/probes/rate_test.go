@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +100,7 @@ func TestTCPCRRStopsAtThePortBudget(t *testing.T) {
 		t.Skip("no /proc/net/sockstat here")
 	}
 	old := portRangeOverride
-	portRangeOverride = timeWaitSockets()*2 + 100
+	portRangeOverride = 100 // a budget of 50: nothing else is in TIME-WAIT towards this new server
 	t.Cleanup(func() { portRangeOverride = old })
 	r, err := TCPCRR(context.Background(), RateSpec{Address: addr, Token: "tok", Connections: 2, Duration: 5 * time.Second})
 	if err != nil {
@@ -120,5 +121,47 @@ func TestTCPCRRWithoutPortsToSpare(t *testing.T) {
 	_, err := TCPCRR(context.Background(), RateSpec{Address: addr, Token: "tok", Duration: 200 * time.Millisecond})
 	if !errors.Is(err, ErrStoppedFirst) || !strings.Contains(err.Error(), "ephemeral ports") {
 		t.Errorf("want ErrStoppedFirst naming the ports: %v", err)
+	}
+}
+
+// The port budget subtracts the TIME-WAIT sockets towards the probe's own server only: a port
+// in TIME-WAIT is held towards its peer, and connect(2) gives it again towards another (the
+// matrix's next pairs from the same agent).
+func TestPortBudgetCountsTimeWaitTowardsTheServer(t *testing.T) {
+	a, b := rateServer(t), rateServer(t)
+	if _, ok := timeWaitTo(netip.MustParseAddrPort(a)); !ok {
+		t.Skip("no /proc/net/tcp here")
+	}
+	r, err := TCPCRR(context.Background(), RateSpec{Address: a, Token: "tok", Connections: 2, Duration: 5 * time.Second, MaxTransactions: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Transactions != 30 || !r.Capped || r.Stopped != "" {
+		t.Errorf("want the loop ended at its cap of 30: %d transactions, capped %v, stopped %q", r.Transactions, r.Capped, r.Stopped)
+	}
+	toA, toB := newPortBudget(a), newPortBudget(b)
+	if toA.twToDst < 30 || toB.twToDst != 0 || toB.budget != toB.size/2 || toA.budget != toA.size/2-toA.twToDst {
+		t.Errorf("TIME-WAIT towards %s %d (want ≥ 30), towards %s %d (want 0); budgets %d and %d of a range of %d",
+			a, toA.twToDst, b, toB.twToDst, toA.budget, toB.budget, toA.size)
+	}
+}
+
+// /proc/net/tcp and tcp6 print each address's 32-bit words in host order, and the port in hex.
+func TestCountTimeWait(t *testing.T) {
+	table := []byte(`  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:A1B2 0100007F:1F90 06 00000000:00000000 03:00001234 00000000     0        0 0 3 0000000000000000
+   1: 0100007F:A1B3 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000
+   2: 0100007F:A1B4 0200007F:1F90 06 00000000:00000000 03:00001234 00000000     0        0 0 3 0000000000000000
+   3: 0000000000000000FFFF00000100007F:A1B5 0000000000000000FFFF00000100007F:1F90 06 00000000:00000000 03:00001234 00000000 0 0 0 3 0
+   4: 000080FE00000000FF005452D3F9E4FE:A1B6 0000DCFD00000000000000000200000A:1F90 06 00000000:00000000 03:00001234 00000000 0 0 0 3 0
+`)
+	for dst, want := range map[string]int{"127.0.0.1:8080": 2, "127.0.0.2:8080": 1, "127.0.0.1:8081": 0, "[fddc::a00:2]:8080": 1, "[fddc::200:a]:8080": 0} {
+		if got := countTimeWait(table, netip.MustParseAddrPort(dst)); got != want {
+			t.Errorf("towards %s: %d, want %d", dst, got, want)
+		}
+	}
+	ap, ok := procAddr("0000DCFD00000000000000000200000A:1F90")
+	if !ok || ap.String() != "[fddc::a00:2]:8080" {
+		t.Errorf("IPv6 address read as %v (%v), want [fddc::a00:2]:8080", ap, ok)
 	}
 }

@@ -10,10 +10,14 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// rateResult is a rate probe's result at perSecond (1 client: a latency of 1 s ÷ perSecond).
+// rateResult is a rate probe's result at perSecond (tcp-crr on 4 clients, the others on 1).
 func rateResult(kind string, perSecond float64) *agent.ProbeResult {
-	return &agent.ProbeResult{Kind: kind, Name: kind, Rate: &v1alpha1.RateResult{Kind: kind, Connections: 1, DurationSeconds: 2,
-		Transactions: int64(2 * perSecond), PerSecond: perSecond, Latency: v1alpha1.Latency{P50Micros: 1e6 / perSecond}}}
+	clients := 1
+	if kind == agent.ProbeTCPCRR {
+		clients = 4
+	}
+	return &agent.ProbeResult{Kind: kind, Name: kind, Rate: &v1alpha1.RateResult{Kind: kind, Connections: clients, DurationSeconds: 2,
+		Transactions: int64(2 * perSecond), PerSecond: perSecond, Latency: v1alpha1.Latency{P50Micros: float64(clients) * 1e6 / perSecond}}}
 }
 
 // A matrix with --rates: each cell's rate is the median of its pairs' (a pair that measured no
@@ -32,8 +36,11 @@ func TestMatrixRates(t *testing.T) {
 			base /= 2
 		}
 		p.Results = append(p.Results, rateResult(agent.ProbeTCPRR, base), rateResult(agent.ProbeUDPRR, base*1.1), rateResult(agent.ProbeTCPCRR, base/4))
-		if p.From == "a2" && p.To == "a1" {
-			p.Results[len(p.Results)-1].Rate.Transactions = 0 // measured nothing: no rate, not 0
+		switch {
+		case p.From == "a2" && p.To == "a1": // tcp-crr skipped (no ports to spare): no rate, not 0
+			p.Results[len(p.Results)-1] = &agent.ProbeResult{Kind: agent.ProbeTCPCRR, Name: "tcp-crr", Skipped: "stopped before the first transaction"}
+		case p.From == "b1" && p.To == "a1":
+			p.Results[len(p.Results)-1].Rate.Capped = true
 		}
 	}
 	r.BuildMatrix(1.5, 1.2)
@@ -59,7 +66,8 @@ func TestMatrixRates(t *testing.T) {
 	if err := WriteMatrix(&text, "", r, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"tcp-rr by node, transactions per second", "tcp-crr by node, connections per second (median of the cell's pairs; 4 clients"} {
+	for _, want := range []string{"tcp-rr by node, transactions per second", "tcp-crr by node, connections per second (median of the cell's pairs; 4 client(s)",
+		"1 pair(s) ended at the cap of 750 before their time", "rates not measured a2 → a1: tcp-crr: stopped before the first transaction"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, text.String())
 		}
@@ -79,5 +87,31 @@ func TestMatrixRates(t *testing.T) {
 	var html bytes.Buffer
 	if err := WriteMatrixHTML(&html, r); err != nil || !strings.Contains(html.String(), "tcp-rr 10000/s") {
 		t.Errorf("html lacks the rates (%v)", err)
+	}
+}
+
+// A cell that measured the other rates but not tcp-crr (every pair of it failed or was skipped)
+// leaves the worst tcp-crr of its class and overall unknown: the aliases are left out, so a gate
+// on them cannot pass on the other cells.
+func TestMatrixRateWorstFailsClosed(t *testing.T) {
+	r := slowNodeMatrix()
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		p.Results = append(p.Results, rateResult(agent.ProbeTCPRR, 5000))
+		if p.FromZone != "zone-b" || p.ToZone != "zone-a" {
+			p.Results = append(p.Results, rateResult(agent.ProbeTCPCRR, 1000))
+		}
+	}
+	r.BuildMatrix(1.5, 1.2)
+	figs := report.Figures(r.FigureValues())
+	for _, name := range []string{"worst.tcp-crr.rate", "cross-zone.tcp-crr.rate"} {
+		if f, ok := figs[name]; ok {
+			t.Errorf("%s = %v though cell zone-b → zone-a measured no tcp-crr", name, f.Value)
+		}
+	}
+	for _, name := range []string{"same-zone.tcp-crr.rate", "zone-a:zone-b.tcp-crr.rate", "worst.tcp-rr.rate"} {
+		if _, ok := figs[name]; !ok {
+			t.Errorf("%s missing", name)
+		}
 	}
 }

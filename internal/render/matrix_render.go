@@ -43,7 +43,7 @@ func WriteMatrix(w io.Writer, format string, r *report.MatrixReport, colour bool
 			return fmt.Sprintf("%.2f", *c.Gbps)
 		}, false)
 	}
-	writeRateGrids(w, grid, axis)
+	writeRateGrids(w, grid, axis, r.Pairs)
 	if r.Scope == "nodes" && len(r.Zones) > 1 {
 		fmt.Fprintln(w, "\nRTT p50 / p99 by zone")
 		writeGrid(w, r.Zones, func(c report.MatrixCell) string {
@@ -88,6 +88,9 @@ func writeMatrixHeader(w io.Writer, r *report.MatrixReport) {
 		if p.Error != "" {
 			fmt.Fprintf(w, "not measured %s → %s: %s\n", p.From, p.To, p.Error)
 		}
+		if p.RateError != "" {
+			fmt.Fprintf(w, "rates not measured %s → %s: %s\n", p.From, p.To, p.RateError)
+		}
 	}
 }
 
@@ -123,12 +126,12 @@ func hasGbps(cells []report.MatrixCell) bool {
 
 // writeRateGrids writes, for a matrix run with --rates, a grid per rate probe: the median of its
 // cell's pairs, per second.
-func writeRateGrids(w io.Writer, grid []report.MatrixCell, axis string) {
+func writeRateGrids(w io.Writer, grid []report.MatrixCell, axis string, pairs []report.MatrixPair) {
 	for _, kind := range report.MatrixRateKinds {
 		if !slices.ContainsFunc(grid, func(c report.MatrixCell) bool { _, ok := c.PerSecond[kind]; return ok }) {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s by %s, %s (median of the cell's pairs; %s)\n", kind, axis, rateUnit(kind), rateClients(kind))
+		fmt.Fprintf(w, "\n%s by %s, %s (median of the cell's pairs; %s)\n", kind, axis, rateUnit(kind), rateClients(kind, pairs))
 		writeGrid(w, grid, func(c report.MatrixCell) string {
 			v, ok := c.PerSecond[kind]
 			if !ok {
@@ -136,6 +139,13 @@ func writeRateGrids(w io.Writer, grid []report.MatrixCell, axis string) {
 			}
 			return fmt.Sprintf("%.0f", v)
 		}, false)
+		for _, p := range pairs {
+			for _, res := range p.Results {
+				if res.Kind == kind && res.Rate != nil {
+					writeRateStops(w, fmt.Sprintf("%s → %s, %s", p.From, p.To, res.Name), res.Rate)
+				}
+			}
+		}
 	}
 }
 
@@ -147,15 +157,32 @@ func rateUnit(kind string) string {
 	return "transactions per second"
 }
 
-// rateClients says how a matrix's rate probe runs.
-func rateClients(kind string) string {
+// rateClients says how a matrix's rate probe ran: its clients, what each transaction is, and
+// on how many pairs it ended at its cap on transactions before its time.
+func rateClients(kind string, pairs []report.MatrixPair) string {
+	clients, capped, limit := 0, 0, int64(0)
+	for _, p := range pairs {
+		for _, res := range p.Results {
+			if res.Kind == kind && res.Rate != nil {
+				clients = res.Rate.Connections
+				if res.Rate.Capped {
+					capped, limit = capped+1, max(limit, res.Rate.Transactions)
+				}
+			}
+		}
+	}
+	what := "1-byte request and response"
 	switch kind {
 	case v1alpha1.ProbeTCPCRR:
-		return "4 clients in a closed loop, each connection: connect, 1-byte request, response, close"
+		what = "each connection: connect, 1-byte request, response, close"
 	case v1alpha1.ProbeUDPRR:
-		return "1 client in a closed loop, its smallest datagram each way (its header)"
+		what = "its smallest datagram each way (its header)"
 	}
-	return "1 client in a closed loop, 1-byte request and response"
+	s := fmt.Sprintf("%d client(s) in a closed loop, %s", clients, what)
+	if capped > 0 {
+		s += fmt.Sprintf("; %d pair(s) ended at the cap of %d before their time", capped, limit)
+	}
+	return s
 }
 
 // ANSI colours of the heat scale and of outliers.

@@ -43,8 +43,8 @@ func writeRateNotes(w io.Writer, name string, x *v1alpha1.RateResult) {
 		fmt.Fprintf(w, "  %s: a transaction is a whole connection: connect, request (with a %d-byte hello), response, close; connect p50 %s (one round trip)\n",
 			name, x.HelloBytes, connect)
 		if p := x.Ports; p != nil {
-			fmt.Fprintf(w, "  %s: client ports held at most %d of a budget of %d (the pod's range %d; TIME-WAIT sockets %d before, %d after, each for 60 s)\n",
-				name, p.PeakHeld, p.Budget, p.RangeSize, p.TimeWaitBefore, p.TimeWaitAfter)
+			fmt.Fprintf(w, "  %s: client ports held at most %d of a budget of %d (half the pod's range %d less its TIME-WAIT sockets towards the server, %d; the pod's TIME-WAIT sockets %d before, %d after, each for 60 s)\n",
+				name, p.PeakHeld, p.Budget, p.RangeSize, p.TimeWaitToServer, p.TimeWaitBefore, p.TimeWaitAfter)
 		}
 	case v1alpha1.ProbeUDPRR:
 		fmt.Fprintf(w, "  %s: %.1f %% of datagrams unanswered within %.0f ms (each counted as an error)\n", name, x.LossPercent, x.TimeoutMillis)

@@ -127,6 +127,9 @@ func fillPair(p *MatrixPair, probe string) {
 			g := round3(res.Throughput.BitsPerSecondReceived / 1e9)
 			p.Gbps = &g
 		}
+		if res.Skipped != "" && res.Rate == nil && isRateKind(res.Kind) {
+			p.RateError = joinNote(p.RateError, res.Name+": "+res.Skipped)
+		}
 		if rate := res.Rate; rate != nil && res.Skipped == "" && rate.Transactions > 0 {
 			if p.PerSecond == nil {
 				p.PerSecond = map[string]float64{}
@@ -134,6 +137,19 @@ func fillPair(p *MatrixPair, probe string) {
 			p.PerSecond[rate.Kind] = Round1(rate.PerSecond)
 		}
 	}
+}
+
+func isRateKind(kind string) bool { return slices.Contains(MatrixRateKinds, kind) }
+
+// joinNote adds note to a "; "-separated list, once.
+func joinNote(list, note string) string {
+	switch {
+	case list == "":
+		return note
+	case strings.Contains(list, note):
+		return list
+	}
+	return list + "; " + note
 }
 
 // Measured says whether a pair has figures.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
@@ -113,9 +114,32 @@ func (r *MatrixReport) familyFigures() []FigureValue {
 			}
 		}
 	}
-	out = append(out, worst.list()...)
+	out = append(out, r.withoutUnmeasuredRates(worst.list())...)
 	out = append(out, FigureValue{Name: "outliers.count", Unit: UnitCount, Value: float64(len(r.Outliers)), Probe: "outliers", Stat: "count"})
 	return append(out, r.validFigures()...)
+}
+
+// withoutUnmeasuredRates drops a rate's worst-cell aliases (same-zone.tcp-crr.rate,
+// worst.tcp-crr.rate) where a cell of their class measured the others' rates but not that one:
+// the worst of that class is then unknown, and a gate on it must not pass (it cannot, without
+// the figure) on the cells that did measure it.
+func (r *MatrixReport) withoutUnmeasuredRates(aliases []FigureValue) []FigureValue {
+	unknown := map[string]bool{}
+	for _, kind := range MatrixRateKinds {
+		if !slices.ContainsFunc(r.Zones, func(c MatrixCell) bool { _, ok := c.PerSecond[kind]; return ok }) {
+			continue // not measured anywhere: no alias either
+		}
+		for _, c := range r.Zones {
+			if _, ok := c.PerSecond[kind]; !ok {
+				class := "cross-zone"
+				if c.From == c.To {
+					class = "same-zone"
+				}
+				unknown[class+"."+kind+".rate"], unknown["worst."+kind+".rate"] = true, true
+			}
+		}
+	}
+	return slices.DeleteFunc(aliases, func(f FigureValue) bool { return unknown[f.Name] })
 }
 
 // validFigures are FROM:TO.valid for each zone cell whose pairs' probes carry the agents'

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 )
@@ -32,6 +33,25 @@ func familyErrors(err error, both bool) (v4, v6 string) {
 		six = four
 	}
 	return strings.Join(four, "; "), strings.Join(six, "; ")
+}
+
+// splitRateErrors takes the rate probes' failures (either family's) out of a job's error: the
+// agents go on after them, so the pair's other figures stand.
+func splitRateErrors(err error) (rest error, rates string) {
+	if err == nil {
+		return nil, ""
+	}
+	var others []error
+	var rate []string
+	for _, e := range flatten(err) {
+		var pe *session.ProbeError
+		if errors.As(e, &pe) && agent.IsRateProbe(strings.TrimSuffix(pe.Probe, path.V6Suffix)) {
+			rate = append(rate, e.Error())
+		} else {
+			others = append(others, e)
+		}
+	}
+	return errors.Join(others...), strings.Join(rate, "; ")
 }
 
 // flatten lists the errors err joins, however deep (errors.Join nests).

@@ -182,8 +182,8 @@ func (o *MatrixOptions) validateNumbers() error {
 		return fmt.Errorf("--interval %s: want 1ms-1s", o.Interval)
 	case o.Throughput != 0 && (o.Throughput < 500*time.Millisecond || o.Throughput > 30*time.Second):
 		return fmt.Errorf("--throughput %s: want 500ms-30s", o.Throughput)
-	case o.Rates != 0 && (o.Rates < 500*time.Millisecond || o.Rates > 10*time.Second):
-		return fmt.Errorf("--rates %s: want 500ms-10s (each of the three rate probes runs this long per pair)", o.Rates)
+	case o.Rates != 0 && (o.Rates < 500*time.Millisecond || o.Rates > agent.MeshRateSeconds*time.Second):
+		return fmt.Errorf("--rates %s: want 500ms-%ds (each of the three rate probes runs this long per pair)", o.Rates, agent.MeshRateSeconds)
 	case !(o.OutlierFactor >= 1.05 && o.OutlierFactor <= 100):
 		return fmt.Errorf("--outlier-factor %g: want 1.05-100", o.OutlierFactor)
 	case !(o.NodeFactor >= 1.05 && o.NodeFactor <= 100):
@@ -214,8 +214,10 @@ func (o *MatrixOptions) familiesNote() string {
 }
 
 // rateProbes are --rates' probes, path's defaults: one client for tcp-rr and udp-rr (netperf's
-// TCP_RR and UDP_RR), four for tcp-crr; 1-byte requests and responses.
-var rateProbes = []agent.ProbeSpec{{Kind: agent.ProbeTCPRR, Connections: 1}, {Kind: agent.ProbeUDPRR, Connections: 1}, {Kind: agent.ProbeTCPCRR, Connections: 4}}
+// TCP_RR and UDP_RR), four for tcp-crr, capped at agent.MeshCRRCap connections per pair (the
+// agents refuse more); 1-byte requests and responses.
+var rateProbes = []agent.ProbeSpec{{Kind: agent.ProbeTCPRR, Connections: 1}, {Kind: agent.ProbeUDPRR, Connections: 1},
+	{Kind: agent.ProbeTCPCRR, Connections: agent.MeshCRRClients, Count: agent.MeshCRRCap}}
 
 // job is what the agent on a pair's From runs against the agent at ip.
 func (o *MatrixOptions) job(ip string) agent.Job {

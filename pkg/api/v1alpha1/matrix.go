@@ -80,6 +80,9 @@ type MatrixPair struct {
 	// IPv6Error, with --ip-family both, says why the pair's IPv6 probes failed while its IPv4
 	// results stand (in the report's ipv6 part it is the pair's Error).
 	IPv6Error string `json:"ipv6Error,omitempty"`
+	// RateError, with --rates, says why a rate probe measured nothing (failed, or skipped:
+	// tcp-crr without ports to spare); the pair's other figures stand.
+	RateError string `json:"rateError,omitempty"`
 	// The pair's figures from Probe: RTT percentiles in µs over Samples round trips, at the
 	// probe's resolution, and the loss; Gbps when throughput was measured; PerSecond, with
 	// --rates, each rate probe's transactions (tcp-crr: connections) per second, by probe kind.

@@ -39,6 +39,9 @@ type RateResult struct {
 	Ports *EphemeralPorts `json:"ports,omitempty"`
 	// Stopped says why the loop ended before its duration (the port budget reached).
 	Stopped string `json:"stopped,omitempty"`
+	// Capped says the loop ended at its cap on transactions before its duration (the
+	// matrix's tcp-crr: agent.MeshCRRCap connections per pair), as it was asked to.
+	Capped bool `json:"capped,omitempty"`
 }
 
 // EphemeralPorts is what a tcp-crr probe did to the client pod's ephemeral ports. The client
@@ -49,7 +52,8 @@ type EphemeralPorts struct {
 	// RangeSize is the pod's net.ipv4.ip_local_port_range: ports one destination can get.
 	RangeSize int `json:"rangeSize"`
 	// Budget is the most ports the probe lets itself hold: half the range less the TIME-WAIT
-	// sockets the pod had before (TimeWaitBefore).
+	// sockets the pod had before towards the server's address and port (TimeWaitToServer; a
+	// port in TIME-WAIT is held towards its peer only).
 	Budget int `json:"budget"`
 	// PeakHeld is the most ports the probe's own connections held at once (open, or closed
 	// less than 60 s before).
@@ -58,4 +62,7 @@ type EphemeralPorts struct {
 	// namespace (/proc/net/sockstat) before the probe and at its end; -1 when unreadable.
 	TimeWaitBefore int `json:"timeWaitBefore"`
 	TimeWaitAfter  int `json:"timeWaitAfter"`
+	// TimeWaitToServer is how many of TimeWaitBefore were towards the server's address and
+	// port (/proc/net/tcp and tcp6); all of them where those cannot be read.
+	TimeWaitToServer int `json:"timeWaitToServer"`
 }
