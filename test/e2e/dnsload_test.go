@@ -145,9 +145,10 @@ func kneeBesideDNSPerf(t *testing.T, ns, netns, server string, l *v1alpha1.DNSLo
 			r := dnsJSON(t, "-n", ns, "app", "kubernetes.default", "--load", "--dns-service", ns+"/capacity-dns", "--load-duration", "45s")
 			s := r.Result.Load.Servers[0]
 			if s.Limit != v1alpha1.LoadLimitDegraded {
-				t.Fatalf("round %d: the Service's ramp ended by %q, not at a knee: %+v", round+1, s.Limit, s.Steps)
+				t.Errorf("round %d: the Service's ramp ended by %q at %.0f q/s, not at a knee (left out): %+v", round+1, s.Limit, s.SustainedQPS, s.Steps)
+			} else {
+				ours = append(ours, s.SustainedQPS)
 			}
-			ours = append(ours, s.SustainedQPS)
 		}
 		k, err := reftools.DNSPerfKnee(in, server, mix, l)
 		if err != nil {

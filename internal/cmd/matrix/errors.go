@@ -37,9 +37,9 @@ func familyErrors(err error, both bool) (v4, v6 string) {
 
 // splitRateErrors takes the rate probes' failures (either family's) out of a job's error: the
 // agents go on after them, so the pair's other figures stand.
-func splitRateErrors(err error) (rest error, rates string) {
+func splitRateErrors(err error) (rates string, rest error) {
 	if err == nil {
-		return nil, ""
+		return "", nil
 	}
 	var others []error
 	var rate []string
@@ -51,7 +51,7 @@ func splitRateErrors(err error) (rest error, rates string) {
 			others = append(others, e)
 		}
 	}
-	return errors.Join(others...), strings.Join(rate, "; ")
+	return strings.Join(rate, "; "), errors.Join(others...)
 }
 
 // flatten lists the errors err joins, however deep (errors.Join nests).
