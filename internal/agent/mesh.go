@@ -27,14 +27,18 @@ var meshProbes = []string{ProbeICMP, ProbeTCPRTT, ProbeTCP, ProbeTCPRR, ProbeUDP
 // MaxMeshProbes bounds a mesh job's probes: the matrix's six, each with its IPv6 twin.
 const MaxMeshProbes = 2 * 6
 
-// A mesh job's rate probes are the matrix's (--rates) and no larger: tcp-rr and udp-rr on one
-// client, tcp-crr on MeshCRRClients capped at MeshCRRCap connections (each leaves a TIME-WAIT
-// socket in the client pod for 60 s and a conntrack entry on the nodes for 120 s, and a node
-// sends and serves one pair per round), default sizes, at most MeshRateSeconds each.
+// A mesh job's rate probes are the matrix's (--rates) and no larger: one of each kind per
+// family, tcp-rr and udp-rr on one client, tcp-crr on MeshCRRClients capped at MeshCRRCap
+// connections, default sizes, at most MeshRateSeconds each. Each tcp-crr connection leaves a
+// TIME-WAIT socket in the client pod for 60 s and a conntrack entry on the nodes for 120 s,
+// and jobs follow each other: a mesh agent's tcp-crr also stops before the pod holds
+// MeshTimeWaitCeiling TIME-WAIT sockets, whatever their peers, so one agent adds at most about
+// 2 × MeshTimeWaitCeiling conntrack entries per 120 s to its node as a client.
 const (
-	MeshCRRClients  = 4
-	MeshCRRCap      = 1000
-	MeshRateSeconds = 10
+	MeshCRRClients      = 4
+	MeshCRRCap          = 500
+	MeshRateSeconds     = 10
+	MeshTimeWaitCeiling = 5000
 )
 
 // ErrNotAPeer means a mesh job aimed at something that cannot be an agent of the run.
@@ -96,7 +100,13 @@ func checkMeshJob(job Job, local net.Addr) error {
 		return fmt.Errorf("%w: port %d is not the agents' port %d", ErrNotAPeer, job.Port, own.Port)
 	}
 	twinHost := ""
+	seen := map[string]bool{}
 	for _, p := range job.Probes {
+		key := p.Kind + "/" + p.Host
+		if IsRateProbe(p.Kind) && seen[key] {
+			return fmt.Errorf("%w: two %s probes for one family: the matrix's runs one", ErrNotAPeer, p.Kind)
+		}
+		seen[key] = true
 		if !slices.Contains(meshProbes, p.Kind) || p.Address != "" || p.URL != "" {
 			return fmt.Errorf("%w: probe %s is not one of %v against the peer", ErrNotAPeer, p.Label(), meshProbes)
 		}

@@ -158,10 +158,10 @@ func TestMeshJobRefusesNonPeers(t *testing.T) {
 		}), local, ""},
 		{"a tcp-crr without the cap", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2})
-		}), local, "probe tcp-crr caps its connections at 0: the matrix's is 1-1000"},
+		}), local, "probe tcp-crr caps its connections at 0: the matrix's is 1-500"},
 		{"a tcp-crr above the cap", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, Count: MeshCRRCap + 1, DurationSeconds: 2})
-		}), local, "probe tcp-crr caps its connections at 1001"},
+		}), local, "probe tcp-crr caps its connections at 501"},
 		{"a tcp-crr on 64 clients", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 64, Count: 10, DurationSeconds: 2})
 		}), local, "probe tcp-crr with 64 clients"},
@@ -177,6 +177,16 @@ func TestMeshJobRefusesNonPeers(t *testing.T) {
 		{"a tcp-crr of an address of its own", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, DurationSeconds: 2, Address: "10.9.9.9:80"})
 		}), local, "probe tcp-crr is not one of"},
+		{"two tcp-crr for one family", peer(func(j *Job) {
+			crr := ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, Count: MeshCRRCap, DurationSeconds: 2}
+			j.Probes = append(j.Probes, crr, crr)
+		}), local, "two tcp-crr probes for one family"},
+		{"tcp-crr and its IPv6 twin", peer(func(j *Job) {
+			crr := ProbeSpec{Kind: ProbeTCPCRR, Connections: 4, Count: MeshCRRCap, DurationSeconds: 2}
+			twin := crr
+			twin.Name, twin.Host = "tcp-crr-v6", "fd00::2"
+			j.Probes = append(j.Probes, crr, twin)
+		}), local, ""},
 		{"a loaded-rtt load", peer(func(j *Job) {
 			j.Probes = append(j.Probes, ProbeSpec{Kind: ProbeLoadedRTT, Streams: 4, DurationSeconds: 5})
 		}), local, "probe loaded-rtt is not one of"},

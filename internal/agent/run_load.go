@@ -14,6 +14,9 @@ import (
 func runUnderLoad(ctx context.Context, job Job, p ProbeSpec, addr string, res *ProbeResult) (string, error) {
 	spec := probes.RateSpec{Address: addr, Token: job.Token, Key: probes.UDPKey(job.Token), Connections: p.Connections,
 		Duration: seconds(p.DurationSeconds), RequestBytes: p.Size, ResponseBytes: p.ResponseSize, MaxTransactions: int64(p.Count)}
+	if job.mesh {
+		spec.PodTimeWaitCeiling = MeshTimeWaitCeiling
+	}
 	var err error
 	switch p.Kind {
 	case ProbeTCPRR:

@@ -42,6 +42,9 @@ type RateSpec struct {
 	// MaxTransactions, when positive, ends the loop once so many transactions have started
 	// (tcp-crr: connections), before Duration if it comes first.
 	MaxTransactions int64
+	// PodTimeWaitCeiling, when positive, also holds tcp-crr to that many TIME-WAIT sockets in
+	// the whole pod, whatever their peers (a matrix agent's, whose pairs follow each other).
+	PodTimeWaitCeiling int
 }
 
 func (s *RateSpec) defaults(kind string) {
@@ -149,7 +152,8 @@ func (l *rateLoop) result(start time.Time) *RateResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := &RateResult{Kind: l.kind, Connections: l.spec.Connections, RequestBytes: l.spec.RequestBytes, ResponseBytes: l.spec.ResponseBytes,
-		DurationSeconds: round3(l.end.Sub(start).Seconds()), Latency: l.lat.latency(), Errors: l.errors, Stopped: l.stopped, Capped: l.capped}
+		DurationSeconds: round3(l.end.Sub(start).Seconds()), Latency: l.lat.latency(), Errors: l.errors, Stopped: l.stopped, Capped: l.capped,
+		Cap: l.spec.MaxTransactions}
 	r.Transactions = r.Latency.Count
 	if s := l.end.Sub(start).Seconds(); s > 0 {
 		r.PerSecond = round3(float64(r.Transactions) / s)

@@ -38,7 +38,8 @@ type portBudget struct {
 // already has towards dst (host:port; a previous round's): a port in TIME-WAIT is held towards
 // its peer only, connect(2) gives it again towards another (the matrix's next pairs). Where dst
 // is not an address, or the sockets cannot be read, every TIME-WAIT socket of the pod counts.
-func newPortBudget(dst string) *portBudget {
+// A positive podCeiling also holds the pod's TIME-WAIT sockets, whatever their peers, to it.
+func newPortBudget(dst string, podCeiling int) *portBudget {
 	size := portRangeSize()
 	tw := timeWaitSockets()
 	toDst := tw
@@ -47,7 +48,11 @@ func newPortBudget(dst string) *portBudget {
 			toDst = n
 		}
 	}
-	return &portBudget{size: size, budget: max(0, size/2-max(toDst, 0)), twBefore: tw, twToDst: toDst}
+	budget := max(0, size/2-max(toDst, 0))
+	if podCeiling > 0 {
+		budget = min(budget, max(0, podCeiling-max(tw, 0)))
+	}
+	return &portBudget{size: size, budget: budget, twBefore: tw, twToDst: toDst}
 }
 
 // timeWaitTo counts this network namespace's TIME-WAIT sockets towards dst (/proc/net/tcp and
@@ -69,6 +74,9 @@ func timeWaitTo(dst netip.AddrPort) (int, bool) {
 func countTimeWait(table []byte, dst netip.AddrPort) int {
 	n := 0
 	for _, line := range strings.Split(string(table), "\n") {
+		if !strings.Contains(line, " 06 ") { // the state column: most lines are not in TIME-WAIT
+			continue
+		}
 		f := strings.Fields(line)
 		if len(f) < 4 || f[3] != "06" {
 			continue

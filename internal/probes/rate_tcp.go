@@ -163,14 +163,14 @@ func TCPCRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports := newPortBudget(spec.Address)
+	ports := newPortBudget(spec.Address, spec.PodTimeWaitCeiling)
 	l := newRateLoop(v1alpha1.ProbeTCPCRR, spec)
 	d := net.Dialer{Timeout: rateIOTimeout}
 	start := l.run(func(int) {
 		rc := newRateConn(nil, spec, hello)
 		for inARow := 0; inARow < maxFailuresInARow && l.more(ctx); {
 			if !ports.take() {
-				l.stop(fmt.Sprintf("the probe's connections held %d ephemeral ports: half the pod's range less the TIME-WAIT sockets it had before towards the server", ports.budget))
+				l.stop(fmt.Sprintf("the probe's connections held %d ephemeral ports: half the pod's range less the TIME-WAIT sockets it had before towards the server%s", ports.budget, ceilingNote(spec.PodTimeWaitCeiling)))
 				return
 			}
 			connected, err := crrOnce(ctx, &d, l, rc)
@@ -212,4 +212,12 @@ func crrOnce(ctx context.Context, d *net.Dialer, l *rateLoop, rc *rateConn) (con
 	}
 	l.done(t)
 	return true, nil
+}
+
+// ceilingNote names a pod-wide ceiling on TIME-WAIT sockets in a stop's reason.
+func ceilingNote(ceiling int) string {
+	if ceiling <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", or %d in the whole pod less those it had", ceiling)
 }

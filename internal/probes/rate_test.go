@@ -139,10 +139,20 @@ func TestPortBudgetCountsTimeWaitTowardsTheServer(t *testing.T) {
 	if r.Transactions != 30 || !r.Capped || r.Stopped != "" {
 		t.Errorf("want the loop ended at its cap of 30: %d transactions, capped %v, stopped %q", r.Transactions, r.Capped, r.Stopped)
 	}
-	toA, toB := newPortBudget(a), newPortBudget(b)
+	// The last connections reach TIME-WAIT once the server's FIN arrives (FIN-WAIT-2 before).
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if n, _ := timeWaitTo(netip.MustParseAddrPort(a)); n >= 30 {
+			break
+		}
+	}
+	toA, toB := newPortBudget(a, 0), newPortBudget(b, 0)
 	if toA.twToDst < 30 || toB.twToDst != 0 || toB.budget != toB.size/2 || toA.budget != toA.size/2-toA.twToDst {
 		t.Errorf("TIME-WAIT towards %s %d (want ≥ 30), towards %s %d (want 0); budgets %d and %d of a range of %d",
 			a, toA.twToDst, b, toB.twToDst, toA.budget, toB.budget, toA.size)
+	}
+	// A matrix agent's ceiling holds the whole pod's TIME-WAIT, whatever the peers.
+	if c := newPortBudget(b, toB.twBefore+10); c.budget != 10 {
+		t.Errorf("a ceiling of %d TIME-WAIT sockets with %d in the pod: budget %d, want 10", toB.twBefore+10, toB.twBefore, c.budget)
 	}
 }
 

@@ -60,6 +60,9 @@ func writeMatrixFamilies(w io.Writer, r *report.MatrixReport, colour bool) {
 		if p.Error != "" && (i >= len(r.Pairs) || r.Pairs[i].Error != p.Error) {
 			fmt.Fprintf(w, "not measured over IPv6 %s → %s: %s\n", p.From, p.To, p.Error)
 		}
+		if p.RateError != "" {
+			fmt.Fprintf(w, "rates not measured over IPv6 %s → %s: %s\n", p.From, p.To, p.RateError)
+		}
 	}
 	if len(v6.Outliers) > 0 {
 		fmt.Fprintln(w, "\nIPv6 outliers")

@@ -40,7 +40,8 @@ func TestMatrixRates(t *testing.T) {
 		case p.From == "a2" && p.To == "a1": // tcp-crr skipped (no ports to spare): no rate, not 0
 			p.Results[len(p.Results)-1] = &agent.ProbeResult{Kind: agent.ProbeTCPCRR, Name: "tcp-crr", Skipped: "stopped before the first transaction"}
 		case p.From == "b1" && p.To == "a1":
-			p.Results[len(p.Results)-1].Rate.Capped = true
+			x := p.Results[len(p.Results)-1].Rate
+			x.Capped, x.Cap, x.Transactions = true, 500, 500
 		}
 	}
 	r.BuildMatrix(1.5, 1.2)
@@ -67,7 +68,7 @@ func TestMatrixRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"tcp-rr by node, transactions per second", "tcp-crr by node, connections per second (median of the cell's pairs; 4 client(s)",
-		"1 pair(s) ended at the cap of 750 before their time", "rates not measured a2 → a1: tcp-crr: stopped before the first transaction"} {
+		"1 pair(s) ended at the cap of 500 before their time", "rates not measured a2 → a1: tcp-crr: stopped before the first transaction"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, text.String())
 		}
@@ -113,5 +114,24 @@ func TestMatrixRateWorstFailsClosed(t *testing.T) {
 		if _, ok := figs[name]; !ok {
 			t.Errorf("%s missing", name)
 		}
+	}
+	// One pair of a cell that others measured: its cell's median stands, the class's worst not
+	// (the fixture's a1 → x9, not measured at all, weighs on no alias).
+	r = slowNodeMatrix()
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		p.Results = append(p.Results, rateResult(agent.ProbeTCPRR, 5000))
+		if p.From != "a1" || p.To != "a2" {
+			p.Results = append(p.Results, rateResult(agent.ProbeTCPCRR, 1000))
+		}
+	}
+	r.BuildMatrix(1.5, 1.2)
+	figs = report.Figures(r.FigureValues())
+	_, sameZone := figs["same-zone.tcp-crr.rate"]
+	_, worst := figs["worst.tcp-crr.rate"]
+	_, cell := figs["zone-a:zone-a.tcp-crr.rate"]
+	_, cross := figs["cross-zone.tcp-crr.rate"]
+	if sameZone || worst || !cell || !cross {
+		t.Errorf("a1 → a2 without tcp-crr: same-zone alias %v, worst %v (want neither), its cell %v, cross-zone %v (want both)", sameZone, worst, cell, cross)
 	}
 }

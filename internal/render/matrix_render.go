@@ -166,7 +166,7 @@ func rateClients(kind string, pairs []report.MatrixPair) string {
 			if res.Kind == kind && res.Rate != nil {
 				clients = res.Rate.Connections
 				if res.Rate.Capped {
-					capped, limit = capped+1, max(limit, res.Rate.Transactions)
+					capped, limit = capped+1, max(limit, res.Rate.Cap)
 				}
 			}
 		}

@@ -60,8 +60,8 @@ func (r *MatrixReport) splitIPv6() *MatrixReport {
 	found := false
 	for i := range r.Pairs {
 		p := &r.Pairs[i]
-		twin := MatrixPair{From: p.From, To: p.To, FromZone: p.FromZone, ToZone: p.ToZone, Error: p.IPv6Error}
-		found = found || p.IPv6Error != ""
+		twin := MatrixPair{From: p.From, To: p.To, FromZone: p.FromZone, ToZone: p.ToZone, Error: p.IPv6Error, RateError: p.IPv6RateError}
+		found = found || p.IPv6Error != "" || p.IPv6RateError != ""
 		var own []*v1alpha1.ProbeResult
 		for _, res := range p.Results {
 			if strings.HasSuffix(res.Name, v1alpha1.IPv6ProbeSuffix) {

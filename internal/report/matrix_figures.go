@@ -120,19 +120,21 @@ func (r *MatrixReport) familyFigures() []FigureValue {
 }
 
 // withoutUnmeasuredRates drops a rate's worst-cell aliases (same-zone.tcp-crr.rate,
-// worst.tcp-crr.rate) where a cell of their class measured the others' rates but not that one:
-// the worst of that class is then unknown, and a gate on it must not pass (it cannot, without
-// the figure) on the cells that did measure it.
+// worst.tcp-crr.rate) where a measured pair of their class has no such rate while others
+// measured it (the probe failed or was skipped): the worst of that class is then unknown, and
+// a gate on it must not pass (it cannot, without the figure) on the pairs that did measure it.
+// A pair not measured at all (its agent not ready) is named in the report and weighs on no
+// alias, RTT's or the rates'.
 func (r *MatrixReport) withoutUnmeasuredRates(aliases []FigureValue) []FigureValue {
 	unknown := map[string]bool{}
 	for _, kind := range MatrixRateKinds {
-		if !slices.ContainsFunc(r.Zones, func(c MatrixCell) bool { _, ok := c.PerSecond[kind]; return ok }) {
+		if !slices.ContainsFunc(r.Pairs, func(p MatrixPair) bool { _, ok := p.PerSecond[kind]; return ok }) {
 			continue // not measured anywhere: no alias either
 		}
-		for _, c := range r.Zones {
-			if _, ok := c.PerSecond[kind]; !ok {
+		for _, p := range r.Pairs {
+			if _, ok := p.PerSecond[kind]; !ok && Measured(p) {
 				class := "cross-zone"
-				if c.From == c.To {
+				if p.FromZone == p.ToZone {
 					class = "same-zone"
 				}
 				unknown[class+"."+kind+".rate"], unknown["worst."+kind+".rate"] = true, true

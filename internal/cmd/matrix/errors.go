@@ -35,23 +35,27 @@ func familyErrors(err error, both bool) (v4, v6 string) {
 	return strings.Join(four, "; "), strings.Join(six, "; ")
 }
 
-// splitRateErrors takes the rate probes' failures (either family's) out of a job's error: the
-// agents go on after them, so the pair's other figures stand.
-func splitRateErrors(err error) (rates string, rest error) {
+// splitRateErrors takes the rate probes' failures out of a job's error, IPv4's (or the only
+// family's) and the IPv6 twins' apart: the agents go on after them, so the pair's other
+// figures stand.
+func splitRateErrors(err error) (v4, v6 string, rest error) {
 	if err == nil {
-		return "", nil
+		return "", "", nil
 	}
 	var others []error
-	var rate []string
+	var four, six []string
 	for _, e := range flatten(err) {
 		var pe *session.ProbeError
-		if errors.As(e, &pe) && agent.IsRateProbe(strings.TrimSuffix(pe.Probe, path.V6Suffix)) {
-			rate = append(rate, e.Error())
-		} else {
+		switch {
+		case !errors.As(e, &pe) || !agent.IsRateProbe(strings.TrimSuffix(pe.Probe, path.V6Suffix)):
 			others = append(others, e)
+		case strings.HasSuffix(pe.Probe, path.V6Suffix):
+			six = append(six, e.Error())
+		default:
+			four = append(four, e.Error())
 		}
 	}
-	return strings.Join(rate, "; "), errors.Join(others...)
+	return strings.Join(four, "; "), strings.Join(six, "; "), errors.Join(others...)
 }
 
 // flatten lists the errors err joins, however deep (errors.Join nests).

@@ -106,12 +106,12 @@ func TestSplitRateErrors(t *testing.T) {
 	crr := &session.ProbeError{Probe: "tcp-crr", Err: errors.New("no transaction completed")}
 	rr6 := &session.ProbeError{Probe: "udp-rr-v6", Err: errors.New("no answer")}
 	twin := &session.ProbeError{Probe: "tcp-rtt-v6", Err: errors.New("refused")}
-	rates, rest := splitRateErrors(errors.Join(nil, errors.Join(crr, twin, rr6)))
+	rates, rates6, rest := splitRateErrors(errors.Join(nil, errors.Join(crr, twin, rr6)))
 	v4, v6 := familyErrors(rest, true)
-	if rates != "tcp-crr: no transaction completed; udp-rr-v6: no answer" || v4 != "" || v6 != "tcp-rtt-v6: refused" {
-		t.Errorf("rates %q, IPv4 %q, IPv6 %q", rates, v4, v6)
+	if rates != "tcp-crr: no transaction completed" || rates6 != "udp-rr-v6: no answer" || v4 != "" || v6 != "tcp-rtt-v6: refused" {
+		t.Errorf("rates %q / %q, IPv4 %q, IPv6 %q", rates, rates6, v4, v6)
 	}
-	if rates, rest := splitRateErrors(errors.Join(crr)); rest != nil || rates == "" {
+	if rates, _, rest := splitRateErrors(errors.Join(crr)); rest != nil || rates == "" {
 		t.Errorf("only a rate failed: rest %v, rates %q", rest, rates)
 	}
 }

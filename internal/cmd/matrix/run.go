@@ -339,7 +339,7 @@ func (r *matrixRun) measurePair(ctx context.Context, p placement.Pair) report.Ma
 	defer cancel()
 	results, err := r.fleet.Run(ctx, p.From, p.To, r.job(""))
 	out.Results = results
-	out.RateError, err = splitRateErrors(err)
+	out.RateError, out.IPv6RateError, err = splitRateErrors(err)
 	out.Error, out.IPv6Error = familyErrors(err, r.o.IPFamily == path.FamilyBoth)
 	return out
 }

@@ -81,8 +81,10 @@ type MatrixPair struct {
 	// results stand (in the report's ipv6 part it is the pair's Error).
 	IPv6Error string `json:"ipv6Error,omitempty"`
 	// RateError, with --rates, says why a rate probe measured nothing (failed, or skipped:
-	// tcp-crr without ports to spare); the pair's other figures stand.
-	RateError string `json:"rateError,omitempty"`
+	// tcp-crr without ports to spare); the pair's other figures stand. IPv6RateError is the
+	// same for the IPv6 twins (in the report's ipv6 part it is the pair's RateError).
+	RateError     string `json:"rateError,omitempty"`
+	IPv6RateError string `json:"ipv6RateError,omitempty"`
 	// The pair's figures from Probe: RTT percentiles in µs over Samples round trips, at the
 	// probe's resolution, and the loss; Gbps when throughput was measured; PerSecond, with
 	// --rates, each rate probe's transactions (tcp-crr: connections) per second, by probe kind.

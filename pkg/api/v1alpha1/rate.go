@@ -42,6 +42,8 @@ type RateResult struct {
 	// Capped says the loop ended at its cap on transactions before its duration (the
 	// matrix's tcp-crr: agent.MeshCRRCap connections per pair), as it was asked to.
 	Capped bool `json:"capped,omitempty"`
+	// Cap is that cap on transactions (tcp-crr: connections) started; 0 when none.
+	Cap int64 `json:"cap,omitempty"`
 }
 
 // EphemeralPorts is what a tcp-crr probe did to the client pod's ephemeral ports. The client
