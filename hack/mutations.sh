@@ -38,7 +38,6 @@ mutations=(
   "crr-from-connect|./test/e2e|TestTCPCRRThroughTheZoneDelay|below the delay line's two round trips"
   "loaded-after-load|./test/e2e|TestLatencyUnderLoadOnABottleneck|not ten times fq_codel's"
   "load-rate-inflated|./internal/probes|TestDNSLoadFindsTheKnee|want the knee of a 1,000 q/s server"
-  "load-rate-inflated|./test/e2e|TestDNSLoadFindsTheKneeOfALimitedCoreDNS|want within the gross-error bound"
   "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
   "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
 )

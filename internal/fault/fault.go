@@ -68,7 +68,7 @@ const (
 	// (TestLatencyUnderLoadOnABottleneck).
 	LoadedAfterLoad Name = "loaded-after-load"
 	// LoadRateInflated paces each step of the DNS capacity ramp at half the rate it reports
-	// (TestDNSLoadFindsTheKnee; TestDNSLoadFindsTheKneeOfALimitedCoreDNS beside dnsperf).
+	// (TestDNSLoadFindsTheKnee).
 	LoadRateInflated Name = "load-rate-inflated"
 )
 

@@ -132,11 +132,12 @@ const kneeRounds = 3
 // counts and latencies. A CPU-throttled CoreDNS's knee drifts by more than 10 % from minute to
 // minute (one replica's 1,354 … 2,592 q/s over a day's runs), so each round pairs the two ramps
 // back to back, who goes first alternating, and the median of the rounds' ratios is taken. The
-// issue's goal, within 10 %, is logged: the plugin's knee has read 0.88-1.00× dnsperf's, lower
-// (the ramp judges its pace on the step's second half, dnsperf's count covers the whole step);
-// asserted is a gross-error bound, kneeBound, that a ramp reporting twice the rate it sends
-// fails (mutation load-rate-inflated: 1.6×). The search, the criteria and the mix are the
-// plugin's on both sides: this holds its pacing and its counting, not its definition of a knee.
+// issue's goal, within 10 %, is logged, not held: on 2026-12-05 the median ratio read 0.88,
+// 1.00 and 1.24 in three runs (single rounds 0.80-1.35), the knee of a throttled CoreDNS being
+// what it is; asserted is kneeBound, against a unit or factor error. The search, the criteria and
+// the mix are the plugin's on both sides: this holds its pacing and its counting, not its
+// definition of a knee (TestDNSLoadFindsTheKnee holds the arithmetic against a server of known
+// capacity: mutation load-rate-inflated).
 func kneeBesideDNSPerf(t *testing.T, ns, netns, server string, l *v1alpha1.DNSLoad) {
 	t.Helper()
 	in := func(name string, args ...string) *exec.Cmd {
@@ -187,5 +188,7 @@ func kneeBesideDNSPerf(t *testing.T, ns, netns, server string, l *v1alpha1.DNSLo
 }
 
 // kneeBound is the gross-error bound on the median ratio of the plugin's knee to dnsperf's: the
-// runs of 2026-12-05 read 0.88-1.00 (medians; single rounds 0.80-1.19).
-var kneeBound = [2]float64{0.75, 1.33}
+// runs of 2026-12-05 read 0.88, 1.00 and 1.24 (single rounds 0.80-1.35); a ramp reporting
+// twice the rate it sends read 1.6 (fault load-rate-inflated), inside the noise's reach, so it
+// is not a mutation row of this test.
+var kneeBound = [2]float64{0.5, 2}
