@@ -229,9 +229,7 @@ func (j *Job) Validate() error {
 }
 
 // IsRateProbe says whether kind is one of the closed-loop rate probes.
-func IsRateProbe(kind string) bool {
-	return kind == ProbeTCPRR || kind == ProbeUDPRR || kind == ProbeTCPCRR
-}
+var IsRateProbe = v1alpha1.IsRateProbe
 
 // MinLoadedSeconds is the shortest load a loaded-rtt probe takes.
 const MinLoadedSeconds = 2.5

@@ -127,7 +127,7 @@ func fillPair(p *MatrixPair, probe string) {
 			g := round3(res.Throughput.BitsPerSecondReceived / 1e9)
 			p.Gbps = &g
 		}
-		if res.Skipped != "" && res.Rate == nil && isRateKind(res.Kind) {
+		if res.Skipped != "" && res.Rate == nil && v1alpha1.IsRateProbe(res.Kind) {
 			p.RateError = joinNote(p.RateError, res.Name+": "+res.Skipped)
 		}
 		if rate := res.Rate; rate != nil && res.Skipped == "" && rate.Transactions > 0 {
@@ -138,8 +138,6 @@ func fillPair(p *MatrixPair, probe string) {
 		}
 	}
 }
-
-func isRateKind(kind string) bool { return slices.Contains(MatrixRateKinds, kind) }
 
 // joinNote adds note to a "; "-separated list, once.
 func joinNote(list, note string) string {

@@ -1,5 +1,10 @@
 package v1alpha1
 
+// IsRateProbe says whether kind is one of the closed-loop rate probes (tcp-rr, udp-rr, tcp-crr).
+func IsRateProbe(kind string) bool {
+	return kind == ProbeTCPRR || kind == ProbeUDPRR || kind == ProbeTCPCRR
+}
+
 // RateResult is the outcome of a request/response rate probe (tcp-rr, tcp-crr, udp-rr): a
 // closed loop on Connections parallel clients, each sending its next request as soon as the
 // previous response arrived.
