@@ -50,16 +50,22 @@ CGO_ENABLED=1 go test -count=1 -race ./internal/report/ ./internal/render/ ./pkg
 # "context deadline exceeded" when a starved worker answers late, so a failure that wrote no
 # failing input is retried, twice at most; one that wrote one fails the step.
 FUZZTIME=${FUZZTIME:-5s}
+fuzzlog=$(mktemp)
+trap 'rm -f "$fuzzlog"' EXIT
 step "fuzz, $FUZZTIME each"
 for target in FuzzParseResolvConf:./internal/resolver FuzzReadJob:./internal/agent FuzzDecodeEvent:./internal/agent \
   FuzzCheckDNSName:./internal/dnsname FuzzDiff:./internal/cmd/diff FuzzDNSPayload:./internal/probes FuzzFoldLookups:./internal/probes \
   FuzzParseEvaluate:./internal/gate FuzzLoadRun:./internal/report FuzzWriteDiff:./internal/render FuzzOpenDatagram:./internal/probes; do
   name=${target%%:*} pkg=${target#*:}
   for try in 1 2 3; do
-    go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" "$pkg" && break
-    if [ -d "$pkg/testdata/fuzz/$name" ]; then echo "fuzz $name found a failing input: $pkg/testdata/fuzz/$name"; exit 1; fi
-    [ "$try" = 3 ] && { echo "fuzz $name failed three times without a failing input"; exit 1; }
-    echo "fuzz $name: no failing input recorded (try $try); trying again"
+    if go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" "$pkg" >"$fuzzlog" 2>&1; then cat "$fuzzlog"; break; fi
+    if [ -d "$pkg/testdata/fuzz/$name" ] || [ "$try" = 3 ]; then
+      cat "$fuzzlog"
+      [ -d "$pkg/testdata/fuzz/$name" ] && echo "fuzz $name found a failing input: $pkg/testdata/fuzz/$name"
+      echo "fuzz $name failed (try $try)"; exit 1
+    fi
+    # A retried try is not a test failure: its error line is shown, not its "--- FAIL" header.
+    echo "fuzz $name: try $try ended with '$(grep -v -e '^--- FAIL' -e '^FAIL' -e '^exit status' -e '^fuzz: ' "$fuzzlog" | head -1 | sed 's/^ *//')' and no failing input (go.dev/issue/75804); trying again"
   done
 done
 step "passed"

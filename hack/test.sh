@@ -62,6 +62,19 @@ if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
   failed=1 # a build failure or a panic outside any test
   grep -E 'FAIL|cannot|undefined|panic' "$log" | head -20
 fi
+# The failing tests' own lines again, last: a long log's tail then still says why. go test -v
+# streams a test's lines under "=== RUN/CONT/NAME <test>" headers as they are logged.
+if grep -qE '^ *--- FAIL' "$log"; then
+  echo "failing tests, with their lines (each cut at 60):"
+  awk '
+    FNR == NR { if (match($0, /^ *--- FAIL: [^ ]+/)) { f = substr($0, RSTART, RLENGTH); sub(/^ *--- FAIL: /, "", f); failed[f] = 1 } next }
+    /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+    /^(--- |PASS|FAIL|ok  )/ { cur = "" }
+    /^ *--- (PASS|SKIP)/ { cur = ""; next }
+    /^ *--- FAIL/ { print; cur = $3; next }
+    cur in failed && /^ / && n[cur]++ < 60 { print "  " cur ": " substr($0, 5) }
+  ' "$log" "$log" | head -400
+fi
 [ -n "$times" ] && echo "times: $times"
 echo "$passed passed, $failed failed, $skipped skipped${mutations:+; $mutations}"
 exit "$rc"
