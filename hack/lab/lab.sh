@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The lab: a real Kubernetes cluster with four worker nodes in two zones, on this machine.
 #
-#   hack/lab/lab.sh up | down | status | kubeconfig | check-clean | delay SAME CROSS | delay off
+#   hack/lab/lab.sh up | down | status | kubeconfig | ca | check-clean | delay SAME CROSS | delay off
 #                   udp-loss NODE PERCENT|off | mtu NODE BYTES|off | slow-node NODE EXTRA|off
-#                   proxy-mode iptables|nftables|ipvs | …
+#                   proxy-mode iptables|nftables|ipvs | outside | wan-delay ONEWAY|off | …
 #
 # Settings of `up`: LAB_NETWORK_POLICY=1 (default; 0 turns it off) runs kube-network-policies on
 # every node, so NetworkPolicies are enforced; LAB_PROXY_MODE=iptables (default), nftables or ipvs
 # is kube-proxy's mode (proxy-mode switches a running lab); LAB_IP_FAMILY=4,6 (default) makes a
-# dual-stack cluster with IPv4 primary, 6,4 one with IPv6 primary, 4 an IPv4-only one.
+# dual-stack cluster with IPv4 primary, 6,4 one with IPv6 primary, 4 an IPv4-only one;
+# LAB_WAN_DELAY=2ms starts with the outside host's WAN delay on (wan-delay switches it).
 #
 # This file holds the settings and dispatches; lib/ holds the steps, templates/ the configs
 # (rendered with @KEY@ placeholders).
 #
 # Every node is a network namespace with its own IP on a lab bridge, its own containerd, kubelet
 # and kube-proxy. The control plane (etcd, kube-apiserver, controller-manager, scheduler) and
-# the lab's upstream DNS run on the bridge's host address. Nothing leaves the machine.
+# the lab's upstream DNS run on the bridge's host address; a router on the bridge leads to the
+# outside host (lib/outside.sh). Nothing leaves the machine.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,6 +59,18 @@ LAB_FOURTH_SEARCH=${LAB_FOURTH_SEARCH:-0}
 # Names the lab's upstream DNS answers; everything else is NXDOMAIN.
 UPSTREAM_NAMES=${LAB_UPSTREAM_NAMES:-"example.com www.example.com api.example.com netbench.example.org big.example.com"}
 UPSTREAM_ADDR=10.77.0.250 # the address those names resolve to (nothing listens there)
+# The outside host (lib/outside.sh): a host beyond the nodes, behind a router on the bridge that
+# the nodes route it through, SNATing their pods to their own address as a cloud node does. All
+# addresses are documentation prefixes and stay on this machine; its name is in the upstream DNS.
+ROUTER_IP=10.77.0.254          # nblab-rt on the bridge (fd77::fe with IPv6)
+ROUTER_IP6=fd77::fe
+WAN_CIDR=198.51.100.0/24       # between nblab-rt (.1) and nblab-out (.10)
+WAN_CIDR6=2001:db8:5100::/64
+ROUTER_WAN_IP=198.51.100.1
+ROUTER_WAN_IP6=2001:db8:5100::1
+OUTSIDE_IP=198.51.100.10
+OUTSIDE_IP6=2001:db8:5100::10
+OUTSIDE_NAME=outside.lab
 # Where the nodes' containerd finds the lab's private registry (plain HTTP; the e2e tests serve
 # one there with basic auth, for --image-pull-secret).
 REGISTRY=$HOST_IP:5000
@@ -71,6 +85,8 @@ source "$LAB/lib/build.sh"
 source "$LAB/lib/certs.sh"
 # shellcheck source=hack/lab/lib/network.sh
 source "$LAB/lib/network.sh"
+# shellcheck source=hack/lab/lib/outside.sh
+source "$LAB/lib/outside.sh"
 # shellcheck source=hack/lab/lib/control-plane.sh
 source "$LAB/lib/control-plane.sh"
 # shellcheck source=hack/lab/lib/node.sh
@@ -83,6 +99,7 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
+  ca) echo "$STATE/pki/ca.crt" ;;
   check-clean) cmd_check_clean ;;
   delay) shift; cmd_delay "$@" ;;
   images) cmd_images ;;
@@ -97,5 +114,7 @@ case "${1:-}" in
   dns-race) shift; cmd_dns_race "$@" ;;
   dns-pin) shift; cmd_dns_pin "$@" ;;
   proxy-mode) shift; cmd_proxy_mode "$@" ;;
-  *) echo "usage: $0 up|down|status|kubeconfig|check-clean|delay SAME CROSS|delay off|images|import TAR...|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|bottleneck NODE RATE fifo|fq_codel DEPTH|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs" >&2; exit 2 ;;
+  outside) cmd_outside ;;
+  wan-delay) shift; cmd_wan_delay "$@" ;;
+  *) echo "usage: $0 up|down|status|kubeconfig|ca|check-clean|delay SAME CROSS|delay off|images|import TAR...|search4 on|off|udp-loss NODE PCT|off|mtu NODE BYTES|off|slow-node NODE EXTRA|off|bottleneck NODE RATE fifo|fq_codel DEPTH|off|dns-autopath on|off|nodelocaldns on|off|dns-race PCT [NODE]|off|dns-pin NODE...|off|proxy-mode iptables|nftables|ipvs|outside|wan-delay ONEWAY|off" >&2; exit 2 ;;
 esac

@@ -86,8 +86,12 @@ go_build_progress() {
 build_images() {
   log "building images"
   "$LAB/images.sh" "$CACHE/images" >&2
-  (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$BIN/delay" ./hack/lab/delay)
+  # The lab's own programs that run outside the cluster: the delay line, the outside host.
+  build_program delay ./hack/lab/delay
+  build_program outside ./test/apps/outside
 }
+
+build_program() { (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$BIN/$1" "$2"); }
 
 import_images() { # import_images NODE [TAR...]: the tarballs (default: every lab image) into the node's containerd
   local r=$RUN/$1

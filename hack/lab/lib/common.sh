@@ -34,6 +34,24 @@ start() {
   echo $! > "$(pidfile "$name")"
 }
 
+# stop NAME: ends the process start recorded as NAME (SIGTERM, SIGKILL after 5 s) and forgets
+# it; nothing if none is recorded. An exited process counts as gone before it is reaped (this
+# machine's init may take a second or more to reap the daemons it inherits).
+stop() {
+  local f pid st
+  f=$(pidfile "$1")
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do
+    st=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null || true)
+    if [ -z "$st" ] || [ "$st" = Z ]; then break; fi
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$f"
+}
+
 wait_for() { # wait_for SECONDS DESCRIPTION CMD...
   local t=$1 what=$2; shift 2
   local end=$(( $(date +%s) + t ))

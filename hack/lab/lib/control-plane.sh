@@ -37,11 +37,31 @@ start_control_plane() {
 }
 
 # The lab's upstream DNS, standing in for the Internet's: it answers A for UPSTREAM_NAMES,
-# NODATA for their other types, and NXDOMAIN for every other name.
+# NODATA for their other types, the outside host's name (A, and AAAA with IPv6), and
+# NXDOMAIN for every other name.
 start_upstream_dns() {
-  local d=$STATE/upstream re=""
-  mkdir -p "$d"
+  mkdir -p "$STATE/upstream"
+  upstream_corefile > "$STATE/upstream/Corefile"
+  start upstream-dns - "$BIN/coredns" -conf "$STATE/upstream/Corefile"
+}
+
+upstream_corefile() {
+  local re="" aaaa
   for name in $UPSTREAM_NAMES; do re="$re${re:+|}${name//./\\.}"; done
-  render Corefile HOST_IP="$HOST_IP" NAMES_RE="$re" UPSTREAM_ADDR="$UPSTREAM_ADDR" > "$d/Corefile"
-  start upstream-dns - "$BIN/coredns" -conf "$d/Corefile"
+  aaaa='authority "{{ .Zone }} 60 IN SOA ns.lab. hostmaster.lab. 1 60 60 60 60"' # NODATA
+  if has_ipv6; then aaaa="answer \"{{ .Name }} 60 IN AAAA $OUTSIDE_IP6\""; fi
+  render Corefile HOST_IP="$HOST_IP" NAMES_RE="$re" UPSTREAM_ADDR="$UPSTREAM_ADDR" \
+    OUTSIDE_NAME="$OUTSIDE_NAME" OUTSIDE_RE="${OUTSIDE_NAME//./\\.}" OUTSIDE_IP="$OUTSIDE_IP" OUTSIDE_AAAA="$aaaa"
+}
+
+# refresh_upstream_dns: a running upstream DNS whose Corefile this tree renders differently
+# reloads it (SIGUSR1: CoreDNS keeps its sockets, no query is lost); one not running starts.
+refresh_upstream_dns() {
+  local f=$STATE/upstream/Corefile new
+  new=$(upstream_corefile)
+  if ! running upstream-dns; then start_upstream_dns; return; fi
+  [ "$new" = "$(cat "$f" 2>/dev/null)" ] && return 0
+  printf '%s\n' "$new" > "$f"
+  kill -USR1 "$(cat "$(pidfile upstream-dns)")"
+  log "the upstream DNS reloads its Corefile"
 }

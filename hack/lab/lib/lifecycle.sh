@@ -50,6 +50,7 @@ cmd_up() {
   write_settings
   gen_certs
   setup_network
+  setup_outside
   start_control_plane
   start_upstream_dns
   for n in "${NODES[@]}"; do
@@ -62,6 +63,8 @@ cmd_up() {
     # shellcheck disable=SC2086
     cmd_delay $LAB_ZONE_DELAY
   fi
+  # LAB_WAN_DELAY=ONEWAY (e.g. 2ms) turns the outside host's WAN delay on at once.
+  if [ -n "${LAB_WAN_DELAY:-}" ]; then cmd_wan_delay "$LAB_WAN_DELAY"; fi
   log "waiting for the nodes and cluster DNS"
   wait_for 120 "${#NODES[@]} Ready nodes" bash -c "[ \$('$BIN/kubectl' --kubeconfig '$KUBECONFIG_PATH' get nodes --no-headers 2>/dev/null | grep -cw Ready) = ${#NODES[@]} ]"
   wait_for 120 "CoreDNS" kubectl -n kube-system rollout status deploy/coredns --timeout=2s
@@ -71,7 +74,7 @@ cmd_up() {
 
 cmd_status() {
   local bad=0
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler upstream-dns; do
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler upstream-dns outside; do
     if running "$c"; then echo "$c: running"; else echo "$c: stopped"; bad=1; fi
   done
   for n in "${NODES[@]}"; do
@@ -89,6 +92,10 @@ cmd_status() {
       read -r name _ <<<"$n"
       if running "delay-$name"; then echo "delay-$name: running ($delay)"; else echo "delay-$name: stopped, zone delay $delay set"; bad=1; fi
     done
+  fi
+  delay=$(wan_delay_state)
+  if [ "$delay" != off ]; then
+    if running wan-delay; then echo "wan-delay: running ($delay)"; else echo "wan-delay: stopped, WAN delay $delay set"; bad=1; fi
   fi
   if [ $bad = 0 ]; then
     kubectl get nodes -L topology.kubernetes.io/zone 2>/dev/null || bad=1
@@ -150,6 +157,7 @@ cmd_down() {
     read -r name _ <<<"$n"
     ip netns delete "nblab-${name#lab-}" 2>/dev/null || true
   done
+  teardown_outside
   ip link delete "$BRIDGE" 2>/dev/null || true
   local t
   for t in iptables ip6tables; do
@@ -173,6 +181,7 @@ $procs"
   iptables -S 2>/dev/null | grep -q netbench-lab && report "iptables rules tagged netbench-lab"
   ip6tables -S 2>/dev/null | grep -q netbench-lab && report "ip6tables rules tagged netbench-lab"
   ip link show "$BRIDGE" >/dev/null 2>&1 && report "bridge $BRIDGE"
+  ip -o link show | grep ' nbl-' >/dev/null && report "links named nbl-* (the nodes' and the router's veths)"
   ip route | grep -q "10.244." && report "routes to pod CIDRs"
   ip -6 route | grep -q "fd00:10:244:" && report "IPv6 routes to pod CIDRs"
   [ -e "$STATE" ] && report "$STATE"
