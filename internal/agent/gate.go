@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -309,3 +310,16 @@ func authenticateRequest(ctx context.Context) bool {
 	gc, ok := ctx.Value(gatedKey{}).(*gatedConn)
 	return !ok || gc.authenticate()
 }
+
+// SyscallConn is the connection's socket (a rate probe's server waits on it in blocking reads).
+func (c *gatedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.New("not a socket")
+	}
+	return sc.SyscallConn()
+}
+
+// CloseSocket closes the connection's descriptor and keeps its slot until Close (a rate
+// probe's server has taken a descriptor of its own for the socket).
+func (c *gatedConn) CloseSocket() error { return c.Conn.Close() }

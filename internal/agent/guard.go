@@ -113,9 +113,7 @@ func (r *router) handle(ctx context.Context, c *gatedConn) {
 		_ = probes.ServeThroughput(c, br, r.admit(c))
 	case string(head) == probes.RateMagic:
 		_, _ = br.Discard(len(probes.RateMagic))
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-		_ = probes.ServeRate(c, br, r.admit(c))
+		_ = probes.ServeRate(ctx, c, br, r.admit(c)) // closes c when ctx ends
 	case string(head) == "PRI ": // the HTTP/2 preface gRPC opens with
 		// The gate closes the connection unless a call presents the token within its window.
 		_ = c.SetReadDeadline(time.Time{})

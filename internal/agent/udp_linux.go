@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"runtime"
+	"net/netip"
+	"strconv"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -14,11 +16,12 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 )
 
-// serveUDP answers the UDP echo, udp-rr and MTU probes of token holders on port (the TCP listener's
-// number), until ctx ends. It reads on a thread of its own blocked in recvmsg. What a user-space
-// echo adds over the kernel's own ICMP echo is that thread's wake-up (on the lab's 2-vCPU machine
-// ~60 µs: benchmarks/notes/2026-11-30-udp-results.md); each answer says how long its datagram dwelt here, from the
-// kernel's receive time stamp to the answer's send, and the next answer to the same client how
+// serveUDP answers the UDP echo, udp-rr and MTU probes of token holders on port (the TCP
+// listener's number), until ctx ends. It waits blocked in recvmsg, its goroutine not locked to
+// its thread (locked, udp-rr on loopback read 27,900/s, unlocked 30,400/s, sockperf 32,000/s).
+// What a user-space echo adds over the kernel's own ICMP echo is that thread's wake-up (on the
+// lab's 2-vCPU machine ~60 µs: benchmarks/notes/2026-11-30-udp-results.md); each answer says
+// how long its datagram dwelt here, from the kernel's receive time stamp to the answer's send, and the next answer to the same client how
 // long that answer then took to its transmit time stamp; the client takes both off the round
 // trip (as a TWAMP reflector's time stamps allow). It does not spin instead: an agent in the
 // application's pod must not burn the pod's CPU quota. Datagrams that fail authentication get no
@@ -52,22 +55,22 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 	go func() {
 		defer close(done)
 		defer unix.Close(fd)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		sock := datagramSocket{fd: fd}
 		buf, oob, eoob := make([]byte, probes.UDPMaxDatagram), make([]byte, 128), make([]byte, 128)
 		stampReq := stampRequest()
 		var strangers strangerBudget
 		var pending followUp
+		var sealer *probes.Sealer
 		for ctx.Err() == nil {
-			n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, 0)
+			n, oobn, from, err := sock.recv(buf, oob)
 			ifstat.CountOwn(int64(n))
 			if err != nil {
 				continue
 			}
 			arrived, _ := probes.ReceivedAt(oob[:oobn], time.Now())
-			key := keyOf()
-			typ, seq, err := probes.OpenDatagram(key, buf[:n])
-			if key == nil || err != nil {
+			sealer = sealer.For(keyOf())
+			typ, seq, err := sealer.Open(buf[:n])
+			if err != nil {
 				strangers.spend(arrived)
 				continue
 			}
@@ -80,12 +83,15 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 				}
 			}
 			now := time.Now()
-			if m := probes.EchoReply(key, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
-				_, err := unix.SendmsgN(fd, buf[:m], stamp, from, 0)
+			if m := probes.EchoReply(sealer, buf, typ, seq, n, mtu, now.Sub(arrived), late); m > 0 {
+				_, err := sock.send(buf[:m], stamp, from)
 				if errors.Is(err, unix.EINVAL) && stamp != nil {
-					// A kernel without per-message time stamps: answer without, from now on.
-					txStamps, stamp = false, nil
-					_, err = unix.SendmsgN(fd, buf[:m], nil, from, 0)
+					// A kernel without per-message time stamps: answer without, and from now on
+					// if that went (EINVAL again is the peer's, not the stamp's).
+					if _, err = sock.send(buf[:m], nil, from); err == nil {
+						txStamps = false
+					}
+					stamp = nil
 				}
 				if err == nil {
 					ifstat.CountOwn(int64(m))
@@ -97,6 +103,36 @@ func serveUDP(ctx context.Context, port int, keyOf func() []byte) (func(), error
 		}
 	}()
 	return func() { <-done }, nil
+}
+
+// datagramSocket receives and sends on a UDP socket, peers as netip.AddrPort. Through the
+// standard library's calls: x/sys/unix's Recvmsg asks the kernel for the socket's protocol on
+// every datagram (a getsockopt, for L2TP's addresses), a syscall more per answer.
+type datagramSocket struct{ fd int }
+
+func (s datagramSocket) recv(buf, oob []byte) (n, oobn int, from netip.AddrPort, err error) {
+	n, oobn, _, sa, err := syscall.Recvmsg(s.fd, buf, oob, 0)
+	switch a := sa.(type) {
+	case *syscall.SockaddrInet6:
+		addr := netip.AddrFrom16(a.Addr)
+		if a.ZoneId != 0 { // a link-local peer: answered through its interface
+			addr = addr.WithZone(strconv.FormatUint(uint64(a.ZoneId), 10))
+		}
+		from = netip.AddrPortFrom(addr, uint16(a.Port))
+	case *syscall.SockaddrInet4:
+		from = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	}
+	return n, oobn, from, err
+}
+
+// send answers to, in the socket's family (an IPv4 peer of a dual-stack socket is IPv4-mapped).
+func (s datagramSocket) send(b, oob []byte, to netip.AddrPort) (int, error) {
+	zone, _ := strconv.ParseUint(to.Addr().Zone(), 10, 32)
+	var sa syscall.Sockaddr = &syscall.SockaddrInet6{Addr: to.Addr().As16(), Port: int(to.Port()), ZoneId: uint32(zone)}
+	if to.Addr().Is4() {
+		sa = &syscall.SockaddrInet4{Addr: to.Addr().As4(), Port: int(to.Port())}
+	}
+	return syscall.SendmsgN(s.fd, b, oob, sa, 0)
 }
 
 // stampRequest is the control message asking for one datagram's software transmit time stamp
@@ -114,13 +150,13 @@ func stampRequest() []byte {
 // stamps an answer as it reaches the interface, after it was sent (veth stamps it within the
 // sendto). ~6 µs on the lab, mostly the send path of a just-woken CPU.
 type followUp struct {
-	peer unix.Sockaddr
+	peer netip.AddrPort
 	late probes.Late
 	ok   bool
 }
 
-func (f *followUp) take(peer unix.Sockaddr) probes.Late {
-	if !f.ok || !sameAddr(f.peer, peer) {
+func (f *followUp) take(peer netip.AddrPort) probes.Late {
+	if !f.ok || f.peer != peer {
 		return probes.Late{}
 	}
 	f.ok = false
@@ -129,7 +165,7 @@ func (f *followUp) take(peer unix.Sockaddr) probes.Late {
 
 // stamp reads the transmit stamp of the answer just sent (without waiting) and keeps it for
 // the peer's next answer; older stamps left in the error queue are read and dropped.
-func (f *followUp) stamp(fd int, oob []byte, peer unix.Sockaddr, seq uint64, sent time.Time) {
+func (f *followUp) stamp(fd int, oob []byte, peer netip.AddrPort, seq uint64, sent time.Time) {
 	f.ok = false
 	for range 4 {
 		_, oobn, _, _, err := unix.Recvmsg(fd, nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
@@ -140,18 +176,6 @@ func (f *followUp) stamp(fd int, oob []byte, peer unix.Sockaddr, seq uint64, sen
 			f.peer, f.late, f.ok = peer, probes.Late{Seq: seq, Extra: tx.Sub(sent)}, true
 		}
 	}
-}
-
-func sameAddr(a, b unix.Sockaddr) bool {
-	switch x := a.(type) {
-	case *unix.SockaddrInet4:
-		y, ok := b.(*unix.SockaddrInet4)
-		return ok && x.Addr == y.Addr && x.Port == y.Port
-	case *unix.SockaddrInet6:
-		y, ok := b.(*unix.SockaddrInet6)
-		return ok && x.Addr == y.Addr && x.Port == y.Port
-	}
-	return false
 }
 
 // strangerBudget bounds what datagrams without the token cost: at most strangersPerWindow are

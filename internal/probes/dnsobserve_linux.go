@@ -33,21 +33,39 @@ func ObserveDNS(ctx context.Context, d time.Duration, k resolver.Kind, c resolve
 	opened := time.Now()
 	o := &observer{obs: &DNSObservation{Seconds: d.Seconds(), Start: opened.UTC()}, fold: newLookupFolder(k, c), tcp: newTCPReassembler()}
 	o.fold.first = opened // a walk the opening cut shows up within idle of it, not of the first packet
-	end := o.obs.Start.Add(d)
-	buf := make([]byte, 65536)
-	for time.Now().Before(end) && ctx.Err() == nil {
-		n, from, err := unix.Recvfrom(fd, buf, 0)
-		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				continue
+	end := opened.Add(d)
+	buf, oob := make([]byte, 65536), make([]byte, 128)
+	for {
+		// Past the end, what is still queued is read without waiting: the window is the
+		// packets' arrival (the kernel's time stamps), not when this loop got to them.
+		over := !time.Now().Before(end) || ctx.Err() != nil
+		flags := 0
+		if over {
+			flags = unix.MSG_DONTWAIT
+		}
+		n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, flags)
+		switch {
+		case over && err != nil: // all read (ctx may have ended it early)
+			if now := time.Now(); now.Before(end) {
+				return o.finish(now), nil
 			}
+			return o.finish(end), nil
+		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
 			return nil, fmt.Errorf("capture: %w", err)
 		}
+		at, _ := ReceivedAt(oob[:oobn], time.Now())
+		if !at.Before(end) {
+			if over {
+				return o.finish(end), nil
+			}
+			continue
+		}
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok {
-			o.packet(buf[:n], ntohs(ll.Protocol), time.Now())
+			o.packet(buf[:n], ntohs(ll.Protocol), at)
 		}
 	}
-	return o.finish(), nil
 }
 
 // observer counts and folds the messages of captured packets.
@@ -104,9 +122,10 @@ func (o *observer) message(b []byte, tcp bool, at time.Time) {
 	}
 }
 
-func (o *observer) finish() *DNSObservation {
+// finish closes the window at end.
+func (o *observer) finish(end time.Time) *DNSObservation {
 	obs := o.obs
-	obs.End = time.Now().UTC()
+	obs.End = end.UTC()
 	if obs.Responses > 0 {
 		obs.NXShare = round3(float64(obs.NXDomains) / float64(obs.Responses))
 	}
@@ -136,6 +155,7 @@ func openDNSCapture() (int, error) {
 	}
 	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) // each packet's arrival
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 	return fd, nil
 }

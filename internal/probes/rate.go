@@ -2,7 +2,9 @@ package probes
 
 import (
 	"context"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
@@ -60,21 +62,24 @@ func (s *RateSpec) defaults(kind string) {
 	s.RequestBytes, s.ResponseBytes = max(s.RequestBytes, 1), max(s.ResponseBytes, 1)
 }
 
-// rateLoop is the state Connections clients of one closed loop share.
+// rateLoop is the state Connections clients of one closed loop share. What a client does
+// between two transactions takes no lock (atomics): under a busy CPU a lock's holder descheduled
+// would hold the others, a gap between transactions that Little's law then shows.
 type rateLoop struct {
 	kind     string
 	spec     RateSpec
-	deadline time.Time
+	deadline atomic.Int64 // Unix ns; 0 once stopped
 	lat      *sampleRecorder
 	connect  *sampleRecorder // tcp-crr
 
-	mu         sync.Mutex
+	end     atomic.Int64 // the last transaction's end, Unix ns
+	started atomic.Int64
+	capped  atomic.Bool
+
+	mu         sync.Mutex // the errors' fields
 	errors     int64
 	firstError error
 	stopped    string
-	end        time.Time // the last transaction's end
-	started    int64
-	capped     bool
 }
 
 func newRateLoop(kind string, spec RateSpec) *rateLoop {
@@ -85,20 +90,21 @@ func newRateLoop(kind string, spec RateSpec) *rateLoop {
 func (l *rateLoop) done(start time.Time) {
 	now := time.Now()
 	l.lat.add(now.Sub(start))
-	l.mu.Lock()
-	if now.After(l.end) {
-		l.end = now
+	l.ended(now)
+}
+
+// ended moves the loop's end to now, unless a later one is there already.
+func (l *rateLoop) ended(now time.Time) {
+	ns := now.UnixNano()
+	for e := l.end.Load(); ns > e && !l.end.CompareAndSwap(e, ns); e = l.end.Load() {
 	}
-	l.mu.Unlock()
 }
 
 // failed records one failed transaction: the loop's time runs until its failure too.
 func (l *rateLoop) failed(err error) {
+	l.ended(time.Now())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now := time.Now(); now.After(l.end) {
-		l.end = now
-	}
 	l.errors++
 	if l.firstError == nil {
 		l.firstError = err
@@ -112,21 +118,20 @@ func (l *rateLoop) stop(reason string) {
 	if l.stopped == "" {
 		l.stopped = reason
 	}
-	l.deadline = time.Time{}
+	l.deadline.Store(0)
 }
 
 // more says whether a client starts another transaction, and counts it.
 func (l *rateLoop) more(ctx context.Context) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if ctx.Err() != nil || !time.Now().Before(l.deadline) {
+	if ctx.Err() != nil || time.Now().UnixNano() >= l.deadline.Load() {
 		return false
 	}
-	if limit := l.spec.MaxTransactions; limit > 0 && l.started >= limit {
-		l.capped = true
+	if limit := l.spec.MaxTransactions; limit > 0 && l.started.Add(1) > limit {
+		l.capped.Store(true)
 		return false
+	} else if limit <= 0 {
+		l.started.Add(1)
 	}
-	l.started++
 	return true
 }
 
@@ -134,10 +139,8 @@ func (l *rateLoop) more(ctx context.Context) bool {
 // return.
 func (l *rateLoop) run(client func(i int)) time.Time {
 	start := time.Now()
-	l.mu.Lock()
-	l.deadline = start.Add(l.spec.Duration)
-	l.end = start
-	l.mu.Unlock()
+	l.end.Store(start.UnixNano())
+	l.deadline.Store(start.Add(l.spec.Duration).UnixNano())
 	var wg sync.WaitGroup
 	for i := range l.spec.Connections {
 		wg.Add(1)
@@ -151,11 +154,12 @@ func (l *rateLoop) run(client func(i int)) time.Time {
 func (l *rateLoop) result(start time.Time) *RateResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	took := time.Unix(0, l.end.Load()).Sub(start)
 	r := &RateResult{Kind: l.kind, Connections: l.spec.Connections, RequestBytes: l.spec.RequestBytes, ResponseBytes: l.spec.ResponseBytes,
-		DurationSeconds: round3(l.end.Sub(start).Seconds()), Latency: l.lat.latency(), Errors: l.errors, Stopped: l.stopped, Capped: l.capped,
+		DurationSeconds: round3(took.Seconds()), Latency: l.lat.latency(), Errors: l.errors, Stopped: l.stopped, Capped: l.capped.Load(),
 		Cap: l.spec.MaxTransactions}
 	r.Transactions = r.Latency.Count
-	if s := l.end.Sub(start).Seconds(); s > 0 {
+	if s := took.Seconds(); s > 0 {
 		r.PerSecond = round3(float64(r.Transactions) / s)
 	}
 	if r.Latency.AvgMicros > 0 {
@@ -169,4 +173,40 @@ func (l *rateLoop) result(start time.Time) *RateResult {
 		r.Connect = &c
 	}
 	return r
+}
+
+// clientSocket is a rate client's connection: its socket detached (blockingSocket) where it
+// could be, in Go's network poller otherwise.
+type clientSocket struct {
+	c  net.Conn
+	bs *blockingSocket
+}
+
+// interrupt ends the transaction under way, and every later one.
+func (s *clientSocket) interrupt() {
+	if s.bs != nil {
+		s.bs.interrupt()
+		return
+	}
+	_ = s.c.SetDeadline(time.Now())
+}
+
+// clientWait is how the clients of socks waited for their answers: in blocking reads if every
+// one of them did.
+func clientWait[S interface{ blocking() bool }](socks []S) string {
+	for _, s := range socks {
+		if !s.blocking() {
+			return v1alpha1.WaitPoller
+		}
+	}
+	return v1alpha1.WaitBlockingRead
+}
+
+func (s *clientSocket) blocking() bool { return s.bs != nil }
+
+func (s *clientSocket) close() {
+	if s.bs != nil {
+		s.bs.close()
+	}
+	s.c.Close()
 }

@@ -33,23 +33,29 @@ func rateHello(token string, req, resp int) ([]byte, error) {
 
 // rateConn is one client's TCP connection: its first transaction carries the hello.
 type rateConn struct {
-	c         net.Conn
-	out, in   []byte // a request; the acceptance and a response
-	first     []byte // the hello and a request
-	helloSent bool
+	clientSocket        // detached (tcp-rr of one connection) after the hello
+	out, in      []byte // a request; the acceptance and a response
+	first        []byte // the hello and a request
+	helloSent    bool
 }
 
 // transact sends one request and reads its response.
 func (rc *rateConn) transact() error {
-	_ = rc.c.SetDeadline(time.Now().Add(rateIOTimeout))
+	var rw io.ReadWriter = rc.bs
+	if rc.bs == nil {
+		rw = rc.c
+		_ = rc.c.SetDeadline(time.Now().Add(rateIOTimeout))
+	} else {
+		rc.bs.deadline = time.Now().Add(rateIOTimeout)
+	}
 	out, in := rc.out, rc.in[1:]
 	if !rc.helloSent {
 		out, in = rc.first, rc.in
 	}
-	if _, err := rc.c.Write(out); err != nil {
+	if _, err := rw.Write(out); err != nil {
 		return err
 	}
-	n, err := io.ReadFull(rc.c, in)
+	n, err := io.ReadFull(rw, in)
 	if rc.helloSent {
 		return err
 	}
@@ -78,14 +84,23 @@ func acceptance(b byte) error {
 	return fmt.Errorf("answered %q, not a netbench agent", b)
 }
 
+// detach moves the connection out of Go's network poller (blockingSocket), where the platform
+// allows; it stays in it otherwise.
+func (rc *rateConn) detach() {
+	if bs, err := detach(rc.c, rateIOTimeout); err == nil {
+		rc.bs = bs
+	}
+}
+
 func newRateConn(c net.Conn, spec RateSpec, hello []byte) *rateConn {
 	out := make([]byte, spec.RequestBytes)
-	return &rateConn{c: c, out: out, first: slices.Concat(hello, out), in: make([]byte, 1+spec.ResponseBytes)}
+	return &rateConn{clientSocket: clientSocket{c: c}, out: out, first: slices.Concat(hello, out), in: make([]byte, 1+spec.ResponseBytes)}
 }
 
 // TCPRR runs spec.Connections persistent connections in a closed loop for spec.Duration: each
 // sends a request and waits for the response, then sends the next (netperf's TCP_RR). The
-// connections are opened and their first transaction made before the loop starts.
+// connections are opened and their first transaction made before the loop starts; one alone
+// then waits for its answers in blocking reads (blockingSocket).
 func TCPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	spec.defaults(v1alpha1.ProbeTCPRR)
 	hello, err := rateHello(spec.Token, spec.RequestBytes, spec.ResponseBytes)
@@ -96,7 +111,7 @@ func TCPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
-				c.c.Close()
+				c.close()
 			}
 		}
 	}()
@@ -110,10 +125,13 @@ func TCPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 		if err := conns[i].transact(); err != nil {
 			return nil, fmt.Errorf("tcp-rr connection to %s: %w", spec.Address, err)
 		}
+		if spec.Connections == 1 { // several share the poller's wake-ups better than threads
+			conns[i].detach()
+		}
 	}
 	stop := context.AfterFunc(ctx, func() {
 		for _, c := range conns {
-			_ = c.c.SetDeadline(time.Now())
+			c.interrupt()
 		}
 	})
 	defer stop()
@@ -128,7 +146,12 @@ func TCPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 			l.done(t)
 		}
 	})
-	return rateResult(ctx, l, start)
+	r, err := rateResult(ctx, l, start)
+	if err != nil {
+		return nil, err
+	}
+	r.ClientWait = clientWait(conns)
+	return r, nil
 }
 
 // rateResult is the loop's result; an error when ctx ended it or nothing completed.
@@ -187,7 +210,7 @@ func TCPCRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.HelloBytes, r.Ports = len(hello), ports.result()
+	r.HelloBytes, r.Ports, r.ClientWait = len(hello), ports.result(), v1alpha1.WaitPoller
 	return r, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -14,7 +15,7 @@ import (
 // UDPRR runs spec.Connections sockets in a closed loop for spec.Duration, each sending one
 // authenticated datagram to the agent server's UDP echo and waiting for its answer before the
 // next (netperf's UDP_RR). A datagram without an answer within udpRRTimeout counts as lost and
-// the socket goes on. The sockets wait in Go's network poller, as tcp-rr's connections do.
+// the socket goes on. One socket alone waits in blocking reads, as tcp-rr's connection does.
 func UDPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	spec.defaults(v1alpha1.ProbeUDPRR)
 	switch {
@@ -23,11 +24,11 @@ func UDPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 	case spec.RequestBytes > UDPMaxDatagram:
 		return nil, fmt.Errorf("udp-rr datagram size %d: want %d-%d bytes", spec.RequestBytes, UDPHeaderLen, UDPMaxDatagram)
 	}
-	socks := make([]net.Conn, spec.Connections)
+	socks := make([]*datagramConn, spec.Connections)
 	defer func() {
 		for _, s := range socks {
 			if s != nil {
-				s.Close()
+				s.close()
 			}
 		}
 	}()
@@ -37,11 +38,11 @@ func UDPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("udp-rr socket to %s: %w", spec.Address, err)
 		}
-		socks[i] = c
+		socks[i] = newDatagramConn(c, spec.Connections == 1)
 	}
 	stop := context.AfterFunc(ctx, func() {
 		for _, s := range socks {
-			_ = s.SetDeadline(time.Now())
+			s.interrupt()
 		}
 	})
 	defer stop()
@@ -58,20 +59,47 @@ func UDPRR(ctx context.Context, spec RateSpec) (*RateResult, error) {
 		r.LossPercent = round3(100 * float64(r.Errors) / float64(n))
 	}
 	r.TimeoutMillis = float64(udpRRTimeout.Milliseconds())
+	r.ClientWait = clientWait(socks)
 	return r, nil
 }
 
+// datagramConn is a udp-rr socket: a blockingSocket where it can be, in Go's network poller
+// otherwise.
+type datagramConn struct {
+	clientSocket
+	io.ReadWriter
+}
+
+func newDatagramConn(c net.Conn, blocking bool) *datagramConn {
+	if !blocking {
+		return &datagramConn{clientSocket: clientSocket{c: c}, ReadWriter: c}
+	}
+	if bs, err := detach(c, udpRRTimeout); err == nil {
+		return &datagramConn{clientSocket: clientSocket{c: c, bs: bs}, ReadWriter: bs}
+	}
+	return &datagramConn{clientSocket: clientSocket{c: c}, ReadWriter: c}
+}
+
+// readBy bounds the next reads' wait to deadline.
+func (d *datagramConn) readBy(deadline time.Time) error {
+	if d.bs != nil {
+		return d.bs.readBy(deadline)
+	}
+	return d.c.SetReadDeadline(deadline)
+}
+
 // udpRRClient is one socket's loop.
-func udpRRClient(ctx context.Context, l *rateLoop, c net.Conn) {
+func udpRRClient(ctx context.Context, l *rateLoop, c *datagramConn) {
 	out, in := make([]byte, l.spec.RequestBytes), make([]byte, UDPMaxDatagram)
+	s := NewSealer(l.spec.Key)
 	for seq := uint64(0); l.more(ctx); seq++ {
-		SealDatagram(l.spec.Key, out, UDPRate, seq)
+		s.Seal(out, UDPRate, seq)
 		t := time.Now()
 		if _, err := c.Write(out); err != nil {
 			l.failed(err)
 			return
 		}
-		switch err := awaitAnswer(c, in, l.spec.Key, seq, t.Add(udpRRTimeout)); {
+		switch err := awaitAnswer(c, in, s, seq, t.Add(udpRRTimeout)); {
 		case err == nil:
 			l.done(t)
 		case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil:
@@ -86,15 +114,17 @@ func udpRRClient(ctx context.Context, l *rateLoop, c net.Conn) {
 }
 
 // awaitAnswer reads until the answer to seq arrives or the deadline passes, dropping earlier
-// answers and anything not sealed with key.
-func awaitAnswer(c net.Conn, buf, key []byte, seq uint64, deadline time.Time) error {
-	_ = c.SetReadDeadline(deadline)
+// answers and anything s does not verify.
+func awaitAnswer(c *datagramConn, buf []byte, s *Sealer, seq uint64, deadline time.Time) error {
 	for {
+		if err := c.readBy(deadline); err != nil {
+			return err
+		}
 		n, err := c.Read(buf)
 		if err != nil {
 			return err
 		}
-		if typ, got, err := OpenDatagram(key, buf[:n]); err == nil && typ == 'R' && got == seq {
+		if typ, got, err := s.Open(buf[:n]); err == nil && typ == 'R' && got == seq {
 			return nil
 		}
 	}

@@ -1,10 +1,12 @@
 package probes
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"time"
 )
 
@@ -52,31 +54,60 @@ func UDPKey(token string) []byte {
 	return m.Sum(nil)
 }
 
-func udpTag(key, b []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(b[:16])
-	m.Write(b[UDPHeaderLen:])
-	return m.Sum(nil)[:tagLen]
+// Sealer seals and verifies datagrams under one key, reusing its HMAC's state: a new HMAC per
+// datagram costs ~0.9 µs and six allocations, and a udp-rr transaction seals two and verifies
+// two. One goroutine's at a time.
+type Sealer struct {
+	key []byte
+	mac hash.Hash
+	sum []byte
 }
 
-// SealDatagram fills b's header (b is at least UDPHeaderLen long; the rest is payload).
-func SealDatagram(key, b []byte, typ byte, seq uint64) {
+// NewSealer is a Sealer for key (nil: one that verifies nothing).
+func NewSealer(key []byte) *Sealer {
+	return &Sealer{key: key, mac: hmac.New(sha256.New, key), sum: make([]byte, 0, sha256.Size)}
+}
+
+// For is s when its key is key, a new Sealer for key otherwise.
+func (s *Sealer) For(key []byte) *Sealer {
+	if s != nil && bytes.Equal(s.key, key) && (s.key == nil) == (key == nil) {
+		return s
+	}
+	return NewSealer(key)
+}
+
+func (s *Sealer) tag(b []byte) []byte {
+	s.mac.Reset()
+	s.mac.Write(b[:16])
+	s.mac.Write(b[UDPHeaderLen:])
+	s.sum = s.mac.Sum(s.sum[:0])
+	return s.sum[:tagLen]
+}
+
+// Seal fills b's header (b is at least UDPHeaderLen long; the rest is payload).
+func (s *Sealer) Seal(b []byte, typ byte, seq uint64) {
 	copy(b, udpMagic)
 	b[4], b[5], b[6], b[7] = typ, 0, 0, 0
 	binary.BigEndian.PutUint64(b[8:16], seq)
-	copy(b[16:UDPHeaderLen], udpTag(key, b))
+	copy(b[16:UDPHeaderLen], s.tag(b))
 }
 
-// OpenDatagram verifies b and returns its type and sequence.
-func OpenDatagram(key, b []byte) (typ byte, seq uint64, err error) {
-	if len(b) < UDPHeaderLen || string(b[:4]) != udpMagic {
+// Open verifies b and returns its type and sequence.
+func (s *Sealer) Open(b []byte) (typ byte, seq uint64, err error) {
+	if s.key == nil || len(b) < UDPHeaderLen || string(b[:4]) != udpMagic {
 		return 0, 0, ErrBadDatagram
 	}
-	if !hmac.Equal(b[16:UDPHeaderLen], udpTag(key, b)) {
+	if !hmac.Equal(b[16:UDPHeaderLen], s.tag(b)) {
 		return 0, 0, ErrBadDatagram
 	}
 	return b[4], binary.BigEndian.Uint64(b[8:16]), nil
 }
+
+// SealDatagram fills b's header under key (Sealer.Seal, once).
+func SealDatagram(key, b []byte, typ byte, seq uint64) { NewSealer(key).Seal(b, typ, seq) }
+
+// OpenDatagram verifies b under key (Sealer.Open, once).
+func OpenDatagram(key, b []byte) (typ byte, seq uint64, err error) { return NewSealer(key).Open(b) }
 
 // Late is a follow-up for an echo answered before: its sequence and how long its answer took
 // from the server's own clock reading to the kernel's transmit time stamp (known only once sent).
@@ -94,7 +125,7 @@ const echoPayload = 24
 // has room), dwell: how long the request spent in the server until its answer was about to be
 // sent, and late: the previous answer's remaining time to its transmit time stamp; the client
 // takes both off the round trips. localMTU is what an MTU probe's answer reports.
-func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.Duration, late Late) int {
+func EchoReply(s *Sealer, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.Duration, late Late) int {
 	switch typ {
 	case UDPEcho:
 		if n >= UDPHeaderLen+echoPayload {
@@ -102,15 +133,15 @@ func EchoReply(key, b []byte, typ byte, seq uint64, n, localMTU int, dwell time.
 			binary.BigEndian.PutUint64(b[UDPHeaderLen+8:], late.Seq+1)
 			binary.BigEndian.PutUint64(b[UDPHeaderLen+16:], uint64(max(late.Extra, 0)))
 		}
-		SealDatagram(key, b[:n], 'E', seq)
+		s.Seal(b[:n], 'E', seq)
 		return n
 	case UDPRate:
-		SealDatagram(key, b[:n], 'R', seq)
+		s.Seal(b[:n], 'R', seq)
 		return n
 	case UDPMTUProbe:
 		binary.BigEndian.PutUint32(b[UDPHeaderLen:], uint32(n))
 		binary.BigEndian.PutUint32(b[UDPHeaderLen+4:], uint32(localMTU))
-		SealDatagram(key, b[:UDPHeaderLen+8], 'M', seq)
+		s.Seal(b[:UDPHeaderLen+8], 'M', seq)
 		return UDPHeaderLen + 8
 	}
 	return 0

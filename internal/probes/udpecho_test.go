@@ -34,7 +34,7 @@ func TestDatagramsAuthenticate(t *testing.T) {
 	}
 	// The answers are no larger than the requests: an echo is the same size, an MTU probe's a
 	// short header.
-	if n := EchoReply(key, b, UDPEcho, 42, len(b), 1500, 1234*time.Nanosecond, Late{Seq: 41, Extra: 7 * time.Microsecond}); n != len(b) {
+	if n := EchoReply(NewSealer(key), b, UDPEcho, 42, len(b), 1500, 1234*time.Nanosecond, Late{Seq: 41, Extra: 7 * time.Microsecond}); n != len(b) {
 		t.Errorf("echo answer %d bytes", n)
 	}
 	typ, _, err := OpenDatagram(key, b)
@@ -47,13 +47,13 @@ func TestDatagramsAuthenticate(t *testing.T) {
 	}
 	big := make([]byte, 1400)
 	SealDatagram(key, big, UDPMTUProbe, 7)
-	if n := EchoReply(key, big, UDPMTUProbe, 7, len(big), 1500, 0, Late{}); n != UDPHeaderLen+8 {
+	if n := EchoReply(NewSealer(key), big, UDPMTUProbe, 7, len(big), 1500, 0, Late{}); n != UDPHeaderLen+8 {
 		t.Errorf("mtu answer %d bytes", n)
 	}
 	if typ, seq, err := OpenDatagram(key, big[:UDPHeaderLen+8]); err != nil || typ != 'M' || seq != 7 {
 		t.Errorf("mtu answer: %c %d %v", typ, seq, err)
 	}
-	if n := EchoReply(key, b, 'x', 1, len(b), 1500, 0, Late{}); n != 0 {
+	if n := EchoReply(NewSealer(key), b, 'x', 1, len(b), 1500, 0, Late{}); n != 0 {
 		t.Errorf("unknown type answered with %d bytes", n)
 	}
 }
@@ -64,7 +64,7 @@ func BenchmarkEchoServerWork(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		SealDatagram(key, buf, UDPEcho, uint64(i))
 		typ, seq, _ := OpenDatagram(key, buf)
-		EchoReply(key, buf, typ, seq, len(buf), 1500, time.Microsecond, Late{})
+		EchoReply(NewSealer(key), buf, typ, seq, len(buf), 1500, time.Microsecond, Late{})
 	}
 }
 
@@ -86,7 +86,7 @@ func FuzzOpenDatagram(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m := EchoReply(key, buf, typ, seq, n, 1500, time.Microsecond, Late{}); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
+		if m := EchoReply(NewSealer(key), buf, typ, seq, n, 1500, time.Microsecond, Late{}); m > n && !(typ == UDPMTUProbe && m == UDPHeaderLen+8) {
 			t.Errorf("answered %d bytes to %d", m, n)
 		}
 	})

@@ -49,7 +49,16 @@ func writeRateNotes(w io.Writer, name string, x *v1alpha1.RateResult) {
 	case v1alpha1.ProbeUDPRR:
 		fmt.Fprintf(w, "  %s: %.1f %% of datagrams unanswered within %.0f ms (each counted as an error)\n", name, x.LossPercent, x.TimeoutMillis)
 	}
+	if wait, ok := clientWaits[x.ClientWait]; ok && x.Kind != v1alpha1.ProbeTCPCRR {
+		fmt.Fprintf(w, "  %s: the client waited for each answer %s\n", name, wait)
+	}
 	writeRateStops(w, name, x)
+}
+
+// clientWaits says how a rate client waited for its answers.
+var clientWaits = map[string]string{
+	v1alpha1.WaitBlockingRead: "in a blocking read(2), as sockperf and netperf do",
+	v1alpha1.WaitPoller:       "through Go's network poller (a few µs more per transaction than a blocking read)",
 }
 
 // writeRateStops says whether a rate probe stopped early (the port budget, errors) and its

@@ -49,7 +49,20 @@ type RateResult struct {
 	Capped bool `json:"capped,omitempty"`
 	// Cap is that cap on transactions (tcp-crr: connections) started; 0 when none.
 	Cap int64 `json:"cap,omitempty"`
+	// ClientWait is how the client waited for each answer: WaitBlockingRead or WaitPoller.
+	ClientWait string `json:"clientWait,omitempty"`
 }
+
+// How a rate client waits for its answers.
+const (
+	// WaitBlockingRead: in one read(2) on a blocking socket, asleep in the kernel until the
+	// answer wakes it, as sockperf and netperf wait (tcp-rr and udp-rr of one connection, on
+	// Linux, when the agent has a processor to spare for it).
+	WaitBlockingRead = "blocking-read"
+	// WaitPoller: through Go's network poller (several connections, tcp-crr, or no processor
+	// to spare): a few µs more per transaction than a blocking read.
+	WaitPoller = "poller"
+)
 
 // EphemeralPorts is what a tcp-crr probe did to the client pod's ephemeral ports. The client
 // closes each connection first, so each leaves a socket in TIME-WAIT on the client for 60 s
