@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&c.agentImage, "agent-image", ".cache/lab/images/agent.tar", "the agent image the lab's nodes imported (hack/lab/lab.sh images), whose size is reported")
 	flag.StringVar(&c.out, "out", "", "also write the markdown to this file")
 	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds per path")
-	flag.StringVar(&c.only, "only", "", "measure only one section, faults or dns (a check of that part; the results file is written from whole runs)")
+	flag.StringVar(&c.only, "only", "", "measure only one section, paths, faults or dns (a check of that part; the results file is written from whole runs)")
 	flag.Float64Var(&c.seconds, "seconds", 5, "duration of each throughput and HTTP run")
 	flag.IntVar(&c.newConns, "new-conns", 50, "curl requests (each on a new connection) per round")
 	flag.Parse()
@@ -69,8 +69,8 @@ func main() {
 
 func run(c config) error {
 	switch {
-	case c.only != "" && c.only != "faults" && c.only != "dns":
-		return fmt.Errorf("-only %q: want faults or dns", c.only)
+	case c.only != "" && c.only != "paths" && c.only != "faults" && c.only != "dns":
+		return fmt.Errorf("-only %q: want paths, faults or dns", c.only)
 	case c.only != "" && c.out != "":
 		return errors.New("-only writes no results file: drop -out")
 	}
@@ -97,7 +97,7 @@ func run(c config) error {
 	e.nodes = l.nodes
 	var results []pathResult
 	for _, p := range paths {
-		if c.only != "" {
+		if c.only != "" && c.only != "paths" {
 			break
 		}
 		r, err := measurePath(c, l, p)

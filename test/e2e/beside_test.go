@@ -29,8 +29,8 @@ func TestBesideTestsSwitchNothing(t *testing.T) {
 				t.Errorf("%s runs beside other tests but reaches %s, which %s", name, fn, why)
 			}
 		}
-		if fidelity[name] {
-			t.Errorf("%s runs beside other tests but is a fidelity test of hack/mutations.sh: it must run alone", name)
+		if fidelity[name] || comparesRuns[name] {
+			t.Errorf("%s runs beside other tests but measures alone (a fidelity test of hack/mutations.sh, or comparesRuns): it must run alone", name)
 		}
 	}
 	for name, fns := range funcs {

@@ -101,7 +101,7 @@ func lab(t *testing.T) (kubernetes.Interface, string) {
 		grace := int64(1)
 		_ = cs.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{})
 	})
-	if mutationTests(t)[topName(t)] {
+	if mutationTests(t)[topName(t)] || comparesRuns[topName(t)] {
 		waitAloneBeside(t, cs, ns)
 	}
 	return cs, ns
