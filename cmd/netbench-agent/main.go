@@ -13,6 +13,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+
+	// The agent image has no root certificates of its own: an egress probe to https:// verifies
+	// against the Mozilla roots this package embeds (used only where the system has none).
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 // ProfileEnv names a file to write a CPU profile of the whole run to (pprof format), for

@@ -159,10 +159,11 @@ func closeUnless(ctx context.Context, keep *bool, shutdown func()) {
 }
 
 // stopsOnDone says whether the job must end the moment its run is interrupted, not at its
-// deadline: a DNS capacity ramp loads a shared service.
+// deadline: a DNS capacity ramp loads a shared service; an egress probe calls a destination
+// outside the cluster, with no server agent whose end would end it.
 func (j Job) stopsOnDone() bool {
 	for _, p := range j.Probes {
-		if p.DNSLoadSeconds > 0 {
+		if p.DNSLoadSeconds > 0 || p.Kind == ProbeEgress {
 			return true
 		}
 	}

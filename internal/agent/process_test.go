@@ -7,18 +7,22 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/vethpair"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // The test binary doubles as the agent binary: with this variable set it runs the agent command
@@ -218,6 +222,9 @@ func fullJob(host string, port int, token string) Job {
 			{Kind: ProbeTCPRR, Connections: 2, DurationSeconds: 0.3, Size: 100, ResponseSize: 1000},
 			{Kind: ProbeTCPCRR, Connections: 2, DurationSeconds: 0.3},
 			{Kind: ProbeUDPRR, Connections: 2, DurationSeconds: 0.3, Size: 64},
+			// One client alone waits in blocking reads, and the server's answers from the third.
+			{Kind: ProbeTCPRR, Name: "tcp-rr-1", Connections: 1, DurationSeconds: 0.3, Size: 100, ResponseSize: 1000},
+			{Kind: ProbeUDPRR, Name: "udp-rr-1", Connections: 1, DurationSeconds: 0.3, Size: 64},
 			{Kind: ProbeLoadedRTT, Streams: 2, DurationSeconds: 2.5, IntervalMillis: 10},
 		},
 	}
@@ -255,9 +262,12 @@ func checkFullJob(t *testing.T, events []Event, wantICMP bool) {
 	if r := res[ProbePMTU]; r != nil && (r.PMTU == nil || r.PMTU.PathMTU != min(r.PMTU.LocalMTU, 9216) || r.PMTU.LocalMTU < 1500 || r.PMTU.Probes != 1) {
 		t.Errorf("path-mtu: %+v", r.PMTU)
 	}
-	for _, k := range []string{ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR} {
+	for _, k := range []string{ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, "tcp-rr-1", "udp-rr-1"} {
 		if r := res[k]; r != nil && (r.Rate == nil || r.Rate.Transactions < 50 || r.Rate.Errors != 0 || r.Rate.PerSecond <= 0 || r.Rate.Latency.Count != r.Rate.Transactions) {
 			t.Errorf("%s through the agent server: %+v", k, r.Rate)
+		}
+		if r := res[k]; r != nil && r.Rate != nil && r.Rate.ClientWait != v1alpha1.WaitBlockingRead && (r.Rate.ClientWait != v1alpha1.WaitPoller || k == "udp-rr-1" && runtime.GOOS == "linux") {
+			t.Errorf("%s: the client waited in %q", k, r.Rate.ClientWait) // the UDP echo never holds a processor
 		}
 	}
 	if r := res[ProbeLoadedRTT]; r != nil && (r.Loaded == nil || r.Loaded.Idle == nil || r.Loaded.Loaded == nil || r.Loaded.Loaded.Received < 50 ||
@@ -459,6 +469,8 @@ func TestAgentRejectsBadJobs(t *testing.T) {
 		{"rate too large", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"tcp-rr","responseSize":9000}]}`, "want up to 8192 each"},
 		{"udp-rr too small", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"udp-rr","size":8}]}`, "size 8: want 32-9216"},
 		{"response size elsewhere", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"http","responseSize":10}]}`, "tcp-rr and tcp-crr probes only"},
+		{"egress without port", `{"apiVersion":"` + APIVersion + `","probes":[{"kind":"egress","url":"tcp://db.example"}]}`, "a tcp destination is tcp://HOST:PORT"},
+		{"egress with a server", `{"apiVersion":"` + APIVersion + `","host":"h","port":1,"probes":[{"kind":"egress","url":"https://db.example/","host":"10.0.0.1"}]}`, "with no agent server"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -473,6 +485,24 @@ func TestAgentRejectsBadJobs(t *testing.T) {
 				t.Errorf("output %q, want an error event containing %q", out, tc.wantErr)
 			}
 		})
+	}
+}
+
+// An egress probe measures a URL with no agent behind it: an HTTP server of this test.
+func TestAgentEgressProbe(t *testing.T) {
+	var requests atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { requests.Add(1) }))
+	defer s.Close()
+	events, err := runJob(t, "", Job{APIVersion: APIVersion, Probes: []ProbeSpec{{Kind: ProbeEgress, URL: s.URL + "/health", Count: 3, IntervalMillis: 1}}}, 0)
+	if err != nil {
+		t.Fatalf("%v: %+v", err, events)
+	}
+	r := results(events)[ProbeEgress]
+	if r == nil || r.Egress == nil || r.Egress.NewConnections != 3 || r.Egress.FirstByteReused == nil || r.Egress.FirstByteReused.Count != 3 || r.Egress.Status != 200 {
+		t.Fatalf("egress result %+v", r)
+	}
+	if n := requests.Load(); n != 7 {
+		t.Errorf("the server answered %d requests, want 3 new, 1 to open the kept-alive connection and 3 on it", n)
 	}
 }
 

@@ -172,6 +172,20 @@ func udpBlocked(ctx context.Context, err error) (string, error) {
 	return "", err
 }
 
+// icmpRTT pings addr's host; a pod without the permission to gets a skip, not an error.
+func icmpRTT(ctx context.Context, addr string, rtt probes.RTTSpec) (*probes.RTTResult, string, error) {
+	host, _, splitErr := net.SplitHostPort(addr)
+	if splitErr != nil {
+		host = addr
+	}
+	rtt.Target = host
+	r, err := probes.ICMPRTT(ctx, rtt)
+	if errors.Is(err, probes.ErrICMPNotPermitted) {
+		return nil, err.Error(), nil
+	}
+	return r, "", err
+}
+
 // runProbe runs one probe; a panic in a probe engine becomes its error.
 func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err error) {
 	defer func() {
@@ -195,15 +209,7 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 	}
 	switch p.Kind {
 	case ProbeICMP:
-		host, _, splitErr := net.SplitHostPort(addr)
-		if splitErr != nil {
-			host = addr
-		}
-		rtt.Target = host
-		res.RTT, err = probes.ICMPRTT(ctx, rtt)
-		if errors.Is(err, probes.ErrICMPNotPermitted) {
-			res.Skipped, err = err.Error(), nil
-		}
+		res.RTT, res.Skipped, err = icmpRTT(ctx, addr, rtt)
 	case ProbeTCPRTT:
 		rtt.Target = addr
 		res.RTT, err = probes.TCPConnectRTT(ctx, rtt)
@@ -242,6 +248,8 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 	case ProbePMTU:
 		res.PMTU, err = probes.PathMTU(ctx, addr, probes.UDPKey(job.Token), pmtuTimeout)
 		res.Skipped, err = udpBlocked(ctx, err)
+	case ProbeEgress:
+		res.Egress, err = runEgress(ctx, p)
 	case ProbeSpread:
 		// Whichever pod the Service picks answers: it gets a proof of the token, never the token.
 		res.Spread, err = probes.Spread(ctx, spreadSpec(p, &job))

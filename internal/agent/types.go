@@ -56,10 +56,12 @@ const (
 	ProbeUDPRR  = v1alpha1.ProbeUDPRR
 	// ProbeLoadedRTT samples the UDP (and ICMP) round trip idle, then under a TCP load.
 	ProbeLoadedRTT = v1alpha1.ProbeLoadedRTT
+	// ProbeEgress measures the destination URL with no agent on its far side.
+	ProbeEgress = v1alpha1.ProbeEgress
 )
 
 // ProbeKinds lists every probe kind in the order a full run takes them.
-var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, ProbeTCP, ProbeLoadedRTT, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU}
+var ProbeKinds = []string{ProbeICMP, ProbeTCPRTT, ProbeHTTP, ProbeHTTPNewConn, ProbeHTTPMax, ProbeGRPC, ProbeTCPRR, ProbeTCPCRR, ProbeUDPRR, ProbeTCP, ProbeLoadedRTT, ProbeDNS, ProbeSpread, ProbeUDP, ProbePMTU, ProbeEgress}
 
 // Job is what `agent run` executes: probes against one agent server (or, per probe, another
 // address such as the destination app's own port).
@@ -99,10 +101,11 @@ type ProbeSpec struct {
 	DurationSeconds float64 `json:"durationSeconds,omitempty"`
 	// ReportIntervalSeconds adds interval reports to a throughput run.
 	ReportIntervalSeconds float64 `json:"reportIntervalSeconds,omitempty"`
-	// Address (host:port) or URL overrides the agent server as the target, for measuring an
-	// application's own port. No token is sent to such a target.
+	// Address (host:port) or URL replaces the agent server as the target (sent no token): an
+	// app's own port, or an egress destination whose https chain must lead to RootCAs (PEM).
 	Address string `json:"address,omitempty"`
 	URL     string `json:"url,omitempty"`
+	RootCAs string `json:"rootCAs,omitempty"`
 	// Host is the agent server's address for this probe when it is not the job's Host: the
 	// same server's address of the other IP family (path --ip-family both; a spread probe's
 	// straight handshakes to DST through a dual-stack Service's other family). Tokens are sent.
@@ -207,6 +210,12 @@ func (j *Job) Validate() error {
 		}
 		if err := checkDirect(p); err != nil {
 			return fmt.Errorf("probe %s: %w", p.Label(), err)
+		}
+		if p.Kind == ProbeEgress {
+			if err := checkEgress(p); err != nil {
+				return fmt.Errorf("probe %s: %w", p.Label(), err)
+			}
+			continue
 		}
 		if p.Kind == ProbeDNS && p.Host != "" {
 			return fmt.Errorf("probe %s: host %q: a DNS probe asks the pod's nameservers, never the agent server", p.Label(), p.Host)

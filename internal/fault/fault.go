@@ -70,6 +70,10 @@ const (
 	// LoadRateInflated paces each step of the DNS capacity ramp at half the rate it reports
 	// (TestDNSLoadFindsTheKnee).
 	LoadRateInflated Name = "load-rate-inflated"
+	// EgressConnectWithLookup times each egress connect from its lookup's start, as curl's
+	// time_connect counts, instead of from the first connection attempt
+	// (TestPathToAnOutsideHostBesideCurl).
+	EgressConnectWithLookup Name = "egress-connect-with-lookup"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

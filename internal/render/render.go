@@ -45,7 +45,12 @@ func Bits(bps float64) string {
 func Human(w io.Writer, r *report.PathReport) error {
 	fmt.Fprintf(w, "kubectl netbench path: %s → %s\n", report.EndpointName(r.Source), report.EndpointName(r.Destination))
 	mode := "ephemeral containers in both pods"
-	if r.Mode == "pod" {
+	switch {
+	case r.Destination.External != "" && r.Mode == "pod":
+		mode = fmt.Sprintf("a temporary pod (%s) on SRC's node", r.Source.AgentPod)
+	case r.Destination.External != "":
+		mode = "an ephemeral container in SRC's pod"
+	case r.Mode == "pod":
 		mode = fmt.Sprintf("temporary pods (%s → %s)", r.Source.AgentPod, r.Destination.AgentPod)
 	}
 	class := r.Path.Class
@@ -69,6 +74,10 @@ func Human(w io.Writer, r *report.PathReport) error {
 		c := r.Cost
 		fmt.Fprintf(w, "\nCross-zone cost (estimate): this run moved %s across the zone boundary = $%.4f at $%.3f/GB × 2 sides; 1 Gbit/s sustained for 30 days = $%.0f.\n",
 			report.BytesText(c.BytesCrossedZone), c.RunCostUSD, c.PricePerGBUSD, c.MonthlyUSDPerGbps)
+	}
+	if c := r.EgressCost; c != nil {
+		fmt.Fprintf(w, "\nEgress cost (estimate): through a NAT or egress gateway at $%.3f/GB (--egress-price-per-gb), 1 Gbit/s sustained for 30 days = $%.0f; the destination's own Internet egress price comes on top.\n",
+			c.PricePerGBUSD, c.MonthlyUSDPerGbps)
 	}
 	writePolicy(w, r.Policy)
 	for _, s := range r.Skipped {
@@ -136,9 +145,11 @@ func writeFooter(w io.Writer, warnings []string, t report.Timing) {
 // writeProbes writes the sections of a list of probe results: RTT, request latency, TCP
 // throughput and path MTU, each where a result has it.
 func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
-	var rtt, http, grpc, rates, tput, mtu, loaded []*v1alpha1.ProbeResult
+	var rtt, http, grpc, rates, tput, mtu, loaded, out []*v1alpha1.ProbeResult
 	for _, r := range results {
 		switch {
+		case r.Egress != nil:
+			out = append(out, r)
 		case r.Loaded != nil:
 			loaded = append(loaded, r)
 		case r.Rate != nil:
@@ -172,6 +183,9 @@ func writeProbes(w io.Writer, title string, results []*v1alpha1.ProbeResult) {
 	}
 	for _, r := range loaded {
 		writeLoaded(w, title, r)
+	}
+	for _, r := range out {
+		writeEgress(w, r)
 	}
 }
 

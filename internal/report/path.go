@@ -3,8 +3,10 @@ package report
 import "fmt"
 
 // NewCost computes the cost of bytes that crossed a zone boundary.
+// monthSeconds is 30 days, the month of the monthly cost figures.
+const monthSeconds = 30 * 24 * 3600
+
 func NewCost(bytes int64, pricePerGB float64) *Cost {
-	const monthSeconds = 30 * 24 * 3600
 	return &Cost{
 		PricePerGBUSD:     pricePerGB,
 		BytesCrossedZone:  bytes,
@@ -12,6 +14,12 @@ func NewCost(bytes int64, pricePerGB float64) *Cost {
 		MonthlyUSDPerGbps: 1e9 / 8 * monthSeconds / 1e9 * pricePerGB * 2,
 		Note:              "estimate: bytes × price per GB × 2 (charged on both sides of the zone boundary)",
 	}
+}
+
+// NewEgressCost prices a path out of the cluster at pricePerGB, charged once.
+func NewEgressCost(pricePerGB float64) *EgressCost {
+	return &EgressCost{PricePerGBUSD: pricePerGB, MonthlyUSDPerGbps: 1e9 / 8 * monthSeconds / 1e9 * pricePerGB,
+		Note: "estimate: GB × price per GB of the NAT or egress gateway, once; the destination's own Internet egress price comes on top"}
 }
 
 // Classify names the path between two nodes from their topology labels.
@@ -47,6 +55,9 @@ func Micros(us float64) string {
 }
 
 func EndpointName(e Endpoint) string {
+	if e.External != "" {
+		return e.External + " (outside the cluster)"
+	}
 	where := e.Node
 	if e.Zone != "" {
 		where += ", " + e.Zone

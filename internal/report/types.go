@@ -67,6 +67,7 @@ type (
 	PathClass     = v1alpha1.PathClass
 	Dataplane     = v1alpha1.Dataplane
 	Cost          = v1alpha1.Cost
+	EgressCost    = v1alpha1.EgressCost
 	Timing        = v1alpha1.Timing
 	Phase         = v1alpha1.Phase
 	PolicyCheck   = v1alpha1.PolicyCheck

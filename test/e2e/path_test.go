@@ -106,7 +106,7 @@ func pathJSON(t *testing.T, args ...string) *v1alpha1.PathReport {
 func decodeReport(t *testing.T, out string) *v1alpha1.PathReport {
 	t.Helper()
 	r := decodeStrict[v1alpha1.PathReport](t, out)
-	if r.APIVersion != v1alpha1.APIVersion || r.Kind != "PathReport" || r.Source.PodIP == "" || r.Destination.PodIP == "" ||
+	if r.APIVersion != v1alpha1.APIVersion || r.Kind != "PathReport" || r.Source.PodIP == "" || (r.Destination.PodIP == "") == (r.Destination.External == "") ||
 		r.Path.Class == "" || r.StartTime.IsZero() || len(r.Probes) == 0 || r.Timing.WallSeconds <= 0 {
 		t.Fatalf("required fields missing: %s", out)
 	}

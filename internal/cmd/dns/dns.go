@@ -25,7 +25,6 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/resolver"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 )
 
@@ -227,7 +226,7 @@ func (r *dnsRun) Measure(ctx context.Context) (time.Duration, error) {
 	o, rep, t := r.o, r.rep, r.t
 	since := time.Now()
 	o.Progress("adding the agent to %s/%s", t.Namespace, t.Pod.Name)
-	a, full, err := o.runAgent(ctx, r.sess, r.agentSpec())
+	a, full, err := cmdutil.RunOne(ctx, r.sess, r.agentSpec(), "dns probe", isDNS)
 	if err != nil {
 		return 0, err
 	}
@@ -308,7 +307,7 @@ func (r *dnsRun) Output() cmdutil.RunOutput {
 // reason and the active report stands.
 func (o *DNSOptions) observe(ctx context.Context, sess *session.Session, t *session.Target, res *agent.DNSReport) {
 	o.Progress("capturing the pod's DNS traffic for %s", o.Observe)
-	_, full, err := o.runAgent(ctx, sess, o.captureSpec(t, string(res.Resolver)))
+	_, full, err := cmdutil.RunOne(ctx, sess, o.captureSpec(t, string(res.Resolver)), "dns probe", isDNS)
 	switch {
 	case errors.Is(err, access.ErrPodSecurity):
 		res.ObserveSkipped = "passive capture skipped: it needs NET_RAW as root, which the Pod Security level of namespace " + t.Namespace + " forbids; the active report is below"
@@ -366,31 +365,5 @@ func (o *DNSOptions) owner(ctx context.Context, p *corev1.Pod) string {
 	return ""
 }
 
-// runAgent starts one agent with the DNS probe and returns its result (DNS set).
-func (o *DNSOptions) runAgent(ctx context.Context, sess *session.Session, as session.AgentSpec) (*session.Agent, *agent.ProbeResult, error) {
-	a, err := sess.StartReady(ctx, as, "the agent")
-	if err != nil {
-		return nil, nil, err
-	}
-	var res *agent.ProbeResult
-	err = a.Follow(ctx, func(ev agent.Event) (bool, error) {
-		switch ev.Type {
-		case agent.EventResult:
-			if ev.Result != nil && ev.Result.DNS != nil {
-				res = ev.Result
-			}
-		case agent.EventError:
-			return false, fmt.Errorf("dns probe in %s/%s: %s", as.Target.Namespace, as.Target.Pod.Name, text.Sanitize(ev.Message))
-		case agent.EventExit:
-			return true, nil
-		}
-		return false, nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if res == nil {
-		return nil, nil, fmt.Errorf("the %s %w", a, session.ErrEndedWithoutResult)
-	}
-	return a, res, nil
-}
+// isDNS keeps a DNS probe's result.
+func isDNS(r *agent.ProbeResult) bool { return r.DNS != nil }

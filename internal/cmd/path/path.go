@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/egress"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
@@ -54,7 +55,17 @@ type PathOptions struct {
 	// Rounds is --repeat: the probes run this many times, round after round (ladder: every rung
 	// each round).
 	Rounds int
+	// CAFile and Requests are for a destination outside the cluster (DST a URL): the roots its
+	// chain must lead to (read into rootCAs), and how many requests measure it.
+	CAFile           string
+	Requests         int
+	EgressPricePerGB float64
+	rootCAs          []byte
 }
+
+// DefaultEgressPricePerGB is AWS's NAT gateway data processing price (us-east-1, USD per GB),
+// the commonest toll on a path out of a cluster.
+const DefaultEgressPricePerGB = 0.045
 
 // MaxRounds bounds --repeat.
 const MaxRounds = 20
@@ -62,13 +73,15 @@ const MaxRounds = 20
 // NewPathOptions returns options with the defaults.
 func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *PathOptions {
 	return &PathOptions{
-		CommonOptions: cmdutil.NewCommonOptions(flags, streams),
-		Mode:          session.ModeEphemeral,
-		Profile:       "quick",
-		Probes:        probeGroups,
-		PricePerGB:    0.01,
-		HTTPPath:      "/",
-		Rounds:        1,
+		CommonOptions:    cmdutil.NewCommonOptions(flags, streams),
+		Mode:             session.ModeEphemeral,
+		Profile:          "quick",
+		Probes:           probeGroups,
+		PricePerGB:       0.01,
+		HTTPPath:         "/",
+		Rounds:           1,
+		Requests:         egress.DefaultCount,
+		EgressPricePerGB: DefaultEgressPricePerGB,
 	}
 }
 
@@ -81,13 +94,18 @@ func NewPathCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 without connection reuse, closed-loop request rate, and single- and multi-stream TCP throughput.
 
 SRC and DST are a pod name, TYPE/NAME (deploy/, sts/, ds/, rs/, job/, svc/ …) or NAMESPACE/TYPE/NAME.
+DST may also be a destination outside the cluster: tcp://HOST:PORT, http://… or https://…; one agent
+beside SRC's application then times, through the pod's own resolver and network, the DNS lookup,
+TCP connect, TLS handshake and first byte on new and reused connections, and says whose address
+the far side saw when it echoes it (the pod's, the node's SNAT, or a gateway's).
 A measuring agent is added to each pod as an ephemeral container (--mode ephemeral, the default),
 or started in a temporary pod on each pod's node (--mode pod; --mode auto falls back to pods when
 ephemeral containers are unavailable).`,
 		Example: `  kubectl netbench path deploy/frontend deploy/backend
   kubectl netbench path frontend-7d9c shop/sts/db --probes rtt,tcp --profile seed
   kubectl netbench path deploy/frontend svc/backend --port 8080 --http-path /healthz -o json
-  kubectl netbench path deploy/frontend deploy/backend --probes rtt,http --repeat 5 --fail-if 'valid == 0'`,
+  kubectl netbench path deploy/frontend deploy/backend --probes rtt,http --repeat 5 --fail-if 'valid == 0'
+  kubectl netbench path deploy/frontend https://api.example.com/healthz --fail-if 'egress.ttfb-new.p50 > 200ms'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -103,6 +121,9 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	f.StringVar(&o.CAFile, "ca-file", "", "DST a https:// URL: PEM root certificates its chain must lead to, instead of the agent's built-in roots (Mozilla's)")
+	f.Float64Var(&o.EgressPricePerGB, "egress-price-per-gb", o.EgressPricePerGB, "DST a URL: the NAT or egress gateway's price in USD per GB processed (default: AWS's NAT gateway data processing)")
+	f.IntVar(&o.Requests, "requests", o.Requests, fmt.Sprintf("DST a URL: new connections measured, then requests on one kept-alive connection (1-%d)", egress.MaxCount))
 	o.AddMeasureFlags(cmd)
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
@@ -165,6 +186,9 @@ func (o *PathOptions) Validate() error {
 	if err := o.ValidateFlags(); err != nil {
 		return err
 	}
+	if err := o.validateExternal(); err != nil {
+		return err
+	}
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("--port %d: want 1-65535", o.Port)
 	}
@@ -220,6 +244,9 @@ func (o *PathOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
+	if IsExternal(o.DstArg) {
+		return o.Execute(ctx, start, &egressRun{o: o, rep: rep, timer: cmdutil.NewPhaseTimer(&rep.Timing, start)})
+	}
 	return o.Execute(ctx, start, &pathRun{o: o, rep: rep, timer: cmdutil.NewPhaseTimer(&rep.Timing, start)})
 }
 

@@ -29,6 +29,8 @@ const (
 	CrossZone   = "cross-zone"
 	CrossRegion = "cross-region"
 	Unknown     = "unknown"
+	// Egress is a path out of the cluster to a destination with no agent (path SRC URL).
+	Egress = "egress"
 )
 
 // Report is one of the reports: *PathReport, *LadderReport, *DNSReport, *MatrixReport or

@@ -37,7 +37,9 @@ type PathReport struct {
 	Figures     map[string]Figure `json:"figures,omitempty"`
 	FigureOrder []string          `json:"figureOrder,omitempty"`
 	Cost        *Cost             `json:"cost,omitempty"`
-	Timing      Timing            `json:"timing"`
+	// EgressCost prices a path out of the cluster (path SRC URL) by the NAT or egress price.
+	EgressCost *EgressCost `json:"egressCost,omitempty"`
+	Timing     Timing      `json:"timing"`
 	// AgentFootprint is what each agent process cost over the run, by role (client, server):
 	// CPU seconds and peak resident memory, as the agents measured themselves.
 	AgentFootprint map[string]Footprint `json:"agentFootprint,omitempty"`
@@ -63,6 +65,9 @@ type Endpoint struct {
 	AgentPod       string `json:"agentPod,omitempty"`
 	AgentContainer string `json:"agentContainer,omitempty"`
 	AgentIP        string `json:"agentIP"`
+	// External is a destination outside the cluster (path SRC URL), as given less any query,
+	// fragment and credentials; the pod fields are then empty.
+	External string `json:"external,omitempty"`
 }
 
 // IPv6ProbeSuffix ends the names of the probes an --ip-family both run makes over IPv6 (icmp-v6,
@@ -108,6 +113,16 @@ type Cost struct {
 	// RunCostUSD = bytes ÷ 1e9 × price × 2 (each side of the boundary is charged).
 	RunCostUSD float64 `json:"runCostUSD"`
 	// MonthlyUSDPerGbps is the cost of 1 Gbps sustained for 30 days on this path.
+	MonthlyUSDPerGbps float64 `json:"monthlyUSDPerGbps"`
+	Note              string  `json:"note"`
+}
+
+// EgressCost estimates what traffic out of the cluster costs through a NAT or egress gateway
+// charged per GB (path --egress-price-per-gb; the default is AWS's NAT gateway data processing
+// price, $0.045/GB), charged once, on top of any Internet egress price of the destination.
+type EgressCost struct {
+	PricePerGBUSD float64 `json:"pricePerGBUSD"`
+	// MonthlyUSDPerGbps is the cost of 1 Gbps sustained for 30 days through it.
 	MonthlyUSDPerGbps float64 `json:"monthlyUSDPerGbps"`
 	Note              string  `json:"note"`
 }

@@ -31,6 +31,10 @@ const (
 	// while TCP streams from the client to the server saturate the same path: latency under
 	// load and responsiveness.
 	ProbeLoadedRTT = "loaded-rtt"
+	// ProbeEgress measures a destination with no agent on its far side (URL: tcp://, http://,
+	// https://): DNS lookup, TCP connect, TLS handshake and first byte on Count new connections,
+	// then the first byte on one reused connection.
+	ProbeEgress = "egress"
 )
 
 // ProbeResult holds exactly one of the typed results, or Skipped with the reason.
@@ -50,6 +54,7 @@ type ProbeResult struct {
 	PMTU       *PMTUResult       `json:"pathMTU,omitempty"`
 	Rate       *RateResult       `json:"rate,omitempty"`
 	Loaded     *LoadedResult     `json:"loaded,omitempty"`
+	Egress     *EgressResult     `json:"egress,omitempty"`
 	// CPUSeconds is the CPU time (user + system, every thread) the agent that ran the probe
 	// spent while it ran: the probe's cost to the pod it ran in.
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`

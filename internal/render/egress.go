@@ -1,0 +1,67 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// writeEgress writes what a client measured of a destination with no agent on its far side:
+// each phase's latency on new connections, the first byte on a reused one, TLS and addresses.
+func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
+	e := r.Egress
+	fmt.Fprintf(w, "\nEgress to %s (%s, %s), from the agent's network and resolver\n", e.Target, strings.Join(nonEmpty(e.Protocol, e.Scheme), " over "), net.JoinHostPort(e.Host, e.Port))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tsamples\tmin\tp50\tavg\tp99\tmax\t")
+	row := func(name string, l *v1alpha1.Latency) {
+		if l == nil || l.Count == 0 {
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Count, report.Micros(l.MinMicros), report.Micros(l.P50Micros),
+			report.Micros(l.AvgMicros), report.Micros(l.P99Micros), report.Micros(l.MaxMicros))
+	}
+	row("dns lookup", e.DNS)
+	row("tcp connect", &e.Connect)
+	if e.TLS != nil {
+		row("tls handshake", &e.TLS.Latency)
+	}
+	row("first byte, new connection", e.FirstByteNew)
+	row("first byte, reused connection", e.FirstByteReused)
+	tw.Flush()
+	fmt.Fprintf(w, "  %s; each phase timed alone, but first byte from the request's start (lookup, connect and handshake included, as curl's time_starttransfer); percentiles exact (nearest rank), nanosecond clock\n",
+		report.Marked(r)+": "+fmt.Sprint(e.NewConnections)+" new connections, each with its own lookup")
+	if len(e.Addresses) > 0 || e.RemoteAddress != "" {
+		fmt.Fprintf(w, "  %s resolved to %s; connected to %s\n", e.Host, strings.Join(e.Addresses, ", "), e.RemoteAddress)
+	}
+	if t := e.TLS; t != nil {
+		verified := "verified against the agent's roots"
+		if !t.Verified {
+			verified = "NOT verified"
+		}
+		fmt.Fprintf(w, "  TLS: %s, %s, server name %s, chain %s (%s)\n", t.Version, t.Cipher, t.ServerName, strings.Join(t.Chain, " ← "), verified)
+	}
+	if e.Status != 0 {
+		fmt.Fprintf(w, "  HTTP status %d\n", e.Status)
+	}
+	if e.NotReused != "" {
+		fmt.Fprintf(w, "  no reused-connection figures: %s\n", e.NotReused)
+	}
+	if e.SeenSource != "" {
+		fmt.Fprintf(w, "  the far side saw the requests come from %s\n", e.SeenSource)
+	}
+}
+
+func nonEmpty(s ...string) []string {
+	var out []string
+	for _, x := range s {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package v1alpha1
+
+// EgressResult is what a client measures of a destination with no agent on its far side (a
+// database, a cloud API, a VM): each phase of a request on new connections, and the time to
+// the first byte on a reused one. Every figure is a duration of its own phase, not a time
+// since the start as curl's -w timings are (curl's time_connect is DNS + Connect).
+type EgressResult struct {
+	// Target is the destination as given, less any query and fragment (they may carry
+	// secrets); Scheme is tcp, http or https; Protocol is the answers' (HTTP/1.1, HTTP/2.0).
+	// No proxy is used: the path is the pod's own.
+	Target   string `json:"target"`
+	Scheme   string `json:"scheme"`
+	Protocol string `json:"protocol,omitempty"`
+	Host     string `json:"host"`
+	Port     string `json:"port"`
+	// Addresses are what Host resolved to (the first lookup's answer); RemoteAddress is the
+	// address the connections reached.
+	Addresses     []string `json:"addresses,omitempty"`
+	RemoteAddress string   `json:"remoteAddress,omitempty"`
+	// NewConnections is how many new connections were measured, each with its own lookup.
+	NewConnections int `json:"newConnections"`
+	// DNS is each lookup of Host, through the client's resolver; absent for an address.
+	DNS *Latency `json:"dns,omitempty"`
+	// Connect is each TCP handshake: from the first connection attempt until one is established
+	// (an address family given up on counts, as in curl's time_connect).
+	Connect Latency `json:"connect"`
+	// TLS is each TLS handshake (https), with what the server presented.
+	TLS *TLSHandshake `json:"tls,omitempty"`
+	// FirstByteNew is, for http and https, each request on a new connection from the request's
+	// start (before the lookup) to the first byte of its answer: curl's time_starttransfer.
+	FirstByteNew *Latency `json:"firstByteNew,omitempty"`
+	// FirstByteReused is each request on one kept-alive connection, from the request's start
+	// to the first byte of its answer: the server's time and one round trip.
+	FirstByteReused *Latency `json:"firstByteReused,omitempty"`
+	// NotReused says why FirstByteReused is absent or short of NewConnections samples: the
+	// server closed the kept-alive connection.
+	NotReused string `json:"notReused,omitempty"`
+	// Status is the HTTP status of the answers (all were below 500).
+	Status int `json:"status,omitempty"`
+	// SeenSource is the address the far side saw the requests come from, when its answer is
+	// that address alone (plain text, as checkip-style services answer, or JSON with "ip" or
+	// "origin"): the pod's own, its node's (SNAT) or a gateway's.
+	SeenSource string `json:"seenSource,omitempty"`
+}
+
+// TLSHandshake is the TLS handshakes' time and what the server presented in the last one.
+type TLSHandshake struct {
+	Latency    Latency `json:"latency"`
+	Version    string  `json:"version"`
+	Cipher     string  `json:"cipher"`
+	ServerName string  `json:"serverName"`
+	// Chain is the chain that verified (leaf first, up to the trusted root), by subject; unverified,
+	// the certificates the server sent.
+	Chain []string `json:"chain"`
+	// Verified says the chain was verified against the client's trusted roots for ServerName
+	// (a handshake that fails verification fails the probe, with the reason).
+	Verified bool `json:"verified"`
+}
