@@ -38,17 +38,26 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	var deadline time.Duration
 	var notAfterArg string
 	var idleWhenDone bool
+	var tokenFile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve HTTP, gRPC and the throughput sink on one port until done or the deadline",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			em := NewEmitter(streams.Out)
-			if o.Token == "" {
+			var err error
+			switch {
+			case tokenFile != "" && (o.Token != "" || o.TokenSHA256 != ""):
+				err = errors.New("--token-file, --token and --token-sha256 exclude each other")
+			case tokenFile != "":
+				o.Token, err = ReadTokenFile(tokenFile)
+			case o.Token == "":
 				o.Token = os.Getenv(TokenEnv)
 			}
-			var err error
-			if o.NotAfter, err = notAfter(notAfterArg, deadline, time.Now()); err == nil {
+			if err == nil {
+				o.NotAfter, err = notAfter(notAfterArg, deadline, time.Now())
+			}
+			if err == nil {
 				err = serve(cmd.Context(), o, idleWhenDone, em)
 			}
 			if err != nil {
@@ -60,6 +69,7 @@ func newServeCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&o.Listen, "listen", ":0", "address to listen on (port 0 picks a free port)")
 	cmd.Flags().StringSliceVar(&o.IPs, "ip", nil, "listen on these addresses (comma-separated: a dual-stack pod's of each family) at --listen's port, instead of --listen's address")
 	cmd.Flags().StringVar(&o.Token, "token", "", "the run token clients must present (default $"+TokenEnv+")")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "read the token from this file (mode 600; kubectl netbench token makes one): an agent outside the cluster, for path SRC agent://HOST:PORT --token-file")
 	cmd.Flags().StringVar(&o.TokenSHA256, "token-sha256", "", "accept clients whose token has this hex SHA-256 (the plugin's way: the token stays out of the pod spec)")
 	cmd.Flags().DurationVar(&deadline, "deadline", 5*time.Minute, "exit after this long whatever happens")
 	cmd.Flags().StringVar(&notAfterArg, "not-after", "", "exit at this RFC 3339 time whatever happens (wins over --deadline)")

@@ -2,10 +2,8 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
@@ -44,11 +41,17 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		}()
 	}
 	if usesServer(job) {
-		introduce(ctx, job)
+		err = introduce(ctx, job)
 	}
 	// The IPv6 twins' server address too: its first burst then comes from a known source.
 	for _, host := range twinHosts(job) {
-		introduce(ctx, job.forProbe(ProbeSpec{Host: host}))
+		if err == nil {
+			err = introduce(ctx, job.forProbe(ProbeSpec{Host: host}))
+		}
+	}
+	if err != nil {
+		em.Emit(Event{Type: EventError, Message: err.Error(), Reason: ReasonUnauthorized})
+		return err
 	}
 	for i, p := range job.Probes {
 		em.Emit(Event{Type: EventProgress, Probe: p.Label(), Message: fmt.Sprintf("probe %d/%d starting", i+1, len(job.Probes))})
@@ -84,30 +87,9 @@ func (j Job) forProbe(p ProbeSpec) Job {
 
 func (j Job) agentAddr() string { return net.JoinHostPort(j.Host, strconv.Itoa(j.Port)) }
 
-// reason classifies a probe error for the plugin's message.
-func reason(err error) string {
-	var ne net.Error
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return ReasonRefused
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return ReasonTimeout
-	}
-	return ""
-}
-
 // ErrServerGone means the agent server this job measures against stopped answering: its run
 // ended or the plugin that started it is gone.
 var ErrServerGone = errors.New("the server agent stopped answering: its run is over")
-
-// introduce presents the token to the server once before any probe: from then on the server
-// trusts this source address, and a probe's burst of new connections is not bounded as
-// strangers' would be. A server that does not answer is the probes' to report.
-func introduce(ctx context.Context, job Job) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_ = controlCall(ctx, job, http.MethodGet, PathLease, nil)
-}
 
 // twinHosts are the server's other addresses the job's probes use (their Host), each once.
 func twinHosts(job Job) []string {
@@ -260,30 +242,6 @@ func runProbe(ctx context.Context, job Job, p ProbeSpec) (res *ProbeResult, err 
 		return nil, err
 	}
 	return res, nil
-}
-
-var controlClient = &http.Client{Timeout: 3 * time.Second}
-
-// controlCall sends one request of the control API to the job's server with the token and
-// decodes a JSON answer into out (when not nil).
-func controlCall(ctx context.Context, job Job, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+job.agentAddr()+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set(TokenHeader, job.Token)
-	resp, err := controlClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(out)
 }
 
 // footprints are this runner's footprint and its server's (when it answers).

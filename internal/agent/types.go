@@ -75,6 +75,9 @@ type Job struct {
 	Probes []ProbeSpec `json:"probes"`
 	// Done tells the server to exit once the job has finished (or failed).
 	Done bool `json:"done,omitempty"`
+	// ServerOutside: the server is an agent outside the cluster, started with a token file of
+	// its own; one that refuses the token ends the job before any probe (ErrTokenRefused).
+	ServerOutside bool `json:"serverOutside,omitempty"`
 	// ClientApp and ServerApp ask the client, and the server, to account the CPU of these of
 	// their pods' containers over each probe, by runtime ID: for an ephemeral agent in an
 	// application pod.
@@ -316,12 +319,6 @@ const (
 	// EventFootprint (a runner's, before it tells its server to stop) carries what the client
 	// and the server agent processes cost over the job, by role.
 	EventFootprint = "footprint"
-)
-
-// Reasons of error events.
-const (
-	ReasonRefused = "refused" // the target actively refused the connection
-	ReasonTimeout = "timeout" // no answer in time
 )
 
 // Event is one line of an agent's stdout.

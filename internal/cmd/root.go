@@ -53,7 +53,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 	a := agent.NewCommand(streams)
 	a.Hidden = true
-	cmd.AddCommand(path.NewPathCommand(flags, streams), ladder.NewLadderCommand(flags, streams), dns.NewDNSCommand(flags, streams), diff.NewDiffCommand(streams), newVersionCommand(streams), cleanup.NewCleanupCommand(flags, streams), matrix.NewMatrixCommand(flags, streams), a)
+	cmd.AddCommand(path.NewPathCommand(flags, streams), ladder.NewLadderCommand(flags, streams), dns.NewDNSCommand(flags, streams), diff.NewDiffCommand(streams), newVersionCommand(streams), newTokenCommand(streams), cleanup.NewCleanupCommand(flags, streams), matrix.NewMatrixCommand(flags, streams), a)
 	return cmd
 }
 

@@ -71,10 +71,14 @@ const serverWordsWithin = 3 * time.Second
 // probeError explains a failed probe, or records an app-port failure and goes on.
 func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agent, src, dst *session.Target) error {
 	msg := text.Sanitize(ev.Message)
-	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
 	switch {
 	case ev.Probe == "":
 		return fmt.Errorf("client agent: %s", msg)
+	case srv == nil && dst == nil: // an agent outside the cluster
+		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
+	}
+	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
+	switch {
 	case strings.HasPrefix(ev.Probe, "svc-"):
 		err := fmt.Errorf("probe %s through the Service failed: %s", ev.Probe, msg)
 		c.failed = append(c.failed, err.Error())

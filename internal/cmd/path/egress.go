@@ -227,6 +227,9 @@ func (o *PathOptions) readRootCAs() error {
 
 // validateExternal checks DST when it is a URL, and the flags that go with one only.
 func (o *PathOptions) validateExternal() error {
+	if IsOutsideAgent(o.DstArg) {
+		return nil // validateOutsideAgent's
+	}
 	if !IsExternal(o.DstArg) {
 		switch {
 		case o.CAFile != "":

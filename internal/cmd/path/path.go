@@ -61,6 +61,12 @@ type PathOptions struct {
 	Requests         int
 	EgressPricePerGB float64
 	rootCAs          []byte
+	// TokenFile is the token of an agent outside the cluster (DST agent://HOST:PORT), read into
+	// outsideToken; outsideHost and outsidePort are DST's.
+	TokenFile    string
+	outsideToken string
+	outsideHost  string
+	outsidePort  int
 }
 
 // DefaultEgressPricePerGB is AWS's NAT gateway data processing price (us-east-1, USD per GB),
@@ -98,6 +104,8 @@ DST may also be a destination outside the cluster: tcp://HOST:PORT, http://… o
 beside SRC's application then times, through the pod's own resolver and network, the DNS lookup,
 TCP connect, TLS handshake and first byte on new and reused connections, and says whose address
 the far side saw when it echoes it (the pod's, the node's SNAT, or a gateway's).
+DST agent://HOST:PORT is an agent outside the cluster (netbench-agent serve --token-file on a VM or
+laptop): every two-sided probe runs against it, authenticated by the token of --token-file.
 A measuring agent is added to each pod as an ephemeral container (--mode ephemeral, the default),
 or started in a temporary pod on each pod's node (--mode pod; --mode auto falls back to pods when
 ephemeral containers are unavailable).`,
@@ -105,7 +113,8 @@ ephemeral containers are unavailable).`,
   kubectl netbench path frontend-7d9c shop/sts/db --probes rtt,tcp --profile seed
   kubectl netbench path deploy/frontend svc/backend --port 8080 --http-path /healthz -o json
   kubectl netbench path deploy/frontend deploy/backend --probes rtt,http --repeat 5 --fail-if 'valid == 0'
-  kubectl netbench path deploy/frontend https://api.example.com/healthz --fail-if 'egress.ttfb-new.p50 > 200ms'`,
+  kubectl netbench path deploy/frontend https://api.example.com/healthz --fail-if 'egress.ttfb-new.p50 > 200ms'
+  kubectl netbench path deploy/frontend agent://vm.example:7443 --token-file run.token --probes rtt,udp,tcp`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -121,6 +130,7 @@ ephemeral containers are unavailable).`,
 	f := cmd.Flags()
 	f.StringVar(&o.SrcContainer, "src-container", "", "container of SRC whose network the agent joins (default: the pod's default container)")
 	f.StringVar(&o.DstContainer, "dst-container", "", "container of DST (default: the pod's default container)")
+	f.StringVar(&o.TokenFile, "token-file", "", "DST agent://HOST:PORT: the file (mode 600) with the token netbench-agent serve --token-file was given there (kubectl netbench token makes one)")
 	f.StringVar(&o.CAFile, "ca-file", "", "DST a https:// URL: PEM root certificates its chain must lead to, instead of the agent's built-in roots (Mozilla's)")
 	f.Float64Var(&o.EgressPricePerGB, "egress-price-per-gb", o.EgressPricePerGB, "DST a URL: the NAT or egress gateway's price in USD per GB processed (default: AWS's NAT gateway data processing)")
 	f.IntVar(&o.Requests, "requests", o.Requests, fmt.Sprintf("DST a URL: new connections measured, then requests on one kept-alive connection (1-%d)", egress.MaxCount))
@@ -186,6 +196,9 @@ func (o *PathOptions) Validate() error {
 	if err := o.ValidateFlags(); err != nil {
 		return err
 	}
+	if err := o.validateOutsideAgent(); err != nil {
+		return err
+	}
 	if err := o.validateExternal(); err != nil {
 		return err
 	}
@@ -244,6 +257,10 @@ func (o *PathOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
+	if IsOutsideAgent(o.DstArg) {
+		return o.Execute(ctx, start, &outsideRun{egressRun: egressRun{o: o, rep: rep, timer: cmdutil.NewPhaseTimer(&rep.Timing, start)},
+			host: o.outsideHost, port: o.outsidePort, token: o.outsideToken})
+	}
 	if IsExternal(o.DstArg) {
 		return o.Execute(ctx, start, &egressRun{o: o, rep: rep, timer: cmdutil.NewPhaseTimer(&rep.Timing, start)})
 	}

@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// outsideNetns is the lab's outside host's network namespace (hack/lab/lib/outside.sh).
+const outsideNetns = "/run/netns/nblab-out"
+
+// An agent outside the cluster (netbench-agent serve --token-file on the lab's outside host):
+// path from a pod on lab-a1 to agent://198.51.100.10:PORT runs every two-sided probe against it,
+// its single-stream throughput within reach of iperf3's between the same two network namespaces
+// (before and after), and a client with another token is refused, in one line.
+func TestPathToAnOutsideAgent(t *testing.T) {
+	cs, ns := lab(t)
+	createPod(t, cs, ns, pod("app", "lab-a1", "netbench.lab/pause:1", nil, nil))
+	app := waitPod(t, cs, ns, "app", 60*time.Second, "running", running)
+	netns := podNetns(t, "lab-a1", app.Status.PodIP)
+	dir := t.TempDir()
+	token, other := filepath.Join(dir, "run.token"), filepath.Join(dir, "other.token")
+	for _, f := range []string{token, other} {
+		if _, stderr, err := netbench(t, "token", "--file", f); err != nil {
+			t.Fatalf("token --file %s: %v\n%s", f, err, stderr)
+		}
+	}
+	port, exited := outsideAgent(t, token)
+	dst := "agent://" + outsideIP + ":" + port
+
+	alone(t)
+	before := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
+	r := pathJSON(t, "-n", ns, "app", dst, "--token-file", token, "--duration", "2s")
+	after := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
+	if r.Destination.External != dst || r.Path.Class != v1alpha1.Egress {
+		t.Errorf("destination %+v, path %+v: want %s, egress", r.Destination, r.Path, dst)
+	}
+	got := map[string]*v1alpha1.ProbeResult{}
+	for _, p := range r.Probes {
+		got[p.Name] = p
+	}
+	for _, name := range []string{"icmp", "tcp-rtt", "udp", "path-mtu", "http", "http-new-conn", "http-max", "grpc", "tcp-1", "tcp-8"} {
+		if p := got[name]; p == nil || p.Skipped != "" {
+			t.Errorf("%s: %+v: want a result from the outside agent", name, p)
+		}
+	}
+	if u := got["udp"]; u != nil && (u.RTT == nil || u.RTT.Received < u.RTT.Sent*9/10) {
+		t.Errorf("udp: %+v: the outside agent answered too few", u.RTT)
+	}
+	var tcp float64
+	if p := got["tcp-1"]; p != nil && p.Throughput != nil {
+		tcp = p.Throughput.BitsPerSecondReceived
+	}
+	lo, hi := min(before, after), max(before, after)
+	t.Logf("tcp-1 %.0f Mbit/s; iperf3 %.0f and %.0f Mbit/s before and after, between the same network namespaces", tcp/1e6, before/1e6, after/1e6)
+	if tcp < lo*(1-throughputBound) || tcp > hi*(1+throughputBound) {
+		t.Errorf("tcp-1 %.0f Mbit/s: more than %.0f %% outside iperf3's %.0f-%.0f Mbit/s", tcp/1e6, throughputBound*100, lo/1e6, hi/1e6)
+	}
+
+	// The run told the agent it was done: the token served one run.
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the outside agent still runs 10 s after the run was done")
+	}
+
+	port, exited = outsideAgent(t, token)
+	dst = "agent://" + outsideIP + ":" + port
+	_, stderr, err := netbench(t, "path", "-n", ns, "app", dst, "--token-file", other, "--probes", "rtt,http")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr, "refused the token") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("another token: exit %v, stderr %q: want exit 1 and one line saying the token was refused", err, stderr)
+	}
+	select {
+	case <-exited:
+		t.Errorf("the outside agent ended on a client with another token")
+	default:
+	}
+	noAgentPods(t, cs, ns)
+}
+
+// outsideAgent starts netbench-agent serve on the lab's outside host with the token of file,
+// until it ends or the test does, and returns the port it listens on and a channel closed when
+// it has ended.
+func outsideAgent(t *testing.T, file string) (string, chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", "nblab-out", agentBinary(t), "serve", "--listen", ":0", "--token-file", file, "--deadline", "10m")
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		t.Fatalf("netbench-agent serve on the outside host: %v", err)
+	}
+	exited := make(chan struct{})
+	ready := make(chan int, 1)
+	go func() {
+		defer close(ready)
+		sc := bufio.NewScanner(out) // read to the end: Wait must not close the pipe under it
+		for sc.Scan() {
+			var ev struct {
+				Type string `json:"type"`
+				Port int    `json:"port"`
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == "ready" {
+				ready <- ev.Port
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	select {
+	case port, ok := <-ready:
+		if !ok || port == 0 {
+			t.Fatal("netbench-agent serve on the outside host ended before it listened")
+		}
+		return strconv.Itoa(port), exited
+	case <-time.After(20 * time.Second):
+		t.Fatal("netbench-agent serve on the outside host: not ready within 20 s")
+	}
+	return "", nil
+}
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+)
+
+// agentBinary builds netbench-agent, the binary an outside host runs, once.
+func agentBinary(t *testing.T) string {
+	t.Helper()
+	agentOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "netbench-e2e-agent")
+		if err != nil {
+			agentErr = err
+			return
+		}
+		agentPath = filepath.Join(dir, "netbench-agent")
+		cmd := exec.Command("go", "build", "-o", agentPath, "../../cmd/netbench-agent")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			agentErr = err
+			t.Logf("%s", b)
+		}
+	})
+	if agentErr != nil {
+		t.Fatalf("building netbench-agent: %v", agentErr)
+	}
+	return agentPath
+}
