@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"syscall"
 	"time"
@@ -46,6 +47,23 @@ func introduce(ctx context.Context, job Job) error {
 		return fmt.Errorf("the agent server at %s refused the token: %w", job.agentAddr(), err)
 	}
 	return nil
+}
+
+// pinHost is host's address, looked up once through the pod's resolver when host is a name:
+// every probe then reaches the same agent, and no connection's time includes a lookup.
+func pinHost(ctx context.Context, host string, em *Emitter) (string, error) {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return "", fmt.Errorf("the agent server's host %s: no address (%v)", host, err)
+	}
+	ip := addrs[0].Unmap().String()
+	em.Emit(Event{Type: EventProgress, Message: fmt.Sprintf("%s is %s (looked up once, through the pod's resolver)", host, ip)})
+	return ip, nil
 }
 
 // ErrTokenRefused means an agent server answered the token 401: it serves another token.

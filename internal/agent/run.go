@@ -26,6 +26,12 @@ func Run(ctx context.Context, job Job, em *Emitter) (err error) {
 		em.Emit(Event{Type: EventError, Message: err.Error()})
 		return err
 	}
+	if job.ServerOutside {
+		if job.Host, err = pinHost(ctx, job.Host, em); err != nil {
+			em.Emit(Event{Type: EventError, Message: err.Error()})
+			return err
+		}
+	}
 	if job.Done && job.Host != "" {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)

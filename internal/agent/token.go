@@ -25,18 +25,19 @@ func NewToken() string {
 }
 
 // ReadTokenFile reads the token an agent outside the cluster and the plugin share: one line of
-// printable characters, MinTokenLen at least; a file others may read or write is refused (the
-// token is all that admits a client).
+// MinTokenLen hex digits at least; a file others may read or write, or that another user owns,
+// is refused (the token is all that admits a client).
 func ReadTokenFile(file string) (string, error) {
-	f, err := os.Open(file)
+	// Not blocking: a FIFO would wait for a writer forever, before the check below refuses it.
+	f, err := os.OpenFile(file, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return "", fmt.Errorf("%w %s: %w", ErrTokenFile, file, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return "", fmt.Errorf("%w %s: not a regular file", ErrTokenFile, file)
-	} else if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w %s: mode %04o lets others read or change it: chmod 600 %s", ErrTokenFile, file, st.Mode().Perm(), file)
+	} else if why := othersMay(st); why != "" {
+		return "", fmt.Errorf("%w %s: %s: chmod 600 %s, as its owner", ErrTokenFile, file, why, file)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 4097))
 	if err != nil {
@@ -46,8 +47,8 @@ func ReadTokenFile(file string) (string, error) {
 	switch {
 	case len(b) > 4096 || strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r > '~' }):
 		return "", fmt.Errorf("%w %s: want one line, the token (kubectl netbench token)", ErrTokenFile, file)
-	case len(tok) < MinTokenLen:
-		return "", fmt.Errorf("%w %s: a token of %d characters, want %d at least (kubectl netbench token makes one)", ErrTokenFile, file, len(tok), MinTokenLen)
+	case len(tok) < MinTokenLen || strings.Trim(tok, "0123456789abcdefABCDEF") != "":
+		return "", fmt.Errorf("%w %s: a token of %d characters, want %d hex digits at least (kubectl netbench token makes one)", ErrTokenFile, file, len(tok), MinTokenLen)
 	}
 	return tok, nil
 }

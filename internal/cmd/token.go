@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -30,14 +32,20 @@ new file of mode 600 (--file), copy that file to the outside host, and give both
 				return err
 			}
 			f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return fmt.Errorf("--file: %w (a token file is never overwritten)", err)
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("--file %s: it exists: a token file is never overwritten", file)
+			} else if err != nil {
+				return fmt.Errorf("--file: %w", err)
 			}
 			_, err = fmt.Fprintln(f, tok)
+			if err == nil {
+				err = f.Sync()
+			}
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
 			if err != nil {
+				_ = os.Remove(file) // no half-written token is left
 				return fmt.Errorf("--file %s: %w", file, err)
 			}
 			_, err = fmt.Fprintf(streams.ErrOut, "wrote a new token to %s (mode 600)\n", file)

@@ -18,6 +18,15 @@ import (
 // outsideNetns is the lab's outside host's network namespace (hack/lab/lib/outside.sh).
 const outsideNetns = "/run/netns/nblab-out"
 
+// outsideThroughputBound: how far tcp-1 to the outside agent may be outside the span of
+// iperf3's runs before and after it between the same two network namespaces. The path is
+// CPU-bound (11-15 Gbit/s through the router's namespace on 2 vCPUs): iperf3's two runs in one
+// test differed by up to 24 % (11.3 and 14.0 Gbit/s), and in four runs by hand ours was 0-9 %
+// above the span (14.6 against 11.2-13.7). A gross-error bound: a rate off by a factor, or a
+// transfer to somewhere else; the 1.33× of the fault throughput-inflated is not reliably within
+// its reach (TestThroughputThroughASlowLink catches that one).
+const outsideThroughputBound = 0.30
+
 // An agent outside the cluster (netbench-agent serve --token-file on the lab's outside host):
 // path from a pod on lab-a1 to agent://198.51.100.10:PORT runs every two-sided probe against it,
 // its single-stream throughput within reach of iperf3's between the same two network namespaces
@@ -34,7 +43,7 @@ func TestPathToAnOutsideAgent(t *testing.T) {
 			t.Fatalf("token --file %s: %v\n%s", f, err, stderr)
 		}
 	}
-	port, exited := outsideAgent(t, token)
+	port, proc := outsideAgent(t, token)
 	dst := "agent://" + outsideIP + ":" + port
 
 	alone(t)
@@ -62,37 +71,50 @@ func TestPathToAnOutsideAgent(t *testing.T) {
 	}
 	lo, hi := min(before, after), max(before, after)
 	t.Logf("tcp-1 %.0f Mbit/s; iperf3 %.0f and %.0f Mbit/s before and after, between the same network namespaces", tcp/1e6, before/1e6, after/1e6)
-	if tcp < lo*(1-throughputBound) || tcp > hi*(1+throughputBound) {
-		t.Errorf("tcp-1 %.0f Mbit/s: more than %.0f %% outside iperf3's %.0f-%.0f Mbit/s", tcp/1e6, throughputBound*100, lo/1e6, hi/1e6)
+	if tcp < lo*(1-outsideThroughputBound) || tcp > hi*(1+outsideThroughputBound) {
+		t.Errorf("tcp-1 %.0f Mbit/s: more than %.0f %% outside iperf3's %.0f-%.0f Mbit/s", tcp/1e6, outsideThroughputBound*100, lo/1e6, hi/1e6)
 	}
 
 	// The run told the agent it was done: the token served one run.
 	select {
-	case <-exited:
+	case <-proc.exited:
+		if proc.exit != "client said done" {
+			t.Errorf("the outside agent ended with %q, want the run's word that it was done", proc.exit)
+		}
 	case <-time.After(10 * time.Second):
 		t.Errorf("the outside agent still runs 10 s after the run was done")
 	}
 
-	port, exited = outsideAgent(t, token)
-	dst = "agent://" + outsideIP + ":" + port
+	// Another agent, named by its host name: the client looks it up once.
+	port, proc = outsideAgent(t, token)
+	dst = "agent://" + outsideName + ":" + port
 	_, stderr, err := netbench(t, "path", "-n", ns, "app", dst, "--token-file", other, "--probes", "rtt,http")
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr, "refused the token") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("another token: exit %v, stderr %q: want exit 1 and one line saying the token was refused", err, stderr)
 	}
 	select {
-	case <-exited:
+	case <-proc.exited:
 		t.Errorf("the outside agent ended on a client with another token")
 	default:
 	}
 	noAgentPods(t, cs, ns)
 }
 
+// outsideProc is an outside agent's process: exited is closed once it has ended, exit then
+// its exit event's message.
+type outsideProc struct {
+	exited chan struct{}
+	exit   string
+}
+
 // outsideAgent starts netbench-agent serve on the lab's outside host with the token of file,
 // until it ends or the test does, and returns the port it listens on and a channel closed when
 // it has ended.
-func outsideAgent(t *testing.T, file string) (string, chan struct{}) {
+func outsideAgent(t *testing.T, file string) (string, *outsideProc) {
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", "nblab-out", agentBinary(t), "serve", "--listen", ":0", "--token-file", file, "--deadline", "10m")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err == nil {
 		err = cmd.Start()
@@ -100,29 +122,39 @@ func outsideAgent(t *testing.T, file string) (string, chan struct{}) {
 	if err != nil {
 		t.Fatalf("netbench-agent serve on the outside host: %v", err)
 	}
-	exited := make(chan struct{})
-	ready := make(chan int, 1)
-	go func() {
-		defer close(ready)
-		sc := bufio.NewScanner(out) // read to the end: Wait must not close the pipe under it
+	p := &outsideProc{exited: make(chan struct{})}
+	exited, ready := p.exited, make(chan int, 1)
+	go func() { // reads to the end, then waits: Wait closes the pipe
+		defer close(exited)
+		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			var ev struct {
-				Type string `json:"type"`
-				Port int    `json:"port"`
+				Type    string `json:"type"`
+				Port    int    `json:"port"`
+				Message string `json:"message"`
 			}
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == "ready" {
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			t.Logf("outside agent: %s %s", ev.Type, ev.Message)
+			if ev.Type == "exit" {
+				p.exit = ev.Message
+			}
+			if ev.Type == "ready" {
 				ready <- ev.Port
 			}
 		}
+		err := cmd.Wait()
+		t.Logf("outside agent exited: %v %s", err, stderr.String())
+		close(ready)
 	}()
-	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	select {
-	case port, ok := <-ready:
-		if !ok || port == 0 {
+	case port := <-ready:
+		if port == 0 {
 			t.Fatal("netbench-agent serve on the outside host ended before it listened")
 		}
-		return strconv.Itoa(port), exited
+		return strconv.Itoa(port), p
 	case <-time.After(20 * time.Second):
 		t.Fatal("netbench-agent serve on the outside host: not ready within 20 s")
 	}

@@ -68,10 +68,18 @@ func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error 
 // account (its lapsed lease, its exit) before the error is written without it.
 const serverWordsWithin = 3 * time.Second
 
+// tokenRefused is the agent's word that its server refused the token: agent.ErrTokenRefused.
+type tokenRefused string
+
+func (e tokenRefused) Error() string { return string(e) }
+func (tokenRefused) Unwrap() error   { return agent.ErrTokenRefused }
+
 // probeError explains a failed probe, or records an app-port failure and goes on.
 func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agent, src, dst *session.Target) error {
 	msg := text.Sanitize(ev.Message)
 	switch {
+	case ev.Probe == "" && ev.Reason == agent.ReasonUnauthorized:
+		return fmt.Errorf("client agent: %w", tokenRefused(msg))
 	case ev.Probe == "":
 		return fmt.Errorf("client agent: %s", msg)
 	case srv == nil && dst == nil: // an agent outside the cluster

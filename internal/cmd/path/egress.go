@@ -100,13 +100,29 @@ func (r *egressRun) Start(ctx context.Context) error {
 // agentSpec is the client agent beside SRC's application with the egress probe as its job.
 func (r *egressRun) agentSpec() session.AgentSpec {
 	job := &agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: []agent.ProbeSpec{r.spec()}}
+	// Every sample ends within its timeout, the first failure ends the probe.
+	return r.clientSpec(job, 2*time.Duration(r.o.Requests+1)*(egress.DefaultTimeout+egress.DefaultInterval))
+}
+
+// clientSpec is the one agent of the run, beside SRC's application, with job: it stops when the
+// run ends however it ends (StopsOnDone: no server agent of the run's would end it), and after
+// measuring plus the start timeouts at the latest.
+func (r *egressRun) clientSpec(job *agent.Job, measuring time.Duration) session.AgentSpec {
 	if r.sess.Mode == session.ModeEphemeral && !r.src.HostNetwork() {
 		job.ClientApp = cmdutil.AppIDs(r.src)
 	}
-	// Every sample ends within its timeout, the first failure ends the probe; the agent stops
-	// when the run ends however it ends (StopsOnDone: no server agent's end would end it).
-	lifetime := 2*time.Duration(r.o.Requests+1)*(egress.DefaultTimeout+egress.DefaultInterval) + 2*r.o.StartTimeout + 30*time.Second
+	lifetime := measuring + 2*r.o.StartTimeout + 30*time.Second
 	return session.AgentSpec{Role: session.RoleClient, Target: r.src, Job: job, Lifetime: lifetime, StopsOnDone: true}
+}
+
+// started names the run's agent in the report: its container or pod, and its address.
+func (r *egressRun) started(a *session.Agent) {
+	r.cli = a
+	SetAgentName(&r.rep.Source, a)
+	r.rep.Source.AgentIP = r.src.Pod.Status.PodIP
+	if a.Temporary {
+		r.rep.Source.AgentIP = a.IP
+	}
 }
 
 // Rehearse sends the agent measuring would add (a dry run).
@@ -123,12 +139,8 @@ func (r *egressRun) Measure(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.cli, r.res = a, res
-	SetAgentName(&r.rep.Source, a)
-	r.rep.Source.AgentIP = r.src.Pod.Status.PodIP
-	if a.Temporary {
-		r.rep.Source.AgentIP = a.IP
-	}
+	r.started(a)
+	r.res = res
 	r.timer.Phase("measure")
 	return time.Since(since), nil
 }
@@ -144,7 +156,7 @@ func (r *egressRun) Finish(ctx context.Context) {
 	if !r.cli.Temporary {
 		at.Client, at.ClientInApp, at.ClientPod = r.src.CPULimitCores(), !r.src.HostNetwork(), cmdutil.AppContainers(r.src)
 	} else {
-		r.rep.Warnings = append(r.rep.Warnings, "the agent ran in a temporary pod on SRC's node (--mode pod): its own network namespace, resolv.conf and NetworkPolicies, not SRC's")
+		r.rep.Warnings = append(r.rep.Warnings, temporaryPodWarning)
 	}
 	report.Judge(r.res, at)
 	whose, gateway := r.whose(ctx, r.res.Egress.SeenSource)
@@ -154,6 +166,9 @@ func (r *egressRun) Finish(ctx context.Context) {
 	}
 	r.rep.Summarize()
 }
+
+// temporaryPodWarning is a one-agent run's warning when its agent ran in a temporary pod.
+const temporaryPodWarning = "the agent ran in a temporary pod on SRC's node (--mode pod): its own network namespace, resolv.conf and NetworkPolicies, not SRC's"
 
 // whose says whose address the far side saw (seen, when it echoed one): the agent's pod's own,
 // its node's (the node's SNAT), or another (a NAT or egress gateway, which gateway reports).

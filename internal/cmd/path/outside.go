@@ -2,6 +2,7 @@ package path
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -81,12 +82,7 @@ func (r *outsideRun) Open(ctx context.Context) (*session.Session, error) {
 func (r *outsideRun) agentSpec() session.AgentSpec {
 	r.probes, _ = r.o.ProbeSpecs(r.host)
 	job := &agent.Job{APIVersion: agent.APIVersion, Done: true, ServerOutside: true, Host: r.host, Port: r.port, Probes: RepeatProbes(r.probes, r.o.Rounds)}
-	if r.sess.Mode == session.ModeEphemeral && !r.src.HostNetwork() {
-		job.ClientApp = cmdutil.AppIDs(r.src)
-	}
-	// No server agent ends with the run: the client stops when the run ends however it ends.
-	lifetime := time.Duration(ExpectedSeconds(r.probes)*float64(r.o.Rounds)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
-	return session.AgentSpec{Role: session.RoleClient, Target: r.src, Job: job, Lifetime: lifetime, StopsOnDone: true}
+	return r.clientSpec(job, time.Duration(ExpectedSeconds(r.probes)*float64(r.o.Rounds)*float64(time.Second)))
 }
 
 func (r *outsideRun) Rehearse(ctx context.Context) error {
@@ -102,19 +98,17 @@ func (r *outsideRun) Measure(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.cli = cli
-	SetAgentName(&r.rep.Source, cli)
-	r.rep.Source.AgentIP = r.src.Pod.Status.PodIP
-	if cli.Temporary {
-		r.rep.Source.AgentIP = cli.IP
-	}
+	r.started(cli)
 	r.timer.Phase("start-client")
 	col, err := r.o.Collect(ctx, cli, nil, r.src, nil)
 	if err == nil {
 		err = col.Missing(RepeatProbes(r.probes, r.o.Rounds), cli)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("%w (netbench-agent serve must listen at %s with the same --token-file, for one run, and the pod's NetworkPolicies let the pod reach it)", err, r.rep.Destination.External)
+	switch {
+	case err != nil && ctx.Err() == nil && !errors.Is(err, agent.ErrTokenRefused):
+		return 0, fmt.Errorf("%w (netbench-agent serve must listen at %s, for one run, and the pod's NetworkPolicies let the pod reach it)", err, r.rep.Destination.External)
+	case err != nil:
+		return 0, err
 	}
 	r.col = col
 	r.timer.Phase("measure")
@@ -127,11 +121,14 @@ func (r *outsideRun) Finish(context.Context) {
 		return
 	}
 	r.o.fillResults(r.rep, r.probes, nil, r.col)
+	fillRounds(r.o, r.rep, r.col, r.cli, r.probes, nil)
 	at := report.Agents{}
 	if !r.cli.Temporary {
 		at.Client, at.ClientInApp, at.ClientPod = r.src.CPULimitCores(), !r.src.HostNetwork(), cmdutil.AppContainers(r.src)
+	} else {
+		r.rep.Warnings = append(r.rep.Warnings, temporaryPodWarning)
 	}
-	for _, res := range r.rep.Probes {
+	for _, res := range allResults(r.rep) {
 		report.Judge(res, at)
 	}
 	r.rep.Summarize()
@@ -162,6 +159,8 @@ func (o *PathOptions) validateOutsideAgent() error {
 		return fmt.Errorf("--dst-container, --port and --http-path are for a workload DST, not the agent at %s", o.DstArg)
 	case o.CAFile != "" || o.Requests != egress.DefaultCount || o.EgressPricePerGB != DefaultEgressPricePerGB:
 		return fmt.Errorf("--ca-file, --requests and --egress-price-per-gb are for a URL DST (http://, https://, tcp://), not the agent at %s", o.DstArg)
+	case o.AllowPolicy || o.PricePerGB != defaultPricePerGB:
+		return fmt.Errorf("--allow-policy and --price-per-gb are for a workload DST: the NetworkPolicies of the path to %s are not read, nor its price known", o.DstArg)
 	case o.IPFamily != "":
 		return fmt.Errorf("--ip-family: an agent outside the cluster is measured at the address its host name gives (DST %s)", o.DstArg)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -74,7 +75,11 @@ func TestOutsideAgentRun(t *testing.T) {
 // DST agent://… and --token-file go together, with the flags of neither a workload nor a URL.
 func TestOutsideAgentRefused(t *testing.T) {
 	good, loose := tokenFile(t, agent.NewToken(), 0o600), tokenFile(t, agent.NewToken(), 0o644)
-	short := tokenFile(t, "abc", 0o600)
+	short, notHex := tokenFile(t, "abc", 0o600), tokenFile(t, strings.Repeat("z", 40), 0o600)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		change  func(*PathOptions)
@@ -89,8 +94,11 @@ func TestOutsideAgentRefused(t *testing.T) {
 		{"--port", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Port = "agent://vm.example:7443", good, 80 }, "are for a workload DST"},
 		{"--requests", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Requests = "agent://vm.example:7443", good, 50 }, "are for a URL DST"},
 		{"loose mode", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", loose }, "mode 0644 lets others read or change it"},
-		{"short token", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", short }, "a token of 3 characters, want 32 at least"},
+		{"short token", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", short }, "a token of 3 characters, want 32 hex digits at least"},
 		{"a device", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", "/dev/zero" }, "not a regular file"},
+		{"a FIFO", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", fifo }, "not a regular file"},
+		{"not hex", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", notHex }, "want 32 hex digits at least"},
+		{"--allow-policy", func(o *PathOptions) { o.DstArg, o.TokenFile, o.AllowPolicy = "agent://vm.example:7443", good, true }, "--allow-policy and --price-per-gb are for a workload DST"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())

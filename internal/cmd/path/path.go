@@ -69,6 +69,9 @@ type PathOptions struct {
 	outsidePort  int
 }
 
+// defaultPricePerGB is --price-per-gb's default: a cross-zone price per GB charged on each side.
+const defaultPricePerGB = 0.01
+
 // DefaultEgressPricePerGB is AWS's NAT gateway data processing price (us-east-1, USD per GB),
 // the commonest toll on a path out of a cluster.
 const DefaultEgressPricePerGB = 0.045
@@ -83,7 +86,7 @@ func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Mode:             session.ModeEphemeral,
 		Profile:          "quick",
 		Probes:           probeGroups,
-		PricePerGB:       0.01,
+		PricePerGB:       defaultPricePerGB,
 		HTTPPath:         "/",
 		Rounds:           1,
 		Requests:         egress.DefaultCount,

@@ -168,7 +168,7 @@ func (r *pathRun) Measure(ctx context.Context) (time.Duration, error) {
 
 func (r *pathRun) Finish(context.Context) {
 	r.o.fillResults(r.rep, r.probes, r.app, r.res)
-	r.fillRounds()
+	fillRounds(r.o, r.rep, r.res, r.cli, r.probes, r.app)
 	at := report.Agents{}
 	if r.cli != nil && !r.cli.Temporary {
 		at.Client, at.ClientInApp, at.ClientPod = r.src.CPULimitCores(), !r.src.HostNetwork(), cmdutil.AppContainers(r.src)
@@ -206,24 +206,23 @@ func allResults(rep *report.PathReport) []*agent.ProbeResult {
 
 // fillRounds puts every round's results in the report when there were rounds (round 1's are
 // Probes and AppPort), each under its probe's own name, and the bytes of them all in the cost.
-func (r *pathRun) fillRounds() {
-	rep := r.rep
-	if r.o.Rounds < 2 || r.res == nil {
+func fillRounds(o *PathOptions, rep *report.PathReport, res *collected, cli *session.Agent, probes, app []agent.ProbeSpec) {
+	if o.Rounds < 2 || res == nil {
 		return
 	}
-	rep.Rounds = r.o.Rounds
-	rep.RoundResults = []report.LadderRound{{Round: 1, ClientPod: r.cli.Pod, Probes: rep.Probes, AppPort: rep.AppPort}}
+	rep.Rounds = o.Rounds
+	rep.RoundResults = []report.LadderRound{{Round: 1, ClientPod: cli.Pod, Probes: rep.Probes, AppPort: rep.AppPort}}
 	var crossBytes int64
-	for k := 1; k <= r.o.Rounds; k++ {
-		round := report.LadderRound{Round: k, ClientPod: r.cli.Pod}
-		round.Probes, crossBytes = r.res.round(r.probes, k, crossBytes)
-		round.AppPort, _ = r.res.round(r.app, k, 0)
+	for k := 1; k <= o.Rounds; k++ {
+		round := report.LadderRound{Round: k, ClientPod: cli.Pod}
+		round.Probes, crossBytes = res.round(probes, k, crossBytes)
+		round.AppPort, _ = res.round(app, k, 0)
 		if k > 1 {
 			rep.RoundResults = append(rep.RoundResults, round)
 		}
 	}
 	if rep.Cost != nil {
-		rep.Cost = report.NewCost(crossBytes, r.o.PricePerGB)
+		rep.Cost = report.NewCost(crossBytes, o.PricePerGB)
 	}
 }
 
