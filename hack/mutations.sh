@@ -24,7 +24,7 @@ mutations=(
   "rtt-halved|./test/e2e|TestLadderZoneDelay|cross-zone ≥ same-zone + 3 ms"
   "rtt-halved|./test/e2e|TestMatrixZoneDelay|the configured delay"
   "rtt-wakeup|./test/e2e|TestLadderZoneDelay|on the same pair: more than 5 % + 150 µs apart"
-  "rtt-wakeup|./test/e2e|TestMatrixZoneDelay|on the same pod path: more than 5 % + 150 µs apart"
+  "rtt-wakeup|./test/e2e|TestMatrixZoneDelay|on the same pod path: more than 5 % + 150 µs outside"
   "zone-hints-ignored|./test/e2e|TestDNSReplicasByZone|with PreferSameZone: the report's cross-zone share is 0.5"
   "observe-no-tcp|./test/e2e|TestDNSTruncatedAnswerOverTCP|TCP connections over the same window, 2 queries each"
   "observe-udp-twice|./test/e2e|TestDNSObserveMatchesPacketCapture/A_and_AAAA|NXDOMAIN, the capture"
