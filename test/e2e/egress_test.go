@@ -57,10 +57,10 @@ func TestPathToAnOutsideHostBesideCurl(t *testing.T) {
 			ref = append(ref, c[phase])
 		}
 		lo, hi := slices.Min(ref), slices.Max(ref)
-		bound, got := 0.10*lo, median(ours[phase])
+		below, got := belowCurl[phase], median(ours[phase])
 		t.Logf("%s: path p50 %.0f µs (median of %s), curl's medians %s µs", phase, got, microsList(ours[phase]), microsList(ref))
-		if len(ours[phase]) != 3 || got < lo-bound || got > hi+bound {
-			t.Errorf("%s: more than 10 %% outside curl's: path p50 %.0f µs, curl's median %.0f-%.0f µs on the same path", phase, got, lo, hi)
+		if len(ours[phase]) != 3 || got < lo*(1-below) || got > hi*1.10 {
+			t.Errorf("%s: more than %.0f %% below or 10 %% above curl's: path p50 %.0f µs, curl's median %.0f-%.0f µs on the same path", phase, 100*below, got, lo, hi)
 		}
 	}
 	if tls.Connect.P50Micros < 4000 {
@@ -85,6 +85,14 @@ func TestPathToAnOutsideHostBesideCurl(t *testing.T) {
 		t.Errorf("%s resolved to %v, want %s", outsideName, tls.Addresses, outsideIP)
 	}
 }
+
+// belowCurl is how far below curl's medians a phase may read: 10 %, but the TLS handshake 20 %.
+// curl's time_appconnect − time_connect holds OpenSSL 3's client handshake work, and ours Go's:
+// ours read below curl's in every run, 1.8-10.8 % below its lowest median (nine runs on the lab,
+// 4 ms WAN round trip; 10.8 % on the IPv6-primary lab: 6,879 µs against 7,712-8,096 µs), never
+// above it. Above curl's, 10 % for every phase.
+var belowCurl = map[string]float64{"http connect": 0.10, "http first byte": 0.10, "http first byte reused": 0.10,
+	"https connect": 0.10, "https first byte": 0.10, "https tls": 0.20}
 
 // microsList writes values in whole µs.
 func microsList(vs []float64) string {
