@@ -26,7 +26,7 @@ func IsOutsideAgent(dst string) bool { return strings.HasPrefix(strings.ToLower(
 func parseOutsideAgent(dst string) (host string, port int, err error) {
 	u, err := url.Parse(dst)
 	bad := func(why string) error {
-		return fmt.Errorf("DST %q: %s: want agent://HOST:PORT, the address netbench-agent serve --listen listens on outside the cluster", dst, why)
+		return fmt.Errorf("DST %q: %s: want agent://HOST:PORT, the address netbench-agent serve --listen listens on outside the cluster", egress.Shown(dst), why)
 	}
 	switch {
 	case err != nil:

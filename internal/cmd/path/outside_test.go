@@ -90,7 +90,8 @@ func TestOutsideAgentRefused(t *testing.T) {
 		{"token file for a URL", func(o *PathOptions) { o.DstArg, o.TokenFile = "https://a.example.com/", good }, "--token-file is for an agent outside the cluster"},
 		{"no port", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example", good }, `DST "agent://vm.example": port "", want 1-65535`},
 		{"a path", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443/x", good }, "a host and a port only"},
-		{"credentials", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://u:p@vm.example:7443", good }, "a host and a port only"},
+		{"credentials", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://u:hunter2@vm.example:7443", good }, "a host and a port only"},
+		{"credentials unparsable", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://u:hunter2@vm.example:x", good }, "not a URL"},
 		{"--port", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Port = "agent://vm.example:7443", good, 80 }, "are for a workload DST"},
 		{"--requests", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Requests = "agent://vm.example:7443", good, 50 }, "are for a URL DST"},
 		{"loose mode", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", loose }, "mode 0644 lets others read or change it"},
@@ -104,7 +105,7 @@ func TestOutsideAgentRefused(t *testing.T) {
 			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
 			o.DstArg = "deploy/backend"
 			tc.change(o)
-			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "hunter2") {
 				t.Fatalf("error %v, want one line with %q", err, tc.wantErr)
 			}
 		})
