@@ -175,7 +175,11 @@ func authenticated(accept func(string) bool, next http.Handler) http.Handler {
 // server's identity and its own proof over the request's nonce and that identity.
 type WhoAmIAnswer struct {
 	Identity
-	MAC string `json:"mac"`
+	// Peer is the source address the request came from, as this agent saw it (after SNAT);
+	// PeerIsGateway says it is this pod's default gateway (its node's pod-network address).
+	Peer          string `json:"peer"`
+	PeerIsGateway bool   `json:"peerIsGateway"`
+	MAC           string `json:"mac"`
 }
 
 // proven answers PathWhoAmI for a request with a valid, fresh, unseen proof of the token
@@ -201,7 +205,9 @@ func proven(token func() string, id Identity, next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(WhoAmIAnswer{Identity: id, MAC: probes.AnswerMAC(tok, nonce, id.Pod, id.Node, id.Zone)})
+		peer, _, _ := net.SplitHostPort(r.RemoteAddr)
+		gw := isGateway(peer)
+		_ = json.NewEncoder(w).Encode(WhoAmIAnswer{Identity: id, Peer: peer, PeerIsGateway: gw, MAC: probes.AnswerMAC(tok, nonce, id.Pod, id.Node, id.Zone, peer, gw)})
 	})
 }
 

@@ -45,7 +45,21 @@ type spreadAnswer struct {
 	Pod  string `json:"pod"`
 	Node string `json:"node"`
 	Zone string `json:"zone"`
-	MAC  string `json:"mac"`
+	// Peer is the source address the endpoint saw the request come from (after any SNAT).
+	Peer string `json:"peer"`
+	// PeerIsGateway says Peer is the endpoint's default gateway: its node's own address in the
+	// pod network.
+	PeerIsGateway bool   `json:"peerIsGateway"`
+	MAC           string `json:"mac"`
+}
+
+// asked is one connection's answer: who answered, its TCP handshake (from the connect call to
+// its return), the time from the connect call to the answer's first byte, and the client's
+// own address on it.
+type asked struct {
+	spreadAnswer
+	connect, answer time.Duration
+	local           string
 }
 
 // ErrNotOurAgent is an answer that does not prove the run's token: a pod that is not one of
@@ -70,7 +84,7 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		a, dialed, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Token)
+		a, err := askWho(ctx, client, "http://"+spec.Address+spec.Path, spec.Token)
 		if err != nil {
 			res.Unanswered++
 			if res.ErrorsByKind == nil {
@@ -81,7 +95,7 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 			res.Answered++
 			res.ByZone[a.Zone]++
 			res.ByPod[a.Pod]++
-			hs.service(a, dialed)
+			hs.service(a.spreadAnswer, a.connect)
 		}
 		hs.direct(ctx, i, spec.Connections)
 	}
@@ -101,17 +115,17 @@ func presentToken(ctx context.Context, c *http.Client, spec SpreadSpec) {
 	quick := &http.Client{Transport: c.Transport, Timeout: straightTimeout}
 	var wg sync.WaitGroup
 	for _, addr := range spec.Direct {
-		wg.Go(func() { _, _, _ = askWho(ctx, quick, "http://"+addr+spec.Path, spec.Token) })
+		wg.Go(func() { _, _ = askWho(ctx, quick, "http://"+addr+spec.Path, spec.Token) })
 	}
 	wg.Wait()
 }
 
-// askWho asks, on a new connection, which endpoint answers, and times that connection's TCP
-// handshake (from the connect call to its return, as a straight dial is timed).
-func askWho(ctx context.Context, c *http.Client, url, token string) (spreadAnswer, time.Duration, error) {
-	var a spreadAnswer
+// askWho asks, on a new connection, which endpoint answers and what source it saw.
+func askWho(ctx context.Context, c *http.Client, url, token string) (asked, error) {
+	var a asked
 	var start time.Time
-	var took atomic.Int64
+	var took, first atomic.Int64
+	var local atomic.Value
 	trace := &httptrace.ClientTrace{
 		ConnectStart: func(string, string) { start = time.Now() },
 		ConnectDone: func(_, _ string, err error) {
@@ -119,31 +133,35 @@ func askWho(ctx context.Context, c *http.Client, url, token string) (spreadAnswe
 				took.Store(int64(time.Since(start)))
 			}
 		},
+		GotConn:              func(i httptrace.GotConnInfo) { local.Store(i.Conn.LocalAddr().String()) },
+		GotFirstResponseByte: func() { first.Store(int64(time.Since(start))) },
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, url, nil)
 	if err != nil {
-		return a, 0, err
+		return a, err
 	}
 	proof, nonce := NewProof(token, time.Now())
 	req.Header.Set(ProofHeader, proof)
 	resp, err := c.Do(req)
 	if err != nil {
-		return a, 0, err
+		return a, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return a, 0, fmt.Errorf("HTTP %d", resp.StatusCode)
+		return a, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a)
+	err = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a.spreadAnswer)
 	switch {
 	case err != nil:
-		return a, 0, err
+		return a, err
 	case a.Pod == "":
-		return a, 0, errors.New("an answer without a pod")
-	case !hmac.Equal([]byte(a.MAC), []byte(AnswerMAC(token, nonce, a.Pod, a.Node, a.Zone))):
-		return a, 0, ErrNotOurAgent
+		return a, errors.New("an answer without a pod")
+	case !hmac.Equal([]byte(a.MAC), []byte(AnswerMAC(token, nonce, a.Pod, a.Node, a.Zone, a.Peer, a.PeerIsGateway))):
+		return a, ErrNotOurAgent
 	}
-	return a, time.Duration(took.Load()), nil
+	a.connect, a.answer = time.Duration(took.Load()), time.Duration(first.Load())
+	a.local, _ = local.Load().(string)
+	return a, nil
 }
 
 func sortedKinds(m map[string]int) []string {

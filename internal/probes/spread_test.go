@@ -26,9 +26,9 @@ func TestSpread(t *testing.T) {
 		}
 		i := n.Add(1)
 		pod, zone := fmt.Sprintf("p%d", i%3), []string{"zone-a", "zone-a", "zone-b"}[i%3]
-		mac := AnswerMAC("t", nonce, pod, "", zone)
+		mac := AnswerMAC("t", nonce, pod, "", zone, "", false)
 		if i%10 == 0 { // a look-alike that cannot prove the token
-			mac = AnswerMAC("guess", nonce, pod, "", zone)
+			mac = AnswerMAC("guess", nonce, pod, "", zone, "", false)
 		}
 		fmt.Fprintf(w, `{"pod":%q,"zone":%q,"mac":%q}`, pod, zone, mac)
 	}))
@@ -81,7 +81,7 @@ func TestProofs(t *testing.T) {
 	if !seen.First(nonce, now) || seen.First(nonce, now) {
 		t.Error("a nonce was not accepted once and refused after")
 	}
-	if AnswerMAC("tok", nonce, "a", "n", "z") == AnswerMAC("tok", nonce, "b", "n", "z") {
+	if AnswerMAC("tok", nonce, "a", "n", "z", "", false) == AnswerMAC("tok", nonce, "b", "n", "z", "", false) {
 		t.Error("the answer's MAC does not bind the pod")
 	}
 }
@@ -96,7 +96,7 @@ func TestSpreadHandshakes(t *testing.T) {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
-		fmt.Fprintf(w, `{"pod":"p0","zone":"zone-a","mac":%q}`, AnswerMAC("t", nonce, "p0", "", "zone-a"))
+		fmt.Fprintf(w, `{"pod":"p0","zone":"zone-a","mac":%q}`, AnswerMAC("t", nonce, "p0", "", "zone-a", "", false))
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
@@ -151,7 +151,7 @@ func TestSpreadPresentsTheTokenFirst(t *testing.T) {
 			mu <- struct{}{}
 			order = append(order, name)
 			<-mu
-			fmt.Fprintf(w, `{"pod":"p0","zone":"zone-a","mac":%q}`, AnswerMAC("t", nonce, "p0", "", "zone-a"))
+			fmt.Fprintf(w, `{"pod":"p0","zone":"zone-a","mac":%q}`, AnswerMAC("t", nonce, "p0", "", "zone-a", "", false))
 		}
 	}
 	svc, direct := httptest.NewServer(answer("service")), httptest.NewServer(answer("direct"))

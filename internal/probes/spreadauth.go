@@ -72,10 +72,15 @@ func CheckProof(token, proof string, now time.Time) ([]byte, error) {
 	return nonce, nil
 }
 
-// AnswerMAC is an endpoint's proof that it holds the token, over the nonce and the identity it
-// answers with.
-func AnswerMAC(token string, nonce []byte, pod, node, zone string) string {
-	return hex.EncodeToString(mac(deriveKey(token, "kubectl-netbench answer v1"), nonce, []byte(pod), []byte(node), []byte(zone)))
+// AnswerMAC is an endpoint's proof that it holds the token, over the nonce, the identity it
+// answers with, the source address it saw the request come from and whether that address is
+// its own default gateway.
+func AnswerMAC(token string, nonce []byte, pod, node, zone, peer string, peerIsGateway bool) string {
+	gw := []byte{0}
+	if peerIsGateway {
+		gw[0] = 1
+	}
+	return hex.EncodeToString(mac(deriveKey(token, "kubectl-netbench answer v2"), nonce, []byte(pod), []byte(node), []byte(zone), []byte(peer), gw))
 }
 
 // Nonces remembers the nonces a server accepted within ProofWindow, at most max of them: a
