@@ -18,6 +18,7 @@ setup_outside() {
   gen_server_cert outside "$OUTSIDE_NAME"
   setup_router
   setup_outside_host
+  setup_host_route
   local n name cidr
   for n in "${NODES[@]}"; do
     read -r name _ _ cidr <<<"$n"
@@ -64,6 +65,14 @@ setup_outside_host() {
     ip -n "$OUT_NS" addr replace "$OUTSIDE_IP6/${WAN_CIDR6#*/}" dev eth0 nodad
     ip -n "$OUT_NS" -6 route replace default via "$ROUTER_WAN_IP6" dev eth0
   fi
+}
+
+# setup_host_route: the lab's host (the API server, the registry) answers the outside host
+# through the router, as a cluster's API endpoint answers a machine outside it: a kubectl run
+# from nblab-out (ip netns exec) is a client outside the cluster, entering by NodePorts.
+setup_host_route() {
+  ip route replace "$WAN_CIDR" via "$ROUTER_IP" dev "$BRIDGE"
+  if has_ipv6; then ip -6 route replace "$WAN_CIDR6" via "$ROUTER_IP6" dev "$BRIDGE"; fi
 }
 
 # setup_node_egress NETNS POD-CIDR: the node routes the outside's prefix through the router,
