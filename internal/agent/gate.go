@@ -39,11 +39,20 @@ type gate struct {
 	// rest are closed on accept, before a goroutine or a byte is spent on them.
 	rateStart time.Time
 	rate      map[netip.Addr]int
+	// credit counts, per untrusted source, connections past its rate that proofs paid for: a
+	// proven connection (authenticated without trusting its source) lets one more in, up to
+	// maxProofCredit waiting, so a token holder's connections one after another through a node
+	// port are not held to the strangers' rate, and whoever shares its source gets no more
+	// than it paid for.
+	credit map[netip.Addr]int
 }
+
+// maxProofCredit bounds the admissions past the rate that proofs may have paid for in advance.
+const maxProofCredit = 8
 
 func newGate(l Limits) *gate {
 	g := &gate{limits: l, strangers: map[netip.Addr][]*gatedConn{}, trusted: map[netip.Addr]bool{},
-		byRemote: map[string]*gatedConn{}, rate: map[netip.Addr]int{}}
+		byRemote: map[string]*gatedConn{}, rate: map[netip.Addr]int{}, credit: map[netip.Addr]int{}}
 	for _, a := range l.Trusted {
 		g.trusted[a] = true
 	}
@@ -136,7 +145,14 @@ func (g *gate) withinRate(src netip.Addr) bool {
 		clear(g.rate)
 	}
 	g.rate[src]++
-	return g.rate[src] <= g.limits.StrangerRate
+	if g.rate[src] <= g.limits.StrangerRate {
+		return true
+	}
+	if g.credit[src] > 0 {
+		g.credit[src]--
+		return true
+	}
+	return false
 }
 
 // perSource is how many strangers one source may hold (g.mu held): a trusted source (the API
@@ -191,7 +207,11 @@ func (g *gate) dropStranger(c *gatedConn) {
 
 // authenticate moves c from the strangers to the authenticated connections and trusts its
 // source. It reports false when the authenticated slots are full (the caller then closes it).
-func (c *gatedConn) authenticate() bool {
+func (c *gatedConn) authenticate() bool { return c.admitAuthed(true) }
+
+// admitAuthed is authenticate, trusting c's source from now on only when trust is set; else
+// the proof pays for one more of its source's connections past the strangers' rate.
+func (c *gatedConn) admitAuthed(trust bool) bool {
 	g := c.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -205,7 +225,11 @@ func (c *gatedConn) authenticate() bool {
 	c.authed = true
 	c.trusted.Store(true)
 	g.nAuthed++
-	g.trusted[c.src] = true
+	if trust {
+		g.trusted[c.src] = true
+	} else if g.credit[c.src] < maxProofCredit {
+		g.credit[c.src]++
+	}
 	c.timer.Stop()
 	return true
 }
@@ -309,6 +333,14 @@ func withGated(ctx context.Context, c net.Conn) context.Context {
 func authenticateRequest(ctx context.Context) bool {
 	gc, ok := ctx.Value(gatedKey{}).(*gatedConn)
 	return !ok || gc.authenticate()
+}
+
+// authenticateProven marks the request's connection authenticated without trusting its source:
+// a proof arrives through a Service or a node port, whose source (a node's SNAT) is every
+// stranger's who comes the same way.
+func authenticateProven(ctx context.Context) bool {
+	gc, ok := ctx.Value(gatedKey{}).(*gatedConn)
+	return !ok || gc.admitAuthed(false)
 }
 
 // SyscallConn is the connection's socket (a rate probe's server waits on it in blocking reads).

@@ -222,3 +222,79 @@ func TestGateTrustedWaitingDoNotCrowdStrangers(t *testing.T) {
 		t.Error("a stranger was pushed out although the untrusted sources hold 2 of 6 slots")
 	}
 }
+
+// A connection authenticated by a proof (through a Service or a node port, whose source is a
+// node's SNAT shared with every stranger who comes the same way) gets its slot, but its source
+// stays a stranger's: its other connections are bounded per source as before, where a token's
+// connection would have made the source trusted.
+func TestGateProofDoesNotTrustTheSource(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		g := newGate(testLimits)
+		if !g.admit(from("10.77.0.11", 1000)).admitAuthed(trust) {
+			t.Fatal("the proven connection was refused")
+		}
+		var later []*fakeConn
+		for i := range 40 {
+			c := from("10.77.0.11", 2000+i)
+			g.admit(c)
+			later = append(later, c)
+		}
+		open := 0
+		for _, c := range later {
+			if !c.closed.Load() {
+				open++
+			}
+		}
+		_, authed := g.counts()
+		want := testLimits.StrangersPerSource
+		if trust {
+			want = 40
+		}
+		if authed != 1 || open < want || (!trust && open > want) {
+			t.Errorf("trusted %v: %d of 40 later connections from the source open, %d authenticated: want %d open and the one", trust, open, authed, want)
+		}
+	}
+}
+
+// Past the strangers' rate, a source's connections are let in only as far as its proven ones
+// paid for, one each, at most maxProofCredit ahead: a token holder's connections one after
+// another go on, and whoever shares the source gets no more.
+func TestGateProofsPayPastTheRate(t *testing.T) {
+	l := testLimits
+	l.StrangerRate = 2
+	g := newGate(l)
+	began := time.Now()
+	admitted := func(port int) *gatedConn { return g.admit(from("10.77.0.11", port)) }
+	first, second := admitted(100), admitted(101)
+	if first == nil || second == nil {
+		t.Fatal("a stranger within the rate was refused")
+	}
+	if admitted(200) != nil {
+		t.Fatal("a stranger past the rate was let in without a proof")
+	}
+	if !second.admitAuthed(false) {
+		t.Fatal("a proven connection was refused a slot")
+	}
+	for i := range 20 { // one after another, each proving: each pays for the next
+		c := admitted(300 + i)
+		if c == nil {
+			t.Fatalf("connection %d after a proof was refused", i)
+		}
+		if !c.admitAuthed(false) {
+			t.Fatal("a proven connection was refused a slot")
+		}
+		c.Close()
+	}
+	n := 0
+	for i := range 40 {
+		if admitted(500+i) != nil {
+			n++
+		}
+	}
+	switch {
+	case time.Since(began) >= time.Second:
+		t.Logf("the rate's second passed during the test (%s): %d let in", time.Since(began), n)
+	case n != 1:
+		t.Errorf("%d strangers let in past the rate after the proofs stopped: want the 1 the last proof paid for", n)
+	}
+}

@@ -25,7 +25,7 @@ const APIVersion = "netbench.kubectl.dev/v1alpha1"
 
 // TokenHeader carries the run token on HTTP requests; TokenMetadata on gRPC calls.
 const (
-	TokenHeader   = "X-Netbench-Token"
+	TokenHeader   = probes.TokenHeader
 	TokenMetadata = "x-netbench-token"
 	// TokenEnv is the environment variable the token may be passed in instead of a flag.
 	TokenEnv = "NETBENCH_TOKEN"

@@ -78,7 +78,7 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 	hs := newHandshakes(spec)
 	tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: spec.Timeout}).DialContext}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: spec.Timeout}
+	client := &http.Client{Transport: tr, Timeout: spec.Timeout, CheckRedirect: noRedirects}
 	presentToken(ctx, client, spec)
 	for i := 0; i < spec.Connections; i++ {
 		if ctx.Err() != nil {
@@ -106,19 +106,39 @@ func Spread(ctx context.Context, spec SpreadSpec) (*SpreadResult, error) {
 	return res, nil
 }
 
-// presentToken proves the token once to each endpoint agent, straight to its own address, before
-// any connection is counted: an agent treats a source it has not seen prove the token as a
-// stranger, bounded with every other, so under a flood of strangers the client's first
-// connections through the Service could be the ones its gate drops. Not counted; a failure here
-// shows again in the counted connections.
+// TokenHeader carries the run's token on HTTP requests to an agent.
+const TokenHeader = "X-Netbench-Token"
+
+// presentToken presents the token once to each endpoint agent, straight to its own address
+// (the pods the plugin started them in: the token goes nowhere else), before any connection is
+// counted: the agent then trusts the client's source, as it trusts any token holder's. A proof
+// does not make its source trusted (through a Service that source may be a node's SNAT, shared
+// with strangers), and an untrusted source's connections are held to the strangers' rate,
+// which the straight handshakes, carrying nothing, would soon exceed. Not counted; a failure
+// here shows again in the counted connections.
 func presentToken(ctx context.Context, c *http.Client, spec SpreadSpec) {
-	quick := &http.Client{Transport: c.Transport, Timeout: straightTimeout}
+	quick := &http.Client{Transport: c.Transport, Timeout: straightTimeout, CheckRedirect: noRedirects}
 	var wg sync.WaitGroup
 	for _, addr := range spec.Direct {
-		wg.Go(func() { _, _ = askWho(ctx, quick, "http://"+addr+spec.Path, spec.Token) })
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+spec.Path, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set(TokenHeader, spec.Token)
+			if resp, err := quick.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+			}
+		})
 	}
 	wg.Wait()
 }
+
+// noRedirects keeps a client on the connection it opened: a redirect is an answer that is not
+// an agent's (followed, it would carry a fresh proof to wherever it points, and the agent
+// there would name the client's source as seen from somewhere else).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // askWho asks, on a new connection, which endpoint answers and what source it saw.
 func askWho(ctx context.Context, c *http.Client, url, token string) (asked, error) {

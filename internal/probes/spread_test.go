@@ -81,6 +81,15 @@ func TestProofs(t *testing.T) {
 	if !seen.First(nonce, now) || seen.First(nonce, now) {
 		t.Error("a nonce was not accepted once and refused after")
 	}
+	// Full, it forgets the nonces whose own time is past the window, and only those.
+	_, second := NewProof("tok", now)
+	_, third := NewProof("tok", now)
+	if !seen.First(second, now) || seen.First(third, now) {
+		t.Error("a full set took a nonce while none of its own was past the window")
+	}
+	if !seen.First(third, now.Add(ProofWindow+time.Second)) {
+		t.Error("a full set did not forget nonces past their window")
+	}
 	if AnswerMAC("tok", nonce, "a", "n", "z", "", false) == AnswerMAC("tok", nonce, "b", "n", "z", "", false) {
 		t.Error("the answer's MAC does not bind the pod")
 	}
@@ -135,14 +144,21 @@ func TestSpreadHandshakes(t *testing.T) {
 	}
 }
 
-// Before the first counted connection, each endpoint agent gets one request proving the token
-// straight to its own address: its gate then knows the client as a token holder, whatever
-// strangers do (docs/security.md). That request is not counted.
+// Before the first counted connection, each endpoint agent gets one request with the token
+// straight to its own address (and only there; through the Service, proofs): its gate then
+// knows the client as a token holder, whatever strangers do (docs/security.md). That request is
+// not counted.
 func TestSpreadPresentsTheTokenFirst(t *testing.T) {
 	var order []string
 	var mu = make(chan struct{}, 1)
 	answer := func(name string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(TokenHeader) == "t" {
+				mu <- struct{}{}
+				order = append(order, name+" with the token")
+				<-mu
+				return
+			}
 			nonce, err := CheckProof("t", r.Header.Get(ProofHeader), time.Now())
 			if err != nil {
 				http.Error(w, "no", http.StatusUnauthorized)
@@ -162,7 +178,7 @@ func TestSpreadPresentsTheTokenFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"direct", "service", "service", "service"}, order); diff != "" || got.Answered != 3 || got.Connections != 3 {
+	if diff := cmp.Diff([]string{"direct with the token", "service", "service", "service"}, order); diff != "" || got.Answered != 3 || got.Connections != 3 {
 		t.Errorf("requests in order (-want +got):\n%s\nresult %+v", diff, got)
 	}
 }

@@ -83,28 +83,32 @@ func AnswerMAC(token string, nonce []byte, pod, node, zone, peer string, peerIsG
 	return hex.EncodeToString(mac(deriveKey(token, "kubectl-netbench answer v2"), nonce, []byte(pod), []byte(node), []byte(zone), []byte(peer), gw))
 }
 
-// Nonces remembers the nonces a server accepted within ProofWindow, at most max of them: a
-// replayed proof is refused, and a flood of proofs (which needs the token) cannot grow it.
+// Nonces remembers the nonces a server accepted, at most max of them, each until its own time
+// is more than ProofWindow past (CheckProof refuses it from then on): a replayed proof is
+// refused, and a flood of proofs (which needs the token) cannot grow it past max.
 type Nonces struct {
 	mu   sync.Mutex
 	max  int
-	seen map[string]time.Time
+	seen map[[24]byte]time.Time
 }
 
 // NewNonces remembers up to max nonces.
-func NewNonces(max int) *Nonces { return &Nonces{max: max, seen: map[string]time.Time{}} }
+func NewNonces(max int) *Nonces { return &Nonces{max: max, seen: map[[24]byte]time.Time{}} }
 
-// First says whether nonce is new (and remembers it).
+// First says whether nonce (as CheckProof returned it) is new, and remembers it.
 func (s *Nonces) First(nonce []byte, now time.Time) bool {
+	if len(nonce) != 24 {
+		return false
+	}
+	k := [24]byte(nonce)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := string(nonce)
 	if _, ok := s.seen[k]; ok {
 		return false
 	}
 	if len(s.seen) >= s.max {
 		for n, at := range s.seen {
-			if now.Sub(at) > 2*ProofWindow {
+			if now.Sub(at) > ProofWindow {
 				delete(s.seen, n)
 			}
 		}
@@ -112,6 +116,6 @@ func (s *Nonces) First(nonce []byte, now time.Time) bool {
 			return false
 		}
 	}
-	s.seen[k] = now
+	s.seen[k] = time.Unix(0, int64(binary.BigEndian.Uint64(nonce[16:])))
 	return true
 }
