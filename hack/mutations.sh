@@ -33,6 +33,8 @@ mutations=(
   "pod-limit-ignored|./test/e2e|TestPathMarksCPULimitedProbes|on the limited pod: exit 0, want 3"
   "traffic-own-counted|./test/e2e|TestPathShowsCompetingTraffic|besides the agents' on the client pod's interface"
   "dataplane-vs-dst|./test/e2e|TestLadderServiceCostsWithZoneDelay/zoned-close|of the same-node rung's and not below"
+  "entry-connect-to-answer|./test/e2e|TestNodePortWayIn|more than 5 % + 150 µs outside ping's"
+  "entry-extra-hop-without-baseline|./test/e2e|TestNodePortWayIn|more than 5 % + 150 µs outside ping's"
   "throughput-inflated|./test/e2e|TestPathBothFamilies/throughput|its interface received"
   "throughput-inflated|./internal/agent|TestThroughputThroughASlowLink|through a 20 Mbit/s link"
   "crr-from-connect|./test/e2e|TestTCPCRRThroughTheZoneDelay|below the delay line's two round trips"

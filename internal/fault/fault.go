@@ -74,6 +74,12 @@ const (
 	// time_connect counts, instead of from the first connection attempt
 	// (TestPathToAnOutsideHostBesideCurl).
 	EgressConnectWithLookup Name = "egress-connect-with-lookup"
+	// EntryConnectToAnswer times each way in's connect up to the answer's first byte instead of
+	// to the end of its handshake: every extra hop counted twice (TestNodePortWayIn).
+	EntryConnectToAnswer Name = "entry-connect-to-answer"
+	// EntryExtraHopWithoutBaseline gives a way in's extra hop as the whole connect time of the
+	// connections answered on another node, the baseline not taken off (TestNodePortWayIn).
+	EntryExtraHopWithoutBaseline Name = "entry-extra-hop-without-baseline"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

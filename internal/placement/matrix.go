@@ -53,7 +53,7 @@ func Usable(nodes []Node, tol []corev1.Toleration, f Filter) (use []Node, out []
 	nodes = slices.Clone(nodes)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	for _, n := range nodes {
-		why := f.excludes(n)
+		why := f.Excludes(n)
 		if why == "" && len(f.Zones) > 0 && !slices.Contains(f.Zones, n.Zone) {
 			why = "is not in --zones"
 		}

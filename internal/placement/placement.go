@@ -84,7 +84,7 @@ func Ladder(dst Node, nodes []Node, tolerations []corev1.Toleration, f Filter) [
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var rungs []Rung
 	same := Rung{Name: SameNode, Class: SameNode, Node: dst.Name, Zone: dst.Zone, Region: dst.Region}
-	if why := f.excludes(dst); why != "" {
+	if why := f.Excludes(dst); why != "" {
 		same.Node, same.Skipped = "", fmt.Sprintf("node %s %s", dst.Name, why)
 	}
 	rungs = append(rungs, same)
@@ -122,7 +122,7 @@ func pick(name, class string, dst Node, nodes []Node, tol []corev1.Toleration, f
 		}
 		reason := unusable(n, tol, "neither the destination's pod nor a --toleration tolerates")
 		if reason == "" {
-			reason = f.excludes(n)
+			reason = f.Excludes(n)
 		}
 		if reason == "" {
 			return Rung{Name: name, Class: class, Node: n.Name, Zone: n.Zone, Region: n.Region}
@@ -174,8 +174,8 @@ func taintString(t corev1.Taint) string {
 	return t.Key + "=" + t.Value + ":" + string(t.Effect)
 }
 
-// excludes says why the filter keeps clients off n, or "".
-func (f Filter) excludes(n Node) string {
+// Excludes says why the filter keeps clients off n, or "".
+func (f Filter) Excludes(n Node) string {
 	if f.Nodes != nil && !f.Nodes.Empty() && !f.Nodes.Matches(labels.Set(n.Labels)) {
 		return "does not match --nodes " + f.Nodes.String()
 	}

@@ -55,6 +55,8 @@ type (
 	DNSReport v1alpha1.DNSReport
 	// MatrixReport is the result of `kubectl netbench matrix`.
 	MatrixReport v1alpha1.MatrixReport
+	// EntryReport is the result of `kubectl netbench ladder --via nodeport`.
+	EntryReport v1alpha1.EntryReport
 )
 
 // The other types of the reports, as the schema defines them.

@@ -35,13 +35,18 @@ type LadderOptions struct {
 	ConnectionsPerRung int
 	// HostBaseline adds a node-to-node rung in the nodes' own network.
 	HostBaseline bool
+	// Via is how the clients reach DST: "pod" (client pods on the rungs' nodes) or
+	// ViaNodePort (this machine, through each node's NodePort).
+	Via string
+	// viaIgnored is the first flag set that --via nodeport does not use (noteViaFlags).
+	viaIgnored string
 
 	filter placement.Filter
 }
 
 // NewLadderOptions returns options with the defaults.
 func NewLadderOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *LadderOptions {
-	o := &LadderOptions{PathOptions: *path.NewPathOptions(flags, streams), MaxEndpoints: 10, ConnectionsPerRung: 200}
+	o := &LadderOptions{PathOptions: *path.NewPathOptions(flags, streams), MaxEndpoints: 10, ConnectionsPerRung: 200, Via: "pod"}
 	o.HTML = true
 	return o
 }
@@ -70,6 +75,9 @@ network. -o html writes one self-contained page with the table and charts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.DstArg = args[0]
+			if o.Via == ViaNodePort {
+				o.noteViaFlags(cmd.LocalFlags())
+			}
 			if err := o.CompleteFlags(); err != nil {
 				return err
 			}
@@ -87,6 +95,7 @@ network. -o html writes one self-contained page with the table and charts.`,
 	f.StringVar(&o.Service, "service", "", "also measure this Service (svc/NAME) from every rung: ClusterIP against pod IP, and which zones its connections reach (default: DST when it is svc/NAME)")
 	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
 	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
+	f.StringVar(&o.Via, "via", o.Via, "how the clients reach DST: pod (client pods on the rungs' nodes), or nodeport (this machine, through every node's NodePort, with externalTrafficPolicy Cluster and Local, on temporary NodePort copies of DST svc/NAME)")
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.AddMeasureFlags(cmd)
 	o.AddTolerationFlag(cmd, "the clients (beside DST's own tolerations, control-plane taints left out)")
@@ -106,6 +115,9 @@ func (o *LadderOptions) Validate() error {
 	case o.ConnectionsPerRung < 10 || o.ConnectionsPerRung > 10000:
 		return fmt.Errorf("--connections-per-rung %d: want 10-10000", o.ConnectionsPerRung)
 	}
+	if err := o.validateVia(); err != nil {
+		return err
+	}
 	if o.Service != "" {
 		if _, name := o.serviceName(); name == "" {
 			return fmt.Errorf("--service %q: want svc/NAME or NAMESPACE/svc/NAME", o.Service)
@@ -123,6 +135,9 @@ func (o *LadderOptions) Validate() error {
 // pod it deletes before the next, and prints the report.
 func (o *LadderOptions) Run(ctx context.Context) error {
 	start := time.Now()
+	if o.Via == ViaNodePort {
+		return o.runEntry(ctx, start)
+	}
 	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile, Rounds: o.Rounds}}
 	r.timer = cmdutil.NewPhaseTimer(&r.rep.Timing, start)

@@ -63,7 +63,8 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 }
 
 // readService reads the Service and its ready endpoints (nothing is created), and makes the
-// app's port behind the Service port the pod-IP side of the comparison unless --port is given.
+// app's port behind the Service port the pod-IP side of the comparison (with a DST) unless
+// --port is given.
 func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns, name string) (*serviceRun, error) {
 	svc, err := o.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -73,7 +74,7 @@ func (o *LadderOptions) readService(ctx context.Context, dst *session.Target, ns
 	if sr.port, err = tcpPort(svc); err != nil {
 		return nil, err
 	}
-	if o.Port == 0 {
+	if o.Port == 0 && dst != nil {
 		o.Port = targetPort(sr.port, dst.Pod)
 	}
 	sr.info = &report.LadderService{Namespace: ns, Name: name, ClusterIP: svc.Spec.ClusterIP, Port: int(sr.port.Port),
@@ -119,6 +120,39 @@ func (o *LadderOptions) startSpread(ctx context.Context, sess *session.Session, 
 // startEndpoints starts an agent in each chosen endpoint pod on one port, then the temporary
 // Service, and waits until it routes to them.
 func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Session, sr *serviceRun, lifetime time.Duration) error {
+	if err := o.startEndpointAgents(ctx, sess, sr, lifetime); err != nil {
+		return err
+	}
+	temp := sr.copyOf("netbench-"+sess.RunID, corev1.ServiceTypeClusterIP)
+	var err error
+	if sr.temp, err = sess.CreateService(ctx, temp, lifetime); err != nil {
+		return err
+	}
+	sr.info.TemporaryService = sr.temp.Name
+	if sess.DryRun {
+		return nil // no endpoint will come
+	}
+	return o.waitRouted(ctx, sr)
+}
+
+// copyOf is a temporary Service of type typ with the Service's selector and traffic settings,
+// its port leading to the endpoint agents' port.
+func (sr *serviceRun) copyOf(name string, typ corev1.ServiceType) *corev1.Service {
+	temp := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sr.svc.Namespace},
+		Spec: corev1.ServiceSpec{Type: typ, Selector: sr.svc.Spec.Selector, TrafficDistribution: sr.svc.Spec.TrafficDistribution,
+			InternalTrafficPolicy: sr.svc.Spec.InternalTrafficPolicy, IPFamilies: sr.svc.Spec.IPFamilies, IPFamilyPolicy: sr.svc.Spec.IPFamilyPolicy,
+			Ports: []corev1.ServicePort{{Name: "agent", Protocol: corev1.ProtocolTCP, Port: sr.port.Port, TargetPort: intstr.FromInt(sr.agentPort)}}},
+	}
+	if m := sr.svc.Annotations[TopologyModeAnnotation]; m != "" {
+		temp.Annotations = map[string]string{TopologyModeAnnotation: m}
+	}
+	return temp
+}
+
+// startEndpointAgents starts an agent in each chosen endpoint pod, all on one port, and waits
+// until every one is ready.
+func (o *LadderOptions) startEndpointAgents(ctx context.Context, sess *session.Session, sr *serviceRun, lifetime time.Duration) error {
 	if err := o.endpointPods(ctx, sr); err != nil {
 		return err
 	}
@@ -146,27 +180,7 @@ func (o *LadderOptions) startEndpoints(ctx context.Context, sess *session.Sessio
 	for _, a := range agents {
 		g.Go(func() error { return a.WaitReady(gctx) })
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	temp := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "netbench-" + sess.RunID, Namespace: sr.svc.Namespace},
-		Spec: corev1.ServiceSpec{Selector: sr.svc.Spec.Selector, TrafficDistribution: sr.svc.Spec.TrafficDistribution,
-			InternalTrafficPolicy: sr.svc.Spec.InternalTrafficPolicy, IPFamilies: sr.svc.Spec.IPFamilies, IPFamilyPolicy: sr.svc.Spec.IPFamilyPolicy,
-			Ports: []corev1.ServicePort{{Name: "agent", Protocol: corev1.ProtocolTCP, Port: sr.port.Port, TargetPort: intstr.FromInt(port)}}},
-	}
-	if m := sr.svc.Annotations[TopologyModeAnnotation]; m != "" {
-		temp.Annotations = map[string]string{TopologyModeAnnotation: m}
-	}
-	var err error
-	if sr.temp, err = sess.CreateService(ctx, temp, lifetime); err != nil {
-		return err
-	}
-	sr.info.TemporaryService = sr.temp.Name
-	if sess.DryRun {
-		return nil // no endpoint will come
-	}
-	return o.waitRouted(ctx, sr)
+	return g.Wait()
 }
 
 // endpointPods chooses the endpoints to measure and reads their pods (once).
@@ -190,24 +204,11 @@ func (o *LadderOptions) endpointPods(ctx context.Context, sr *serviceRun) error 
 // to program them. Hints that do not come within hintsWait are a caveat on the spread, not an
 // error: the controller may legitimately decide otherwise for the copy.
 func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		// Each family's EndpointSlices of a dual-stack copy list every ready endpoint.
-		for _, f := range addressTypes(sr.temp) {
-			got, err := cmdutil.ReadyEndpointsOf(ctx, o.Client, sr.temp.Namespace, sr.temp.Name, f)
-			if err != nil || len(got) < len(sr.ready) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("the temporary Service %s/%s has no ready endpoints within --start-timeout %s", sr.temp.Namespace, sr.temp.Name, o.StartTimeout)
+	if err := o.waitEndpoints(ctx, sr, sr.temp); err != nil {
+		return err
 	}
 	differ := ""
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, hintsWait, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, hintsWait, true, func(ctx context.Context) (bool, error) {
 		var err error
 		differ, err = o.copyHintsDiffer(ctx, sr)
 		return err == nil && differ == "", err
@@ -218,12 +219,34 @@ func (o *LadderOptions) waitRouted(ctx context.Context, sr *serviceRun) error {
 	if err != nil {
 		sr.info.SpreadCaveat = fmt.Sprintf("the temporary Service's EndpointSlices did not get the Service's topology hints within %s (%s): its connections may land differently", hintsWait, differ)
 	}
+	return settle(ctx)
+}
+
+// settle gives the nodes' dataplane ServiceSettle to route a Service whose endpoints are ready.
+func settle(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(ServiceSettle):
+		return nil
 	}
-	return nil
+}
+
+// waitEndpoints waits until each family's EndpointSlices of temp list every ready endpoint.
+func (o *LadderOptions) waitEndpoints(ctx context.Context, sr *serviceRun, temp *corev1.Service) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.StartTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, f := range addressTypes(temp) {
+			got, err := cmdutil.ReadyEndpointsOf(ctx, o.Client, temp.Namespace, temp.Name, f)
+			if err != nil || len(got) < len(sr.ready) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("the temporary Service %s/%s has no ready endpoints within --start-timeout %s", temp.Namespace, temp.Name, o.StartTimeout)
+	}
+	return cmp.Or(ctx.Err(), err)
 }
 
 // copyHintsDiffer names the first endpoint whose hints in the temporary Service's

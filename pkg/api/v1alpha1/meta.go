@@ -10,6 +10,8 @@ const (
 	KindDNS    = "DNSReport"
 	KindMatrix = "MatrixReport"
 	KindDiff   = "DiffReport"
+	// KindEntry is `ladder --via nodeport`: the way into the cluster from where the plugin runs.
+	KindEntry = "EntryReport"
 )
 
 // Units of figures, as reports write them.

@@ -1,0 +1,115 @@
+package ladder
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
+)
+
+// --via nodeport --dry-run sends an agent to each endpoint pod and the two NodePort copies,
+// Cluster and Local, and creates nothing.
+func TestLadderViaNodePortDryRun(t *testing.T) {
+	f := svcCluster(t)
+	for i, name := range []string{"n1", "n2", "n3"} {
+		o, err := f.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := o.(*corev1.Node)
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.0." + string(rune('1'+i))}}
+		if err := f.Clientset.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var policies []string
+	f.Clientset.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		policies = append(policies, string(s.Spec.Type)+"/"+string(s.Spec.ExternalTrafficPolicy))
+		return false, nil, nil
+	})
+	o, out := newTestLadderOptions(f)
+	o.DstArg, o.Via, o.DryRun, o.Output = "svc/web", ViaNodePort, true, "yaml"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"patch pods/ephemeralcontainers Pod shop/web-1", "patch pods/ephemeralcontainers Pod shop/web-2",
+		"create Service shop/netbench-run1-cluster", "create Service shop/netbench-run1-local"}
+	got := cmdtest.DryRunObjects(t, f, out.String())
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("objects (-want +got):\n%s\n%s", diff, out)
+	}
+	if diff := cmp.Diff([]string{"NodePort/Cluster", "NodePort/Local"}, policies); diff != "" {
+		t.Errorf("copies (-want +got):\n%s", diff)
+	}
+}
+
+// What --via nodeport cannot do is refused in one line naming the flag, before any API call.
+func TestLadderViaNodePortRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		dst  string
+		set  func(o *LadderOptions)
+		want string
+	}{
+		{"svc/web", func(o *LadderOptions) { o.Via = "ingress" }, `--via "ingress": want pod or nodeport`},
+		{"deploy/web", func(o *LadderOptions) {}, `--via nodeport: DST "deploy/web" must be a Service`},
+		{"svc/web", func(o *LadderOptions) { o.HostBaseline = true }, "--host-baseline: not with --via nodeport"},
+		{"svc/web", func(o *LadderOptions) { o.Service = "svc/other" }, "--service: not with --via nodeport"},
+		{"svc/web", func(o *LadderOptions) { o.IPFamily = "both" }, "--ip-family both: --via nodeport enters by one family"},
+		{"svc/web", func(o *LadderOptions) { o.Output = "html" }, "-o html: not with --via nodeport"},
+		{"svc/web", func(o *LadderOptions) { o.Mode = "pod" }, "--mode pod: --via nodeport needs agents in the Service's own pods"},
+		{"svc/web", func(o *LadderOptions) {
+			fs := pflag.NewFlagSet("ladder", pflag.ContinueOnError)
+			fs.StringSlice("zones", nil, "")
+			fs.StringSlice("probes", nil, "")
+			_ = fs.Parse([]string{"--zones", "zone-a", "--probes", "rtt"})
+			o.noteViaFlags(fs)
+		}, "--probes: not with --via nodeport"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			f := ladderCluster(t)
+			o, _ := newTestLadderOptions(f)
+			o.DstArg, o.Via = tc.dst, ViaNodePort
+			tc.set(o)
+			err := o.Validate()
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line starting %q", err, tc.want)
+			}
+			if n := len(f.Clientset.Actions()); n != 0 {
+				t.Errorf("%d API calls before the refusal", n)
+			}
+		})
+	}
+}
+
+// A Service with more ready endpoints than --max-endpoints is refused before anything is
+// created: an endpoint without an agent would refuse its connections, and a node whose
+// endpoints all lack one would read as a node that drops the way in.
+func TestLadderViaNodePortNeedsEveryEndpoint(t *testing.T) {
+	f := svcCluster(t)
+	o, _ := newTestLadderOptions(f)
+	o.DstArg, o.Via, o.MaxEndpoints = "svc/web", ViaNodePort, 1
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Run(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "--max-endpoints 1: --via nodeport needs an agent in every ready endpoint") {
+		t.Errorf("error %v", err)
+	}
+	for _, a := range f.Clientset.Actions() {
+		if v := a.GetVerb(); v != "get" && v != "list" && v != "create" || v == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
+			t.Errorf("%s %s before the refusal", v, a.GetResource().Resource)
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// The entry report's parts, as the schema defines them.
+type (
+	EntryCopy       = v1alpha1.EntryCopy
+	EntryRung       = v1alpha1.EntryRung
+	EntrySource     = v1alpha1.EntrySource
+	EntryDifference = v1alpha1.EntryDifference
+)
+
+// What a source address the endpoints saw is (EntrySource.Is).
+const (
+	SourceClient = "client"
+	SourceNode   = "node"
+	SourceOther  = "other"
+)
+
+// The externalTrafficPolicy values an entry is measured with.
+const (
+	PolicyCluster = "Cluster"
+	PolicyLocal   = "Local"
+)
+
+// NodeAddrs names the node of each address the nodes list (InternalIP, ExternalIP).
+type NodeAddrs map[netip.Addr]string
+
+// Of names the node addr belongs to ("" if none).
+func (n NodeAddrs) Of(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return ""
+	}
+	return n[a.Unmap()]
+}
+
+// AddEntry sums one round of a way in into its rung.
+func AddEntry(r *EntryRung, res *probes.EntryResult, nodeOf NodeAddrs) {
+	r.Connections += res.Connections
+	r.Answered += len(res.Answered)
+	for k, n := range res.ErrorsByKind {
+		if r.UnansweredByKind == nil {
+			r.UnansweredByKind = map[string]int{}
+		}
+		r.UnansweredByKind[k] += n
+	}
+	if res.Stopped != "" {
+		r.Stopped = res.Stopped
+	}
+	for _, c := range res.Answered {
+		if r.ByNode == nil {
+			r.ByNode = map[string]int{}
+		}
+		r.ByNode[c.Node]++
+		addSource(r, c, nodeOf)
+	}
+}
+
+// addSource counts the source c's endpoint saw: the client's own address (kept), an address a
+// node lists (that node's SNAT), the endpoint pod's default gateway (its own node's SNAT, to the
+// node's address in the pod network), or anything else (a NAT or proxy on the way; a pod
+// relaying the connection is one).
+func addSource(r *EntryRung, c probes.EntryConn, nodeOf NodeAddrs) {
+	for i := range r.Sources {
+		if r.Sources[i].Address == c.Peer {
+			r.Sources[i].Connections++
+			return
+		}
+	}
+	s := EntrySource{Address: c.Peer, Connections: 1, Is: SourceOther}
+	switch node := nodeOf.Of(c.Peer); {
+	case c.Peer == c.Local:
+		s.Is = SourceClient
+	case node != "":
+		s.Is, s.Node = SourceNode, node
+	case c.PeerIsGateway:
+		s.Is, s.Node, s.PodRange = SourceNode, c.Node, true
+	}
+	r.Sources = append(r.Sources, s)
+}
+
+// SummarizeEntry fills a rung's latencies from every round's answered connections.
+func SummarizeEntry(r *EntryRung, rounds []*probes.EntryResult) {
+	var connect, answer, same, other []time.Duration
+	for _, res := range rounds {
+		for _, c := range res.Answered {
+			connect, answer = append(connect, c.Connect), append(answer, c.Answer)
+			if c.Node == r.Node {
+				same = append(same, c.Connect)
+			} else {
+				other = append(other, c.Connect)
+			}
+		}
+	}
+	r.Connect, r.Answer = latencyOf(connect), latencyOf(answer)
+	r.ConnectSameNode, r.ConnectOtherNode = latencyOf(same), latencyOf(other)
+	if r.Answered > 0 {
+		p := Round1(100 * float64(len(other)) / float64(r.Answered))
+		r.OtherNodePercent = &p
+	}
+	slices.SortFunc(r.Sources, func(a, b EntrySource) int {
+		return cmp.Or(b.Connections-a.Connections, strings.Compare(a.Address, b.Address))
+	})
+}
+
+func latencyOf(ds []time.Duration) *v1alpha1.Latency {
+	if len(ds) == 0 {
+		return nil
+	}
+	l := probes.LatencyFromSamples(ds)
+	return &l
+}
+
+// Summarize sets Local beside Cluster on every entry node where both were answered, and gives
+// each rung with connections answered on another node its extra hop.
+func (r *EntryReport) Summarize() {
+	r.differences()
+	for i := range r.Rungs {
+		r.extraHop(&r.Rungs[i])
+	}
+}
+
+// extraHop is a rung's connect p50 of the connections answered on another node less the
+// nearest baseline of connections answered on their entry node: the rung's own, else the same
+// node's other policy, else the lowest of the same policy's other entry nodes (whose distance
+// from the client may differ: said in ExtraHopBaseline).
+func (r *EntryReport) extraHop(g *EntryRung) {
+	g.ExtraHopMicros, g.ExtraHopBaseline = nil, ""
+	if g.ConnectOtherNode == nil {
+		return
+	}
+	base, from := 0.0, ""
+	switch {
+	case g.ConnectSameNode != nil:
+		base, from = g.ConnectSameNode.P50Micros, "the connections this rung's node answered itself"
+	case r.rung(g.Node, otherPolicy(g.Policy)) != nil && r.rung(g.Node, otherPolicy(g.Policy)).ConnectSameNode != nil:
+		base, from = r.rung(g.Node, otherPolicy(g.Policy)).ConnectSameNode.P50Micros, "the same node's answers with externalTrafficPolicy "+otherPolicy(g.Policy)
+	default:
+		for _, o := range r.Rungs {
+			if o.Policy == g.Policy && o.ConnectSameNode != nil && (from == "" || o.ConnectSameNode.P50Micros < base) {
+				base, from = o.ConnectSameNode.P50Micros, "entering by "+o.Node+", answered there (another node: the client's distance to the two may differ)"
+			}
+		}
+	}
+	if from == "" {
+		return
+	}
+	if fault.On(fault.EntryExtraHopWithoutBaseline) {
+		base = 0
+	}
+	d := Round1(g.ConnectOtherNode.P50Micros - base)
+	g.ExtraHopMicros, g.ExtraHopBaseline = &d, from
+}
+
+// rung is the rung of node and policy (nil if none).
+func (r *EntryReport) rung(node, policy string) *EntryRung {
+	for i := range r.Rungs {
+		if r.Rungs[i].Node == node && r.Rungs[i].Policy == policy {
+			return &r.Rungs[i]
+		}
+	}
+	return nil
+}
+
+func otherPolicy(p string) string {
+	if p == PolicyLocal {
+		return PolicyCluster
+	}
+	return PolicyLocal
+}
+
+func (r *EntryReport) differences() {
+	r.Differences = nil
+	for _, c := range r.Rungs {
+		l := r.rung(c.Node, PolicyLocal)
+		if c.Policy != PolicyCluster || l == nil || c.Connect == nil || l.Connect == nil {
+			continue
+		}
+		r.Differences = append(r.Differences, EntryDifference{Node: c.Node,
+			ClusterConnectMicros: c.Connect.P50Micros, LocalConnectMicros: l.Connect.P50Micros,
+			ConnectDiffMicros:   Round1(l.Connect.P50Micros - c.Connect.P50Micros),
+			ClusterAnswerMicros: c.Answer.P50Micros, LocalAnswerMicros: l.Answer.P50Micros,
+			AnswerDiffMicros: Round1(l.Answer.P50Micros - c.Answer.P50Micros)})
+	}
+}
+
+// Answered says whether any rung was answered, and if none, why in one line.
+func (r *EntryReport) Answered() error {
+	for _, g := range r.Rungs {
+		if g.Answered > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no node port answered from %s (%d ways in tried): is the node-port range (30000-32767 by default) reachable from here?", ErrNothingAnswered, strings.Join(r.Client, ", "), len(r.Rungs))
+}
+
+// ErrNothingAnswered: a way in where no connection was answered at all.
+var ErrNothingAnswered = fmt.Errorf("nothing answered")
+
+// entryFigures are the per-rung figures and their units.
+var entryFigures = []struct{ name, unit string }{
+	{"connect.p50", UnitMicros}, {"connect.p99", UnitMicros}, {"answer.p50", UnitMicros}, {"answer.p99", UnitMicros},
+	{"answered-percent", UnitPercent}, {"other-node-percent", UnitPercent}, {"extra-hop", UnitMicros},
+}
+
+// FigureValues lists the entry's figures for --fail-if: per policy and entry node
+// (nodeport.cluster.NODE.connect.p50, …), and per policy the worst node's
+// (nodeport.local.connect.p50: the highest, or for answered-percent the lowest).
+func (r *EntryReport) FigureValues() []FigureValue {
+	var out []FigureValue
+	worst := map[string]FigureValue{}
+	var keys []string
+	for _, g := range r.Rungs {
+		for _, f := range rungFigures(g) {
+			name := f.Name
+			f.Name = "nodeport." + strings.ToLower(g.Policy) + "." + RungKey(g.Node) + "." + name
+			out = append(out, f)
+			k := "nodeport." + strings.ToLower(g.Policy) + "." + name
+			w, seen := worst[k]
+			if !seen {
+				keys = append(keys, k)
+			}
+			if !seen || (name == "answered-percent") == (f.Value < w.Value) && f.Value != w.Value {
+				f.Name, f.Alias = k, true
+				worst[k] = f
+			}
+		}
+	}
+	for _, k := range keys {
+		out = append(out, worst[k])
+	}
+	return out
+}
+
+// rungFigures are the figures one rung has: answered-percent always, the rest when measured.
+func rungFigures(g EntryRung) []FigureValue {
+	out := []FigureValue{{Name: "answered-percent", Unit: UnitPercent}}
+	if g.Connections > 0 {
+		out[0].Value = Round1(100 * float64(g.Answered) / float64(g.Connections))
+	}
+	if g.Connect != nil {
+		out = append(out, FigureValue{Name: "connect.p50", Unit: UnitMicros, Value: g.Connect.P50Micros}, FigureValue{Name: "connect.p99", Unit: UnitMicros, Value: g.Connect.P99Micros},
+			FigureValue{Name: "answer.p50", Unit: UnitMicros, Value: g.Answer.P50Micros}, FigureValue{Name: "answer.p99", Unit: UnitMicros, Value: g.Answer.P99Micros},
+			FigureValue{Name: "other-node-percent", Unit: UnitPercent, Value: *g.OtherNodePercent})
+	}
+	if g.ExtraHopMicros != nil {
+		out = append(out, FigureValue{Name: "extra-hop", Unit: UnitMicros, Value: *g.ExtraHopMicros})
+	}
+	return out
+}
+
+// EntryPlannedFigures names the figures an entry over nodes will report.
+func EntryPlannedFigures(nodes []string) map[string]string {
+	out := map[string]string{}
+	for _, pol := range []string{PolicyCluster, PolicyLocal} {
+		for _, f := range entryFigures {
+			out["nodeport."+strings.ToLower(pol)+"."+f.name] = f.unit
+			for _, n := range nodes {
+				out["nodeport."+strings.ToLower(pol)+"."+RungKey(n)+"."+f.name] = f.unit
+			}
+		}
+	}
+	return out
+}

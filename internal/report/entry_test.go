@@ -1,0 +1,100 @@
+package report
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+)
+
+func entryConn(node, peer string, gw bool, connect time.Duration) probes.EntryConn {
+	return probes.EntryConn{Pod: "p", Node: node, Peer: peer, PeerIsGateway: gw, Local: "198.51.100.10", Connect: connect, Answer: 2 * connect}
+}
+
+// Sources are told apart: the client's own address (kept), an address a node lists (SNAT), the
+// answering pod's gateway (its node's SNAT), anything else — a pod's address that is not the
+// gateway too (a relay) — as another address.
+func TestEntrySources(t *testing.T) {
+	nodes := NodeAddrs{netip.MustParseAddr("10.77.0.11"): "a1"}
+	res := &probes.EntryResult{Connections: 5, Answered: []probes.EntryConn{
+		entryConn("b1", "10.77.0.11", false, time.Millisecond), entryConn("b1", "::ffff:10.77.0.11", false, time.Millisecond),
+		entryConn("b1", "10.244.3.1", true, time.Millisecond), entryConn("b1", "10.244.3.7", false, time.Millisecond),
+		entryConn("b1", "198.51.100.10", false, time.Millisecond)}}
+	g := EntryRung{Policy: PolicyCluster, Node: "a1"}
+	AddEntry(&g, res, nodes)
+	SummarizeEntry(&g, []*probes.EntryResult{res})
+	want := []EntrySource{{Address: "10.244.3.1", Connections: 1, Is: SourceNode, Node: "b1", PodRange: true}, {Address: "10.244.3.7", Connections: 1, Is: SourceOther},
+		{Address: "10.77.0.11", Connections: 1, Is: SourceNode, Node: "a1"}, {Address: "198.51.100.10", Connections: 1, Is: SourceClient},
+		{Address: "::ffff:10.77.0.11", Connections: 1, Is: SourceNode, Node: "a1"}}
+	if d := cmp.Diff(want, g.Sources); d != "" {
+		t.Errorf("sources (-want +got):\n%s", d)
+	}
+}
+
+// The extra hop takes, of the connections answered on another node, their connect p50 less the
+// nearest baseline answered on the entry node: the rung's own, else the same node's other
+// policy, else another node's of the same policy (named); none, no figure.
+func TestEntryExtraHop(t *testing.T) {
+	rung := func(policy, node string, conns ...probes.EntryConn) EntryRung {
+		res := &probes.EntryResult{Connections: len(conns) + 3, Answered: conns}
+		if len(conns) == 0 {
+			res.ErrorsByKind, res.Stopped = map[string]int{"timeout": 3}, "dropped"
+		}
+		g := EntryRung{Policy: policy, Node: node}
+		AddEntry(&g, res, NodeAddrs{})
+		SummarizeEntry(&g, []*probes.EntryResult{res})
+		return g
+	}
+	ms := time.Millisecond
+	r := &EntryReport{Rungs: []EntryRung{
+		rung(PolicyCluster, "a1", entryConn("b1", "x", false, 5*ms)), // nothing local: another node's baseline
+		rung(PolicyLocal, "a1"), // dropped
+		rung(PolicyCluster, "a2", entryConn("a2", "x", false, 2*ms), entryConn("b1", "x", false, 6*ms)), // its own
+		rung(PolicyCluster, "b1", entryConn("b1", "x", false, 1*ms)),
+		rung(PolicyCluster, "b2", entryConn("b1", "x", false, 7*ms)),
+		rung(PolicyLocal, "b2", entryConn("b2", "x", false, 3*ms)), // b2's other policy
+	}}
+	r.Summarize()
+	got := map[string]string{}
+	for _, g := range r.Rungs {
+		if g.ExtraHopMicros != nil {
+			got[g.Policy+" "+g.Node] = time.Duration(*g.ExtraHopMicros*1e3).String() + " against " + g.ExtraHopBaseline
+		}
+	}
+	want := map[string]string{
+		"Cluster a1": "4ms against entering by b1, answered there (another node: the client's distance to the two may differ)",
+		"Cluster a2": "4ms against the connections this rung's node answered itself",
+		"Cluster b2": "4ms against the same node's answers with externalTrafficPolicy Local",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("extra hops (-want +got):\n%s", d)
+	}
+	if g := r.Rungs[1]; g.Answered != 0 || g.Connect != nil || g.OtherNodePercent != nil || g.Stopped == "" {
+		t.Errorf("Local via a1: %+v: want nothing answered and why it stopped", g)
+	}
+	if len(r.Differences) != 1 || r.Differences[0].Node != "b2" || r.Differences[0].ConnectDiffMicros != -4000 {
+		t.Errorf("differences %+v: want b2's alone, Local 4 ms below Cluster", r.Differences)
+	}
+	figs := map[string]float64{}
+	for _, f := range r.FigureValues() {
+		figs[f.Name] = f.Value
+	}
+	for name, v := range map[string]float64{"nodeport.cluster.a1.extra-hop": 4000, "nodeport.cluster.connect.p50": 7000, "nodeport.local.answered-percent": 0,
+		"nodeport.cluster.answered-percent": 25, "nodeport.local.b2.connect.p50": 3000} {
+		if got, ok := figs[name]; !ok || got != v {
+			t.Errorf("figure %s = %v (%v), want %v", name, got, ok, v)
+		}
+	}
+	planned := EntryPlannedFigures([]string{"a1", "a2", "b1", "b2"})
+	for name := range figs {
+		if _, ok := planned[name]; !ok {
+			t.Errorf("figure %s is not among the planned ones", name)
+		}
+	}
+	if r.Answered() != nil {
+		t.Error("a report with answers said none answered")
+	}
+}
