@@ -60,7 +60,7 @@ type entryRun struct {
 	nodeOf report.NodeAddrs // every node's addresses
 	sess   *session.Session
 	copies []*corev1.Service // by entryPolicies
-	// rounds holds each rung's results (rung: node i, policy k at i*len(entryPolicies)+k).
+	// rounds holds each rung's results, at rungIndex.
 	rounds  [][]*probes.EntryResult
 	perRung time.Duration
 	life    time.Duration
@@ -74,8 +74,8 @@ var entryFlags = map[string]bool{"via": true, "connections-per-rung": true, "max
 // noteViaFlags remembers the first of the command's own flags set that --via nodeport does not
 // use, for validateVia to refuse.
 func (o *LadderOptions) noteViaFlags(f *pflag.FlagSet) {
-	f.Visit(func(fl *pflag.Flag) {
-		if !entryFlags[fl.Name] && o.viaIgnored == "" {
+	f.VisitAll(func(fl *pflag.Flag) { // in cobra's LocalFlags() set, Visit sees none set
+		if fl.Changed && !entryFlags[fl.Name] && o.viaIgnored == "" {
 			o.viaIgnored = fl.Name
 		}
 	})
@@ -241,7 +241,7 @@ func (r *entryRun) Open(ctx context.Context) (*session.Session, error) {
 // each node's port of the Cluster copy answers (every node forwards it).
 func (r *entryRun) Start(ctx context.Context) error {
 	o := r.o
-	r.perRung = entryRungBase + time.Duration(o.ConnectionsPerRung)*(entryPerConnection+entryOvershoot/time.Duration(o.ConnectionsPerRung))
+	r.perRung = entryRungBase + time.Duration(o.ConnectionsPerRung)*entryPerConnection + entryOvershoot
 	r.life = time.Duration(o.Rounds*len(r.nodes)*len(entryPolicies))*r.perRung + time.Duration(len(r.nodes))*o.StartTimeout + 2*o.StartTimeout + 60*time.Second
 	o.Progress("starting agents in %s/%s's endpoints", r.sr.svc.Namespace, r.sr.svc.Name)
 	if err := o.startEndpointAgents(ctx, r.sess, r.sr, r.life); err != nil {
@@ -310,7 +310,7 @@ func (r *entryRun) Measure(ctx context.Context) (time.Duration, error) {
 				if err != nil {
 					return 0, fmt.Errorf("entering by node %s (%s): %w", n.name, addr, err)
 				}
-				r.rounds[i*len(entryPolicies)+k] = append(r.rounds[i*len(entryPolicies)+k], res)
+				r.rounds[rungIndex(i, k)] = append(r.rounds[rungIndex(i, k)], res)
 			}
 		}
 	}
@@ -318,8 +318,8 @@ func (r *entryRun) Measure(ctx context.Context) (time.Duration, error) {
 	return time.Since(began), nil
 }
 
-// Rehearse: the copies and agents are all a dry run creates.
-func (r *entryRun) Rehearse(context.Context) error { return nil }
+// rungIndex is the place in entryRun.rounds of entry node i with policy k.
+func rungIndex(i, k int) int { return i*len(entryPolicies) + k }
 
 // Finish sums every rung's rounds.
 func (r *entryRun) Finish(context.Context) {
@@ -330,7 +330,7 @@ func (r *entryRun) Finish(context.Context) {
 	for i, n := range r.nodes {
 		for k, pol := range entryPolicies {
 			g := report.EntryRung{Policy: string(pol), Node: n.name, Zone: n.zone, LocalEndpoints: local[n.name], Address: r.address(n, k)}
-			rounds := r.rounds[i*len(entryPolicies)+k]
+			rounds := r.rounds[rungIndex(i, k)]
 			for _, res := range rounds {
 				report.AddEntry(&g, res, r.nodeOf)
 				r.addClient(res)

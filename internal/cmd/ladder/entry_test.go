@@ -2,6 +2,8 @@ package ladder
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
@@ -111,5 +115,23 @@ func TestLadderViaNodePortNeedsEveryEndpoint(t *testing.T) {
 		if v := a.GetVerb(); v != "get" && v != "list" && v != "create" || v == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 			t.Errorf("%s %s before the refusal", v, a.GetResource().Resource)
 		}
+	}
+}
+
+// Through the command itself, a flag --via nodeport does not use is refused by name (cobra's
+// local flag set is where it is looked for).
+func TestLadderCommandViaNodePortRefusesItsFlags(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n"
+	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig = &kc
+	cmd := NewLadderCommand(flags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}})
+	cmd.SetArgs([]string{"svc/web", "--via", "nodeport", "--zones", "zone-a", "--probes", "rtt"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.Execute(); err == nil || !strings.HasPrefix(err.Error(), "--probes: not with --via nodeport") {
+		t.Errorf("error %v, want --probes refused", err)
 	}
 }
