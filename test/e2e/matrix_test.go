@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -98,15 +99,41 @@ func TestMatrixZoneDelay(t *testing.T) {
 
 	three := []string{"lab-a1", "lab-b1", "lab-b2"}
 	ips, netns := pingers(t, cs, ns, three...)
+	missed := nodeCellsOffPing(t, cs, ns, three, ips, netns, nil)
+	if len(missed) > 0 {
+		t.Logf("outside ping's reach, measured again: %s", strings.Join(slices.Sorted(maps.Keys(missed)), ", "))
+		for _, miss := range nodeCellsOffPing(t, cs, ns, three, ips, netns, missed) {
+			t.Error(miss)
+		}
+	}
+}
+
+// nodeCellsOffPing runs a 3 × 3 node matrix over the three nodes, with ping on each of its pod
+// paths before and after it, and returns the cells (of only, when not nil) whose p50 lies outside
+// ping's reach (pingMiss), by "from>to". The caller measures such cells a second time and fails
+// those that miss again: once in a full CI run, one cell read 4,750 µs where ping read
+// 4,275-4,325 µs before and after it and the matrix's five other cells lay 14-169 µs above ping's
+// (the lab's delay lines share the two cores with the whole cluster). A defect of the probe (such
+// as fault rtt-wakeup, +1 ms on every cell) misses both times.
+func nodeCellsOffPing(t *testing.T, cs kubernetes.Interface, ns string, three []string, ips, netns, only map[string]string) map[string]string {
+	t.Helper()
 	before := pingsBefore(t, netns, three, func(node string) string { return ips[node] })
 	n := matrixJSON(t, "-n", ns, "--scope", "nodes", "--nodes", "kubernetes.io/hostname!=lab-a2")
 	if len(n.Nodes) != 3 || len(n.NodeGrid) != 6 || len(n.Excluded) != 1 || n.Excluded[0].Node != "lab-a2" {
 		t.Fatalf("nodes %v, %d node cells, excluded %v: want a 3 × 3 node matrix without lab-a2", n.Nodes, len(n.NodeGrid), n.Excluded)
 	}
+	missed := map[string]string{}
 	for _, c := range n.NodeGrid {
-		withinPing(t, "", c, netns[c.From], ips[c.To], before[c.From+">"+c.To])
+		key := c.From + ">" + c.To
+		if _, again := only[key]; only != nil && !again {
+			continue
+		}
+		if miss := pingMiss(t, "", c, netns[c.From], ips[c.To], before[key]); miss != "" {
+			missed[key] = miss
+		}
 	}
 	nothingLeft(t, cs, ns)
+	return missed
 }
 
 // A node whose every path is 2 ms longer one way is named as the outlier, and no other node is.

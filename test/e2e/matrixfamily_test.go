@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -96,12 +97,22 @@ func pingsBefore(t *testing.T, netns map[string]string, nodes []string, dst func
 // medians on the same pod path: the one taken before the matrix and pingSpan's after it.
 func withinPing(t *testing.T, fam string, c v1alpha1.MatrixCell, netns, ip string, before float64) {
 	t.Helper()
+	if miss := pingMiss(t, fam, c, netns, ip, before); miss != "" {
+		t.Error(miss)
+	}
+}
+
+// pingMiss says how the matrix cell's p50 lies outside pingBound of the span of ping's medians
+// (withinPing), or "" when it lies within.
+func pingMiss(t *testing.T, fam string, c v1alpha1.MatrixCell, netns, ip string, before float64) string {
+	t.Helper()
 	lo, hi := pingSpan(t, netns, ip, c.P50Micros)
 	lo, hi = min(lo, before), max(hi, before)
 	t.Logf("%s%s → %s: matrix p50 %.0f µs, ping median %.0f–%.0f µs", fam, c.From, c.To, c.P50Micros, lo, hi)
 	if c.P50Micros < lo-pingBound(lo) || c.P50Micros > hi+pingBound(hi) {
-		t.Errorf("%s%s → %s: matrix p50 %.0f µs, ping median %.0f–%.0f µs on the same pod path: more than 5 %% + 150 µs outside", fam, c.From, c.To, c.P50Micros, lo, hi)
+		return fmt.Sprintf("%s%s → %s: matrix p50 %.0f µs, ping median %.0f–%.0f µs on the same pod path: more than 5 %% + 150 µs outside", fam, c.From, c.To, c.P50Micros, lo, hi)
 	}
+	return ""
 }
 
 // pingSpan is iputils ping's median RTT to ip (50 echoes 10 ms apart), taken a second time when
