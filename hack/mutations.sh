@@ -43,6 +43,7 @@ mutations=(
   "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
   "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"
   "egress-connect-with-lookup|./test/e2e|TestPathToAnOutsideHostBesideCurl|https connect: more than 10 % below or 10 % above curl's"
+  "egress-grpc-no-reuse|./test/e2e|TestPathToAnOutsideGRPCServer|answer on a reused connection: path p50"
 )
 
 lab=hack/lab/lab.sh

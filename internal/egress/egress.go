@@ -1,7 +1,8 @@
 // Package egress measures what a client can of a destination with no agent on its far side: a
-// URL's DNS lookup, TCP connect, TLS handshake and time to the first byte on new and reused
-// connections, each phase timed by net/http/httptrace as curl's -w timings break a request
-// down. Nothing here knows about Kubernetes.
+// URL's DNS lookup, TCP connect, TLS handshake and time to the first byte (HTTP) or to the
+// answer of a health check (gRPC) on new and reused connections, each phase timed by
+// net/http/httptrace as curl's -w timings break a request down. Nothing here knows about
+// Kubernetes.
 package egress
 
 import (
@@ -43,7 +44,8 @@ var (
 
 // Spec is one measurement of a destination.
 type Spec struct {
-	// Target is tcp://HOST:PORT, http://… or https://… (a URL's port defaults to its scheme's).
+	// Target is tcp://HOST:PORT, http://…, https://… (a URL's port defaults to its scheme's),
+	// grpc://HOST:PORT or grpcs://HOST:PORT.
 	Target string
 	// Count is how many new connections are measured, and then how many requests on a reused
 	// one (http, https).
@@ -55,6 +57,9 @@ type Spec struct {
 	// Resolver looks names up (nil: Go's default, which reads /etc/resolv.conf).
 	Resolver *net.Resolver
 }
+
+// hostPortOnly are the schemes whose destination is HOST:PORT alone (gRPC has no default port).
+var hostPortOnly = map[string]bool{"tcp": true, "grpc": true, "grpcs": true}
 
 // target is a parsed Spec.Target.
 type target struct {
@@ -73,21 +78,21 @@ func Check(raw string) error {
 func parse(raw string) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return target{}, fmt.Errorf("%w: %q: want tcp://HOST:PORT, http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH", ErrTarget, shown(raw, u))
+		return target{}, fmt.Errorf("%w: %q: want tcp://HOST:PORT, http://HOST[:PORT]/PATH, https://HOST[:PORT]/PATH, grpc://HOST:PORT or grpcs://HOST:PORT", ErrTarget, shown(raw, u))
 	}
 	t := target{scheme: u.Scheme, host: u.Hostname(), port: u.Port()}
 	switch {
 	case u.User != nil:
 		return target{}, fmt.Errorf("%w: %q: credentials in a destination would be sent on every request and shown in reports; leave them out", ErrTarget, shown(raw, u))
-	case u.Scheme == "tcp" && (t.port == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
-		return target{}, fmt.Errorf("%w: %q: a tcp destination is tcp://HOST:PORT", ErrTarget, shown(raw, u))
+	case hostPortOnly[u.Scheme] && (t.port == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
+		return target{}, fmt.Errorf("%w: %q: a %s destination is %s://HOST:PORT", ErrTarget, shown(raw, u), u.Scheme, u.Scheme)
 	case u.Scheme == "http" || u.Scheme == "https":
 		if t.port == "" {
 			t.port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 		}
 		t.url = u
-	case u.Scheme != "tcp":
-		return target{}, fmt.Errorf("%w: %q: scheme %q, want tcp, http or https", ErrTarget, shown(raw, u), u.Scheme)
+	case !hostPortOnly[u.Scheme]:
+		return target{}, fmt.Errorf("%w: %q: scheme %q, want tcp, http, https, grpc or grpcs", ErrTarget, shown(raw, u), u.Scheme)
 	}
 	if t.host == "" || strings.ContainsAny(t.host, " /") {
 		return target{}, fmt.Errorf("%w: %q: no host", ErrTarget, shown(raw, u))
@@ -105,6 +110,12 @@ func SchemeHost(raw string) (scheme, host string) {
 		return "", ""
 	}
 	return t.scheme, t.host
+}
+
+// OverTLS says whether a destination is reached over TLS (https, grpcs).
+func OverTLS(raw string) bool {
+	scheme, _ := SchemeHost(raw)
+	return scheme == "https" || scheme == "grpcs"
 }
 
 // Shown is a destination as messages and reports show it (see shown).
@@ -159,8 +170,8 @@ func (s *Spec) defaults() error {
 	return nil
 }
 
-// Measure runs spec: Count new connections (each with its own lookup), then, for http and
-// https, Count requests on one kept-alive connection. The first sample that fails ends it
+// Measure runs spec: Count new connections (each with its own lookup), then, for http, https,
+// grpc and grpcs, Count requests on one kept-alive connection. The first sample that fails ends it
 // with the reason (ErrNotFound, ErrUnreachable, ErrTLS, ErrHTTPStatus).
 func Measure(ctx context.Context, spec Spec) (*v1alpha1.EgressResult, error) {
 	t, err := parse(spec.Target)
@@ -171,9 +182,12 @@ func Measure(ctx context.Context, spec Spec) (*v1alpha1.EgressResult, error) {
 		return nil, err
 	}
 	m := &meter{spec: spec, t: t}
-	if t.scheme == "tcp" {
+	switch t.scheme {
+	case "tcp":
 		err = m.tcp(ctx)
-	} else {
+	case "grpc", "grpcs":
+		err = m.grpc(ctx)
+	default:
 		err = m.http(ctx)
 	}
 	if err != nil {

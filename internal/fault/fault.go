@@ -74,6 +74,9 @@ const (
 	// time_connect counts, instead of from the first connection attempt
 	// (TestPathToAnOutsideHostBesideCurl).
 	EgressConnectWithLookup Name = "egress-connect-with-lookup"
+	// EgressGRPCNoReuse asks each of a gRPC destination's "reused" health checks on a connection
+	// of its own (TestPathToAnOutsideGRPCServer).
+	EgressGRPCNoReuse Name = "egress-grpc-no-reuse"
 	// EntryConnectToAnswer times each way in's connect up to the answer's first byte instead of
 	// to the end of its handshake: every extra hop counted twice (TestNodePortWayIn).
 	EntryConnectToAnswer Name = "entry-connect-to-answer"

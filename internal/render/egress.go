@@ -15,7 +15,11 @@ import (
 // each phase's latency on new connections, the first byte on a reused one, TLS and addresses.
 func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	e := r.Egress
-	fmt.Fprintf(w, "\nEgress to %s (%s, %s), from the agent's network and resolver\n", e.Target, strings.Join(nonEmpty(e.Protocol, e.Scheme), " over "), net.JoinHostPort(e.Host, e.Port))
+	over := strings.Join(nonEmpty(e.Protocol, e.Scheme), " over ")
+	if e.GRPCStatus != "" {
+		over = map[bool]string{true: "gRPC over TLS", false: "gRPC, plaintext"}[e.TLS != nil]
+	}
+	fmt.Fprintf(w, "\nEgress to %s (%s, %s), from the agent's network and resolver\n", e.Target, over, net.JoinHostPort(e.Host, e.Port))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tsamples\tmin\tp50\tavg\tp99\tmax\t")
 	row := func(name string, l *v1alpha1.Latency) {
@@ -30,11 +34,15 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	if e.TLS != nil {
 		row("tls handshake", &e.TLS.Latency)
 	}
-	row("first byte, new connection", e.FirstByteNew)
-	row("first byte, reused connection", e.FirstByteReused)
+	answer, from := "first byte", "first byte from the request's start (lookup, connect and handshake included, as curl's time_starttransfer)"
+	if e.GRPCStatus != "" {
+		answer, from = "answer", "a health check's answer from the call's start (lookup, connect, handshake and HTTP/2 settings included)"
+	}
+	row(answer+", new connection", e.FirstByteNew)
+	row(answer+", reused connection", e.FirstByteReused)
 	tw.Flush()
-	fmt.Fprintf(w, "  %s; each phase timed alone, but first byte from the request's start (lookup, connect and handshake included, as curl's time_starttransfer); percentiles exact (nearest rank), nanosecond clock\n",
-		report.Marked(r)+": "+fmt.Sprint(e.NewConnections)+" new connections, each with its own lookup")
+	fmt.Fprintf(w, "  %s; each phase timed alone, but %s; percentiles exact (nearest rank), nanosecond clock\n",
+		report.Marked(r)+": "+fmt.Sprint(e.NewConnections)+" new connections, each with its own lookup", from)
 	if len(e.Addresses) > 0 || e.RemoteAddress != "" {
 		fmt.Fprintf(w, "  %s resolved to %s; connected to %s\n", e.Host, strings.Join(e.Addresses, ", "), e.RemoteAddress)
 	}
@@ -47,6 +55,9 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	}
 	if e.Status != 0 {
 		fmt.Fprintf(w, "  HTTP status %d\n", e.Status)
+	}
+	if e.GRPCStatus != "" {
+		fmt.Fprintf(w, "  gRPC health check (grpc.health.v1.Health/Check of the whole server): %s\n", e.GRPCStatus)
 	}
 	if e.NotReused != "" {
 		fmt.Fprintf(w, "  no reused-connection figures: %s\n", e.NotReused)

@@ -120,11 +120,18 @@ func egressPhases(tls, plain *v1alpha1.EgressResult) map[string]float64 {
 // egressOf is an egress run's result, from a report that says whose address the far side saw.
 func egressOf(t *testing.T, r *v1alpha1.PathReport) *v1alpha1.EgressResult {
 	t.Helper()
-	if len(r.Probes) != 1 || r.Probes[0].Egress == nil || r.Path.Class != v1alpha1.Egress {
-		t.Fatalf("probes %+v path %+v: want the egress probe's result", r.Probes, r.Path)
-	}
+	e := egressResult(t, r)
 	if !strings.Contains(r.Path.Reason, "the far side saw node lab-a1's address 10.77.0.11 (SNAT on the node)") {
 		t.Errorf("path %+v: want it to say the far side saw lab-a1's address, the node's SNAT", r.Path)
+	}
+	return e
+}
+
+// egressResult is an egress run's result.
+func egressResult(t *testing.T, r *v1alpha1.PathReport) *v1alpha1.EgressResult {
+	t.Helper()
+	if len(r.Probes) != 1 || r.Probes[0].Egress == nil || r.Path.Class != v1alpha1.Egress {
+		t.Fatalf("probes %+v path %+v: want the egress probe's result", r.Probes, r.Path)
 	}
 	return r.Probes[0].Egress
 }
@@ -198,6 +205,8 @@ func TestPathToAnOutsideHostFails(t *testing.T) {
 		{"unknown authority", []string{"https://" + outsideName + "/"}, "TLS failed: the certificate of " + outsideName + ":443 is signed by an authority the client does not trust"},
 		{"wrong name", []string{"https://" + outsideIP + "/", "--ca-file", labCA}, "TLS failed: the certificate of " + outsideIP + ":443 is not for that name"},
 		{"server error", []string{"https://" + outsideName + "/status/503", "--ca-file", labCA}, "server error: https://" + outsideName + "/status/503 answered 503 Service Unavailable"},
+		{"gRPC unknown authority", []string{"grpcs://" + outsideName + ":" + outsideGRPCS}, "TLS failed: the certificate of " + outsideName + ":" + outsideGRPCS + " is signed by an authority the client does not trust"},
+		{"not gRPC", []string{"grpc://" + outsideName + ":80"}, "unreachable: " + outsideName + ":80 did not answer the gRPC health check as a gRPC server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, err := netbench(t, append([]string{"path", "-n", ns, "app"}, tc.args...)...)

@@ -149,5 +149,5 @@ cmd_outside() {
   build_program outside ./test/apps/outside
   setup_outside
   refresh_upstream_dns
-  log "outside host $OUTSIDE_NAME: $(by_family "$OUTSIDE_IP" "$OUTSIDE_IP6") (HTTPS :443, HTTP :80, echo :7; CA $STATE/pki/ca.crt), router $(by_family "$ROUTER_IP" "$ROUTER_IP6"), WAN delay $(wan_delay_state)"
+  log "outside host $OUTSIDE_NAME: $(by_family "$OUTSIDE_IP" "$OUTSIDE_IP6") (HTTPS :443, HTTP :80, echo :7, gRPC :50051, gRPC over TLS :50443; CA $STATE/pki/ca.crt), router $(by_family "$ROUTER_IP" "$ROUTER_IP6"), WAN delay $(wan_delay_state)"
 }

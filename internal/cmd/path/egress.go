@@ -22,7 +22,7 @@ import (
 )
 
 // IsExternal says whether a DST argument is a destination outside the cluster (a URL: tcp://,
-// http://, https://) rather than a workload.
+// http://, https://, grpc://, grpcs://) rather than a workload.
 func IsExternal(dst string) bool { return strings.Contains(dst, "://") }
 
 // egressRun is one run of path to a destination outside the cluster: one agent, beside SRC's
@@ -39,7 +39,7 @@ type egressRun struct {
 
 func (r *egressRun) FiguresBeforePlan() {}
 
-// PlannedFigures are the egress figures the destination can have: no tls but for https, no
+// PlannedFigures are the egress figures the destination can have: no tls but for https and grpcs, no
 // first byte for tcp, no lookup for an address.
 func (r *egressRun) PlannedFigures() map[string]string {
 	planned := report.PlannedFigures([]agent.ProbeSpec{r.spec()})
@@ -47,7 +47,7 @@ func (r *egressRun) PlannedFigures() map[string]string {
 	for name := range planned {
 		_, stat, _ := strings.Cut(name, ".")
 		phase, _, _ := strings.Cut(stat, ".")
-		if phase == "tls" && scheme != "https" || strings.HasPrefix(phase, "ttfb") && scheme == "tcp" || phase == "dns" && isAddr(host) {
+		if phase == "tls" && !egress.OverTLS(r.o.DstArg) || strings.HasPrefix(phase, "ttfb") && scheme == "tcp" || phase == "dns" && isAddr(host) {
 			delete(planned, name)
 		}
 	}
@@ -248,7 +248,7 @@ func (o *PathOptions) validateExternal() error {
 	if !IsExternal(o.DstArg) {
 		switch {
 		case o.CAFile != "":
-			return fmt.Errorf("--ca-file is for a destination outside the cluster (DST https://…), not %s", o.DstArg)
+			return fmt.Errorf("--ca-file is for a destination outside the cluster (DST https://… or grpcs://…), not %s", o.DstArg)
 		case o.Requests != egress.DefaultCount:
 			return fmt.Errorf("--requests is for a destination outside the cluster (DST a URL), not %s", o.DstArg)
 		case o.EgressPricePerGB != DefaultEgressPricePerGB:
@@ -268,8 +268,8 @@ func (o *PathOptions) validateExternal() error {
 		return fmt.Errorf("--dst-container, --port, --http-path and --ip-family are for a workload DST; a URL names its own port and path (DST %s)", egress.Shown(o.DstArg))
 	case o.Rounds != 1:
 		return fmt.Errorf("--repeat %d: a destination outside the cluster is measured once (raise --requests for more samples)", o.Rounds)
-	case o.CAFile != "" && !strings.HasPrefix(strings.ToLower(o.DstArg), "https://"):
-		return fmt.Errorf("--ca-file is for an https:// destination, not %s", egress.Shown(o.DstArg))
+	case o.CAFile != "" && !egress.OverTLS(o.DstArg):
+		return fmt.Errorf("--ca-file is for an https:// or grpcs:// destination, not %s", egress.Shown(o.DstArg))
 	case !slices.Equal(o.Probes, probeGroups):
 		return fmt.Errorf("--probes: a destination outside the cluster has no agent on its far side; it is measured by the egress probe alone (DST %s)", egress.Shown(o.DstArg))
 	}

@@ -103,10 +103,11 @@ func NewPathCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 without connection reuse, closed-loop request rate, and single- and multi-stream TCP throughput.
 
 SRC and DST are a pod name, TYPE/NAME (deploy/, sts/, ds/, rs/, job/, svc/ …) or NAMESPACE/TYPE/NAME.
-DST may also be a destination outside the cluster: tcp://HOST:PORT, http://… or https://…; one agent
-beside SRC's application then times, through the pod's own resolver and network, the DNS lookup,
-TCP connect, TLS handshake and first byte on new and reused connections, and says whose address
-the far side saw when it echoes it (the pod's, the node's SNAT, or a gateway's).
+DST may also be a destination outside the cluster: tcp://HOST:PORT, http://…, https://…,
+grpc://HOST:PORT or grpcs://HOST:PORT; one agent beside SRC's application then times, through the
+pod's own resolver and network, the DNS lookup, TCP connect, TLS handshake and first byte (gRPC: the
+answer to the standard health check) on new and reused connections, and says whose address the far
+side saw when it echoes it (the pod's, the node's SNAT, or a gateway's).
 DST agent://HOST:PORT is an agent outside the cluster (netbench-agent serve --token-file on a VM or
 laptop): every two-sided probe runs against it, authenticated by the token of --token-file.
 A measuring agent is added to each pod as an ephemeral container (--mode ephemeral, the default),
@@ -117,6 +118,7 @@ ephemeral containers are unavailable).`,
   kubectl netbench path deploy/frontend svc/backend --port 8080 --http-path /healthz -o json
   kubectl netbench path deploy/frontend deploy/backend --probes rtt,http --repeat 5 --fail-if 'valid == 0'
   kubectl netbench path deploy/frontend https://api.example.com/healthz --fail-if 'egress.ttfb-new.p50 > 200ms'
+  kubectl netbench path deploy/frontend grpcs://orders.example.com:443
   kubectl netbench path deploy/frontend agent://vm.example:7443 --token-file run.token --probes rtt,udp,tcp`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -6,7 +6,8 @@ package v1alpha1
 // since the start as curl's -w timings are (curl's time_connect is DNS + Connect).
 type EgressResult struct {
 	// Target is the destination as given, less any query and fragment (they may carry
-	// secrets); Scheme is tcp, http or https; Protocol is the answers' (HTTP/1.1, HTTP/2.0).
+	// secrets); Scheme is tcp, http, https, grpc or grpcs; Protocol is the answers' (HTTP/1.1,
+	// HTTP/2.0, gRPC).
 	// No proxy is used: the path is the pod's own.
 	Target   string `json:"target"`
 	Scheme   string `json:"scheme"`
@@ -24,19 +25,26 @@ type EgressResult struct {
 	// Connect is each TCP handshake: from the first connection attempt until one is established
 	// (an address family given up on counts, as in curl's time_connect).
 	Connect Latency `json:"connect"`
-	// TLS is each TLS handshake (https), with what the server presented.
+	// TLS is each TLS handshake (https, grpcs), with what the server presented.
 	TLS *TLSHandshake `json:"tls,omitempty"`
 	// FirstByteNew is, for http and https, each request on a new connection from the request's
-	// start (before the lookup) to the first byte of its answer: curl's time_starttransfer.
+	// start (before the lookup) to the first byte of its answer: curl's time_starttransfer; for
+	// grpc and grpcs, each health check on a new connection from its start (before the lookup)
+	// to its whole answer (HTTP/2's settings exchange included).
 	FirstByteNew *Latency `json:"firstByteNew,omitempty"`
 	// FirstByteReused is each request on one kept-alive connection, from the request's start
-	// to the first byte of its answer: the server's time and one round trip.
+	// to the first byte of its answer (gRPC: its whole answer): the server's time and one round
+	// trip.
 	FirstByteReused *Latency `json:"firstByteReused,omitempty"`
 	// NotReused says why FirstByteReused is absent or short of NewConnections samples: the
 	// server closed the kept-alive connection.
 	NotReused string `json:"notReused,omitempty"`
 	// Status is the HTTP status of the answers (all were below 500).
 	Status int `json:"status,omitempty"`
+	// GRPCStatus is, for grpc and grpcs, the last answer to the standard health check of the
+	// whole server (grpc.health.v1.Health/Check): SERVING, NOT_SERVING, or the status the server
+	// answered with, such as Unimplemented when it has no health service (still an answer, timed).
+	GRPCStatus string `json:"grpcStatus,omitempty"`
 	// SeenSource is the address the far side saw the requests come from, when its answer is
 	// that address alone (plain text, as checkip-style services answer, or JSON with "ip" or
 	// "origin"): the pod's own, its node's (SNAT) or a gateway's.

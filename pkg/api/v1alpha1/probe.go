@@ -32,8 +32,8 @@ const (
 	// load and responsiveness.
 	ProbeLoadedRTT = "loaded-rtt"
 	// ProbeEgress measures a destination with no agent on its far side (URL: tcp://, http://,
-	// https://): DNS lookup, TCP connect, TLS handshake and first byte on Count new connections,
-	// then the first byte on one reused connection.
+	// https://, grpc://, grpcs://): DNS lookup, TCP connect, TLS handshake and first byte (gRPC: a
+	// health check's answer) on Count new connections, then the same on one reused connection.
 	ProbeEgress = "egress"
 )
 

@@ -1,9 +1,8 @@
 // Command outside is the lab's host beyond the cluster: hack/lab/lib/outside.sh runs it in the
 // network namespace nblab-out (198.51.100.10 and 2001:db8:5100::10), which pods reach through
 // the lab's router, SNATed to their node's address, as a destination outside the cluster.
-// Standard library only.
 //
-//	outside -cert outside.crt -key outside.key [-https :443] [-http :80] [-echo :7]
+//	outside -cert outside.crt -key outside.key [-https :443] [-http :80] [-echo :7] [-grpc :50051] [-grpcs :50443]
 //
 // HTTPS (HTTP/1.1 and HTTP/2, the certificate given: the lab's is for outside.lab) and plain
 // HTTP/1.1 serve the same paths:
@@ -15,9 +14,11 @@
 //	GET /delay/MS   200 "ok\n" after MS milliseconds (at most 10000)
 //	GET /bytes/N    N zero bytes (at most 100 MiB)
 //
-// and a TCP echo: what a connection sends comes back, at most 64 connections at once (more
-// are closed at once), each closed after 60 s without a byte. Every server is bounded in
-// connections, header size and time. An empty address turns that server off.
+// a TCP echo: what a connection sends comes back, at most 64 connections at once (more are
+// closed at once), each closed after 60 s without a byte; and gRPC, plain and over TLS (the same
+// certificate), serving the standard health service alone (grpc.health.v1.Health: SERVING).
+// Every server is bounded in connections, header size and time. An empty address turns that
+// server off.
 package main
 
 import (
@@ -32,6 +33,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
 const (
@@ -46,66 +49,92 @@ func main() {
 	httpsAddr := flag.String("https", ":443", "HTTPS address (HTTP/1.1 and HTTP/2)")
 	httpAddr := flag.String("http", ":80", "plain HTTP address")
 	echoAddr := flag.String("echo", ":7", "TCP echo address")
+	grpcAddr := flag.String("grpc", ":50051", "plain gRPC address (health service)")
+	grpcsAddr := flag.String("grpcs", ":50443", "gRPC over TLS address (health service)")
 	certFile := flag.String("cert", "", "the HTTPS certificate (PEM)")
 	keyFile := flag.String("key", "", "its key (PEM)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, *httpsAddr, *httpAddr, *echoAddr, *certFile, *keyFile); err != nil {
+	addrs := addrs{https: *httpsAddr, http: *httpAddr, echo: *echoAddr, grpc: *grpcAddr, grpcs: *grpcsAddr}
+	if err := run(ctx, addrs, *certFile, *keyFile); err != nil {
 		fmt.Fprintln(os.Stderr, "outside:", err)
 		os.Exit(1)
 	}
 }
 
+// addrs are the servers' addresses ("" turns one off).
+type addrs struct{ https, http, echo, grpc, grpcs string }
+
 // run listens on every address given, serves until ctx ends or a server fails, then shuts
 // the servers down.
-func run(ctx context.Context, httpsAddr, httpAddr, echoAddr, certFile, keyFile string) error {
-	var servers []*http.Server
-	errs := make(chan error, 3)
-	if httpsAddr != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+func run(ctx context.Context, a addrs, certFile, keyFile string) error {
+	var cert *tls.Certificate
+	if a.https != "" || a.grpcs != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
-			return fmt.Errorf("https: %w", err)
+			return fmt.Errorf("https, grpcs: %w", err)
 		}
-		ln, err := net.Listen("tcp", httpsAddr)
+		cert = &c
+	}
+	errs := make(chan error, 5)
+	var stops []func(context.Context)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		for _, stop := range stops {
+			stop(sctx)
+		}
+	}()
+	for _, srv := range []struct {
+		name, addr string
+		serve      func(net.Listener) (stop func(context.Context))
+	}{
+		{"HTTPS", a.https, func(ln net.Listener) func(context.Context) { return startHTTP(newHTTPSServer(*cert), ln, true, errs) }},
+		{"HTTP", a.http, func(ln net.Listener) func(context.Context) { return startHTTP(newHTTPServer(), ln, false, errs) }},
+		{"TCP echo", a.echo, func(ln net.Listener) func(context.Context) {
+			go func() { errs <- serveEcho(ln, maxEchoConns, echoIdle) }()
+			return func(context.Context) { ln.Close() }
+		}},
+		{"gRPC", a.grpc, func(ln net.Listener) func(context.Context) { return startGRPC(newGRPCServer(nil), ln, errs) }},
+		{"gRPC over TLS", a.grpcs, func(ln net.Listener) func(context.Context) { return startGRPC(newGRPCServer(cert), ln, errs) }},
+	} {
+		if srv.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", srv.addr)
 		if err != nil {
 			return err
 		}
-		s := newHTTPSServer(cert)
-		servers = append(servers, s)
-		go func() { errs <- serveHTTP(s, limitListener(ln, maxHTTPConns), true) }()
-		fmt.Printf("outside: HTTPS on %s\n", ln.Addr())
+		stops = append(stops, srv.serve(ln))
+		fmt.Printf("outside: %s on %s\n", srv.name, ln.Addr())
 	}
-	if httpAddr != "" {
-		ln, err := net.Listen("tcp", httpAddr)
-		if err != nil {
-			return err
-		}
-		s := newHTTPServer()
-		servers = append(servers, s)
-		go func() { errs <- serveHTTP(s, limitListener(ln, maxHTTPConns), false) }()
-		fmt.Printf("outside: HTTP on %s\n", ln.Addr())
-	}
-	if echoAddr != "" {
-		ln, err := net.Listen("tcp", echoAddr)
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		go func() { errs <- serveEcho(ln, maxEchoConns, echoIdle) }()
-		fmt.Printf("outside: TCP echo on %s\n", ln.Addr())
-	}
-	var err error
 	select {
 	case <-ctx.Done():
-	case err = <-errs:
+		return nil
+	case err := <-errs:
+		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	for _, s := range servers {
-		_ = s.Shutdown(sctx)
+}
+
+// startHTTP serves s on ln (bounded in connections) until it is shut down.
+func startHTTP(s *http.Server, ln net.Listener, tlsOn bool, errs chan<- error) func(context.Context) {
+	go func() { errs <- serveHTTP(s, limitListener(ln, maxHTTPConns), tlsOn) }()
+	return func(ctx context.Context) { _ = s.Shutdown(ctx) }
+}
+
+// startGRPC serves s on ln until it is stopped: gracefully within the grace, then at once.
+func startGRPC(s *grpc.Server, ln net.Listener, errs chan<- error) func(context.Context) {
+	go func() { errs <- serveGRPC(s, ln) }()
+	return func(ctx context.Context) {
+		done := make(chan struct{})
+		go func() { s.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.Stop()
+		}
 	}
-	return err
 }
 
 // serveHTTP serves s on ln (over TLS with s's certificate when tlsOn) until s shuts down.

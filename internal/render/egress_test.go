@@ -1,0 +1,41 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// A gRPC destination's rows are answers to its health check, which is named with its status; an
+// HTTP destination's rows are first bytes, with its status.
+func TestEgressNamesWhatWasTimed(t *testing.T) {
+	lat := v1alpha1.Latency{Count: 10, P50Micros: 2000}
+	for _, tc := range []struct {
+		e          v1alpha1.EgressResult
+		want, lack []string
+	}{
+		{v1alpha1.EgressResult{Target: "grpcs://api.example:443", Scheme: "grpcs", Protocol: "gRPC", Host: "api.example", Port: "443", GRPCStatus: "SERVING",
+			TLS: &v1alpha1.TLSHandshake{Latency: lat, Version: "TLS 1.3"}, FirstByteNew: &lat, FirstByteReused: &lat},
+			[]string{"(gRPC over TLS, api.example:443)", "answer, new connection", "answer, reused connection", "a health check's answer from the call's start", "gRPC health check (grpc.health.v1.Health/Check of the whole server): SERVING"},
+			[]string{"first byte", "HTTP status"}},
+		{v1alpha1.EgressResult{Target: "grpc://api.example:50051", Scheme: "grpc", Protocol: "gRPC", Host: "api.example", Port: "50051", GRPCStatus: "Unimplemented", FirstByteNew: &lat},
+			[]string{"(gRPC, plaintext, api.example:50051)", "Health/Check of the whole server): Unimplemented"}, []string{"tls handshake"}},
+		{v1alpha1.EgressResult{Target: "https://api.example/", Scheme: "https", Protocol: "HTTP/2.0", Host: "api.example", Port: "443", Status: 200, FirstByteNew: &lat, FirstByteReused: &lat},
+			[]string{"(HTTP/2.0 over https, api.example:443)", "first byte, new connection", "first byte, reused connection", "HTTP status 200"}, []string{"answer,", "gRPC"}},
+	} {
+		var b bytes.Buffer
+		writeEgress(&b, &v1alpha1.ProbeResult{Name: "egress", Kind: v1alpha1.ProbeEgress, Egress: &tc.e})
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: lacks %q:\n%s", tc.e.Target, w, b.String())
+			}
+		}
+		for _, l := range tc.lack {
+			if strings.Contains(b.String(), l) {
+				t.Errorf("%s: says %q:\n%s", tc.e.Target, l, b.String())
+			}
+		}
+	}
+}
