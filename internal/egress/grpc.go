@@ -10,28 +10,33 @@ import (
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
 // A gRPC destination is asked the standard health check (grpc.health.v1.Health/Check, the whole
-// server): every server answers it, with SERVING or its status, or with Unimplemented when it
-// has no health service. Any status the server sends is an answer, and its time is one round
-// trip and the server's time; only what the client itself ends with (no connection, a
-// handshake that failed, a timeout, an answer that is not gRPC) is a failure.
+// server): every gRPC server answers it, with SERVING or its status, or with Unimplemented when
+// it has no health service. A status is the server's when it came in gRPC trailers (grpc-go
+// makes one of an HTTP status too: a web server's 404 would read as Unimplemented); any status
+// the server sends is an answer, and its time is one round trip and the server's time. What the
+// client ends with itself (no connection, a handshake that failed, a timeout, an answer that is
+// not gRPC, one over its limits) is a failure.
 
 // grpcDial is one gRPC connection's moments and what ended it, kept by its dialer and its
 // credentials: grpc-go hands the RPC a status whose message is all that is left of the cause.
 type grpcDial struct {
-	mu    sync.Mutex
-	ph    phases
-	dials int
-	err   error // the last dial's or handshake's failure
-	state *tls.ConnectionState
+	mu       sync.Mutex
+	ph       phases
+	dials    int
+	trailers int   // gRPC trailers received (serverStatus)
+	err      error // the last dial's or handshake's failure
+	state    *tls.ConnectionState
 }
 
 func (d *grpcDial) failed(err error) {
@@ -62,11 +67,12 @@ func (m *meter) grpc(ctx context.Context) error {
 			return err
 		}
 		if fault.On(fault.EgressGRPCNoReuse) && i > 0 {
-			conn.Close()
-			kept = &grpcDial{}
-			if conn, err = m.grpcConn(kept); err != nil {
-				return err
+			next, kd := m.faultyConn()
+			if next == nil {
+				return fmt.Errorf("%w: a new client", ErrTarget)
 			}
+			conn.Close()
+			conn, kept = next, kd
 		}
 		start := time.Now()
 		if err := m.check(ctx, conn, kept); err != nil {
@@ -89,6 +95,22 @@ func (d *grpcDial) dialsSoFar() int {
 	return d.dials
 }
 
+func (d *grpcDial) trailersSoFar() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.trailers
+}
+
+// faultyConn is a client of its own for each "reused" call (fault EgressGRPCNoReuse).
+func (m *meter) faultyConn() (*grpc.ClientConn, *grpcDial) {
+	d := &grpcDial{}
+	conn, err := m.grpcConn(d)
+	if err != nil {
+		return nil, nil
+	}
+	return conn, d
+}
+
 // grpcNew is one health check on a connection of its own: its lookup, handshake(s) and answer.
 func (m *meter) grpcNew(ctx context.Context) error {
 	d := &grpcDial{}
@@ -101,7 +123,11 @@ func (m *meter) grpcNew(ctx context.Context) error {
 	if err := m.check(ctx, conn, d); err != nil {
 		return err
 	}
-	m.firstNew = append(m.firstNew, time.Since(start))
+	took := time.Since(start)
+	if d.dialsSoFar() > 1 {
+		return fmt.Errorf("%w: %s ended a new connection before answering on it, and the client had to connect again (a server that sends GOAWAY at once)", ErrUnreachable, net.JoinHostPort(m.t.host, m.t.port))
+	}
+	m.firstNew = append(m.firstNew, took)
 	m.recordConnection(&d.ph)
 	if d.state != nil {
 		m.tlsHS = append(m.tlsHS, d.ph.tlsDone.Sub(d.ph.tlsStart))
@@ -129,11 +155,15 @@ func (m *meter) grpcConn(d *grpcDial) (*grpc.ClientConn, error) {
 				d.failed(err)
 				return nil, err
 			}
+			d.mu.Lock()
 			d.ph.remote = c.RemoteAddr().String()
+			d.mu.Unlock()
 			return c, nil
 		}),
+		grpc.WithStatsHandler(trailerCounter{d}),
 		grpc.WithNoProxy(), grpc.WithDisableServiceConfig(), grpc.WithUserAgent("kubectl-netbench"),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<10)))
+		// A hostile server chooses its answer's size and its headers' (grpc-go allows 16 MiB).
+		grpc.WithMaxHeaderListSize(16<<10), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<10)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTarget, err)
 	}
@@ -144,12 +174,13 @@ func (m *meter) grpcConn(d *grpcDial) (*grpc.ClientConn, error) {
 func (m *meter) check(ctx context.Context, conn *grpc.ClientConn, d *grpcDial) error {
 	cctx, cancel := context.WithTimeout(ctx, m.spec.Timeout)
 	defer cancel()
+	before := d.trailersSoFar()
 	resp, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{})
-	switch code := status.Code(err); {
+	switch {
 	case err == nil:
 		m.grpcStatus = resp.GetStatus().String()
-	case answered(code):
-		m.grpcStatus = code.String()
+	case d.trailersSoFar() > before && status.Code(err) != codes.ResourceExhausted:
+		m.grpcStatus = status.Code(err).String() // the server's status (a limit of ours: not an answer)
 	default:
 		return m.grpcFailure(ctx, d, err)
 	}
@@ -157,14 +188,21 @@ func (m *meter) check(ctx context.Context, conn *grpc.ClientConn, d *grpcDial) e
 	return nil
 }
 
-// answered says whether a status is one a server sends (the client makes the others itself:
-// no connection, a timeout, a malformed answer).
-func answered(c codes.Code) bool {
-	switch c {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Internal, codes.Unknown:
-		return false
+// trailerCounter counts the gRPC trailers a connection's calls received: grpc-go reports them
+// only once it found them gRPC's (a content type of application/grpc), before the call ends.
+type trailerCounter struct{ d *grpcDial }
+
+func (trailerCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (trailerCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (trailerCounter) HandleConn(context.Context, stats.ConnStats) {}
+func (c trailerCounter) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if _, ok := s.(*stats.InTrailer); ok {
+		c.d.mu.Lock()
+		c.d.trailers++
+		c.d.mu.Unlock()
 	}
-	return true
 }
 
 // grpcFailure names why a health check got no answer: the connection's own failure when there
@@ -183,17 +221,18 @@ func (m *meter) grpcFailure(ctx context.Context, d *grpcDial, err error) error {
 	if status.Code(err) == codes.DeadlineExceeded {
 		return fmt.Errorf("%w: %s: no gRPC answer within %s", ErrUnreachable, where, m.spec.Timeout)
 	}
-	return fmt.Errorf("%w: %s did not answer the gRPC health check as a gRPC server: %s", ErrUnreachable, where, boundedStatus(err))
+	return fmt.Errorf("%w: %s did not answer the gRPC health check as a gRPC server (no gRPC status came back): %s", ErrUnreachable, where, boundedStatus(err))
 }
 
-// boundedStatus is an RPC's failure as a line of bounded length (a hostile server chooses it).
+// boundedStatus is an RPC's failure as one printable line of bounded length (a hostile server
+// chooses its message).
 func boundedStatus(err error) string {
 	s := status.Convert(err)
-	msg := s.Message()
+	msg := []rune(text.Sanitize(s.Message()))
 	if len(msg) > 160 {
-		msg = msg[:160] + "…"
+		msg = append(msg[:160], '…')
 	}
-	return s.Code().String() + ": " + msg
+	return s.Code().String() + ": " + string(msg)
 }
 
 // timedCreds times each handshake of its credentials into d and keeps its outcome.

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 )
 
 // countingListener counts the connections it accepted.
@@ -34,8 +36,8 @@ func (l *countingListener) Accept() (net.Conn, error) {
 }
 
 // grpcServer serves gRPC on loopback (TLS with the certificate of tlsFrom when it is not nil),
-// with the standard health service when withHealth; it counts the connections it accepted.
-func grpcServer(t *testing.T, tlsFrom *httptest.Server, withHealth bool, opts ...grpc.ServerOption) (string, *countingListener) {
+// with hs as its health service (none when nil); it counts the connections it accepted.
+func grpcServer(t *testing.T, tlsFrom *httptest.Server, hs healthpb.HealthServer, opts ...grpc.ServerOption) (string, *countingListener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,8 +47,8 @@ func grpcServer(t *testing.T, tlsFrom *httptest.Server, withHealth bool, opts ..
 		opts = append(opts, grpc.Creds(credentials.NewServerTLSFromCert(&tlsFrom.TLS.Certificates[0])))
 	}
 	s := grpc.NewServer(opts...)
-	if withHealth {
-		healthpb.RegisterHealthServer(s, health.NewServer())
+	if hs != nil {
+		healthpb.RegisterHealthServer(s, hs)
 	}
 	cl := &countingListener{Listener: ln}
 	go func() { _ = s.Serve(cl) }()
@@ -58,7 +60,7 @@ func grpcServer(t *testing.T, tlsFrom *httptest.Server, withHealth bool, opts ..
 // check's answer on one kept connection; the server's SERVING is kept.
 func TestMeasureGRPCS(t *testing.T) {
 	cert, _ := tlsServer(t, 0, http.StatusOK)
-	addr, conns := grpcServer(t, cert, true)
+	addr, conns := grpcServer(t, cert, health.NewServer())
 	r, err := Measure(context.Background(), Spec{Target: "grpcs://" + addr, Count: 5, Interval: time.Millisecond, RootCAs: roots(cert)})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +85,7 @@ func TestMeasureGRPCS(t *testing.T) {
 // A plain gRPC server without a health service answers Unimplemented: an answer, timed; the
 // name is looked up before each connection.
 func TestMeasureGRPCWithoutHealthService(t *testing.T) {
-	addr, _ := grpcServer(t, nil, false)
+	addr, _ := grpcServer(t, nil, nil)
 	res, queries := resolverFor(t, "api.outside.test")
 	_, port, _ := net.SplitHostPort(addr)
 	r, err := Measure(context.Background(), Spec{Target: "grpc://api.outside.test.:" + port, Count: 3, Interval: time.Millisecond, Resolver: res})
@@ -101,7 +103,7 @@ func TestMeasureGRPCWithoutHealthService(t *testing.T) {
 // A server that ends its connections after a moment: the new connections stand, the reused
 // figure is cut short with the reason.
 func TestMeasureGRPCServerThatEndsItsConnections(t *testing.T) {
-	addr, _ := grpcServer(t, nil, true, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 20 * time.Millisecond, MaxConnectionAgeGrace: time.Millisecond}))
+	addr, _ := grpcServer(t, nil, health.NewServer(), grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 20 * time.Millisecond, MaxConnectionAgeGrace: time.Millisecond}))
 	r, err := Measure(context.Background(), Spec{Target: "grpc://" + addr, Count: 4, Interval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -114,10 +116,12 @@ func TestMeasureGRPCServerThatEndsItsConnections(t *testing.T) {
 // Each way a gRPC destination fails is named from its cause, not from grpc-go's status text.
 func TestMeasureGRPCFailures(t *testing.T) {
 	cert, _ := tlsServer(t, 0, http.StatusOK)
-	addr, _ := grpcServer(t, cert, true)
+	addr, _ := grpcServer(t, cert, health.NewServer())
 	_, port, _ := net.SplitHostPort(addr)
 	plainHTTP := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer plainHTTP.Close()
+	web404, _ := tlsServer(t, 0, http.StatusNotFound)
+	web200, _ := tlsServer(t, 0, http.StatusOK)
 	res, _ := resolverFor(t, "outside.test")
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -136,13 +140,16 @@ func TestMeasureGRPCFailures(t *testing.T) {
 		{"NXDOMAIN", "grpcs://missing.test.:" + port, true, ErrNotFound, "missing.test. does not resolve"},
 		{"connection refused", "grpc://" + closedAddr, false, ErrUnreachable, "connection refused"},
 		{"not gRPC", "grpc://" + plainHTTP.Listener.Addr().String(), false, ErrUnreachable, "as a gRPC server"},
+		// grpc-go makes Unimplemented of a 404, and a multi-line message of a 200 that is not gRPC.
+		{"a web server's 404 over HTTP/2", "grpcs://" + web404.Listener.Addr().String(), true, ErrUnreachable, "as a gRPC server"},
+		{"a web server's 200 over HTTP/2", "grpcs://" + web200.Listener.Addr().String(), true, ErrUnreachable, "as a gRPC server"},
 		{"without port", "grpcs://outside.test", false, ErrTarget, "grpcs://HOST:PORT"},
 		{"with a path", "grpc://outside.test:50051/svc", false, ErrTarget, "grpc://HOST:PORT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := Spec{Target: tc.target, Count: 2, Interval: time.Millisecond, Timeout: 2 * time.Second, Resolver: res, RootCAs: x509.NewCertPool()}
 			if tc.roots {
-				spec.RootCAs = roots(cert)
+				spec.RootCAs = roots(cert) // every tlsServer has the same certificate
 			}
 			start := time.Now()
 			_, err := Measure(context.Background(), spec)
@@ -153,5 +160,26 @@ func TestMeasureGRPCFailures(t *testing.T) {
 				t.Errorf("%s: named after %s, want at once", tc.target, time.Since(start))
 			}
 		})
+	}
+}
+
+// downHealth answers every health check with Unavailable and a message of two lines.
+type downHealth struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (downHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	return nil, status.Error(codes.Unavailable, "draining\n\x1b[31mnow")
+}
+
+// A status the server sends, even one grpc-go also makes itself (Unavailable), is its answer.
+func TestMeasureGRPCServerStatusIsAnAnswer(t *testing.T) {
+	addr, _ := grpcServer(t, nil, downHealth{})
+	r, err := Measure(context.Background(), Spec{Target: "grpc://" + addr, Count: 2, Interval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GRPCStatus != "Unavailable" || r.FirstByteNew == nil || r.FirstByteNew.Count != 2 || r.FirstByteReused == nil || r.FirstByteReused.Count != 2 {
+		t.Errorf("result %+v: want the server's Unavailable, timed as an answer", r)
 	}
 }
