@@ -20,6 +20,9 @@ func checkEgress(p ProbeSpec) error {
 	case p.IntervalMillis < 0 || p.IntervalMillis > 60000:
 		return fmt.Errorf("interval %gms: want up to 60 s", p.IntervalMillis)
 	}
+	if err := egress.CheckDownload(p.URL, downloadOf(p)); err != nil {
+		return err
+	}
 	if _, err := egress.RootCAs([]byte(p.RootCAs)); err != nil {
 		return err
 	}
@@ -33,5 +36,10 @@ func runEgress(ctx context.Context, p ProbeSpec) (*v1alpha1.EgressResult, error)
 		return nil, err
 	}
 	return egress.Measure(ctx, egress.Spec{Target: p.URL, Count: p.Count, RootCAs: roots,
-		Interval: time.Duration(p.IntervalMillis * float64(time.Millisecond))})
+		Interval: time.Duration(p.IntervalMillis * float64(time.Millisecond)), Download: downloadOf(p)})
+}
+
+// downloadOf is how long an egress probe reads one answer's body (DurationSeconds; 0: none).
+func downloadOf(p ProbeSpec) time.Duration {
+	return time.Duration(p.DurationSeconds * float64(time.Second))
 }

@@ -56,6 +56,9 @@ type Spec struct {
 	RootCAs *x509.CertPool
 	// Resolver looks names up (nil: Go's default, which reads /etc/resolv.conf).
 	Resolver *net.Resolver
+	// Download, when positive (http, https), is how long one more request on a new connection
+	// may read its answer's body after its first byte, up to MaxDownload (download.go).
+	Download time.Duration
 }
 
 // hostPortOnly are the schemes whose destination is HOST:PORT alone (gRPC has no default port).
@@ -112,6 +115,26 @@ func SchemeHost(raw string) (scheme, host string) {
 	return t.scheme, t.host
 }
 
+// CheckDownload says what is wrong with downloading from a destination for d, if anything.
+func CheckDownload(raw string, d time.Duration) error {
+	if d == 0 {
+		return nil
+	}
+	if scheme, _ := SchemeHost(raw); scheme != "http" && scheme != "https" {
+		return downloadError("it reads an answer's body: it is for an http:// or https:// destination, not " + Shown(raw))
+	}
+	if d < time.Millisecond || d > MaxDownload {
+		return downloadError(fmt.Sprintf("%s: want from 1 ms to %s", d, MaxDownload))
+	}
+	return nil
+}
+
+// downloadError is a download that cannot be made; it is an ErrTarget.
+type downloadError string
+
+func (e downloadError) Error() string      { return string(e) }
+func (downloadError) Is(target error) bool { return target == ErrTarget }
+
 // OverTLS says whether a destination is reached over TLS (https, grpcs).
 func OverTLS(raw string) bool {
 	scheme, _ := SchemeHost(raw)
@@ -167,7 +190,7 @@ func (s *Spec) defaults() error {
 	if s.Resolver == nil {
 		s.Resolver = net.DefaultResolver
 	}
-	return nil
+	return CheckDownload(s.Target, s.Download)
 }
 
 // Measure runs spec: Count new connections (each with its own lookup), then, for http, https,
@@ -189,6 +212,9 @@ func Measure(ctx context.Context, spec Spec) (*v1alpha1.EgressResult, error) {
 		err = m.grpc(ctx)
 	default:
 		err = m.http(ctx)
+		if err == nil && spec.Download > 0 {
+			err = m.download(ctx)
+		}
 	}
 	if err != nil {
 		return nil, err

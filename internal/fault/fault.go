@@ -77,6 +77,9 @@ const (
 	// EgressGRPCNoReuse asks each of a gRPC destination's "reused" health checks on a connection
 	// of its own (TestPathToAnOutsideGRPCServer).
 	EgressGRPCNoReuse Name = "egress-grpc-no-reuse"
+	// EgressDownloadOverLimit divides a download's bytes by the time it was allowed (--download)
+	// instead of the time it took (TestPathDownloadsBesideCurl).
+	EgressDownloadOverLimit Name = "egress-download-over-limit"
 	// EntryConnectToAnswer times each way in's connect up to the answer's first byte instead of
 	// to the end of its handshake: every extra hop counted twice (TestNodePortWayIn).
 	EntryConnectToAnswer Name = "entry-connect-to-answer"

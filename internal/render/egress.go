@@ -43,8 +43,11 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	tw.Flush()
 	fmt.Fprintf(w, "  %s; each phase timed alone, but %s; percentiles exact (nearest rank), nanosecond clock\n",
 		report.Marked(r)+": "+fmt.Sprint(e.NewConnections)+" new connections, each with its own lookup", from)
-	if len(e.Addresses) > 0 || e.RemoteAddress != "" {
+	switch {
+	case len(e.Addresses) > 0:
 		fmt.Fprintf(w, "  %s resolved to %s; connected to %s\n", e.Host, strings.Join(e.Addresses, ", "), e.RemoteAddress)
+	case e.RemoteAddress != "":
+		fmt.Fprintf(w, "  connected to %s\n", e.RemoteAddress)
 	}
 	if t := e.TLS; t != nil {
 		verified := "verified against the agent's roots"
@@ -64,6 +67,25 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	}
 	if e.SeenSource != "" {
 		fmt.Fprintf(w, "  the far side saw the requests come from %s\n", e.SeenSource)
+	}
+	if d := e.Download; d != nil {
+		writeDownload(w, d)
+	}
+}
+
+// downloadEnded says in words what ended a download.
+var downloadEnded = map[string]string{"end": "the body's end", "limit": "the 1 GiB limit", "duration": "the time --download allowed"}
+
+// writeDownload writes a download's rate, bytes and times.
+func writeDownload(w io.Writer, d *v1alpha1.EgressDownload) {
+	rate := "no rate (the body came in one read)"
+	if d.BitsPerSecond > 0 {
+		rate = Bits(d.BitsPerSecond)
+	}
+	fmt.Fprintf(w, "  download, one more request on a new connection: %s — %d bytes in %.3f s from the first byte to the last (%.3f s from the request's start); ended by %s\n",
+		rate, d.Bytes, d.Seconds, d.TotalSeconds, downloadEnded[d.Ended])
+	if d.Note != "" {
+		fmt.Fprintf(w, "  download: %s\n", d.Note)
 	}
 }
 

@@ -22,8 +22,16 @@ func TestEgressNamesWhatWasTimed(t *testing.T) {
 			[]string{"first byte", "HTTP status"}},
 		{v1alpha1.EgressResult{Target: "grpc://api.example:50051", Scheme: "grpc", Protocol: "gRPC", Host: "api.example", Port: "50051", GRPCStatus: "Unimplemented", FirstByteNew: &lat},
 			[]string{"(gRPC, plaintext, api.example:50051)", "Health/Check of the whole server): Unimplemented"}, []string{"tls handshake"}},
-		{v1alpha1.EgressResult{Target: "https://api.example/", Scheme: "https", Protocol: "HTTP/2.0", Host: "api.example", Port: "443", Status: 200, FirstByteNew: &lat, FirstByteReused: &lat},
-			[]string{"(HTTP/2.0 over https, api.example:443)", "first byte, new connection", "first byte, reused connection", "HTTP status 200"}, []string{"answer,", "gRPC"}},
+		{v1alpha1.EgressResult{Target: "https://api.example/", Scheme: "https", Protocol: "HTTP/2.0", Host: "api.example", Port: "443", Status: 200, FirstByteNew: &lat, FirstByteReused: &lat,
+			Addresses: []string{"192.0.2.7"}, RemoteAddress: "192.0.2.7:443"},
+			[]string{"(HTTP/2.0 over https, api.example:443)", "first byte, new connection", "first byte, reused connection", "HTTP status 200", "api.example resolved to 192.0.2.7; connected to 192.0.2.7:443"}, []string{"answer,", "gRPC", "download"}},
+		{v1alpha1.EgressResult{Target: "http://192.0.2.7/big", Scheme: "http", Host: "192.0.2.7", Port: "80", RemoteAddress: "192.0.2.7:80", FirstByteNew: &lat,
+			Download: &v1alpha1.EgressDownload{Bytes: 104857600, Seconds: 0.5, TotalSeconds: 0.51, BitsPerSecond: 1677721600, Ended: "end"}},
+			[]string{"\n  connected to 192.0.2.7:80\n", "download, one more request on a new connection: 1.68 Gbit/s — 104857600 bytes in 0.500 s from the first byte to the last (0.510 s from the request's start); ended by the body's end"},
+			[]string{"resolved to"}},
+		{v1alpha1.EgressResult{Target: "http://192.0.2.7/", Scheme: "http", Host: "192.0.2.7", Port: "80", FirstByteNew: &lat,
+			Download: &v1alpha1.EgressDownload{Bytes: 3, Ended: "end", Note: "a body of 3 bytes times the first round trips"}},
+			[]string{"no rate (the body came in one read)", "download: a body of 3 bytes times the first round trips"}, nil},
 	} {
 		var b bytes.Buffer
 		writeEgress(&b, &v1alpha1.ProbeResult{Name: "egress", Kind: v1alpha1.ProbeEgress, Egress: &tc.e})

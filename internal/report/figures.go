@@ -254,7 +254,8 @@ func fullResult(name, kind string) *v1alpha1.ProbeResult {
 		rtt := &v1alpha1.RTTResult{Received: 1, RTT: lat}
 		r.Loaded = &v1alpha1.LoadedResult{Idle: rtt, Loaded: rtt, RPM: 1, Throughput: &v1alpha1.ThroughputResult{}}
 	case v1alpha1.ProbeEgress:
-		r.Egress = &v1alpha1.EgressResult{DNS: &lat, Connect: lat, TLS: &v1alpha1.TLSHandshake{Latency: lat}, FirstByteNew: &lat, FirstByteReused: &lat}
+		r.Egress = &v1alpha1.EgressResult{DNS: &lat, Connect: lat, TLS: &v1alpha1.TLSHandshake{Latency: lat}, FirstByteNew: &lat, FirstByteReused: &lat,
+			Download: &v1alpha1.EgressDownload{BitsPerSecond: 1}}
 	case v1alpha1.ProbeSpread:
 		hs := v1alpha1.Handshakes{Count: 1, P50Micros: 1}
 		r.Spread = &v1alpha1.SpreadResult{Endpoints: []v1alpha1.SpreadEndpoint{{Service: hs, Direct: hs}}, DST: &hs}

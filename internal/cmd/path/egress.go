@@ -47,7 +47,7 @@ func (r *egressRun) PlannedFigures() map[string]string {
 	for name := range planned {
 		_, stat, _ := strings.Cut(name, ".")
 		phase, _, _ := strings.Cut(stat, ".")
-		if phase == "tls" && !egress.OverTLS(r.o.DstArg) || strings.HasPrefix(phase, "ttfb") && scheme == "tcp" || phase == "dns" && isAddr(host) {
+		if phase == "tls" && !egress.OverTLS(r.o.DstArg) || phase == "download" && r.o.Download == 0 || strings.HasPrefix(phase, "ttfb") && scheme == "tcp" || phase == "dns" && isAddr(host) {
 			delete(planned, name)
 		}
 	}
@@ -56,7 +56,8 @@ func (r *egressRun) PlannedFigures() map[string]string {
 
 // spec is the egress probe: --requests new connections, then as many on a kept-alive one.
 func (r *egressRun) spec() agent.ProbeSpec {
-	return agent.ProbeSpec{Kind: agent.ProbeEgress, Name: agent.ProbeEgress, URL: r.o.DstArg, Count: r.o.Requests, RootCAs: string(r.o.rootCAs)}
+	return agent.ProbeSpec{Kind: agent.ProbeEgress, Name: agent.ProbeEgress, URL: r.o.DstArg, Count: r.o.Requests, RootCAs: string(r.o.rootCAs),
+		DurationSeconds: r.o.Download.Seconds()}
 }
 
 // Plan resolves SRC and names the destination; nothing is created.
@@ -101,7 +102,7 @@ func (r *egressRun) Start(ctx context.Context) error {
 func (r *egressRun) agentSpec() session.AgentSpec {
 	job := &agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: []agent.ProbeSpec{r.spec()}}
 	// Every sample ends within its timeout, the first failure ends the probe.
-	return r.clientSpec(job, 2*time.Duration(r.o.Requests+1)*(egress.DefaultTimeout+egress.DefaultInterval))
+	return r.clientSpec(job, 2*time.Duration(r.o.Requests+1)*(egress.DefaultTimeout+egress.DefaultInterval)+r.o.Download+egress.DefaultTimeout)
 }
 
 // clientSpec is the one agent of the run, beside SRC's application, with job: it stops when the
@@ -251,6 +252,8 @@ func (o *PathOptions) validateExternal() error {
 			return fmt.Errorf("--ca-file is for a destination outside the cluster (DST https://… or grpcs://…), not %s", o.DstArg)
 		case o.Requests != egress.DefaultCount:
 			return fmt.Errorf("--requests is for a destination outside the cluster (DST a URL), not %s", o.DstArg)
+		case o.Download != 0:
+			return fmt.Errorf("--download is for a destination outside the cluster (DST http://… or https://…), not %s (throughput to a workload: --probes tcp)", o.DstArg)
 		case o.EgressPricePerGB != DefaultEgressPricePerGB:
 			return fmt.Errorf("--egress-price-per-gb is for a destination outside the cluster (DST a URL), not %s (cross-zone: --price-per-gb)", o.DstArg)
 		}
@@ -258,6 +261,9 @@ func (o *PathOptions) validateExternal() error {
 	}
 	if err := egress.Check(o.DstArg); err != nil {
 		return fmt.Errorf("DST: %w", err)
+	}
+	if err := egress.CheckDownload(o.DstArg, o.Download); err != nil {
+		return fmt.Errorf("--download: %w", err)
 	}
 	switch {
 	case o.Requests < 1 || o.Requests > egress.MaxCount:

@@ -57,8 +57,10 @@ type PathOptions struct {
 	Rounds int
 	// CAFile and Requests are for a destination outside the cluster (DST a URL): the roots its
 	// chain must lead to (read into rootCAs), and how many requests measure it.
-	CAFile           string
-	Requests         int
+	CAFile   string
+	Requests int
+	// Download is how long one more request to an http(s) DST reads its answer's body (0: none).
+	Download         time.Duration
 	EgressPricePerGB float64
 	rootCAs          []byte
 	// TokenFile is the token of an agent outside the cluster (DST agent://HOST:PORT), read into
@@ -138,6 +140,7 @@ ephemeral containers are unavailable).`,
 	f.StringVar(&o.TokenFile, "token-file", "", "DST agent://HOST:PORT: the file (mode 600) with the token netbench-agent serve --token-file was given there (kubectl netbench token makes one)")
 	f.StringVar(&o.CAFile, "ca-file", "", "DST a https:// URL: PEM root certificates its chain must lead to, instead of the agent's built-in roots (Mozilla's)")
 	f.Float64Var(&o.EgressPricePerGB, "egress-price-per-gb", o.EgressPricePerGB, "DST a URL: the NAT or egress gateway's price in USD per GB processed (default: AWS's NAT gateway data processing)")
+	f.DurationVar(&o.Download, "download", 0, fmt.Sprintf("DST an http(s) URL: then read its answer's body once more, on a new connection, for up to this long after its first byte (or 1 GiB; up to %s): the download rate", egress.MaxDownload))
 	f.IntVar(&o.Requests, "requests", o.Requests, fmt.Sprintf("DST a URL: new connections measured, then requests on one kept-alive connection (1-%d)", egress.MaxCount))
 	o.AddMeasureFlags(cmd)
 	o.AddFlags(cmd)

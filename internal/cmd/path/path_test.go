@@ -57,6 +57,11 @@ func TestValidate(t *testing.T) {
 		{name: "egress CA file for http", change: func(o *PathOptions) { o.DstArg, o.CAFile = "http://a.example.com/", "ca.pem" }, wantErr: "--ca-file is for an https:// or grpcs:// destination"},
 		{name: "egress port out of range", change: func(o *PathOptions) { o.DstArg = "https://a.example.com:99999/" }, wantErr: `port "99999", want 1-65535`},
 		{name: "egress CA file a device", change: func(o *PathOptions) { o.DstArg, o.CAFile = "https://a.example.com/", "/dev/zero" }, wantErr: "--ca-file /dev/zero: over 524288 bytes"},
+		{name: "egress download", change: func(o *PathOptions) { o.DstArg, o.Download = "https://a.example.com/big", 10*time.Second }},
+		{name: "egress grpcs", change: func(o *PathOptions) { o.DstArg, o.CAFile = "grpcs://a.example.com:443", "" }},
+		{name: "download for tcp", change: func(o *PathOptions) { o.DstArg, o.Download = "tcp://a.example.com:5432", time.Second }, wantErr: "--download: it reads an answer's body: it is for an http:// or https:// destination, not tcp://a.example.com:5432"},
+		{name: "download too long", change: func(o *PathOptions) { o.DstArg, o.Download = "http://a.example.com/", 2*time.Minute }, wantErr: "--download: 2m0s: want from 1 ms to 1m0s"},
+		{name: "download for a workload", change: func(o *PathOptions) { o.DstArg, o.Download = "deploy/backend", time.Second }, wantErr: "--download is for a destination outside the cluster (DST http://… or https://…), not deploy/backend"},
 		{name: "CA file for a workload", change: func(o *PathOptions) { o.DstArg, o.CAFile = "deploy/backend", "ca.pem" }, wantErr: "--ca-file is for a destination outside the cluster"},
 		{name: "udp-rr datagram too small", change: func(o *PathOptions) { o.Probes, o.RequestSize = []string{"udp-rr"}, 8 }, wantErr: "--request-size 8: udp-rr's datagrams carry a 32-byte header"},
 	}

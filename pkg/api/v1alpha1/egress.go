@@ -45,10 +45,30 @@ type EgressResult struct {
 	// whole server (grpc.health.v1.Health/Check): SERVING, NOT_SERVING, or the status the server
 	// answered with, such as Unimplemented when it has no health service (still an answer, timed).
 	GRPCStatus string `json:"grpcStatus,omitempty"`
+	// Download is, with path --download (http, https), one more request's body read on a new
+	// connection.
+	Download *EgressDownload `json:"download,omitempty"`
 	// SeenSource is the address the far side saw the requests come from, when its answer is
 	// that address alone (plain text, as checkip-style services answer, or JSON with "ip" or
 	// "origin"): the pod's own, its node's (SNAT) or a gateway's.
 	SeenSource string `json:"seenSource,omitempty"`
+}
+
+// EgressDownload is one answer's body read on a new connection (path --download): its rate from
+// the answer's first byte to the last byte read.
+type EgressDownload struct {
+	Bytes int64 `json:"bytes"`
+	// Seconds runs from the answer's first byte to the last byte read; TotalSeconds from the
+	// request's start (lookup, connect and handshake included), as curl's time_total.
+	Seconds      float64 `json:"seconds"`
+	TotalSeconds float64 `json:"totalSeconds"`
+	// BitsPerSecond is Bytes × 8 / Seconds (0 when the body came in one read).
+	BitsPerSecond float64 `json:"bitsPerSecond"`
+	// Ended says what ended the reading: "end" (the body's end), "limit" (1 GiB read) or
+	// "duration" (the time --download allowed ran out).
+	Ended string `json:"ended"`
+	// Note says why the rate is not the path's (a body too short).
+	Note string `json:"note,omitempty"`
 }
 
 // TLSHandshake is the TLS handshakes' time and what the server presented in the last one.
