@@ -45,7 +45,7 @@ var (
 // Spec is one measurement of a destination.
 type Spec struct {
 	// Target is tcp://HOST:PORT, http://…, https://… (a URL's port defaults to its scheme's),
-	// grpc://HOST:PORT or grpcs://HOST:PORT.
+	// grpc://HOST:PORT, grpcs://HOST:PORT or icmp://HOST (Bare).
 	Target string
 	// Count is how many new connections are measured, and then how many requests on a reused
 	// one (http, https).
@@ -59,6 +59,14 @@ type Spec struct {
 	// Download, when positive (http, https), is how long one more request on a new connection
 	// may read its answer's body after its first byte, up to MaxDownload (download.go).
 	Download time.Duration
+}
+
+// checkHost says what is wrong with a destination's host, if anything.
+func checkHost(raw string, u *url.URL, host string) error {
+	if host == "" || strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%w: %q: no host", ErrTarget, shown(raw, u))
+	}
+	return nil
 }
 
 // hostPortOnly are the schemes whose destination is HOST:PORT alone (gRPC has no default port).
@@ -81,7 +89,7 @@ func Check(raw string) error {
 func parse(raw string) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return target{}, fmt.Errorf("%w: %q: want tcp://HOST:PORT, http://HOST[:PORT]/PATH, https://HOST[:PORT]/PATH, grpc://HOST:PORT or grpcs://HOST:PORT", ErrTarget, shown(raw, u))
+		return target{}, fmt.Errorf("%w: %q: want tcp://HOST:PORT, http://HOST[:PORT]/PATH, https://HOST[:PORT]/PATH, grpc://HOST:PORT, grpcs://HOST:PORT or icmp://HOST", ErrTarget, shown(raw, u))
 	}
 	t := target{scheme: u.Scheme, host: u.Hostname(), port: u.Port()}
 	switch {
@@ -89,16 +97,20 @@ func parse(raw string) (target, error) {
 		return target{}, fmt.Errorf("%w: %q: credentials in a destination would be sent on every request and shown in reports; leave them out", ErrTarget, shown(raw, u))
 	case hostPortOnly[u.Scheme] && (t.port == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
 		return target{}, fmt.Errorf("%w: %q: a %s destination is %s://HOST:PORT", ErrTarget, shown(raw, u), u.Scheme, u.Scheme)
+	case u.Scheme == "icmp" && (t.port != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
+		return target{}, fmt.Errorf("%w: %q: an icmp destination is icmp://HOST, or an address alone", ErrTarget, shown(raw, u))
+	case u.Scheme == "icmp":
+		return t, checkHost(raw, u, t.host)
 	case u.Scheme == "http" || u.Scheme == "https":
 		if t.port == "" {
 			t.port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 		}
 		t.url = u
 	case !hostPortOnly[u.Scheme]:
-		return target{}, fmt.Errorf("%w: %q: scheme %q, want tcp, http, https, grpc or grpcs", ErrTarget, shown(raw, u), u.Scheme)
+		return target{}, fmt.Errorf("%w: %q: scheme %q, want tcp, http, https, grpc, grpcs or icmp", ErrTarget, shown(raw, u), u.Scheme)
 	}
-	if t.host == "" || strings.ContainsAny(t.host, " /") {
-		return target{}, fmt.Errorf("%w: %q: no host", ErrTarget, shown(raw, u))
+	if err := checkHost(raw, u, t.host); err != nil {
+		return target{}, err
 	}
 	if p, err := strconv.Atoi(t.port); err != nil || p < 1 || p > 65535 {
 		return target{}, fmt.Errorf("%w: %q: port %q, want 1-65535", ErrTarget, shown(raw, u), t.port)
@@ -210,6 +222,8 @@ func Measure(ctx context.Context, spec Spec) (*v1alpha1.EgressResult, error) {
 		err = m.tcp(ctx)
 	case "grpc", "grpcs":
 		err = m.grpc(ctx)
+	case "icmp":
+		err = m.icmp(ctx)
 	default:
 		err = m.http(ctx)
 		if err == nil && spec.Download > 0 {

@@ -34,6 +34,7 @@ type meter struct {
 	seen                  string // the source address the far side echoed
 	grpcStatus            string // the health check's answer
 	dl                    *v1alpha1.EgressDownload
+	echo                  *v1alpha1.RTTResult // icmp
 }
 
 // tcp makes Count new connections (each with its own lookup, the address families racing as
@@ -197,7 +198,7 @@ func shortStatus(resp *http.Response) string {
 func (m *meter) result() *v1alpha1.EgressResult {
 	r := &v1alpha1.EgressResult{Target: shown(m.spec.Target, m.t.url), Protocol: m.proto, Scheme: m.t.scheme, Host: m.t.host, Port: m.t.port,
 		Addresses: m.addrs, RemoteAddress: m.remote, NewConnections: m.newConns,
-		Connect: probes.LatencyFromSamples(m.connect), Status: m.status, NotReused: m.notReused, SeenSource: m.seen, GRPCStatus: m.grpcStatus, Download: m.dl}
+		Connect: probes.LatencyFromSamples(m.connect), Status: m.status, NotReused: m.notReused, SeenSource: m.seen, GRPCStatus: m.grpcStatus, Download: m.dl, ICMP: m.echo}
 	r.DNS = latencyOf(m.dns)
 	r.FirstByteNew, r.FirstByteReused = latencyOf(m.firstNew), latencyOf(m.firstReused)
 	if m.state != nil {

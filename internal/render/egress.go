@@ -16,10 +16,13 @@ import (
 func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	e := r.Egress
 	over := strings.Join(nonEmpty(e.Protocol, e.Scheme), " over ")
+	if e.ICMP != nil {
+		over = "ICMP echo"
+	}
 	if e.GRPCStatus != "" {
 		over = map[bool]string{true: "gRPC over TLS", false: "gRPC, plaintext"}[e.TLS != nil]
 	}
-	fmt.Fprintf(w, "\nEgress to %s (%s, %s), from the agent's network and resolver\n", e.Target, over, net.JoinHostPort(e.Host, e.Port))
+	fmt.Fprintf(w, "\nEgress to %s (%s, %s), from the agent's network and resolver\n", e.Target, over, hostPort(e.Host, e.Port))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tsamples\tmin\tp50\tavg\tp99\tmax\t")
 	row := func(name string, l *v1alpha1.Latency) {
@@ -30,6 +33,9 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 			report.Micros(l.AvgMicros), report.Micros(l.P99Micros), report.Micros(l.MaxMicros))
 	}
 	row("dns lookup", e.DNS)
+	if e.ICMP != nil {
+		row("icmp echo", &e.ICMP.RTT)
+	}
 	row("tcp connect", &e.Connect)
 	if e.TLS != nil {
 		row("tls handshake", &e.TLS.Latency)
@@ -41,13 +47,22 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	row(answer+", new connection", e.FirstByteNew)
 	row(answer+", reused connection", e.FirstByteReused)
 	tw.Flush()
-	fmt.Fprintf(w, "  %s; each phase timed alone, but %s; percentiles exact (nearest rank), nanosecond clock\n",
-		report.Marked(r)+": "+fmt.Sprint(e.NewConnections)+" new connections, each with its own lookup", from)
+	if i := e.ICMP; i != nil {
+		fmt.Fprintf(w, "  %s: %d of %d echo requests answered (%.1f %% lost), %.0f ms apart, %s socket, %s time stamps (as iputils ping); %d lookups before them; percentiles exact (nearest rank)\n",
+			report.Marked(r), i.Received, i.Sent, i.LossPercent, i.IntervalMillis, i.Method, i.Timestamps, countOf(e.DNS))
+	} else {
+		fmt.Fprintf(w, "  %s; each phase timed alone, but %s; percentiles exact (nearest rank), nanosecond clock\n",
+			report.Marked(r)+": "+fmt.Sprint(e.NewConnections)+" new connections, each with its own lookup", from)
+	}
+	reached := "connected to"
+	if e.ICMP != nil {
+		reached = "echo requests to"
+	}
 	switch {
 	case len(e.Addresses) > 0:
-		fmt.Fprintf(w, "  %s resolved to %s; connected to %s\n", e.Host, strings.Join(e.Addresses, ", "), e.RemoteAddress)
+		fmt.Fprintf(w, "  %s resolved to %s; %s %s\n", e.Host, strings.Join(e.Addresses, ", "), reached, e.RemoteAddress)
 	case e.RemoteAddress != "":
-		fmt.Fprintf(w, "  connected to %s\n", e.RemoteAddress)
+		fmt.Fprintf(w, "  %s %s\n", reached, e.RemoteAddress)
 	}
 	if t := e.TLS; t != nil {
 		verified := "verified against the agent's roots"
@@ -73,6 +88,14 @@ func writeEgress(w io.Writer, r *v1alpha1.ProbeResult) {
 	}
 }
 
+// hostPort is host and port joined, or host alone when it has no port (icmp).
+func hostPort(host, port string) string {
+	if port == "" {
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // downloadEnded says in words what ended a download.
 var downloadEnded = map[string]string{"end": "the body's end", "limit": "the 1 GiB limit", "duration": "the time --download allowed"}
 
@@ -87,6 +110,13 @@ func writeDownload(w io.Writer, d *v1alpha1.EgressDownload) {
 	if d.Note != "" {
 		fmt.Fprintf(w, "  download: %s\n", d.Note)
 	}
+}
+
+func countOf(l *v1alpha1.Latency) int64 {
+	if l == nil {
+		return 0
+	}
+	return l.Count
 }
 
 func nonEmpty(s ...string) []string {

@@ -255,7 +255,7 @@ func fullResult(name, kind string) *v1alpha1.ProbeResult {
 		r.Loaded = &v1alpha1.LoadedResult{Idle: rtt, Loaded: rtt, RPM: 1, Throughput: &v1alpha1.ThroughputResult{}}
 	case v1alpha1.ProbeEgress:
 		r.Egress = &v1alpha1.EgressResult{DNS: &lat, Connect: lat, TLS: &v1alpha1.TLSHandshake{Latency: lat}, FirstByteNew: &lat, FirstByteReused: &lat,
-			Download: &v1alpha1.EgressDownload{BitsPerSecond: 1}}
+			Download: &v1alpha1.EgressDownload{BitsPerSecond: 1}, ICMP: &v1alpha1.RTTResult{RTT: lat}}
 	case v1alpha1.ProbeSpread:
 		hs := v1alpha1.Handshakes{Count: 1, P50Micros: 1}
 		r.Spread = &v1alpha1.SpreadResult{Endpoints: []v1alpha1.SpreadEndpoint{{Service: hs, Direct: hs}}, DST: &hs}

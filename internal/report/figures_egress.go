@@ -20,6 +20,12 @@ func egressStats() []stat {
 		get  func(e *v1alpha1.EgressResult) *v1alpha1.Latency
 	}{
 		{"dns.", func(e *v1alpha1.EgressResult) *v1alpha1.Latency { return e.DNS }},
+		{"icmp.", func(e *v1alpha1.EgressResult) *v1alpha1.Latency {
+			if e.ICMP == nil {
+				return nil
+			}
+			return &e.ICMP.RTT
+		}},
 		{"connect.", func(e *v1alpha1.EgressResult) *v1alpha1.Latency { return &e.Connect }},
 		{"tls.", func(e *v1alpha1.EgressResult) *v1alpha1.Latency {
 			if e.TLS == nil {

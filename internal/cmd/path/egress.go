@@ -22,8 +22,11 @@ import (
 )
 
 // IsExternal says whether a DST argument is a destination outside the cluster (a URL: tcp://,
-// http://, https://, grpc://, grpcs://) rather than a workload.
-func IsExternal(dst string) bool { return strings.Contains(dst, "://") }
+// http://, https://, grpc://, grpcs://, icmp://, or an address alone) rather than a workload.
+func IsExternal(dst string) bool {
+	_, bare := egress.Bare(dst)
+	return bare || strings.Contains(dst, "://")
+}
 
 // egressRun is one run of path to a destination outside the cluster: one agent, beside SRC's
 // application, measures what a client can with no agent on the far side (internal/egress).
@@ -39,19 +42,39 @@ type egressRun struct {
 
 func (r *egressRun) FiguresBeforePlan() {}
 
-// PlannedFigures are the egress figures the destination can have: no tls but for https and grpcs, no
-// first byte for tcp, no lookup for an address.
+// PlannedFigures are the egress figures the destination can have (absentPhase).
 func (r *egressRun) PlannedFigures() map[string]string {
 	planned := report.PlannedFigures([]agent.ProbeSpec{r.spec()})
-	scheme, host := egress.SchemeHost(r.o.DstArg)
 	for name := range planned {
 		_, stat, _ := strings.Cut(name, ".")
 		phase, _, _ := strings.Cut(stat, ".")
-		if phase == "tls" && !egress.OverTLS(r.o.DstArg) || phase == "download" && r.o.Download == 0 || strings.HasPrefix(phase, "ttfb") && scheme == "tcp" || phase == "dns" && isAddr(host) {
+		if absentPhase(phase, r.o.DstArg, r.o.Download > 0) {
 			delete(planned, name)
 		}
 	}
 	return planned
+}
+
+// absentPhase says whether destination dst has no figures of phase: no tls but over TLS, no
+// download without --download, no icmp but for icmp:// and then no connect, no first byte for
+// tcp:// and icmp://, no lookup for an address.
+func absentPhase(phase, dst string, download bool) bool {
+	scheme, host := egress.SchemeHost(dst)
+	switch phase {
+	case "tls":
+		return !egress.OverTLS(dst)
+	case "download":
+		return !download
+	case "icmp":
+		return scheme != "icmp"
+	case "connect":
+		return scheme == "icmp"
+	case "ttfb-new", "ttfb-reused":
+		return scheme == "tcp" || scheme == "icmp"
+	case "dns":
+		return isAddr(host)
+	}
+	return false
 }
 
 // spec is the egress probe: --requests new connections, then as many on a kept-alive one.

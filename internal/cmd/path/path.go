@@ -106,7 +106,7 @@ without connection reuse, closed-loop request rate, and single- and multi-stream
 
 SRC and DST are a pod name, TYPE/NAME (deploy/, sts/, ds/, rs/, job/, svc/ …) or NAMESPACE/TYPE/NAME.
 DST may also be a destination outside the cluster: tcp://HOST:PORT, http://…, https://…,
-grpc://HOST:PORT or grpcs://HOST:PORT; one agent beside SRC's application then times, through the
+grpc://HOST:PORT, grpcs://HOST:PORT, or icmp://HOST or an address alone (pinged); one agent beside SRC's application then times, through the
 pod's own resolver and network, the DNS lookup, TCP connect, TLS handshake and first byte (gRPC: the
 answer to the standard health check) on new and reused connections, and says whose address the far
 side saw when it echoes it (the pod's, the node's SNAT, or a gateway's).
@@ -177,6 +177,9 @@ func (o *PathOptions) AddMeasureFlags(cmd *cobra.Command) {
 // Complete resolves the namespace and the clients.
 func (o *PathOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.SrcArg, o.DstArg = args[0], args[1]
+	if bare, ok := egress.Bare(o.DstArg); ok {
+		o.DstArg = bare // an address alone is a host outside the cluster, pinged
+	}
 	return o.CompleteFlags()
 }
 

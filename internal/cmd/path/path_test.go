@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 		{name: "request too large", change: func(o *PathOptions) { o.Probes, o.RequestSize = []string{"tcp-rr"}, 9000 }, wantErr: "--request-size 9000: want 1-8192 bytes"},
 		{name: "response too large", change: func(o *PathOptions) { o.ResponseSize = 8193 }, wantErr: "--response-size 8193: want 1-8192 bytes"},
 		{name: "egress", change: func(o *PathOptions) { o.DstArg, o.Requests = "https://api.example.com/v1?key=secret", 50 }},
-		{name: "egress bad scheme", change: func(o *PathOptions) { o.DstArg = "ftp://files.example.com/" }, wantErr: `DST: not a destination: "ftp://files.example.com/": scheme "ftp", want tcp, http, https, grpc or grpcs`},
+		{name: "egress bad scheme", change: func(o *PathOptions) { o.DstArg = "ftp://files.example.com/" }, wantErr: `DST: not a destination: "ftp://files.example.com/": scheme "ftp", want tcp, http, https, grpc, grpcs or icmp`},
 		{name: "egress credentials never shown", change: func(o *PathOptions) { o.DstArg = "https://user:hunter2@api.example.com/" }, wantErr: "credentials in a destination"},
 		{name: "egress tcp without port", change: func(o *PathOptions) { o.DstArg = "tcp://db.example.com" }, wantErr: "a tcp destination is tcp://HOST:PORT"},
 		{name: "egress requests", change: func(o *PathOptions) { o.DstArg, o.Requests = "http://a.example.com/", 0 }, wantErr: "--requests 0: want 1-1000"},

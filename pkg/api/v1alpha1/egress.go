@@ -48,6 +48,10 @@ type EgressResult struct {
 	// Download is, with path --download (http, https), one more request's body read on a new
 	// connection.
 	Download *EgressDownload `json:"download,omitempty"`
+	// ICMP is, for icmp://HOST (or an address alone), the ICMP echo requests to the first address
+	// of the first lookup (RemoteAddress), each timed as iputils ping times it; Connect is then
+	// empty.
+	ICMP *RTTResult `json:"icmp,omitempty"`
 	// SeenSource is the address the far side saw the requests come from, when its answer is
 	// that address alone (plain text, as checkip-style services answer, or JSON with "ip" or
 	// "origin"): the pod's own, its node's (SNAT) or a gateway's.

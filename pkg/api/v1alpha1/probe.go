@@ -32,7 +32,7 @@ const (
 	// load and responsiveness.
 	ProbeLoadedRTT = "loaded-rtt"
 	// ProbeEgress measures a destination with no agent on its far side (URL: tcp://, http://,
-	// https://, grpc://, grpcs://): DNS lookup, TCP connect, TLS handshake and first byte (gRPC: a
+	// https://, grpc://, grpcs://, icmp://): DNS lookup, TCP connect, TLS handshake and first byte (gRPC: a
 	// health check's answer) on Count new connections, then the same on one reused connection.
 	ProbeEgress = "egress"
 )
