@@ -45,7 +45,7 @@ mutations=(
   "egress-connect-with-lookup|./test/e2e|TestPathToAnOutsideHostBesideCurl|https connect: more than 10 % below or 10 % above curl's"
   "egress-grpc-no-reuse|./test/e2e|TestPathToAnOutsideGRPCServer|answer on a reused connection: path p50"
   "rtt-wakeup|./test/e2e|TestPathPingsAnOutsideHost|on the same path: more than 5 % + 150 µs outside"
-  "egress-download-over-limit|./test/e2e|TestPathDownloadsBesideCurl|on the same path: more than 40 % outside"
+  "egress-download-over-limit|./test/e2e|TestPathDownloadsBesideCurl|on the same path: more than 25 % outside"
 )
 
 lab=hack/lab/lab.sh

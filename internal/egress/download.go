@@ -7,10 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/text"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
@@ -19,8 +20,11 @@ const (
 	MaxDownload      = 60 * time.Second
 	MaxDownloadBytes = 1 << 30
 	// minDownloadBytes is the least body whose rate is the path's rather than its first round
-	// trips': under it the result says so.
+	// trips': under it no rate is given.
 	minDownloadBytes = 1 << 20
+	// downloadWindow is the HTTP/2 flow-control window a download grants the server (Go's 4 MiB
+	// per stream would cap a 50 ms path at about 670 Mbit/s).
+	downloadWindow = 64 << 20
 )
 
 // How a download ended (EgressDownload.Ended).
@@ -30,47 +34,76 @@ const (
 	EndedDuration = "duration" // Spec.Download ran out
 )
 
-// download makes one more request, on a new connection, and reads its answer's body until its
-// end, MaxDownloadBytes or Spec.Download after the first byte, whichever comes first.
+// download makes one more request, on a new connection, waits up to Spec.Timeout for its
+// answer's first byte, and reads a 2xx answer's body until its end, MaxDownloadBytes or
+// Spec.Download after the first byte, whichever comes first. A download that fails is said in
+// the result; the figures before it stand.
 func (m *meter) download(ctx context.Context) error {
-	tr := m.transport(true)
-	defer tr.CloseIdleConnections()
-	dctx, cancel := context.WithTimeout(ctx, m.spec.Timeout+m.spec.Download)
-	defer cancel()
-	var ph phases
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(dctx, ph.trace()), http.MethodGet, m.t.url.String(), nil)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrTarget, err)
-	}
-	req.Header.Set("User-Agent", "kubectl-netbench")
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var cut atomic.Bool // the time allowed ran out, and stopped the request
+	headers := time.AfterFunc(m.spec.Timeout, stop)
 	start := time.Now()
-	resp, err := tr.RoundTrip(req)
+	resp, ph, err := m.downloadRequest(dctx)
+	if !headers.Stop() && err != nil && ctx.Err() == nil {
+		return m.downloadFailed(start, fmt.Errorf("%w: %s: no answer within %s", ErrUnreachable, shown("", m.t.url), m.spec.Timeout))
+	}
 	if err != nil {
-		return classify(ctx, m.t, m.spec.Timeout, err)
+		return m.downloadFailed(start, classify(ctx, m.t, m.spec.Timeout, err))
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return fmt.Errorf("%w: %s answered %s", ErrHTTPStatus, shown("", m.t.url), shortStatus(resp))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return m.downloadFailed(start, fmt.Errorf("%w: %s answered %s: a download needs a 2xx answer's body", ErrHTTPStatus, shown("", m.t.url), shortStatus(resp)))
 	}
 	first := ph.firstByte
 	if first.IsZero() {
 		first = time.Now()
 	}
-	n, last, ended, err := readFor(resp.Body, first.Add(m.spec.Download))
-	if err != nil && ctx.Err() == nil && ended == "" {
-		return classify(ctx, m.t, m.spec.Timeout, fmt.Errorf("reading the body after %d bytes: %w", n, err))
-	}
+	until := first.Add(m.spec.Download)
+	body := time.AfterFunc(time.Until(until), func() { cut.Store(true); stop() })
+	defer body.Stop()
+	n, last, ended, err := readFor(resp.Body, &cut)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if err != nil {
+		return m.downloadFailed(start, fmt.Errorf("%w: reading the body of %s after %d bytes: %w", ErrUnreachable, shown("", m.t.url), n, err))
+	}
+	if ended == EndedDuration {
+		last = until // a stall before the end counts: the rate is over the whole time allowed
+	}
 	m.dl = downloadResult(n, first, last, start, ended, m.spec.Download)
+	m.dl.Protocol = resp.Proto
 	return nil
 }
 
-// readFor reads body until its end, MaxDownloadBytes, or until (a read ending after it, or
-// failing with os.ErrDeadlineExceeded after it), and returns how much it read and when the last
-// byte came.
-func readFor(body io.Reader, until time.Time) (n int64, last time.Time, ended string, err error) {
+// downloadRequest sends the download's request on a connection of its own.
+func (m *meter) downloadRequest(ctx context.Context) (*http.Response, *phases, error) {
+	tr := m.transport(true)
+	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: downloadWindow, MaxReceiveBufferPerConnection: downloadWindow}
+	var ph phases
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, ph.trace()), http.MethodGet, m.t.url.String(), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	req.Header.Set("User-Agent", "kubectl-netbench")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return resp, &ph, nil
+}
+
+// downloadFailed keeps why the download failed, in one line, beside the other figures.
+func (m *meter) downloadFailed(start time.Time, err error) error {
+	m.dl = &v1alpha1.EgressDownload{Error: text.Sanitize(err.Error()), TotalSeconds: time.Since(start).Seconds()}
+	return nil
+}
+
+// readFor reads body until its end, MaxDownloadBytes, or cut (set when the time allowed ran out
+// and the request was stopped), and returns how much it read and when its last byte came.
+func readFor(body io.Reader, cut *atomic.Bool) (n int64, last time.Time, ended string, err error) {
 	buf := make([]byte, 64<<10)
 	for {
 		k, rerr := body.Read(buf)
@@ -78,19 +111,20 @@ func readFor(body io.Reader, until time.Time) (n int64, last time.Time, ended st
 			n, last = n+int64(k), time.Now()
 		}
 		switch {
+		case cut.Load():
+			return n, last, EndedDuration, nil
 		case errors.Is(rerr, io.EOF):
 			return n, last, EndedBody, nil
 		case n >= MaxDownloadBytes:
 			return n, last, EndedLimit, nil
-		case !time.Now().Before(until) && (rerr == nil || errors.Is(rerr, context.DeadlineExceeded) || errors.Is(rerr, os.ErrDeadlineExceeded)):
-			return n, last, EndedDuration, nil
 		case rerr != nil:
 			return n, last, "", rerr
 		}
 	}
 }
 
-// downloadResult is a download's figures: the rate from the first byte to the last.
+// downloadResult is a download's figures: the rate from the first byte to the last (or to the
+// end of the time allowed), given from minDownloadBytes.
 func downloadResult(n int64, first, last, start time.Time, ended string, limit time.Duration) *v1alpha1.EgressDownload {
 	d := &v1alpha1.EgressDownload{Bytes: n, Ended: ended}
 	if n > 0 && last.After(first) {
@@ -102,7 +136,8 @@ func downloadResult(n int64, first, last, start time.Time, ended string, limit t
 		}
 	}
 	if n < minDownloadBytes {
-		d.Note = fmt.Sprintf("a body of %d bytes times the first round trips of a transfer, not the path's rate: give a URL of at least %d MiB", n, minDownloadBytes>>20)
+		d.BitsPerSecond = 0
+		d.Note = fmt.Sprintf("no rate: a body of %d bytes times the first round trips of a transfer, not the path's rate (give a URL of at least %d MiB)", n, minDownloadBytes>>20)
 	}
 	return d
 }

@@ -133,10 +133,10 @@ func CheckDownload(raw string, d time.Duration) error {
 		return nil
 	}
 	if scheme, _ := SchemeHost(raw); scheme != "http" && scheme != "https" {
-		return downloadError("it reads an answer's body: it is for an http:// or https:// destination, not " + Shown(raw))
+		return downloadError("for an http:// or https:// destination (it reads an answer's body), not " + Shown(raw))
 	}
 	if d < time.Millisecond || d > MaxDownload {
-		return downloadError(fmt.Sprintf("%s: want from 1 ms to %s", d, MaxDownload))
+		return downloadError(fmt.Sprintf("want from 1ms to %s", MaxDownload))
 	}
 	return nil
 }

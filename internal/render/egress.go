@@ -99,14 +99,22 @@ func hostPort(host, port string) string {
 // downloadEnded says in words what ended a download.
 var downloadEnded = map[string]string{"end": "the body's end", "limit": "the 1 GiB limit", "duration": "the time --download allowed"}
 
-// writeDownload writes a download's rate, bytes and times.
+// writeDownload writes a download's rate, bytes and times, or why it failed.
 func writeDownload(w io.Writer, d *v1alpha1.EgressDownload) {
-	rate := "no rate (the body came in one read)"
+	if d.Error != "" {
+		fmt.Fprintf(w, "  download FAILED after %.3f s: %s\n", d.TotalSeconds, d.Error)
+		return
+	}
+	rate := "no rate"
 	if d.BitsPerSecond > 0 {
 		rate = Bits(d.BitsPerSecond)
 	}
-	fmt.Fprintf(w, "  download, one more request on a new connection: %s — %d bytes in %.3f s from the first byte to the last (%.3f s from the request's start); ended by %s\n",
-		rate, d.Bytes, d.Seconds, d.TotalSeconds, downloadEnded[d.Ended])
+	to := "the last"
+	if d.Ended == "duration" {
+		to = "the end of the time allowed"
+	}
+	fmt.Fprintf(w, "  download, one more request on a new connection (%s): %s — %d bytes in %.3f s from the first byte to %s (%.3f s from the request's start); ended by %s\n",
+		d.Protocol, rate, d.Bytes, d.Seconds, to, d.TotalSeconds, downloadEnded[d.Ended])
 	if d.Note != "" {
 		fmt.Fprintf(w, "  download: %s\n", d.Note)
 	}

@@ -16,11 +16,12 @@ const downloadURL = "http://" + outsideIP + "/bytes/104857600"
 // rate curl reads it in the same pod's network namespace (its size_download over time_total −
 // time_starttransfer: from the first byte to the last, as ours), curl run three times before,
 // between and after each of three runs of ours. The path (veths, a bridge, the router's netns,
-// SNAT) runs at memory speed, 60-100 ms for the body: single runs of either moved by up to a
-// third (ours 8.5-14.1 Gbit/s, curl's 9.4-12.0 Gbit/s over five alternations on the lab), so
-// the median of our three may lie 40 % below or above the span of curl's medians. A rate off by
-// a unit or over the wrong time (fault egress-download-over-limit: the 10 s allowed instead of
-// the 0.07 s taken) is two orders of magnitude away.
+// SNAT) runs at memory speed, 60-100 ms for the body, and single runs of either moved by up to
+// a third (ours 8.5-14.1 Gbit/s, curl's 9.4-12.0 over five alternations on the lab); medians of
+// three against curl's four medians of three: ours 8.9 against 7.2-13.4 and 11.7 against
+// 8.9-16.1 Gbit/s, inside their span each time. Ours may lie 25 % below or above that span: a
+// rate half or twice the true one leaves it, and one off by a unit or over the wrong time (fault
+// egress-download-over-limit: the 10 s allowed instead of the 0.07 s taken) by far more.
 func TestPathDownloadsBesideCurl(t *testing.T) {
 	cs, ns := lab(t)
 	createPod(t, cs, ns, pod("app", "lab-a1", "netbench.lab/pause:1", nil, nil))
@@ -32,7 +33,7 @@ func TestPathDownloadsBesideCurl(t *testing.T) {
 	for range 3 {
 		e := egressResult(t, pathJSON(t, "-n", ns, "app", downloadURL, "--requests", "1", "--download", "10s"))
 		d := e.Download
-		if d == nil || d.Bytes != 104857600 || d.Ended != "end" || d.Note != "" || d.Seconds <= 0 || d.TotalSeconds < d.Seconds {
+		if d == nil || d.Bytes != 104857600 || d.Ended != "end" || d.Note != "" || d.Error != "" || d.Protocol != "HTTP/1.1" || d.Seconds <= 0 || d.TotalSeconds < d.Seconds {
 			t.Fatalf("download %+v: want the whole 100 MiB body, to its end", d)
 		}
 		ours = append(ours, d.BitsPerSecond)
@@ -40,8 +41,8 @@ func TestPathDownloadsBesideCurl(t *testing.T) {
 	}
 	got, lo, hi := median(ours), slices.Min(curls), slices.Max(curls)
 	t.Logf("download: path %s Gbit/s (median %.2f), curl's medians %s Gbit/s", gbitList(ours), got/1e9, gbitList(curls))
-	if got < lo*0.6 || got > hi*1.4 {
-		t.Errorf("download: path %.2f Gbit/s, curl's medians %.2f-%.2f Gbit/s on the same path: more than 40 %% outside", got/1e9, lo/1e9, hi/1e9)
+	if got < lo*0.75 || got > hi*1.25 {
+		t.Errorf("download: path %.2f Gbit/s, curl's medians %.2f-%.2f Gbit/s on the same path: more than 25 %% outside", got/1e9, lo/1e9, hi/1e9)
 	}
 }
 

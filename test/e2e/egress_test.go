@@ -206,6 +206,7 @@ func TestPathToAnOutsideHostFails(t *testing.T) {
 		{"wrong name", []string{"https://" + outsideIP + "/", "--ca-file", labCA}, "TLS failed: the certificate of " + outsideIP + ":443 is not for that name"},
 		{"server error", []string{"https://" + outsideName + "/status/503", "--ca-file", labCA}, "server error: https://" + outsideName + "/status/503 answered 503 Service Unavailable"},
 		{"gRPC unknown authority", []string{"grpcs://" + outsideName + ":" + outsideGRPCS}, "TLS failed: the certificate of " + outsideName + ":" + outsideGRPCS + " is signed by an authority the client does not trust"},
+		{"download of a 404", []string{"http://" + outsideName + "/status/404", "--download", "1s"}, "the download failed: server error: http://" + outsideName + "/status/404 answered 404 Not Found"},
 		{"not gRPC", []string{"grpc://" + outsideName + ":80"}, "unreachable: " + outsideName + ":80 did not answer the gRPC health check as a gRPC server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

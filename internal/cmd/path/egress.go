@@ -2,6 +2,7 @@ package path
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -245,7 +246,18 @@ func (r *egressRun) Closed() {}
 
 func (r *egressRun) Output() cmdutil.RunOutput {
 	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
-		Write: func() error { return render.Write(r.o.Out, r.o.Output, r.rep) }}
+		Write: func() error { return render.Write(r.o.Out, r.o.Output, r.rep) }, Err: r.downloadErr}
+}
+
+// errDownload is a download (--download) that failed: the report is written, the run fails.
+var errDownload = errors.New("the download failed")
+
+// downloadErr is the failed download's reason, once the report holds it.
+func (r *egressRun) downloadErr() error {
+	if r.res == nil || r.res.Egress == nil || r.res.Egress.Download == nil || r.res.Egress.Download.Error == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errDownload, r.res.Egress.Download.Error)
 }
 
 // readRootCAs reads --ca-file: PEM certificates the destination's chain must lead to.
@@ -286,7 +298,7 @@ func (o *PathOptions) validateExternal() error {
 		return fmt.Errorf("DST: %w", err)
 	}
 	if err := egress.CheckDownload(o.DstArg, o.Download); err != nil {
-		return fmt.Errorf("--download: %w", err)
+		return fmt.Errorf("--download %s: %w", o.Download, err)
 	}
 	switch {
 	case o.Requests < 1 || o.Requests > egress.MaxCount:

@@ -158,7 +158,7 @@ func (o *PathOptions) validateOutsideAgent() error {
 	case o.DstContainer != "" || o.Port != 0 || o.HTTPPath != "/":
 		return fmt.Errorf("--dst-container, --port and --http-path are for a workload DST, not the agent at %s", o.DstArg)
 	case o.CAFile != "" || o.Requests != egress.DefaultCount || o.EgressPricePerGB != DefaultEgressPricePerGB || o.Download != 0:
-		return fmt.Errorf("--ca-file, --requests, --download and --egress-price-per-gb are for a URL DST (tcp://, http://, https://, grpc://, grpcs://), not the agent at %s", o.DstArg)
+		return fmt.Errorf("--ca-file, --requests, --download and --egress-price-per-gb are for a destination with no agent on its far side (tcp://, http://, https://, grpc://, grpcs://, icmp://), not the agent at %s", o.DstArg)
 	case o.AllowPolicy || o.PricePerGB != defaultPricePerGB:
 		return fmt.Errorf("--allow-policy and --price-per-gb are for a workload DST: the NetworkPolicies of the path to %s are not read, nor its price known", o.DstArg)
 	case o.IPFamily != "":

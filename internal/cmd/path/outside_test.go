@@ -93,7 +93,7 @@ func TestOutsideAgentRefused(t *testing.T) {
 		{"credentials", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://u:hunter2@vm.example:7443", good }, "a host and a port only"},
 		{"credentials unparsable", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://u:hunter2@vm.example:x", good }, "not a URL"},
 		{"--port", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Port = "agent://vm.example:7443", good, 80 }, "are for a workload DST"},
-		{"--requests", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Requests = "agent://vm.example:7443", good, 50 }, "are for a URL DST"},
+		{"--requests", func(o *PathOptions) { o.DstArg, o.TokenFile, o.Requests = "agent://vm.example:7443", good, 50 }, "are for a destination with no agent on its far side"},
 		{"loose mode", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", loose }, "mode 0644 lets others read or change it"},
 		{"short token", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", short }, "a token of 3 characters, want 32 hex digits at least"},
 		{"a device", func(o *PathOptions) { o.DstArg, o.TokenFile = "agent://vm.example:7443", "/dev/zero" }, "not a regular file"},

@@ -66,13 +66,19 @@ type EgressDownload struct {
 	// request's start (lookup, connect and handshake included), as curl's time_total.
 	Seconds      float64 `json:"seconds"`
 	TotalSeconds float64 `json:"totalSeconds"`
-	// BitsPerSecond is Bytes × 8 / Seconds (0 when the body came in one read).
+	// BitsPerSecond is Bytes × 8 / Seconds; 0 for a body under 1 MiB (Note says why). When the
+	// time allowed ended the download, Seconds is that time: a stall in it counts.
 	BitsPerSecond float64 `json:"bitsPerSecond"`
+	// Protocol is the answer's (HTTP/1.1, HTTP/2.0).
+	Protocol string `json:"protocol,omitempty"`
 	// Ended says what ended the reading: "end" (the body's end), "limit" (1 GiB read) or
 	// "duration" (the time --download allowed ran out).
 	Ended string `json:"ended"`
-	// Note says why the rate is not the path's (a body too short).
+	// Note says why there is no rate (a body too short).
 	Note string `json:"note,omitempty"`
+	// Error says why the download failed (a non-2xx answer, no answer, a body cut short): the
+	// other figures of the result stand, the download's are absent.
+	Error string `json:"error,omitempty"`
 }
 
 // TLSHandshake is the TLS handshakes' time and what the server presented in the last one.
