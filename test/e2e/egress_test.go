@@ -29,12 +29,7 @@ const (
 // the first byte on new and on reused connections exactly. The outside host saw the node's
 // address: the node's SNAT.
 func TestPathToAnOutsideHostBesideCurl(t *testing.T) {
-	cs, ns := lab(t)
-	labScript(t, "wan-delay", "2ms")
-	t.Cleanup(func() { labScript(t, "wan-delay", "off") })
-	createPod(t, cs, ns, pod("app", "lab-a1", "netbench.lab/pause:1", nil, nil))
-	app := waitPod(t, cs, ns, "app", 60*time.Second, "running", running)
-	netns := podNetns(t, "lab-a1", app.Status.PodIP)
+	ns, netns := outsideClient(t, "2ms")
 	https, http := "https://"+outsideName+"/ip", "http://"+outsideIP+"/ip"
 	alone(t)
 	// Three rounds, curl between them: each figure is the median of our three p50s, judged
@@ -84,6 +79,18 @@ func TestPathToAnOutsideHostBesideCurl(t *testing.T) {
 	if !slices.Contains(tls.Addresses, outsideIP) {
 		t.Errorf("%s resolved to %v, want %s", outsideName, tls.Addresses, outsideIP)
 	}
+}
+
+// outsideClient sets the WAN delay (one way) for the test and starts the pod "app" on lab-a1,
+// the client of a test of the outside host: its namespace and its network namespace.
+func outsideClient(t *testing.T, wanDelay string) (ns, netns string) {
+	t.Helper()
+	cs, ns := lab(t)
+	labScript(t, "wan-delay", wanDelay)
+	t.Cleanup(func() { labScript(t, "wan-delay", "off") })
+	createPod(t, cs, ns, pod("app", "lab-a1", "netbench.lab/pause:1", nil, nil))
+	app := waitPod(t, cs, ns, "app", 60*time.Second, "running", running)
+	return ns, podNetns(t, "lab-a1", app.Status.PodIP)
 }
 
 // belowCurl is how far below curl's medians a phase may read: 10 %, but the TLS handshake 20 %.

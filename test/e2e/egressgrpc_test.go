@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -25,12 +24,7 @@ const outsideGRPCS = "50443"
 // read less than what it is made of: a reused call one round trip of ping's, a new connection
 // our connect and TLS handshake and two round trips more (HTTP/2's settings, the call).
 func TestPathToAnOutsideGRPCServer(t *testing.T) {
-	cs, ns := lab(t)
-	labScript(t, "wan-delay", "1ms")
-	t.Cleanup(func() { labScript(t, "wan-delay", "off") })
-	createPod(t, cs, ns, pod("app", "lab-a1", "netbench.lab/pause:1", nil, nil))
-	app := waitPod(t, cs, ns, "app", 60*time.Second, "running", running)
-	netns := podNetns(t, "lab-a1", app.Status.PodIP)
+	ns, netns := outsideClient(t, "1ms")
 	dst := "grpcs://" + outsideName + ":" + outsideGRPCS
 	alone(t)
 	pings := []float64{pingMedian(t, netns, outsideIP, 20, "0.05")}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
@@ -14,12 +13,7 @@ import (
 // pod's network namespace, before, between and after: within pingBound of the span of ping's
 // medians.
 func TestPathPingsAnOutsideHost(t *testing.T) {
-	cs, ns := lab(t)
-	labScript(t, "wan-delay", "1ms")
-	t.Cleanup(func() { labScript(t, "wan-delay", "off") })
-	createPod(t, cs, ns, pod("app", "lab-a1", "netbench.lab/pause:1", nil, nil))
-	app := waitPod(t, cs, ns, "app", 60*time.Second, "running", running)
-	netns := podNetns(t, "lab-a1", app.Status.PodIP)
+	ns, netns := outsideClient(t, "1ms")
 	alone(t)
 	pings := []float64{pingMedian(t, netns, outsideIP, 20, "0.05")}
 	results := map[string]*v1alpha1.EgressResult{}
