@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -61,12 +62,35 @@ type Spec struct {
 	Download time.Duration
 }
 
+// icmpTarget is an icmp destination's target: an address host without a zone (the echo would
+// go out unscoped), an IPv4-mapped one as the IPv4 address it is.
+func icmpTarget(raw string, u *url.URL, t target) (target, error) {
+	if err := checkHost(raw, u, t.host); err != nil {
+		return target{}, err
+	}
+	if strings.Contains(t.host, "%") {
+		return target{}, fmt.Errorf("%w: %q: an address with a zone: give a routable one", ErrTarget, shown(raw, u))
+	}
+	if a, err := netip.ParseAddr(t.host); err == nil {
+		t.host = a.Unmap().String()
+	}
+	return t, nil
+}
+
 // checkHost says what is wrong with a destination's host, if anything.
 func checkHost(raw string, u *url.URL, host string) error {
 	if host == "" || strings.ContainsAny(host, " /") {
 		return fmt.Errorf("%w: %q: no host", ErrTarget, shown(raw, u))
 	}
 	return nil
+}
+
+// where is the target's host and port, or its host alone when it has no port (icmp).
+func (t target) where() string {
+	if t.port == "" {
+		return t.host
+	}
+	return net.JoinHostPort(t.host, t.port)
 }
 
 // hostPortOnly are the schemes whose destination is HOST:PORT alone (gRPC has no default port).
@@ -97,10 +121,10 @@ func parse(raw string) (target, error) {
 		return target{}, fmt.Errorf("%w: %q: credentials in a destination would be sent on every request and shown in reports; leave them out", ErrTarget, shown(raw, u))
 	case hostPortOnly[u.Scheme] && (t.port == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
 		return target{}, fmt.Errorf("%w: %q: a %s destination is %s://HOST:PORT", ErrTarget, shown(raw, u), u.Scheme, u.Scheme)
-	case u.Scheme == "icmp" && (t.port != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
+	case u.Scheme == "icmp" && (t.port != "" || u.Path != "" || u.RawQuery != "" || u.Fragment != ""):
 		return target{}, fmt.Errorf("%w: %q: an icmp destination is icmp://HOST, or an address alone", ErrTarget, shown(raw, u))
 	case u.Scheme == "icmp":
-		return t, checkHost(raw, u, t.host)
+		return icmpTarget(raw, u, t)
 	case u.Scheme == "http" || u.Scheme == "https":
 		if t.port == "" {
 			t.port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
@@ -269,13 +293,13 @@ func classify(ctx context.Context, t target, timeout time.Duration, err error) e
 	case errors.As(err, &dnsErr):
 		return fmt.Errorf("%w: looking %s up: %w", ErrUnreachable, t.host, err)
 	case errors.As(err, &host):
-		return fmt.Errorf("%w: the certificate of %s is not for that name: %w", ErrTLS, net.JoinHostPort(t.host, t.port), err)
+		return fmt.Errorf("%w: the certificate of %s is not for that name: %w", ErrTLS, t.where(), err)
 	case errors.As(err, &unknown):
-		return fmt.Errorf("%w: the certificate of %s is signed by an authority the client does not trust: %w", ErrTLS, net.JoinHostPort(t.host, t.port), err)
+		return fmt.Errorf("%w: the certificate of %s is signed by an authority the client does not trust: %w", ErrTLS, t.where(), err)
 	case errors.As(err, &invalid), errors.As(err, &verify), errors.As(err, &alert), errors.As(err, &record):
-		return fmt.Errorf("%w: handshake with %s: %w", ErrTLS, net.JoinHostPort(t.host, t.port), err)
+		return fmt.Errorf("%w: handshake with %s: %w", ErrTLS, t.where(), err)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("%w: %s: no answer within %s", ErrUnreachable, net.JoinHostPort(t.host, t.port), timeout)
+		return fmt.Errorf("%w: %s: no answer within %s", ErrUnreachable, t.where(), timeout)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnreachable, net.JoinHostPort(t.host, t.port), err)
+	return fmt.Errorf("%w: %s: %w", ErrUnreachable, t.where(), err)
 }

@@ -27,16 +27,20 @@ func Bare(raw string) (string, bool) {
 	return "icmp://" + a.Unmap().String(), true
 }
 
+// ErrNotPermitted: this process may not send ICMP echo requests.
+var ErrNotPermitted = errors.New("ICMP echo not permitted here")
+
 // icmp looks the host up Count times, then echoes to the address of the first lookup.
 func (m *meter) icmp(ctx context.Context) error {
+	if _, err := probes.ICMPMethod(); err != nil {
+		return fmt.Errorf("%w: the pod's net.ipv4.ping_group_range does not hold the agent's group, and the agent has no CAP_NET_RAW (it never does in an ephemeral container): allow the group in the pod's sysctls, or measure from a temporary pod (--mode pod) where the cluster allows that: %w", ErrNotPermitted, err)
+	}
 	addr, err := m.lookups(ctx)
 	if err != nil {
 		return err
 	}
 	r, err := probes.ICMPRTT(ctx, probes.RTTSpec{Target: addr, Count: m.spec.Count, Interval: m.spec.Interval, Timeout: m.spec.Timeout})
 	switch {
-	case errors.Is(err, probes.ErrICMPNotPermitted):
-		return fmt.Errorf("%w: ICMP echo to %s is not permitted here (neither the ping group range, net.ipv4.ping_group_range, nor CAP_NET_RAW allows it): %w", ErrUnreachable, m.t.host, err)
 	case err != nil:
 		return classify(ctx, m.t, m.spec.Timeout, err)
 	case r.Received == 0:

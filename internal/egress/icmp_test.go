@@ -25,7 +25,7 @@ func TestBare(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"icmp://h:7", "icmp://h/x", "icmp://h?q=1", "icmp://"} {
+	for _, bad := range []string{"icmp://h:7", "icmp://h/x", "icmp://h/", "icmp://h#f", "icmp://h?q=1", "icmp://", "icmp://[fe80::1%25lo]"} {
 		if err := Check(bad); !errors.Is(err, ErrTarget) {
 			t.Errorf("Check(%q) = %v, want ErrTarget", bad, err)
 		}
@@ -57,8 +57,8 @@ func TestMeasureICMP(t *testing.T) {
 	if n := queries.Load(); n != 6 {
 		t.Errorf("%d queries, want an A and an AAAA per lookup (6)", n)
 	}
-	r = icmpOrSkip(t, Spec{Target: "icmp://127.0.0.1", Count: 2, Interval: time.Millisecond})
-	if r.ICMP == nil || r.ICMP.Received != 2 || r.DNS != nil || r.RemoteAddress != "127.0.0.1" {
+	r = icmpOrSkip(t, Spec{Target: "icmp://[::ffff:127.0.0.1]", Count: 2, Interval: time.Millisecond})
+	if r.ICMP == nil || r.ICMP.Received != 2 || r.DNS != nil || r.RemoteAddress != "127.0.0.1" || r.Host != "127.0.0.1" {
 		t.Errorf("address: result %+v (icmp %+v)", r, r.ICMP)
 	}
 	if _, err := Measure(context.Background(), Spec{Target: "icmp://missing.test.", Count: 1, Resolver: res}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "missing.test. does not resolve") {

@@ -88,6 +88,9 @@ func (r *egressRun) spec() agent.ProbeSpec {
 func (r *egressRun) Plan(ctx context.Context) (err error) {
 	o, rep := r.o, r.rep
 	o.Progress("resolving %s", o.SrcArg)
+	if err := insideCluster(ctx, o.Client, o.DstArg); err != nil {
+		return err
+	}
 	if r.src, err = o.Resolve(ctx, o.SrcArg, o.SrcContainer, o.AllowHostNetwork); err != nil {
 		return fmt.Errorf("SRC: %w", err)
 	}

@@ -106,10 +106,11 @@ without connection reuse, closed-loop request rate, and single- and multi-stream
 
 SRC and DST are a pod name, TYPE/NAME (deploy/, sts/, ds/, rs/, job/, svc/ …) or NAMESPACE/TYPE/NAME.
 DST may also be a destination outside the cluster: tcp://HOST:PORT, http://…, https://…,
-grpc://HOST:PORT, grpcs://HOST:PORT, or icmp://HOST or an address alone (pinged); one agent beside SRC's application then times, through the
+grpc://HOST:PORT or grpcs://HOST:PORT; one agent beside SRC's application then times, through the
 pod's own resolver and network, the DNS lookup, TCP connect, TLS handshake and first byte (gRPC: the
 answer to the standard health check) on new and reused connections, and says whose address the far
-side saw when it echoes it (the pod's, the node's SNAT, or a gateway's).
+side saw when it echoes it (the pod's, the node's SNAT, or a gateway's). icmp://HOST, or an address
+alone, is looked up and pinged (a pod named like an address is pod/NAME).
 DST agent://HOST:PORT is an agent outside the cluster (netbench-agent serve --token-file on a VM or
 laptop): every two-sided probe runs against it, authenticated by the token of --token-file.
 A measuring agent is added to each pod as an ephemeral container (--mode ephemeral, the default),
