@@ -24,7 +24,10 @@ const outsideNetns = "/run/netns/nblab-out"
 // test differed by up to 24 % (11.3 and 14.0 Gbit/s), and in four runs by hand ours was 0-9 %
 // above the span (14.6 against 11.2-13.7). A gross-error bound: a rate off by a factor, or a
 // transfer to somewhere else; the 1.33× of the fault throughput-inflated is not reliably within
-// its reach (TestThroughputThroughASlowLink catches that one).
+// its reach (TestThroughputThroughASlowLink catches that one). Once in a full CI run (on the
+// IPv6-primary lab, right after the IPv4 phase), iperf3 read 10.1 and 11.6 Gbit/s and ours 15.8:
+// a tcp-1 outside the bound is measured a second time, with iperf3 around it, and fails only if
+// it misses again (a factor off misses both times).
 const outsideThroughputBound = 0.30
 
 // An agent outside the cluster (netbench-agent serve --token-file on the lab's outside host):
@@ -65,13 +68,13 @@ func TestPathToAnOutsideAgent(t *testing.T) {
 	if u := got["udp"]; u != nil && (u.RTT == nil || u.RTT.Received < u.RTT.Sent*9/10) {
 		t.Errorf("udp: %+v: the outside agent answered too few", u.RTT)
 	}
-	var tcp float64
-	if p := got["tcp-1"]; p != nil && p.Throughput != nil {
-		tcp = p.Throughput.BitsPerSecondReceived
-	}
-	lo, hi := min(before, after), max(before, after)
+	tcp, lo, hi := tcp1(got), min(before, after), max(before, after)
 	t.Logf("tcp-1 %.0f Mbit/s; iperf3 %.0f and %.0f Mbit/s before and after, between the same network namespaces", tcp/1e6, before/1e6, after/1e6)
-	if tcp < lo*(1-outsideThroughputBound) || tcp > hi*(1+outsideThroughputBound) {
+	if beyondIperf3(tcp, lo, hi) {
+		t.Logf("tcp-1 beyond the reach of iperf3's: measured again, from another outside agent")
+		tcp, lo, hi = tcpToOutsideAgain(t, ns, netns, token)
+	}
+	if beyondIperf3(tcp, lo, hi) {
 		t.Errorf("tcp-1 %.0f Mbit/s: more than %.0f %% outside iperf3's %.0f-%.0f Mbit/s", tcp/1e6, outsideThroughputBound*100, lo/1e6, hi/1e6)
 	}
 
@@ -98,6 +101,36 @@ func TestPathToAnOutsideAgent(t *testing.T) {
 	default:
 	}
 	noAgentPods(t, cs, ns)
+}
+
+// tcp1 is tcp-1's rate among a run's results (0 without one).
+func tcp1(got map[string]*v1alpha1.ProbeResult) float64 {
+	if p := got["tcp-1"]; p != nil && p.Throughput != nil {
+		return p.Throughput.BitsPerSecondReceived
+	}
+	return 0
+}
+
+// beyondIperf3 says whether a rate lies more than outsideThroughputBound outside iperf3's span.
+func beyondIperf3(tcp, lo, hi float64) bool {
+	return tcp < lo*(1-outsideThroughputBound) || tcp > hi*(1+outsideThroughputBound)
+}
+
+// tcpToOutsideAgain measures tcp-1 from the pod to a new outside agent with iperf3 before and
+// after it: its rate and iperf3's span.
+func tcpToOutsideAgain(t *testing.T, ns, netns, token string) (tcp, lo, hi float64) {
+	t.Helper()
+	port, _ := outsideAgent(t, token)
+	before := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
+	r := pathJSON(t, "-n", ns, "app", "agent://"+outsideIP+":"+port, "--token-file", token, "--probes", "tcp", "--duration", "2s")
+	after := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
+	got := map[string]*v1alpha1.ProbeResult{}
+	for _, p := range r.Probes {
+		got[p.Name] = p
+	}
+	tcp = tcp1(got)
+	t.Logf("again: tcp-1 %.0f Mbit/s; iperf3 %.0f and %.0f Mbit/s before and after", tcp/1e6, before/1e6, after/1e6)
+	return tcp, min(before, after), max(before, after)
 }
 
 // outsideProc is an outside agent's process: exited is closed once it has ended, exit then
