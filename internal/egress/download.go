@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -82,11 +81,10 @@ func (m *meter) downloadRequest(ctx context.Context) (*http.Response, *phases, e
 	tr := m.transport(true)
 	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: downloadWindow, MaxReceiveBufferPerConnection: downloadWindow}
 	var ph phases
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, ph.trace()), http.MethodGet, m.t.url.String(), nil)
+	req, err := m.get(ctx, &ph)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrTarget, err)
+		return nil, nil, err
 	}
-	req.Header.Set("User-Agent", "kubectl-netbench")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		tr.CloseIdleConnections()

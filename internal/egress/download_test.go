@@ -150,7 +150,7 @@ func TestDownloadRefusals(t *testing.T) {
 	}{
 		{"tcp://127.0.0.1:1", time.Second, "for an http:// or https:// destination"},
 		{"grpc://127.0.0.1:1", time.Second, "for an http:// or https:// destination"},
-		{"icmp://127.0.0.1", time.Second, "for an http:// or https:// destination"},
+		{"icmp://198.51.100.10", time.Second, "for an http:// or https:// destination"},
 		{"http://127.0.0.1:1/", 61 * time.Second, "want from 1ms to 1m0s"},
 		{"http://127.0.0.1:1/", -time.Second, "want from 1ms to 1m0s"},
 	} {

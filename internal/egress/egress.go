@@ -72,7 +72,11 @@ func icmpTarget(raw string, u *url.URL, t target) (target, error) {
 		return target{}, fmt.Errorf("%w: %q: an address with a zone: give a routable one", ErrTarget, shown(raw, u))
 	}
 	if a, err := netip.ParseAddr(t.host); err == nil {
-		t.host = a.Unmap().String()
+		a = a.Unmap()
+		if a.IsLoopback() || a.IsUnspecified() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+			return target{}, fmt.Errorf("%w: %q: a loopback, unspecified, multicast or link-local address is no host outside the cluster", ErrTarget, shown(raw, u))
+		}
+		t.host = a.String()
 	}
 	return t, nil
 }

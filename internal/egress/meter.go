@@ -122,11 +122,10 @@ func (m *meter) request(ctx context.Context, rt http.RoundTripper, kind sample) 
 	sctx, cancel := context.WithTimeout(ctx, m.spec.Timeout)
 	defer cancel()
 	var ph phases
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(sctx, ph.trace()), http.MethodGet, m.t.url.String(), nil)
+	req, err := m.get(sctx, &ph)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrTarget, err)
+		return err
 	}
-	req.Header.Set("User-Agent", "kubectl-netbench")
 	start := time.Now()
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
@@ -153,6 +152,16 @@ func (m *meter) request(ctx context.Context, rt http.RoundTripper, kind sample) 
 		m.seen = seenAddress(head.whole())
 	}
 	return nil
+}
+
+// get is a GET of the destination whose moments ph records.
+func (m *meter) get(ctx context.Context, ph *phases) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, ph.trace()), http.MethodGet, m.t.url.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	req.Header.Set("User-Agent", "kubectl-netbench")
+	return req, nil
 }
 
 // record keeps a new connection's phases.
