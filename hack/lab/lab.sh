@@ -71,6 +71,12 @@ ROUTER_WAN_IP6=2001:db8:5100::1
 OUTSIDE_IP=198.51.100.10
 OUTSIDE_IP6=2001:db8:5100::10
 OUTSIDE_NAME=outside.lab
+# LoadBalancer addresses (hack/lab/lb, run by lib/outside.sh): the router forwards each to the
+# nodes a cloud load balancer would; this machine and the outside host reach them through it.
+# Within the lab's own 10.77.0.0/16: the documentation prefixes 192.0.2.0/24 and
+# 203.0.113.0/24 may be this machine's own network or its package proxy's.
+LB_POOL=10.77.64.0/24
+LB_POOL6=2001:db8:5300::/112
 # Where the nodes' containerd finds the lab's private registry (plain HTTP; the e2e tests serve
 # one there with basic auth, for --image-pull-secret).
 REGISTRY=$HOST_IP:5000

@@ -86,9 +86,11 @@ go_build_progress() {
 build_images() {
   log "building images"
   "$LAB/images.sh" "$CACHE/images" >&2
-  # The lab's own programs that run outside the cluster: the delay line, the outside host.
+  # The lab's own programs that run outside the cluster: the delay line, the outside host, the
+  # load balancer.
   build_program delay ./hack/lab/delay
   build_program outside ./test/apps/outside
+  build_program lb ./hack/lab/lb
 }
 
 build_program() { (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$BIN/$1" "$2"); }

@@ -30,6 +30,7 @@ setup_outside() {
   fi
   start outside "$OUT_NS" "$BIN/outside" -cert "$STATE/pki/outside.crt" -key "$STATE/pki/outside.key"
   wait_for 10 "the outside host's servers" nsenter --net="/run/netns/$OUT_NS" curl -sf "http://$OUTSIDE_IP/"
+  start_lb
   if [ "$(wan_delay_state)" = off ] || ! running wan-delay; then apply_wan_delay; fi
 }
 
@@ -45,8 +46,16 @@ setup_router() {
   ip -n "$RT_NS" addr replace "$ROUTER_WAN_IP/${WAN_CIDR#*/}" dev wan0
   ip netns exec "$RT_NS" sysctl -qw net.ipv4.ip_forward=1
   ip -n "$RT_NS" route replace unreachable default
+  # The load balancer's addresses: connections spread over the nodes by addresses and ports,
+  # and no redirect tells this machine (on the same bridge) to skip the router.
+  ip netns exec "$RT_NS" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
+  ip netns exec "$RT_NS" sysctl -qw net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.default.send_redirects=0
+  ip netns exec "$RT_NS" sysctl -qw net.ipv4.conf.eth0.send_redirects=0 2>/dev/null || true
   if has_ipv6; then
     ip netns exec "$RT_NS" sysctl -qw net.ipv6.conf.all.forwarding=1
+    ip netns exec "$RT_NS" sysctl -qw net.ipv6.fib_multipath_hash_policy=1
+    ip netns exec "$RT_NS" ip6tables -C OUTPUT -p icmpv6 --icmpv6-type redirect -j DROP 2>/dev/null ||
+      ip netns exec "$RT_NS" ip6tables -A OUTPUT -p icmpv6 --icmpv6-type redirect -j DROP
     ip -n "$RT_NS" addr replace "$ROUTER_IP6/64" dev eth0 nodad
     ip -n "$RT_NS" addr replace "$ROUTER_WAN_IP6/${WAN_CIDR6#*/}" dev wan0 nodad
     ip -n "$RT_NS" -6 route replace unreachable default
@@ -72,7 +81,22 @@ setup_outside_host() {
 # from nblab-out (ip netns exec) is a client outside the cluster, entering by NodePorts.
 setup_host_route() {
   ip route replace "$WAN_CIDR" via "$ROUTER_IP" dev "$BRIDGE"
-  if has_ipv6; then ip -6 route replace "$WAN_CIDR6" via "$ROUTER_IP6" dev "$BRIDGE"; fi
+  ip route replace "$LB_POOL" via "$ROUTER_IP" dev "$BRIDGE"
+  if has_ipv6; then
+    ip -6 route replace "$WAN_CIDR6" via "$ROUTER_IP6" dev "$BRIDGE"
+    ip -6 route replace "$LB_POOL6" via "$ROUTER_IP6" dev "$BRIDGE"
+  fi
+}
+
+# start_lb: the lab's LoadBalancer controller (hack/lab/lb) on this machine, setting the
+# router's routes of the addresses it gives; it waits for the API server itself.
+start_lb() {
+  if running lb && [[ "$(readlink "/proc/$(cat "$(pidfile lb)")/exe")" == *" (deleted)" ]]; then
+    stop lb
+  fi
+  local pool6=()
+  if has_ipv6; then pool6=(-pool6 "$LB_POOL6"); fi
+  start lb - "$BIN/lb" -kubeconfig "$KUBECONFIG_PATH" -netns "$RT_NS" -pool4 "$LB_POOL" "${pool6[@]}"
 }
 
 # setup_node_egress NETNS POD-CIDR: the node routes the outside's prefix through the router,
@@ -147,6 +171,7 @@ cmd_outside() {
   [ "$(id -u)" = 0 ] || die "run as root"
   ip link show "$BRIDGE" >/dev/null 2>&1 || die "the lab is not up (no bridge $BRIDGE)"
   build_program outside ./test/apps/outside
+  build_program lb ./hack/lab/lb
   setup_outside
   refresh_upstream_dns
   log "outside host $OUTSIDE_NAME: $(by_family "$OUTSIDE_IP" "$OUTSIDE_IP6") (HTTPS :443, HTTP :80, echo :7, gRPC :50051, gRPC over TLS :50443; CA $STATE/pki/ca.crt), router $(by_family "$ROUTER_IP" "$ROUTER_IP6"), WAN delay $(wan_delay_state)"
