@@ -86,6 +86,10 @@ const (
 	// EntryExtraHopWithoutBaseline gives a way in's extra hop as the whole connect time of the
 	// connections answered on another node, the baseline not taken off (TestNodePortWayIn).
 	EntryExtraHopWithoutBaseline Name = "entry-extra-hop-without-baseline"
+	// EntryNodeFromAnswerer takes the node that answered a connection through a load balancer
+	// for the node it entered by, its SNAT source not read: no extra hop seen
+	// (TestLoadBalancerWayIn).
+	EntryNodeFromAnswerer Name = "entry-node-from-answerer"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -11,7 +12,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// WriteEntry writes `ladder --via nodeport`'s report: text, json, yaml or junit.
+// WriteEntry writes `ladder --via nodeport|loadbalancer`'s report: text, json, yaml or junit.
 func WriteEntry(w io.Writer, format string, r *report.EntryReport) error {
 	switch format {
 	case "":
@@ -27,37 +28,75 @@ func WriteEntry(w io.Writer, format string, r *report.EntryReport) error {
 	fmt.Fprintf(w, "kubectl netbench ladder --via %s: into Service %s/%s from %s\n", r.Via, r.Service.Namespace, r.Service.Name, client)
 	fmt.Fprintf(w, "temporary copies:")
 	for _, c := range r.Copies {
+		if c.LoadBalancer != "" {
+			fmt.Fprintf(w, " %s (externalTrafficPolicy %s, load balancer %s)", c.Name, c.ExternalTrafficPolicy, c.LoadBalancer)
+			continue
+		}
 		fmt.Fprintf(w, " %s (externalTrafficPolicy %s, node port %d)", c.Name, c.ExternalTrafficPolicy, c.NodePort)
 	}
 	fmt.Fprintf(w, "\nendpoints with an agent: %d of %d ready   IP family: %s   rounds: %d (pooled)\n\n", r.Service.MeasuredEndpoints, r.Service.ReadyEndpoints, r.IPFamily, r.Rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICY\tENTRY NODE\tZONE\tLOCAL EPS\tANSWERED\tCONNECT p50\tp99\tANSWER p50\tp99\tON ANOTHER NODE\tEXTRA HOP\tSOURCE THE POD SAW")
 	for _, g := range r.Rungs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Policy, g.Node, orDash(g.Zone), g.LocalEndpoints, entryAnswered(g),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Policy, entryNode(g), orDash(g.Zone), entryLocal(g), entryAnswered(g),
 			entryP(g.Connect, 50), entryP(g.Connect, 99), entryP(g.Answer, 50), entryP(g.Answer, 99), entryOtherNode(g), entryExtraHop(g), entrySources(g))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nCONNECT: the TCP handshake through the node port; ANSWER: connect call to the answer's first byte on that new connection.")
+	way := "the node port"
+	if r.Via == "loadbalancer" {
+		way = "the load balancer; ENTRY NODE: where it sent them, read from the source the pod saw"
+	}
+	fmt.Fprintf(w, "\nCONNECT: the TCP handshake through %s; ANSWER: connect call to the answer's first byte on that new connection.\n", way)
 	fmt.Fprintln(w, "EXTRA HOP: connect p50 of the connections answered on another node, less a baseline answered on the entry node (JSON: extraHopBaseline).")
 	fmt.Fprintln(w, "Exact percentiles over every answered connection of every round (nanosecond clock); a p99 of fewer than 100 is the largest.")
 	for _, g := range r.Rungs {
 		if g.Stopped != "" {
-			fmt.Fprintf(w, "%s via %s: stopped: %s\n", g.Policy, g.Node, g.Stopped)
+			fmt.Fprintf(w, "%s via %s: stopped: %s\n", g.Policy, entryWay(g.Node), g.Stopped)
 		}
 		if g.ExtraHopMicros != nil && !strings.HasPrefix(g.ExtraHopBaseline, "the connections this rung") {
-			fmt.Fprintf(w, "%s via %s: extra hop against %s\n", g.Policy, g.Node, g.ExtraHopBaseline)
+			fmt.Fprintf(w, "%s via %s: extra hop against %s\n", g.Policy, entryWay(g.Node), g.ExtraHopBaseline)
 		}
 	}
 	for _, d := range r.Differences {
-		fmt.Fprintf(w, "entering %s: Local − Cluster: connect p50 %s, answer p50 %s\n", d.Node, signedMicros(d.ConnectDiffMicros), signedMicros(d.AnswerDiffMicros))
+		fmt.Fprintf(w, "entering by %s: Local − Cluster: connect p50 %s, answer p50 %s\n", entryWay(d.Node), signedMicros(d.ConnectDiffMicros), signedMicros(d.AnswerDiffMicros))
 	}
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	writeChecks(w, r.Checks)
 	return nil
+}
+
+// entryWay names a way in: a node, or (no node) the load balancer.
+func entryWay(node string) string {
+	if node == "" {
+		return "the load balancer"
+	}
+	return node
+}
+
+// entryNode is the ENTRY NODE column: the node, or through a load balancer the nodes it sent
+// the connections to.
+func entryNode(g report.EntryRung) string {
+	if g.Node != "" {
+		return g.Node
+	}
+	var ns []string
+	for n, c := range g.EntryNodes {
+		ns = append(ns, fmt.Sprintf("%s ×%d", n, c))
+	}
+	sort.Strings(ns)
+	return "load balancer: " + cmp.Or(strings.Join(ns, ", "), "—")
+}
+
+// entryLocal is the LOCAL EPS column (a load balancer's has no one node: "—").
+func entryLocal(g report.EntryRung) string {
+	if g.Node == "" {
+		return "—"
+	}
+	return fmt.Sprint(g.LocalEndpoints)
 }
 
 func entryAnswered(g report.EntryRung) string {
@@ -100,7 +139,7 @@ func entryExtraHop(g report.EntryRung) string {
 
 func entrySources(g report.EntryRung) string {
 	if g.Answered == 0 {
-		if g.LocalEndpoints == 0 && g.Policy == report.PolicyLocal {
+		if g.Node != "" && g.LocalEndpoints == 0 && g.Policy == report.PolicyLocal {
 			return "none: no endpoint on this node, and Local does not forward"
 		}
 		return "none"

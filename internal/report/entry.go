@@ -91,13 +91,24 @@ func addSource(r *EntryRung, c probes.EntryConn, nodeOf NodeAddrs) {
 	r.Sources = append(r.Sources, s)
 }
 
-// SummarizeEntry fills a rung's latencies from every round's answered connections.
-func SummarizeEntry(r *EntryRung, rounds []*probes.EntryResult) {
+// SummarizeEntry fills a rung's latencies from every round's answered connections; through a
+// load balancer (no Node), each connection's entry node is read from its source (entryNodeOf).
+func SummarizeEntry(r *EntryRung, rounds []*probes.EntryResult, nodeOf NodeAddrs) {
 	var connect, answer, same, other []time.Duration
 	for _, res := range rounds {
 		for _, c := range res.Answered {
 			connect, answer = append(connect, c.Connect), append(answer, c.Answer)
-			if c.Node == r.Node {
+			entry := r.Node
+			if entry == "" {
+				if entry = entryNodeOf(c, nodeOf); entry == "" {
+					continue
+				}
+				if r.EntryNodes == nil {
+					r.EntryNodes = map[string]int{}
+				}
+				r.EntryNodes[entry]++
+			}
+			if c.Node == entry {
 				same = append(same, c.Connect)
 			} else {
 				other = append(other, c.Connect)
@@ -106,13 +117,29 @@ func SummarizeEntry(r *EntryRung, rounds []*probes.EntryResult) {
 	}
 	r.Connect, r.Answer = latencyOf(connect), latencyOf(answer)
 	r.ConnectSameNode, r.ConnectOtherNode = latencyOf(same), latencyOf(other)
-	if r.Answered > 0 {
-		p := Round1(100 * float64(len(other)) / float64(r.Answered))
+	if n := len(same) + len(other); n > 0 {
+		p := Round1(100 * float64(len(other)) / float64(n))
 		r.OtherNodePercent = &p
 	}
 	slices.SortFunc(r.Sources, func(a, b EntrySource) int {
 		return cmp.Or(b.Connections-a.Connections, strings.Compare(a.Address, b.Address))
 	})
+}
+
+// entryNodeOf is the node a load balancer sent c to: the node whose address c's endpoint saw
+// (its SNAT), else, when the source was kept or is the endpoint's own node's pod-network
+// address, the endpoint's node ("" when the source names no node: a NAT or proxy on the way).
+func entryNodeOf(c probes.EntryConn, nodeOf NodeAddrs) string {
+	if fault.On(fault.EntryNodeFromAnswerer) {
+		return c.Node
+	}
+	if n := nodeOf.Of(c.Peer); n != "" {
+		return n
+	}
+	if c.Peer == c.Local || c.PeerIsGateway {
+		return c.Node
+	}
+	return ""
 }
 
 func latencyOf(ds []time.Duration) *v1alpha1.Latency {
@@ -203,6 +230,9 @@ func (r *EntryReport) Answered() error {
 			return nil
 		}
 	}
+	if r.Via == "loadbalancer" {
+		return fmt.Errorf("%w: no load balancer address answered from %s (%d ways in tried): are the load balancers reachable from here (an internal scheme, loadBalancerSourceRanges, a firewall)?", ErrNothingAnswered, strings.Join(r.Client, ", "), len(r.Rungs))
+	}
 	return fmt.Errorf("%w: no node port answered from %s (%d ways in tried): is the node-port range (30000-32767 by default) reachable from here?", ErrNothingAnswered, strings.Join(r.Client, ", "), len(r.Rungs))
 }
 
@@ -217,7 +247,8 @@ var entryFigures = []struct{ name, unit string }{
 
 // FigureValues lists the entry's figures for --fail-if: per policy and entry node
 // (nodeport.cluster.NODE.connect.p50, …), and per policy the worst node's
-// (nodeport.local.connect.p50: the highest, or for answered-percent the lowest).
+// (nodeport.local.connect.p50: the highest, or for answered-percent the lowest); through a
+// load balancer, per policy only (loadbalancer.local.connect.p50).
 func (r *EntryReport) FigureValues() []FigureValue {
 	var out []FigureValue
 	worst := map[string]FigureValue{}
@@ -225,15 +256,17 @@ func (r *EntryReport) FigureValues() []FigureValue {
 	for _, g := range r.Rungs {
 		for _, f := range rungFigures(g) {
 			name := f.Name
-			f.Name = "nodeport." + strings.ToLower(g.Policy) + "." + RungKey(g.Node) + "." + name
-			out = append(out, f)
-			k := "nodeport." + strings.ToLower(g.Policy) + "." + name
+			if g.Node != "" {
+				f.Name = r.Via + "." + strings.ToLower(g.Policy) + "." + RungKey(g.Node) + "." + name
+				out = append(out, f)
+			}
+			k := r.Via + "." + strings.ToLower(g.Policy) + "." + name
 			w, seen := worst[k]
 			if !seen {
 				keys = append(keys, k)
 			}
 			if !seen || (name == "answered-percent") == (f.Value < w.Value) && f.Value != w.Value {
-				f.Name, f.Alias = k, true
+				f.Name, f.Alias = k, g.Node != ""
 				worst[k] = f
 			}
 		}
@@ -252,8 +285,10 @@ func rungFigures(g EntryRung) []FigureValue {
 	}
 	if g.Connect != nil {
 		out = append(out, FigureValue{Name: "connect.p50", Unit: UnitMicros, Value: g.Connect.P50Micros}, FigureValue{Name: "connect.p99", Unit: UnitMicros, Value: g.Connect.P99Micros},
-			FigureValue{Name: "answer.p50", Unit: UnitMicros, Value: g.Answer.P50Micros}, FigureValue{Name: "answer.p99", Unit: UnitMicros, Value: g.Answer.P99Micros},
-			FigureValue{Name: "other-node-percent", Unit: UnitPercent, Value: *g.OtherNodePercent})
+			FigureValue{Name: "answer.p50", Unit: UnitMicros, Value: g.Answer.P50Micros}, FigureValue{Name: "answer.p99", Unit: UnitMicros, Value: g.Answer.P99Micros})
+	}
+	if g.OtherNodePercent != nil {
+		out = append(out, FigureValue{Name: "other-node-percent", Unit: UnitPercent, Value: *g.OtherNodePercent})
 	}
 	if g.ExtraHopMicros != nil {
 		out = append(out, FigureValue{Name: "extra-hop", Unit: UnitMicros, Value: *g.ExtraHopMicros})
@@ -261,14 +296,15 @@ func rungFigures(g EntryRung) []FigureValue {
 	return out
 }
 
-// EntryPlannedFigures names the figures an entry over nodes will report.
-func EntryPlannedFigures(nodes []string) map[string]string {
+// EntryPlannedFigures names the figures a way in (via: nodeport or loadbalancer) over nodes
+// (none through a load balancer) will report.
+func EntryPlannedFigures(via string, nodes []string) map[string]string {
 	out := map[string]string{}
 	for _, pol := range []string{PolicyCluster, PolicyLocal} {
 		for _, f := range entryFigures {
-			out["nodeport."+strings.ToLower(pol)+"."+f.name] = f.unit
+			out[via+"."+strings.ToLower(pol)+"."+f.name] = f.unit
 			for _, n := range nodes {
-				out["nodeport."+strings.ToLower(pol)+"."+RungKey(n)+"."+f.name] = f.unit
+				out[via+"."+strings.ToLower(pol)+"."+RungKey(n)+"."+f.name] = f.unit
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestEntrySources(t *testing.T) {
 		entryConn("b1", "198.51.100.10", false, time.Millisecond)}}
 	g := EntryRung{Policy: PolicyCluster, Node: "a1"}
 	AddEntry(&g, res, nodes)
-	SummarizeEntry(&g, []*probes.EntryResult{res})
+	SummarizeEntry(&g, []*probes.EntryResult{res}, nil)
 	want := []EntrySource{{Address: "10.244.3.1", Connections: 1, Is: SourceNode, Node: "b1", PodRange: true}, {Address: "10.244.3.7", Connections: 1, Is: SourceOther},
 		{Address: "10.77.0.11", Connections: 1, Is: SourceNode, Node: "a1"}, {Address: "198.51.100.10", Connections: 1, Is: SourceClient},
 		{Address: "::ffff:10.77.0.11", Connections: 1, Is: SourceNode, Node: "a1"}}
@@ -45,11 +46,11 @@ func TestEntryExtraHop(t *testing.T) {
 		}
 		g := EntryRung{Policy: policy, Node: node}
 		AddEntry(&g, res, NodeAddrs{})
-		SummarizeEntry(&g, []*probes.EntryResult{res})
+		SummarizeEntry(&g, []*probes.EntryResult{res}, nil)
 		return g
 	}
 	ms := time.Millisecond
-	r := &EntryReport{Rungs: []EntryRung{
+	r := &EntryReport{Via: "nodeport", Rungs: []EntryRung{
 		rung(PolicyCluster, "a1", entryConn("b1", "x", false, 5*ms)), // nothing local: another node's baseline
 		rung(PolicyLocal, "a1"), // dropped
 		rung(PolicyCluster, "a2", entryConn("a2", "x", false, 2*ms), entryConn("b1", "x", false, 6*ms)), // its own
@@ -88,7 +89,7 @@ func TestEntryExtraHop(t *testing.T) {
 			t.Errorf("figure %s = %v (%v), want %v", name, got, ok, v)
 		}
 	}
-	planned := EntryPlannedFigures([]string{"a1", "a2", "b1", "b2"})
+	planned := EntryPlannedFigures("nodeport", []string{"a1", "a2", "b1", "b2"})
 	for name := range figs {
 		if _, ok := planned[name]; !ok {
 			t.Errorf("figure %s is not among the planned ones", name)
@@ -96,5 +97,40 @@ func TestEntryExtraHop(t *testing.T) {
 	}
 	if r.Answered() != nil {
 		t.Error("a report with answers said none answered")
+	}
+}
+
+// Through a load balancer a rung has no entry node: each connection's is read from its source
+// (a node's SNAT names it; a source kept or the endpoint's own gateway names the endpoint's
+// node; another address names none and is left out of the split), and the figures are per
+// policy only, as planned.
+func TestEntryThroughALoadBalancer(t *testing.T) {
+	nodes := NodeAddrs{netip.MustParseAddr("10.77.0.11"): "a1", netip.MustParseAddr("10.77.0.13"): "b1"}
+	res := &probes.EntryResult{Connections: 5, Answered: []probes.EntryConn{
+		entryConn("b1", "10.77.0.11", false, 5*time.Millisecond), entryConn("b1", "10.77.0.13", false, time.Millisecond),
+		entryConn("a1", "10.244.1.1", true, time.Millisecond), entryConn("a1", "198.51.100.10", false, time.Millisecond),
+		entryConn("a1", "192.0.2.9", false, 9*time.Millisecond)}}
+	r := &EntryReport{Via: "loadbalancer", Rungs: []EntryRung{{Policy: PolicyCluster}}}
+	g := &r.Rungs[0]
+	AddEntry(g, res, nodes)
+	SummarizeEntry(g, []*probes.EntryResult{res}, nodes)
+	r.Summarize()
+	if d := cmp.Diff(map[string]int{"a1": 3, "b1": 1}, g.EntryNodes); d != "" {
+		t.Errorf("entry nodes (-want +got):\n%s", d)
+	}
+	if g.OtherNodePercent == nil || *g.OtherNodePercent != 25 || g.ConnectOtherNode.Count != 1 || g.Connect.Count != 5 {
+		t.Errorf("split: other %v, other-node connects %+v, all %+v: want 25 %% of the 4 placed, all 5 in Connect", g.OtherNodePercent, g.ConnectOtherNode, g.Connect)
+	}
+	if g.ExtraHopMicros == nil || *g.ExtraHopMicros != 4000 {
+		t.Errorf("extra hop %v: want 4 ms over the rung's own connections answered where they entered", g.ExtraHopMicros)
+	}
+	planned := EntryPlannedFigures("loadbalancer", nil)
+	for _, f := range r.FigureValues() {
+		if _, ok := planned[f.Name]; !ok || f.Alias || !strings.HasPrefix(f.Name, "loadbalancer.cluster.") {
+			t.Errorf("figure %s (alias %v): want loadbalancer.cluster.*, planned, no alias", f.Name, f.Alias)
+		}
+	}
+	if err := (&EntryReport{Via: "loadbalancer", Rungs: []EntryRung{{}}}).Answered(); err == nil || !strings.Contains(err.Error(), "no load balancer address answered") {
+		t.Errorf("nothing answered: %v", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
@@ -27,8 +26,12 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
-// ViaNodePort is --via nodeport: the way in from this machine through each node's NodePort.
-const ViaNodePort = "nodeport"
+// The ways in --via takes besides "pod": from this machine through each node's NodePort, or
+// through the Service's load balancer address.
+const (
+	ViaNodePort     = "nodeport"
+	ViaLoadBalancer = "loadbalancer"
+)
 
 // entryPolicies are the externalTrafficPolicy values each entry node is measured with, in order.
 var entryPolicies = []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal}
@@ -42,14 +45,16 @@ const (
 	entryOvershoot = time.Second
 )
 
-// entryNode is a node to enter by: its address of the family measured.
+// entryNode is a node to enter by: its address of the family measured (--via loadbalancer has
+// one, with no name: the load balancer, whose address is each copy's).
 type entryNode struct {
 	name, zone, addr string
 }
 
-// entryRun is one run of `ladder svc/NAME --via nodeport`: agents in the Service's endpoints,
-// a temporary NodePort copy of the Service per externalTrafficPolicy, and this process entering
-// through every node's address with each, round after round.
+// entryRun is one run of `ladder svc/NAME --via nodeport|loadbalancer`: agents in the
+// Service's endpoints, a temporary NodePort (or LoadBalancer) copy of the Service per
+// externalTrafficPolicy, and this process entering through every node's address (or the copy's
+// load balancer address) with each, round after round.
 type entryRun struct {
 	o      *LadderOptions
 	rep    *report.EntryReport
@@ -60,19 +65,21 @@ type entryRun struct {
 	nodeOf report.NodeAddrs // every node's addresses
 	sess   *session.Session
 	copies []*corev1.Service // by entryPolicies
+	lbAddr []string          // each copy's load balancer address (--via loadbalancer)
 	// rounds holds each rung's results, at rungIndex.
 	rounds  [][]*probes.EntryResult
 	perRung time.Duration
 	life    time.Duration
 }
 
-// entryFlags are the ladder's own flags that --via nodeport uses; it refuses the others.
+// entryFlags are the ladder's own flags that --via nodeport and loadbalancer use; they refuse the
+// others.
 var entryFlags = map[string]bool{"via": true, "connections-per-rung": true, "max-endpoints": true, "nodes": true, "zones": true,
 	"repeat": true, "ip-family": true, "mode": true, "output": true, "dry-run": true, "start-timeout": true, "image": true,
 	"image-pull-secret": true, "agent-resources": true, "fail-if": true, "help": true}
 
-// noteViaFlags remembers the first of the command's own flags set that --via nodeport does not
-// use, for validateVia to refuse.
+// noteViaFlags remembers the first of the command's own flags set that --via nodeport or
+// loadbalancer does not use, for validateVia to refuse.
 func (o *LadderOptions) noteViaFlags(f *pflag.FlagSet) {
 	f.VisitAll(func(fl *pflag.Flag) { // in cobra's LocalFlags() set, Visit sees none set
 		if fl.Changed && !entryFlags[fl.Name] && o.viaIgnored == "" {
@@ -81,35 +88,44 @@ func (o *LadderOptions) noteViaFlags(f *pflag.FlagSet) {
 	})
 }
 
+// entering says whether --via enters from this machine (nodeport or loadbalancer).
+func (o *LadderOptions) entering() bool {
+	return o.Via == ViaNodePort || o.Via == ViaLoadBalancer
+}
+
 // validateVia checks --via and what it allows.
 func (o *LadderOptions) validateVia() error {
 	switch {
 	case o.Via == "pod" || o.Via == "":
 		return nil
-	case o.Via != ViaNodePort:
-		return fmt.Errorf("--via %q: want pod or nodeport", o.Via)
+	case o.Via != ViaNodePort && o.Via != ViaLoadBalancer:
+		return fmt.Errorf("--via %q: want pod, nodeport or loadbalancer", o.Via)
 	case o.viaIgnored != "":
-		return fmt.Errorf("--%s: not with --via nodeport, whose client is this machine entering by node ports (it takes --connections-per-rung, --max-endpoints, --nodes, --zones, --repeat, --ip-family)", o.viaIgnored)
+		return fmt.Errorf("--%s: not with --via %s, whose client is this machine entering from outside (it takes --connections-per-rung, --max-endpoints, --nodes, --zones, --repeat, --ip-family)", o.viaIgnored, o.Via)
 	case o.Service != "":
-		return fmt.Errorf("--service: not with --via nodeport, whose DST is the Service (svc/NAME)")
+		return fmt.Errorf("--service: not with --via %s, whose DST is the Service (svc/NAME)", o.Via)
 	case o.HostBaseline:
-		return fmt.Errorf("--host-baseline: not with --via nodeport (its client is this machine, not a node)")
+		return fmt.Errorf("--host-baseline: not with --via %s (its client is this machine, not a node)", o.Via)
 	case o.IPFamily == "both":
-		return fmt.Errorf("--ip-family both: --via nodeport enters by one family at a time (4 or 6; run it once for each)")
+		return fmt.Errorf("--ip-family both: --via %s enters by one family at a time (4 or 6; run it once for each)", o.Via)
 	case o.Mode == session.ModePod:
-		return fmt.Errorf("--mode pod: --via nodeport needs agents in the Service's own pods (ephemeral containers: --mode ephemeral or auto)")
+		return fmt.Errorf("--mode pod: --via %s needs agents in the Service's own pods (ephemeral containers: --mode ephemeral or auto)", o.Via)
 	case o.Output == "html" || o.Output == render.FormatOpenMetrics:
-		return fmt.Errorf("-o %s: not with --via nodeport (text, json, yaml or junit)", o.Output)
+		return fmt.Errorf("-o %s: not with --via %s (text, json, yaml or junit)", o.Output, o.Via)
+	case o.Via == ViaLoadBalancer && o.NodeSelector != "":
+		return fmt.Errorf("--nodes: not with --via loadbalancer, whose load balancer chooses the nodes")
+	case o.Via == ViaLoadBalancer && len(o.Zones) > 0:
+		return fmt.Errorf("--zones: not with --via loadbalancer, whose load balancer chooses the nodes")
 	}
 	if _, name := o.serviceName(); name == "" {
-		return fmt.Errorf("--via nodeport: DST %q must be a Service (svc/NAME or NAMESPACE/svc/NAME)", o.DstArg)
+		return fmt.Errorf("--via %s: DST %q must be a Service (svc/NAME or NAMESPACE/svc/NAME)", o.Via, o.DstArg)
 	}
 	return nil
 }
 
 func (o *LadderOptions) runEntry(ctx context.Context, start time.Time) error {
 	r := &entryRun{o: o, rep: &report.EntryReport{APIVersion: report.APIVersion, Kind: v1alpha1.KindEntry, ToolVersion: version.Version,
-		StartTime: start.UTC(), Via: ViaNodePort, Rounds: o.Rounds}}
+		StartTime: start.UTC(), Via: o.Via, Rounds: o.Rounds}}
 	r.timer = cmdutil.NewPhaseTimer(&r.rep.Timing, start)
 	return o.Execute(ctx, start, r)
 }
@@ -126,15 +142,15 @@ func (r *entryRun) Plan(ctx context.Context) (err error) {
 		return err
 	}
 	if len(r.sr.svc.Spec.Selector) == 0 {
-		return fmt.Errorf("--via nodeport: Service %s/%s has no selector: a temporary copy would have no endpoints", ns, name)
+		return fmt.Errorf("--via %s: Service %s/%s has no selector: a temporary copy would have no endpoints", o.Via, ns, name)
 	}
 	switch n := len(r.sr.ready); {
 	case n == 0:
-		return fmt.Errorf("--via nodeport: Service %s/%s has no ready endpoints", ns, name)
+		return fmt.Errorf("--via %s: Service %s/%s has no ready endpoints", o.Via, ns, name)
 	case n > o.MaxEndpoints:
 		// An endpoint without an agent refuses its connections, and a node whose only
 		// endpoints have none would read as one that drops the way in.
-		return fmt.Errorf("--max-endpoints %d: --via nodeport needs an agent in every ready endpoint of Service %s/%s (%d)", o.MaxEndpoints, ns, name, n)
+		return fmt.Errorf("--max-endpoints %d: --via %s needs an agent in every ready endpoint of Service %s/%s (%d)", o.MaxEndpoints, o.Via, ns, name, n)
 	}
 	r.rep.Service = r.sr.info
 	r.family = entryFamily(o.IPFamily, r.sr.svc)
@@ -160,11 +176,12 @@ func entryFamily(flag string, svc *corev1.Service) string {
 }
 
 // planNodes lists the nodes to enter by (ready, kept by --nodes and --zones, with an address
-// of the family: an ExternalIP before an InternalIP) and every node's addresses.
+// of the family: an ExternalIP before an InternalIP; --via loadbalancer: the load balancer)
+// and every node's addresses.
 func (r *entryRun) planNodes(ctx context.Context) error {
 	list, err := r.o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing nodes to enter by (--via nodeport needs list on nodes, cluster-wide): %w", access.ForbiddenOr(err))
+		return fmt.Errorf("listing nodes to enter by (--via %s needs list on nodes, cluster-wide): %w", r.o.Via, access.ForbiddenOr(err))
 	}
 	r.nodeOf = report.NodeAddrs{}
 	for i := range list.Items {
@@ -173,6 +190,9 @@ func (r *entryRun) planNodes(ctx context.Context) error {
 			if ip, err := netip.ParseAddr(a.Address); err == nil {
 				r.nodeOf[ip.Unmap()] = n.Name
 			}
+		}
+		if r.o.Via == ViaLoadBalancer {
+			continue
 		}
 		p := placement.NodeFrom(n)
 		why := r.o.filter.Excludes(p)
@@ -190,6 +210,9 @@ func (r *entryRun) planNodes(ctx context.Context) error {
 			continue
 		}
 		r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("node %s left out: %s", n.Name, why))
+	}
+	if r.o.Via == ViaLoadBalancer {
+		r.nodes = []entryNode{{}}
 	}
 	if len(r.nodes) == 0 {
 		return fmt.Errorf("--via nodeport: no node to enter by (%d nodes, none ready and kept by --nodes and --zones with an IPv%s address)", len(list.Items), r.family)
@@ -213,9 +236,11 @@ func nodeAddress(n *corev1.Node, family string) string {
 func (r *entryRun) PlannedFigures() map[string]string {
 	var names []string
 	for _, n := range r.nodes {
-		names = append(names, n.name)
+		if n.name != "" {
+			names = append(names, n.name)
+		}
 	}
-	return report.EntryPlannedFigures(names)
+	return report.EntryPlannedFigures(r.o.Via, names)
 }
 
 // Open checks the permissions the endpoint agents and the copies need and opens the session.
@@ -226,7 +251,7 @@ func (r *entryRun) Open(ctx context.Context) (*session.Session, error) {
 		return nil, err
 	}
 	if mode != session.ModeEphemeral {
-		return nil, fmt.Errorf("--via nodeport needs agents in the Service's own pods: ephemeral containers, which are not allowed here")
+		return nil, fmt.Errorf("--via %s needs agents in the Service's own pods: ephemeral containers, which are not allowed here", o.Via)
 	}
 	if err := o.CheckPullSecrets(ctx, &o.CommonOptions, ns); err != nil {
 		return nil, err
@@ -247,23 +272,16 @@ func (r *entryRun) Start(ctx context.Context) error {
 	if err := o.startEndpointAgents(ctx, r.sess, r.sr, r.life); err != nil {
 		return err
 	}
-	for _, pol := range entryPolicies {
-		temp := r.sr.copyOf("netbench-"+r.sess.RunID+"-"+strings.ToLower(string(pol)), corev1.ServiceTypeNodePort)
-		temp.Spec.ExternalTrafficPolicy = pol
-		c, err := r.sess.CreateService(ctx, temp, r.life)
-		if err != nil {
-			return err
-		}
-		r.copies = append(r.copies, c)
-		r.rep.Copies = append(r.rep.Copies, report.EntryCopy{Name: c.Name, ExternalTrafficPolicy: string(pol), NodePort: int(c.Spec.Ports[0].NodePort)})
-	}
-	if r.sess.DryRun {
-		return nil
+	if err := r.makeCopies(ctx); err != nil || r.sess.DryRun {
+		return err
 	}
 	for _, c := range r.copies {
 		if err := o.waitEndpoints(ctx, r.sr, c); err != nil {
 			return err
 		}
+	}
+	if err := r.waitLoadBalancers(ctx); err != nil {
+		return err
 	}
 	if err := settle(ctx); err != nil {
 		return err
@@ -273,24 +291,11 @@ func (r *entryRun) Start(ctx context.Context) error {
 	return nil
 }
 
-// waitNodePorts waits, up to --start-timeout per node, until each node's port of the Cluster
-// copy answers one connection (its dataplane has programmed the copies); a node that does not
-// is measured all the same, and said.
-func (r *entryRun) waitNodePorts(ctx context.Context) {
-	for _, n := range r.nodes {
-		addr := r.address(n, 0)
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-			res, err := probes.Enter(ctx, probes.EntrySpec{Address: addr, Path: agent.PathWhoAmI, Token: r.sess.Token, Connections: 1})
-			return err == nil && len(res.Answered) == 1, nil
-		})
-		if err != nil && ctx.Err() == nil {
-			r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("node %s's port of the Cluster copy (%s) did not answer within --start-timeout %s before measuring", n.name, addr, r.o.StartTimeout))
-		}
-	}
-}
-
-// address is node n's way in through copy k.
+// address is node n's way in through copy k (--via loadbalancer: copy k's address and port).
 func (r *entryRun) address(n entryNode, k int) string {
+	if r.o.Via == ViaLoadBalancer {
+		return net.JoinHostPort(r.lbAddr[k], strconv.Itoa(int(r.copies[k].Spec.Ports[0].Port)))
+	}
 	return net.JoinHostPort(n.addr, strconv.Itoa(int(r.copies[k].Spec.Ports[0].NodePort)))
 }
 
@@ -304,11 +309,11 @@ func (r *entryRun) Measure(ctx context.Context) (time.Duration, error) {
 		for i, n := range r.nodes {
 			for k := range r.copies {
 				addr := r.address(n, k)
-				o.Progress("round %d/%d: entering by node %s (%s), externalTrafficPolicy %s", round, o.Rounds, n.name, addr, entryPolicies[k])
+				o.Progress("round %d/%d: entering by %s (%s), externalTrafficPolicy %s", round, o.Rounds, n.label(), addr, entryPolicies[k])
 				res, err := probes.Enter(ctx, probes.EntrySpec{Address: addr, Path: agent.PathWhoAmI, Token: r.sess.Token,
 					Connections: o.ConnectionsPerRung, Budget: r.perRung - entryOvershoot})
 				if err != nil {
-					return 0, fmt.Errorf("entering by node %s (%s): %w", n.name, addr, err)
+					return 0, fmt.Errorf("entering by %s (%s): %w", n.label(), addr, err)
 				}
 				r.rounds[rungIndex(i, k)] = append(r.rounds[rungIndex(i, k)], res)
 			}
@@ -335,9 +340,9 @@ func (r *entryRun) Finish(context.Context) {
 				report.AddEntry(&g, res, r.nodeOf)
 				r.addClient(res)
 			}
-			report.SummarizeEntry(&g, rounds)
+			report.SummarizeEntry(&g, rounds, r.nodeOf)
 			if pol == corev1.ServiceExternalTrafficPolicyLocal && g.ConnectOtherNode != nil {
-				r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("Local via %s: %d connections answered on another node, which Local never forwards to: something on the way relays them", n.name, g.ConnectOtherNode.Count))
+				r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("Local via %s: %d connections answered on another node, which Local never forwards to: something on the way relays them", n.label(), g.ConnectOtherNode.Count))
 			}
 			r.rep.Rungs = append(r.rep.Rungs, g)
 		}

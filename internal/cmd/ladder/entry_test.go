@@ -19,9 +19,15 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
 )
 
-// --via nodeport --dry-run sends an agent to each endpoint pod and the two NodePort copies,
-// Cluster and Local, and creates nothing.
+// --via nodeport (loadbalancer) --dry-run sends an agent to each endpoint pod and the two
+// NodePort (LoadBalancer) copies, Cluster and Local, and creates nothing.
 func TestLadderViaNodePortDryRun(t *testing.T) {
+	for via, typ := range map[string]string{ViaNodePort: "NodePort", ViaLoadBalancer: "LoadBalancer"} {
+		t.Run(via, func(t *testing.T) { testEntryDryRun(t, via, typ) })
+	}
+}
+
+func testEntryDryRun(t *testing.T, via, typ string) {
 	f := svcCluster(t)
 	for i, name := range []string{"n1", "n2", "n3"} {
 		o, err := f.Clientset.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
@@ -41,7 +47,7 @@ func TestLadderViaNodePortDryRun(t *testing.T) {
 		return false, nil, nil
 	})
 	o, out := newTestLadderOptions(f)
-	o.DstArg, o.Via, o.DryRun, o.Output = "svc/web", ViaNodePort, true, "yaml"
+	o.DstArg, o.Via, o.DryRun, o.Output = "svc/web", via, true, "yaml"
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +60,7 @@ func TestLadderViaNodePortDryRun(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("objects (-want +got):\n%s\n%s", diff, out)
 	}
-	if diff := cmp.Diff([]string{"NodePort/Cluster", "NodePort/Local"}, policies); diff != "" {
+	if diff := cmp.Diff([]string{typ + "/Cluster", typ + "/Local"}, policies); diff != "" {
 		t.Errorf("copies (-want +got):\n%s", diff)
 	}
 }
@@ -66,7 +72,10 @@ func TestLadderViaNodePortRefuses(t *testing.T) {
 		set  func(o *LadderOptions)
 		want string
 	}{
-		{"svc/web", func(o *LadderOptions) { o.Via = "ingress" }, `--via "ingress": want pod or nodeport`},
+		{"svc/web", func(o *LadderOptions) { o.Via = "ingress" }, `--via "ingress": want pod, nodeport or loadbalancer`},
+		{"svc/web", func(o *LadderOptions) { o.Via, o.NodeSelector = ViaLoadBalancer, "pool=a" }, "--nodes: not with --via loadbalancer"},
+		{"svc/web", func(o *LadderOptions) { o.Via, o.Zones = ViaLoadBalancer, []string{"zone-a"} }, "--zones: not with --via loadbalancer"},
+		{"deploy/web", func(o *LadderOptions) { o.Via = ViaLoadBalancer }, `--via loadbalancer: DST "deploy/web" must be a Service`},
 		{"deploy/web", func(o *LadderOptions) {}, `--via nodeport: DST "deploy/web" must be a Service`},
 		{"svc/web", func(o *LadderOptions) { o.HostBaseline = true }, "--host-baseline: not with --via nodeport"},
 		{"svc/web", func(o *LadderOptions) { o.Service = "svc/other" }, "--service: not with --via nodeport"},
@@ -133,5 +142,36 @@ func TestLadderCommandViaNodePortRefusesItsFlags(t *testing.T) {
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	if err := cmd.Execute(); err == nil || !strings.HasPrefix(err.Error(), "--probes: not with --via nodeport") {
 		t.Errorf("error %v, want --probes refused", err)
+	}
+}
+
+// A LoadBalancer copy is a load balancer of the original's kind (class, source ranges, the
+// annotations that configure it) and pins none of its names or addresses.
+func TestLoadBalancerCopy(t *testing.T) {
+	class := "service.k8s.aws/nlb"
+	orig := &corev1.Service{Spec: corev1.ServiceSpec{LoadBalancerClass: &class, LoadBalancerSourceRanges: []string{"192.0.2.0/24"}, LoadBalancerIP: "192.0.2.7"}}
+	orig.Annotations = map[string]string{
+		"service.beta.kubernetes.io/aws-load-balancer-scheme":          "internal",
+		"service.beta.kubernetes.io/azure-load-balancer-internal":      "true",
+		"cloud.google.com/load-balancer-type":                          "Internal",
+		"service.beta.kubernetes.io/aws-load-balancer-name":            "shop",
+		"service.beta.kubernetes.io/aws-load-balancer-eip-allocations": "eipalloc-1",
+		"external-dns.alpha.kubernetes.io/hostname":                    "shop.example.com",
+		"service.beta.kubernetes.io/load-balancer-source-ranges":       "192.0.2.0/24",
+		"prometheus.io/scrape":                                         "true",
+	}
+	temp := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	lbCopy(temp, orig)
+	want := map[string]string{
+		"service.beta.kubernetes.io/aws-load-balancer-scheme":     "internal",
+		"service.beta.kubernetes.io/azure-load-balancer-internal": "true",
+		"cloud.google.com/load-balancer-type":                     "Internal",
+		"service.beta.kubernetes.io/load-balancer-source-ranges":  "192.0.2.0/24",
+	}
+	if d := cmp.Diff(want, temp.Annotations); d != "" {
+		t.Errorf("annotations (-want +got):\n%s", d)
+	}
+	if temp.Spec.LoadBalancerClass == nil || *temp.Spec.LoadBalancerClass != class || len(temp.Spec.LoadBalancerSourceRanges) != 1 || temp.Spec.LoadBalancerIP != "" {
+		t.Errorf("spec %+v: want the class and source ranges, no address", temp.Spec)
 	}
 }

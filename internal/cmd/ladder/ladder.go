@@ -35,8 +35,9 @@ type LadderOptions struct {
 	ConnectionsPerRung int
 	// HostBaseline adds a node-to-node rung in the nodes' own network.
 	HostBaseline bool
-	// Via is how the clients reach DST: "pod" (client pods on the rungs' nodes) or
-	// ViaNodePort (this machine, through each node's NodePort).
+	// Via is how the clients reach DST: "pod" (client pods on the rungs' nodes), ViaNodePort
+	// (this machine, through each node's NodePort) or ViaLoadBalancer (this machine, through
+	// the Service's load balancer).
 	Via string
 	// viaIgnored is the first flag set that --via nodeport does not use (noteViaFlags).
 	viaIgnored string
@@ -67,15 +68,23 @@ their range.
 With DST svc/NAME (or --service), every rung also measures through the Service's ClusterIP next
 to the pod IP, and where its new connections land by zone (agents in its endpoint pods behind a
 temporary copy of the Service). --host-baseline adds a node-to-node rung in the nodes' own
-network. -o html writes one self-contained page with the table and charts.`,
+network. -o html writes one self-contained page with the table and charts.
+
+--via nodeport and --via loadbalancer measure the way in from this machine instead: agents in
+DST svc/NAME's endpoints behind temporary copies of it with externalTrafficPolicy Cluster and
+Local, entered through every node's NodePort, or through each copy's load balancer (its class,
+source ranges and load-balancer annotations copied; the copies reach only the agents, which
+answer the run's token alone). Each says which node answered, the source address the pod saw
+(SNAT or kept) and the extra hop's cost.`,
 		Example: `  kubectl netbench ladder deploy/backend
   kubectl netbench ladder shop/svc/api --probes rtt,http --repeat 3
   kubectl netbench ladder deploy/db --nodes pool=general --zones eu-west-1a,eu-west-1b -o json
-  kubectl netbench ladder deploy/api --service svc/api --host-baseline -o html > ladder.html`,
+  kubectl netbench ladder deploy/api --service svc/api --host-baseline -o html > ladder.html
+  kubectl netbench ladder svc/web --via loadbalancer --start-timeout 5m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.DstArg = args[0]
-			if o.Via == ViaNodePort {
+			if o.entering() {
 				o.noteViaFlags(cmd.LocalFlags())
 			}
 			if err := o.CompleteFlags(); err != nil {
@@ -95,7 +104,7 @@ network. -o html writes one self-contained page with the table and charts.`,
 	f.StringVar(&o.Service, "service", "", "also measure this Service (svc/NAME) from every rung: ClusterIP against pod IP, and which zones its connections reach (default: DST when it is svc/NAME)")
 	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
 	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
-	f.StringVar(&o.Via, "via", o.Via, "how the clients reach DST: pod (client pods on the rungs' nodes), or nodeport (this machine, through every node's NodePort, with externalTrafficPolicy Cluster and Local, on temporary NodePort copies of DST svc/NAME)")
+	f.StringVar(&o.Via, "via", o.Via, "how the clients reach DST: pod (client pods on the rungs' nodes), nodeport (this machine, through every node's NodePort, with externalTrafficPolicy Cluster and Local, on temporary NodePort copies of DST svc/NAME), or loadbalancer (this machine, through the load balancer of temporary LoadBalancer copies of DST svc/NAME, one per policy: a cloud provisions, and may bill, two load balancers for the run)")
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.AddMeasureFlags(cmd)
 	o.AddTolerationFlag(cmd, "the clients (beside DST's own tolerations, control-plane taints left out)")
@@ -135,7 +144,7 @@ func (o *LadderOptions) Validate() error {
 // pod it deletes before the next, and prints the report.
 func (o *LadderOptions) Run(ctx context.Context) error {
 	start := time.Now()
-	if o.Via == ViaNodePort {
+	if o.entering() {
 		return o.runEntry(ctx, start)
 	}
 	r := &ladderRun{o: o, rep: &report.LadderReport{APIVersion: report.APIVersion, Kind: "LadderReport", ToolVersion: version.Version,

@@ -2,10 +2,11 @@ package v1alpha1
 
 import "time"
 
-// EntryReport is `kubectl netbench ladder svc/NAME --via nodeport`: the way into the cluster
-// from the machine the plugin runs on, through a NodePort on each node, with the Service's
-// externalTrafficPolicy Cluster and Local (temporary copies of the Service, whose endpoints
-// run agents that say who answered and which source address they saw).
+// EntryReport is `kubectl netbench ladder svc/NAME --via nodeport|loadbalancer`: the way into
+// the cluster from the machine the plugin runs on, through a NodePort on each node (or the load
+// balancer's address), with the Service's externalTrafficPolicy Cluster and Local (temporary
+// copies of the Service, whose endpoints run agents that say who answered and which source
+// address they saw).
 type EntryReport struct {
 	APIVersion  string    `json:"apiVersion"`
 	Kind        string    `json:"kind"`
@@ -34,10 +35,12 @@ type EntryCopy struct {
 	Name                  string `json:"name"`
 	ExternalTrafficPolicy string `json:"externalTrafficPolicy"`
 	NodePort              int    `json:"nodePort"`
+	// LoadBalancer is the copy's load balancer address and port (--via loadbalancer).
+	LoadBalancer string `json:"loadBalancer,omitempty"`
 }
 
-// EntryRung is one way in: a node's address and the copy's node port, with one policy, over
-// all rounds.
+// EntryRung is one way in: a node's address and the copy's node port (or, with Node empty, the
+// copy's load balancer address), with one policy, over all rounds.
 type EntryRung struct {
 	Policy  string `json:"externalTrafficPolicy"`
 	Node    string `json:"node"`
@@ -60,6 +63,11 @@ type EntryRung struct {
 	// OtherNodePercent is the share answered on another node than the entry node (an extra hop).
 	ByNode           map[string]int `json:"byNode,omitempty"`
 	OtherNodePercent *float64       `json:"otherNodePercent,omitempty"`
+	// EntryNodes, through a load balancer, counts answered connections by the node the load
+	// balancer sent them to, as the source the endpoint saw tells it: a node's SNAT names it,
+	// a source kept (or its own node's pod-network address) names the endpoint's node. A
+	// connection whose source names no node is in neither split, nor in OtherNodePercent.
+	EntryNodes map[string]int `json:"entryNodes,omitempty"`
 	// Sources are the source addresses the endpoints saw.
 	Sources []EntrySource `json:"sources,omitempty"`
 	// ConnectSameNode and ConnectOtherNode split Connect by where the endpoint ran.
