@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -29,20 +30,7 @@ import (
 //     node to the pod, less lab-b1 to it), before and after, within 5 % + 150 µs;
 //   - nothing is left behind.
 func TestNodePortWayIn(t *testing.T) {
-	cs, ns := lab(t)
-	labScript(t, "delay", "300us", "2ms")
-	labScript(t, "wan-delay", "1ms")
-	t.Cleanup(func() { labScript(t, "delay", "off"); labScript(t, "wan-delay", "off") })
-	createPod(t, cs, ns, pod("web", "lab-b1", "netbench.lab/pause:1", nil, map[string]string{"app": "web"}))
-	web := waitPod(t, cs, ns, "web", 60*time.Second, "running", running)
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
-		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt(8080)}}}}
-	if _, err := cs.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(30*time.Second, func() bool { return readyEndpoints(cs, ns, "web") == 1 }); err != nil {
-		t.Fatal("Service web has no ready endpoint")
-	}
+	cs, ns, web := wayInService(t)
 	nodes := []string{"lab-a1", "lab-a2", "lab-b1", "lab-b2"}
 	alone(t)
 	before := hopPings(t, nodes, web.Status.PodIP)
@@ -69,6 +57,33 @@ func TestNodePortWayIn(t *testing.T) {
 		t.Errorf("differences %+v: want Local beside Cluster on lab-b1 alone", r.Differences)
 	}
 	noAgentPods(t, cs, ns)
+	noTemporaryServices(t, cs, ns)
+}
+
+// wayInService is the ways in's Service web: one pause pod on lab-b1 behind it, port 80, with
+// the zone delay on (300 µs same zone, 2 ms cross zone, one way) and the WAN delay (1 ms).
+func wayInService(t *testing.T) (kubernetes.Interface, string, *corev1.Pod) {
+	t.Helper()
+	cs, ns := lab(t)
+	labScript(t, "delay", "300us", "2ms")
+	labScript(t, "wan-delay", "1ms")
+	t.Cleanup(func() { labScript(t, "delay", "off"); labScript(t, "wan-delay", "off") })
+	createPod(t, cs, ns, pod("web", "lab-b1", "netbench.lab/pause:1", nil, map[string]string{"app": "web"}))
+	web := waitPod(t, cs, ns, "web", 60*time.Second, "running", running)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+		Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt(8080)}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(30*time.Second, func() bool { return readyEndpoints(cs, ns, "web") == 1 }); err != nil {
+		t.Fatal("Service web has no ready endpoint")
+	}
+	return cs, ns, web
+}
+
+// noTemporaryServices fails the test if a copy the plugin made is left in ns.
+func noTemporaryServices(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
 	svcs, err := cs.CoreV1().Services(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
 	if err != nil || len(svcs.Items) != 0 {
 		t.Errorf("temporary Services left: %v %v", svcs, err)
@@ -119,7 +134,7 @@ func hopPings(t *testing.T, nodes []string, ip string) map[string]float64 {
 	return out
 }
 
-// entryJSON runs `ladder … --via nodeport -o json` on the lab's outside host and decodes it.
+// entryJSON runs `ladder … --via nodeport|loadbalancer -o json` on the lab's outside host and decodes it.
 func entryJSON(t *testing.T, args ...string) *v1alpha1.EntryReport {
 	t.Helper()
 	alone(t)
@@ -130,7 +145,8 @@ func entryJSON(t *testing.T, args ...string) *v1alpha1.EntryReport {
 		t.Fatalf("netbench ladder %v on the outside host: %v\n%s", args, err, errb.String())
 	}
 	r := decodeStrict[v1alpha1.EntryReport](t, out.String())
-	if r.Kind != v1alpha1.KindEntry || r.APIVersion != v1alpha1.APIVersion || r.Via != "nodeport" {
+	via := args[slices.Index(args, "--via")+1]
+	if r.Kind != v1alpha1.KindEntry || r.APIVersion != v1alpha1.APIVersion || r.Via != via {
 		t.Fatalf("required fields missing: %+v", r)
 	}
 	return r

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
+)
+
+// lbPool is the lab's LoadBalancer pool (hack/lab/lab.sh LB_POOL).
+var lbPool = netip.MustParsePrefix("10.77.64.0/24")
+
+// The way in through a load balancer: the plugin, run on the lab's outside host, enters
+// Service web (one endpoint, on lab-b1) through the load balancer of a temporary LoadBalancer
+// copy per externalTrafficPolicy, which the lab's controller (hack/lab/lb) serves as a cloud's
+// does: Cluster to every Ready node, Local only to the nodes whose health check node port says
+// they have an endpoint. With the zone delay and the WAN delay on:
+//   - each copy got an address of the lab's pool;
+//   - Local: every connection entered by lab-b1 and answered there, the client's address kept;
+//   - Cluster: the load balancer spread the connections over every node (each ≥ 10 %), the
+//     pod saw each entry node's SNAT (lab-b1's pod-network address for its own), about three
+//     in four took the extra hop to lab-b1, and that hop's cost lies within what ping says the
+//     hops from the other nodes cost (5 % + 150 µs around the cheapest and the dearest);
+//   - Local answered sooner than Cluster; nothing is left, the router's routes included.
+func TestLoadBalancerWayIn(t *testing.T) {
+	cs, ns, web := wayInService(t)
+	others := []string{"lab-a1", "lab-a2", "lab-b2"}
+	alone(t)
+	before := hopPings(t, append(others, "lab-b1"), web.Status.PodIP)
+	r := entryJSON(t, "-n", ns, "svc/web", "--via", "loadbalancer", "--connections-per-rung", "200")
+	after := hopPings(t, append(others, "lab-b1"), web.Status.PodIP)
+	if len(r.Client) != 1 || r.Client[0] != outsideIP || len(r.Rungs) != 2 || len(r.Copies) != 2 {
+		t.Fatalf("client %v, %d rungs, copies %+v: want %s, 2 rungs, 2 copies", r.Client, len(r.Rungs), r.Copies, outsideIP)
+	}
+	var addrs []string
+	for _, c := range r.Copies {
+		ap, err := netip.ParseAddrPort(c.LoadBalancer)
+		if err != nil || !lbPool.Contains(ap.Addr()) || ap.Port() != 80 {
+			t.Errorf("copy %s's load balancer %q: want an address of %s, port 80", c.Name, c.LoadBalancer, lbPool)
+		}
+		addrs = append(addrs, ap.Addr().String())
+	}
+	for _, g := range r.Rungs {
+		t.Logf("%s via the load balancer: %d/%d answered, connect p50 %s, entry nodes %v, extra hop %s µs (against %s), on another node %s %%, sources %+v",
+			g.Policy, g.Answered, g.Connections, p50Of(g.Connect), g.EntryNodes, orNone(g.ExtraHopMicros), g.ExtraHopBaseline, orNone(g.OtherNodePercent), g.Sources)
+		if g.Policy == "Local" {
+			lbLocal(t, g)
+		} else {
+			lbCluster(t, g, others)
+			lbExtraHop(t, g, others, before, after)
+		}
+	}
+	if len(r.Differences) != 1 || r.Differences[0].ConnectDiffMicros >= 0 {
+		t.Errorf("differences %+v: want Local beside Cluster, its connect p50 below Cluster's", r.Differences)
+	}
+	noAgentPods(t, cs, ns)
+	noTemporaryServices(t, cs, ns)
+	if err := waitFor(10*time.Second, func() bool { return routesOf(addrs) == "" }); err != nil {
+		t.Errorf("the router still routes the copies' addresses: %s", routesOf(addrs))
+	}
+}
+
+// lbLocal: every connection entered by lab-b1 and was answered there, the source kept.
+func lbLocal(t *testing.T, g v1alpha1.EntryRung) {
+	t.Helper()
+	if g.Answered < g.Connections*95/100 || len(g.EntryNodes) != 1 || g.EntryNodes["lab-b1"] != g.Answered || g.OtherNodePercent == nil || *g.OtherNodePercent != 0 {
+		t.Errorf("Local: %d of %d answered, entry nodes %v, %s %% on another node: want all by lab-b1 and answered there", g.Answered, g.Connections, g.EntryNodes, orNone(g.OtherNodePercent))
+	}
+	if len(g.Sources) != 1 || g.Sources[0].Is != "client" || g.Sources[0].Address != outsideIP {
+		t.Errorf("Local: the pod saw %+v, want %s alone (source kept)", g.Sources, outsideIP)
+	}
+}
+
+// lbCluster: spread over every node, each entry node's SNAT seen, about 3 in 4 on another node.
+func lbCluster(t *testing.T, g v1alpha1.EntryRung, others []string) {
+	t.Helper()
+	if g.Answered < g.Connections*95/100 || len(g.EntryNodes) != 4 {
+		t.Errorf("Cluster: %d of %d answered, entry nodes %v: want every node, each ≥ 10 %%", g.Answered, g.Connections, g.EntryNodes)
+		return
+	}
+	for n, c := range g.EntryNodes {
+		if c < g.Answered/10 {
+			t.Errorf("Cluster: entry nodes %v: %s has %d: want every node, each ≥ 10 %%", g.EntryNodes, n, c)
+		}
+	}
+	if p := g.OtherNodePercent; p == nil || *p < 55 || *p > 92 {
+		t.Errorf("Cluster: %s %% answered on another node than the entry node: want about 75 (3 of 4 nodes have no endpoint)", orNone(p))
+	}
+	for _, s := range g.Sources {
+		own := s.Node == "lab-b1" && s.PodRange
+		if s.Is != "node" || (s.Node != "lab-b1" && s.PodRange) || (s.Node == "lab-b1" && !own) {
+			t.Errorf("Cluster: the pod saw %+v: want each entry node's SNAT (lab-b1's pod-network address for its own)", s)
+		}
+	}
+	if len(g.Sources) != 1+len(others) {
+		t.Errorf("Cluster: sources %+v: want one per node", g.Sources)
+	}
+}
+
+// lbExtraHop: the extra hop lies within ping's cost of the hops from the other nodes to lab-b1's
+// pod (the node's ping to it less lab-b1's), from the cheapest to the dearest, before and after.
+func lbExtraHop(t *testing.T, g v1alpha1.EntryRung, others []string, before, after map[string]float64) {
+	t.Helper()
+	if g.ExtraHopMicros == nil {
+		t.Errorf("Cluster: no extra hop")
+		return
+	}
+	lo, hi := 1e9, 0.0
+	for _, p := range []map[string]float64{before, after} {
+		for _, n := range others {
+			lo, hi = min(lo, p[n]-p["lab-b1"]), max(hi, p[n]-p["lab-b1"])
+		}
+	}
+	got := *g.ExtraHopMicros
+	t.Logf("Cluster: extra hop %.0f µs, ping's hops %.0f-%.0f µs", got, lo, hi)
+	if got < lo-pingBound(lo) || got > hi+pingBound(hi) {
+		t.Errorf("Cluster: extra hop %.0f µs, more than 5 %% + 150 µs outside ping's hops %.0f-%.0f µs", got, lo, hi)
+	}
+}
+
+// routesOf is the router's routes of addrs ("" if none).
+func routesOf(addrs []string) string {
+	var out strings.Builder
+	for _, a := range addrs {
+		b, _ := exec.Command("ip", "-n", "nblab-rt", "route", "show", a).Output()
+		out.Write(b)
+	}
+	return strings.TrimSpace(out.String())
+}
