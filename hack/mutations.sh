@@ -36,6 +36,7 @@ mutations=(
   "entry-connect-to-answer|./test/e2e|TestNodePortWayIn|more than 5 % + 150 µs outside ping's"
   "entry-extra-hop-without-baseline|./test/e2e|TestNodePortWayIn|more than 5 % + 150 µs outside ping's"
   "entry-node-from-answerer|./test/e2e|TestLoadBalancerWayIn|want every node, each ≥ 10 %"
+  "entry-extra-hop-without-baseline|./test/e2e|TestLoadBalancerWayIn|more than 5 % + 150 µs outside ping's"
   "throughput-inflated|./test/e2e|TestPathBothFamilies/throughput|its interface received"
   "throughput-inflated|./internal/agent|TestThroughputThroughASlowLink|through a 20 Mbit/s link"
   "crr-from-connect|./test/e2e|TestTCPCRRThroughTheZoneDelay|below the delay line's two round trips"

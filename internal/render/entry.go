@@ -1,7 +1,6 @@
 package render
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -45,13 +44,14 @@ func WriteEntry(w io.Writer, format string, r *report.EntryReport) error {
 		return err
 	}
 	way := "the node port"
-	if r.Via == "loadbalancer" {
+	if r.Via == report.ViaLoadBalancer {
 		way = "the load balancer; ENTRY NODE: where it sent them, read from the source the pod saw"
 	}
 	fmt.Fprintf(w, "\nCONNECT: the TCP handshake through %s; ANSWER: connect call to the answer's first byte on that new connection.\n", way)
 	fmt.Fprintln(w, "EXTRA HOP: connect p50 of the connections answered on another node, less a baseline answered on the entry node (JSON: extraHopBaseline).")
 	fmt.Fprintln(w, "Exact percentiles over every answered connection of every round (nanosecond clock); a p99 of fewer than 100 is the largest.")
 	for _, g := range r.Rungs {
+		entryShares(w, g)
 		if g.Stopped != "" {
 			fmt.Fprintf(w, "%s via %s: stopped: %s\n", g.Policy, entryWay(g.Node), g.Stopped)
 		}
@@ -77,18 +77,33 @@ func entryWay(node string) string {
 	return node
 }
 
-// entryNode is the ENTRY NODE column: the node, or through a load balancer the nodes it sent
-// the connections to.
+// entryNode is the ENTRY NODE column: the node, or through a load balancer how many nodes it
+// sent the connections to (each in entryShares).
 func entryNode(g report.EntryRung) string {
 	if g.Node != "" {
 		return g.Node
 	}
-	var ns []string
-	for n, c := range g.EntryNodes {
-		ns = append(ns, fmt.Sprintf("%s ×%d", n, c))
+	return fmt.Sprintf("load balancer (to %d nodes)", len(g.EntryNodes))
+}
+
+// entryShares says, for a rung through a load balancer, each node it sent connections to: how
+// many, their connect p50, and the extra hop of those answered on another node.
+func entryShares(w io.Writer, g report.EntryRung) {
+	if g.UnplacedConnections > 0 {
+		fmt.Fprintf(w, "%s through the load balancer: %d answered connections' sources name no node (a NAT or proxy, an overlay's tunnel address, or a source kept with Cluster): in no node's share, nor in ON ANOTHER NODE\n", g.Policy, g.UnplacedConnections)
 	}
-	sort.Strings(ns)
-	return "load balancer: " + cmp.Or(strings.Join(ns, ", "), "—")
+	if g.Node != "" || len(g.EntryNodes) == 0 {
+		return
+	}
+	var out []string
+	for _, e := range g.EntryNodes {
+		s := fmt.Sprintf("%s ×%d connect p50 %s", e.Node, e.Connections, entryP(e.Connect, 50))
+		if e.ExtraHopMicros != nil {
+			s += ", extra hop " + signedMicros(*e.ExtraHopMicros)
+		}
+		out = append(out, s)
+	}
+	fmt.Fprintf(w, "%s through the load balancer, by the node it sent them to: %s\n", g.Policy, strings.Join(out, "; "))
 }
 
 // entryLocal is the LOCAL EPS column (a load balancer's has no one node: "—").

@@ -19,6 +19,7 @@ type (
 	EntryRung       = v1alpha1.EntryRung
 	EntrySource     = v1alpha1.EntrySource
 	EntryDifference = v1alpha1.EntryDifference
+	EntryNodeShare  = v1alpha1.EntryNodeShare
 )
 
 // What a source address the endpoints saw is (EntrySource.Is).
@@ -26,6 +27,12 @@ const (
 	SourceClient = "client"
 	SourceNode   = "node"
 	SourceOther  = "other"
+)
+
+// The ways in (EntryReport.Via).
+const (
+	ViaNodePort     = "nodeport"
+	ViaLoadBalancer = "loadbalancer"
 )
 
 // The externalTrafficPolicy values an entry is measured with.
@@ -95,18 +102,17 @@ func addSource(r *EntryRung, c probes.EntryConn, nodeOf NodeAddrs) {
 // load balancer (no Node), each connection's entry node is read from its source (entryNodeOf).
 func SummarizeEntry(r *EntryRung, rounds []*probes.EntryResult, nodeOf NodeAddrs) {
 	var connect, answer, same, other []time.Duration
+	byEntry := map[string]*entryShare{}
 	for _, res := range rounds {
 		for _, c := range res.Answered {
 			connect, answer = append(connect, c.Connect), append(answer, c.Answer)
 			entry := r.Node
 			if entry == "" {
-				if entry = entryNodeOf(c, nodeOf); entry == "" {
+				if entry = entryNodeOf(c, nodeOf, r.Policy); entry == "" {
+					r.UnplacedConnections++
 					continue
 				}
-				if r.EntryNodes == nil {
-					r.EntryNodes = map[string]int{}
-				}
-				r.EntryNodes[entry]++
+				byEntry[entry] = byEntry[entry].add(c, entry)
 			}
 			if c.Node == entry {
 				same = append(same, c.Connect)
@@ -121,25 +127,60 @@ func SummarizeEntry(r *EntryRung, rounds []*probes.EntryResult, nodeOf NodeAddrs
 		p := Round1(100 * float64(len(other)) / float64(n))
 		r.OtherNodePercent = &p
 	}
+	r.EntryNodes = shares(byEntry)
 	slices.SortFunc(r.Sources, func(a, b EntrySource) int {
 		return cmp.Or(b.Connections-a.Connections, strings.Compare(a.Address, b.Address))
 	})
 }
 
+// entryShare gathers the connect times of the connections a load balancer sent to one node.
+type entryShare struct{ all, other []time.Duration }
+
+func (s *entryShare) add(c probes.EntryConn, entry string) *entryShare {
+	if s == nil {
+		s = &entryShare{}
+	}
+	s.all = append(s.all, c.Connect)
+	if c.Node != entry {
+		s.other = append(s.other, c.Connect)
+	}
+	return s
+}
+
+// shares are the entry nodes' shares by name.
+func shares(by map[string]*entryShare) []EntryNodeShare {
+	var out []EntryNodeShare
+	for n, s := range by {
+		out = append(out, EntryNodeShare{Node: n, Connections: len(s.all), Connect: latencyOf(s.all), ConnectOtherNode: latencyOf(s.other)})
+	}
+	slices.SortFunc(out, func(a, b EntryNodeShare) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}
+
 // entryNodeOf is the node a load balancer sent c to: the node whose address c's endpoint saw
-// (its SNAT), else, when the source was kept or is the endpoint's own node's pod-network
-// address, the endpoint's node ("" when the source names no node: a NAT or proxy on the way).
-func entryNodeOf(c probes.EntryConn, nodeOf NodeAddrs) string {
+// (its SNAT); its own node's pod-network address (its own node's SNAT) names the endpoint's
+// node, and so does a source kept with Local, which never forwards. It is "" when the source
+// names no node: a NAT or proxy on the way, an overlay's tunnel address, or a source kept with
+// Cluster (a dataplane that returns directly, or a load balancer that targets pods), which says
+// nothing of the node the connection entered by.
+func entryNodeOf(c probes.EntryConn, nodeOf NodeAddrs, policy string) string {
 	if fault.On(fault.EntryNodeFromAnswerer) {
 		return c.Node
 	}
 	if n := nodeOf.Of(c.Peer); n != "" {
 		return n
 	}
-	if c.Peer == c.Local || c.PeerIsGateway {
+	if c.PeerIsGateway || policy == PolicyLocal && sameAddr(c.Peer, c.Local) {
 		return c.Node
 	}
 	return ""
+}
+
+// sameAddr says whether a and b are one address (an IPv4-mapped form is its IPv4 address).
+func sameAddr(a, b string) bool {
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	return errX == nil && errY == nil && x.Unmap() == y.Unmap()
 }
 
 func latencyOf(ds []time.Duration) *v1alpha1.Latency {
@@ -165,6 +206,9 @@ func (r *EntryReport) Summarize() {
 // from the client may differ: said in ExtraHopBaseline).
 func (r *EntryReport) extraHop(g *EntryRung) {
 	g.ExtraHopMicros, g.ExtraHopBaseline = nil, ""
+	for i := range g.EntryNodes {
+		g.EntryNodes[i].ExtraHopMicros = nil
+	}
 	if g.ConnectOtherNode == nil {
 		return
 	}
@@ -189,6 +233,12 @@ func (r *EntryReport) extraHop(g *EntryRung) {
 	}
 	d := Round1(g.ConnectOtherNode.P50Micros - base)
 	g.ExtraHopMicros, g.ExtraHopBaseline = &d, from
+	for i := range g.EntryNodes {
+		if e := &g.EntryNodes[i]; e.ConnectOtherNode != nil {
+			d := Round1(e.ConnectOtherNode.P50Micros - base)
+			e.ExtraHopMicros = &d
+		}
+	}
 }
 
 // rung is the rung of node and policy (nil if none).
@@ -230,7 +280,7 @@ func (r *EntryReport) Answered() error {
 			return nil
 		}
 	}
-	if r.Via == "loadbalancer" {
+	if r.Via == ViaLoadBalancer {
 		return fmt.Errorf("%w: no load balancer address answered from %s (%d ways in tried): are the load balancers reachable from here (an internal scheme, loadBalancerSourceRanges, a firewall)?", ErrNothingAnswered, strings.Join(r.Client, ", "), len(r.Rungs))
 	}
 	return fmt.Errorf("%w: no node port answered from %s (%d ways in tried): is the node-port range (30000-32767 by default) reachable from here?", ErrNothingAnswered, strings.Join(r.Client, ", "), len(r.Rungs))

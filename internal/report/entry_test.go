@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 func entryConn(node, peer string, gw bool, connect time.Duration) probes.EntryConn {
@@ -101,9 +103,9 @@ func TestEntryExtraHop(t *testing.T) {
 }
 
 // Through a load balancer a rung has no entry node: each connection's is read from its source
-// (a node's SNAT names it; a source kept or the endpoint's own gateway names the endpoint's
-// node; another address names none and is left out of the split), and the figures are per
-// policy only, as planned.
+// (a node's SNAT names it; the endpoint's own gateway, or with Local alone a source kept, names
+// the endpoint's node; another address, or a source kept with Cluster, names none and is
+// counted apart), and the figures are per policy only, as planned.
 func TestEntryThroughALoadBalancer(t *testing.T) {
 	nodes := NodeAddrs{netip.MustParseAddr("10.77.0.11"): "a1", netip.MustParseAddr("10.77.0.13"): "b1"}
 	res := &probes.EntryResult{Connections: 5, Answered: []probes.EntryConn{
@@ -115,11 +117,23 @@ func TestEntryThroughALoadBalancer(t *testing.T) {
 	AddEntry(g, res, nodes)
 	SummarizeEntry(g, []*probes.EntryResult{res}, nodes)
 	r.Summarize()
-	if d := cmp.Diff(map[string]int{"a1": 3, "b1": 1}, g.EntryNodes); d != "" {
+	got := map[string]string{}
+	for _, e := range g.EntryNodes {
+		got[e.Node] = fmt.Sprintf("%d connections, %d on another node, extra hop %s", e.Connections, latencyCount(e.ConnectOtherNode), orNil(e.ExtraHopMicros))
+	}
+	want := map[string]string{"a1": "2 connections, 1 on another node, extra hop 4000", "b1": "1 connections, 0 on another node, extra hop none"}
+	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("entry nodes (-want +got):\n%s", d)
 	}
-	if g.OtherNodePercent == nil || *g.OtherNodePercent != 25 || g.ConnectOtherNode.Count != 1 || g.Connect.Count != 5 {
-		t.Errorf("split: other %v, other-node connects %+v, all %+v: want 25 %% of the 4 placed, all 5 in Connect", g.OtherNodePercent, g.ConnectOtherNode, g.Connect)
+	if g.OtherNodePercent == nil || *g.OtherNodePercent != 33.3 || g.ConnectOtherNode.Count != 1 || g.Connect.Count != 5 || g.UnplacedConnections != 2 {
+		t.Errorf("split: other %v, other-node connects %+v, all %+v, unplaced %d: want 33.3 %% of the 3 placed, all 5 in Connect, 2 unplaced", orNil(g.OtherNodePercent), g.ConnectOtherNode, g.Connect, g.UnplacedConnections)
+	}
+	local := EntryRung{Policy: PolicyLocal}
+	kept := &probes.EntryResult{Connections: 1, Answered: []probes.EntryConn{entryConn("b1", "::ffff:198.51.100.10", false, time.Millisecond)}}
+	AddEntry(&local, kept, nodes)
+	SummarizeEntry(&local, []*probes.EntryResult{kept}, nodes)
+	if len(local.EntryNodes) != 1 || local.EntryNodes[0].Node != "b1" || local.UnplacedConnections != 0 {
+		t.Errorf("Local, source kept: entry nodes %+v, unplaced %d: want b1's, where it was answered", local.EntryNodes, local.UnplacedConnections)
 	}
 	if g.ExtraHopMicros == nil || *g.ExtraHopMicros != 4000 {
 		t.Errorf("extra hop %v: want 4 ms over the rung's own connections answered where they entered", g.ExtraHopMicros)
@@ -133,4 +147,18 @@ func TestEntryThroughALoadBalancer(t *testing.T) {
 	if err := (&EntryReport{Via: "loadbalancer", Rungs: []EntryRung{{}}}).Answered(); err == nil || !strings.Contains(err.Error(), "no load balancer address answered") {
 		t.Errorf("nothing answered: %v", err)
 	}
+}
+
+func latencyCount(l *v1alpha1.Latency) int {
+	if l == nil {
+		return 0
+	}
+	return int(l.Count)
+}
+
+func orNil(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprint(*v)
 }

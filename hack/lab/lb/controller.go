@@ -31,9 +31,15 @@ type controller struct {
 	client kubernetes.Interface
 	router routes
 	pools  []netip.Prefix
-	// applied is each address's nexthops as last set at the router (routeKey).
+	// applied is each address's nexthops as last set at the router.
 	applied map[netip.Addr]string
+	// failed counts each Local Service's node's health checks failed in a row (by UID and
+	// node address): a node leaves the route after failedLimit, as a cloud's unhealthy
+	// threshold has it, not on one slow answer.
+	failed map[string]int
 }
+
+const failedLimit = 2
 
 // healthClient asks a node's kube-proxy whether it has a local endpoint of a Service.
 var healthClient = &http.Client{Timeout: 500 * time.Millisecond}
@@ -50,7 +56,7 @@ func (c *controller) reconcile(ctx context.Context) error {
 	}
 	var ours []*corev1.Service
 	for i := range svcs.Items {
-		if s := &svcs.Items[i]; s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil {
+		if s := &svcs.Items[i]; s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil && c.poolOnly(s) {
 			ours = append(ours, s)
 		}
 	}
@@ -64,7 +70,7 @@ func (c *controller) reconcile(ctx context.Context) error {
 			log.Printf("lb: %v", err)
 		}
 		for _, a := range addrs {
-			want[a] = nexthops(ctx, s, nodes.Items, a.Is4())
+			want[a] = c.nexthops(ctx, s, nodes.Items, a.Is4())
 		}
 	}
 	c.apply(want)
@@ -83,6 +89,17 @@ func (c *controller) claims(svcs []*corev1.Service) map[netip.Addr]types.UID {
 		}
 	}
 	return claims
+}
+
+// poolOnly says whether every address s's status holds is of a pool: a Service another
+// controller gave an address is left alone.
+func (c *controller) poolOnly(s *corev1.Service) bool {
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err != nil || !c.inPool(a) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *controller) inPool(a netip.Addr) bool {
@@ -157,8 +174,8 @@ func (c *controller) publish(ctx context.Context, s *corev1.Service, addrs []net
 
 // nexthops are the nodes s's address goes to, by their address of the family: every Ready node
 // not excluded from load balancers, and with externalTrafficPolicy Local only those whose
-// health check node port answers 200.
-func nexthops(ctx context.Context, s *corev1.Service, nodes []corev1.Node, v4 bool) []netip.Addr {
+// health check node port answers 200 (up to failedLimit-1 failures in a row forgiven).
+func (c *controller) nexthops(ctx context.Context, s *corev1.Service, nodes []corev1.Node, v4 bool) []netip.Addr {
 	var hops []netip.Addr
 	for i := range nodes {
 		n := &nodes[i]
@@ -166,7 +183,7 @@ func nexthops(ctx context.Context, s *corev1.Service, nodes []corev1.Node, v4 bo
 		if _, excluded := n.Labels[excludeLabel]; !ok || excluded || !ready(n) {
 			continue
 		}
-		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && !healthy(ctx, a, s.Spec.HealthCheckNodePort) {
+		if s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && !c.healthy(ctx, s, a) {
 			continue
 		}
 		hops = append(hops, a)
@@ -193,9 +210,25 @@ func ready(n *corev1.Node) bool {
 	return false
 }
 
-// healthy asks kube-proxy on node a whether it has a local endpoint of the Service whose
-// health check node port is port (200: yes).
-func healthy(ctx context.Context, a netip.Addr, port int32) bool {
+// healthy says whether node a has passed s's health check, or failed fewer than failedLimit
+// in a row since it last passed (a node never seen to pass is not healthy).
+func (c *controller) healthy(ctx context.Context, s *corev1.Service, a netip.Addr) bool {
+	key := string(s.UID) + "/" + a.String()
+	n, seen := c.failed[key]
+	if check(ctx, a, s.Spec.HealthCheckNodePort) {
+		c.failed[key] = 0
+		return true
+	}
+	if !seen {
+		return false
+	}
+	c.failed[key] = n + 1
+	return n+1 < failedLimit
+}
+
+// check asks kube-proxy on node a whether it has a local endpoint of the Service whose health
+// check node port is port (200: yes).
+func check(ctx context.Context, a netip.Addr, port int32) bool {
 	if port == 0 {
 		return false
 	}

@@ -41,7 +41,8 @@ func labNode(name, ip string, ready corev1.ConditionStatus) *corev1.Node {
 
 // Every LoadBalancer Service gets an address of the pool (one it holds is kept, a younger
 // second holder of it gets another), written in its status; Cluster goes to every Ready node, Local
-// only to those whose health check answers 200; a Service gone takes its route away.
+// only to those whose health check answers 200; a Service another controller gave an address is
+// left alone; a Service gone takes its route away.
 func TestReconcile(t *testing.T) {
 	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer health.Close()
@@ -51,20 +52,21 @@ func TestReconcile(t *testing.T) {
 		lbService("held", 2, corev1.ServiceExternalTrafficPolicyCluster, 0, "10.77.64.7"),
 		lbService("dup", 1, corev1.ServiceExternalTrafficPolicyCluster, 0, "10.77.64.7"),
 		lbService("local", 0, corev1.ServiceExternalTrafficPolicyLocal, int32(port)),
+		lbService("cloud", 3, corev1.ServiceExternalTrafficPolicyCluster, 0, "192.0.2.50"),
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ns"}})
 	r := fakeRoutes{}
-	c := &controller{client: cs, router: r, pools: []netip.Prefix{netip.MustParsePrefix("10.77.64.0/24")}, applied: map[netip.Addr]string{}}
+	c := &controller{client: cs, router: r, pools: []netip.Prefix{netip.MustParsePrefix("10.77.64.0/24")}, applied: map[netip.Addr]string{}, failed: map[string]int{}}
 	if err := c.reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, name := range []string{"held", "dup", "local", "plain"} {
+	for _, name := range []string{"held", "dup", "local", "plain", "cloud"} {
 		s, _ := cs.CoreV1().Services("ns").Get(context.Background(), name, metav1.GetOptions{})
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			got[name] += in.IP
 		}
 	}
-	if d := cmp.Diff(map[string]string{"held": "10.77.64.7", "dup": "10.77.64.1", "local": "10.77.64.2"}, got); d != "" {
+	if d := cmp.Diff(map[string]string{"held": "10.77.64.7", "dup": "10.77.64.1", "local": "10.77.64.2", "cloud": "192.0.2.50"}, got); d != "" {
 		t.Errorf("addresses (-want +got):\n%s", d)
 	}
 	want := fakeRoutes{netip.MustParseAddr("10.77.64.7"): "[127.0.0.1 127.0.0.3]", netip.MustParseAddr("10.77.64.1"): "[127.0.0.1 127.0.0.3]",

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -52,21 +53,21 @@ func newController(kubeconfig, netns, pool4, pool6 string) (*controller, error) 
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-kubeconfig %s: %w", kubeconfig, err)
 	}
-	c := &controller{client: client, router: router{netns: netns}, applied: map[netip.Addr]string{}}
-	for _, p := range []string{pool4, pool6} {
+	c := &controller{client: client, router: router{netns: netns}, applied: map[netip.Addr]string{}, failed: map[string]int{}}
+	for flag, p := range map[string]string{"4": pool4, "6": pool6} {
 		if p == "" {
 			continue
 		}
 		pfx, err := netip.ParsePrefix(p)
-		if err != nil {
-			return nil, fmt.Errorf("pool %s: %w", p, err)
+		if err != nil || pfx.Addr().Is4() != (flag == "4") {
+			return nil, fmt.Errorf("-pool%s %s: want an IPv%s prefix", flag, p, flag)
 		}
 		c.pools = append(c.pools, pfx.Masked())
 	}
 	if len(c.pools) == 0 {
-		return nil, fmt.Errorf("no pool: want -pool4 or -pool6")
+		return nil, errors.New("no pool: want -pool4 or -pool6")
 	}
 	return c, nil
 }

@@ -50,7 +50,7 @@ setup_router() {
   # and no redirect tells this machine (on the same bridge) to skip the router.
   ip netns exec "$RT_NS" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
   ip netns exec "$RT_NS" sysctl -qw net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.default.send_redirects=0
-  ip netns exec "$RT_NS" sysctl -qw net.ipv4.conf.eth0.send_redirects=0 2>/dev/null || true
+  ip netns exec "$RT_NS" sysctl -qw net.ipv4.conf.eth0.send_redirects=0
   if has_ipv6; then
     ip netns exec "$RT_NS" sysctl -qw net.ipv6.conf.all.forwarding=1
     ip netns exec "$RT_NS" sysctl -qw net.ipv6.fib_multipath_hash_policy=1

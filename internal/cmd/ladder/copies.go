@@ -2,9 +2,11 @@ package ladder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +29,9 @@ func (r *entryRun) makeCopies(ctx context.Context) error {
 		temp := r.sr.copyOf("netbench-"+r.sess.RunID+"-"+strings.ToLower(string(pol)), typ)
 		temp.Spec.ExternalTrafficPolicy = pol
 		if typ == corev1.ServiceTypeLoadBalancer {
-			lbCopy(temp, r.sr.svc)
+			if left := lbCopy(temp, r.sr.svc); len(left) > 0 && pol == entryPolicies[0] {
+				r.rep.Warnings = append(r.rep.Warnings, "annotations of the Service not given to its load balancer copies (they may name, reuse or pin the original's load balancer): "+strings.Join(left, ", "))
+			}
 		}
 		c, err := r.sess.CreateService(ctx, temp, r.life)
 		if err != nil {
@@ -39,10 +43,10 @@ func (r *entryRun) makeCopies(ctx context.Context) error {
 	return nil
 }
 
-// waitNodePorts waits, up to --start-timeout per node, until each node's port of the Cluster
+// waitWaysIn waits, up to --start-timeout per node, until each node's port of the Cluster
 // copy (or each copy's load balancer address) answers one connection (its dataplane has
 // programmed the copies); a way in that does not is measured all the same, and said.
-func (r *entryRun) waitNodePorts(ctx context.Context) {
+func (r *entryRun) waitWaysIn(ctx context.Context) {
 	for _, n := range r.nodes {
 		if r.o.Via == ViaLoadBalancer {
 			r.waitAnswer(ctx, r.address(n, 0), "the Cluster copy's load balancer address")
@@ -72,24 +76,45 @@ func (n entryNode) label() string {
 	return "node " + n.name
 }
 
-// lbKept are the words a copy's annotation key must hold to be kept (lbCopy); lbDropped those
-// that leave it out all the same: a name, an address or an allocation pinned to the original's
-// load balancer, which a second one cannot have, and a DNS name pointed at whatever holds it.
-var (
-	lbKept    = []string{"load-balancer", "loadbalancer"}
-	lbDropped = []string{"external-dns", "-name", "eip-allocation", "ipv4-address", "ipv6-address", "ip-address", "static-ip", "loadbalancer-ip", "load-balancer-ip"}
-)
+// lbAnnotations are the annotations a LoadBalancer copy takes from the original, exactly these
+// keys: the ones that choose a load balancer's kind, its scheme (internal or internet-facing),
+// its subnets, its families and the sources it admits, so that the copy is reached as the
+// original is and by no more sources. Any other annotation is left out (the run says which of
+// those that name a load balancer): one may name, reuse or rewire the original's load balancer,
+// pin its address, point a DNS name at the copy or change the protocol the agents speak.
+var lbAnnotations = map[string]bool{
+	"service.beta.kubernetes.io/aws-load-balancer-type":                              true,
+	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type":                   true,
+	"service.beta.kubernetes.io/aws-load-balancer-scheme":                            true,
+	"service.beta.kubernetes.io/aws-load-balancer-internal":                          true,
+	"service.beta.kubernetes.io/aws-load-balancer-subnets":                           true,
+	"service.beta.kubernetes.io/aws-load-balancer-ip-address-type":                   true,
+	"service.beta.kubernetes.io/azure-load-balancer-internal":                        true,
+	"service.beta.kubernetes.io/azure-load-balancer-internal-subnet":                 true,
+	"service.beta.kubernetes.io/azure-allowed-ip-ranges":                             true,
+	"service.beta.kubernetes.io/azure-allowed-service-tags":                          true,
+	"cloud.google.com/load-balancer-type":                                            true,
+	"networking.gke.io/load-balancer-type":                                           true,
+	"networking.gke.io/internal-load-balancer-subnet":                                true,
+	"service.beta.kubernetes.io/oci-load-balancer-internal":                          true,
+	"service.beta.kubernetes.io/openstack-internal-load-balancer":                    true,
+	"service.beta.kubernetes.io/load-balancer-source-ranges":                         true,
+	"metallb.universe.tf/address-pool":                                               true,
+	"metallb.io/address-pool":                                                        true,
+	"service.beta.kubernetes.io/aws-load-balancer-cross-zone-load-balancing-enabled": true,
+}
 
 // lbCopy makes the LoadBalancer copy temp a load balancer of orig's kind: its
-// loadBalancerClass, its loadBalancerSourceRanges (the copy open to no more sources than the
-// original) and its annotations that configure the load balancer (a cloud's internal or
-// external scheme, its type), but none that pin a name or an address (lbDropped).
-func lbCopy(temp, orig *corev1.Service) {
+// loadBalancerClass, its loadBalancerSourceRanges and the annotations of lbAnnotations. It
+// returns the keys of orig's other annotations that name a load balancer, left out.
+func lbCopy(temp, orig *corev1.Service) (left []string) {
 	temp.Spec.LoadBalancerClass = orig.Spec.LoadBalancerClass
 	temp.Spec.LoadBalancerSourceRanges = orig.Spec.LoadBalancerSourceRanges
 	for k, v := range orig.Annotations {
-		lk := strings.ToLower(k)
-		if !containsAny(lk, lbKept) || containsAny(lk, lbDropped) {
+		if !lbAnnotations[k] {
+			if lk := strings.ToLower(k); strings.Contains(lk, "load-balancer") || strings.Contains(lk, "loadbalancer") {
+				left = append(left, k)
+			}
 			continue
 		}
 		if temp.Annotations == nil {
@@ -97,15 +122,8 @@ func lbCopy(temp, orig *corev1.Service) {
 		}
 		temp.Annotations[k] = v
 	}
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
+	slices.Sort(left)
+	return left
 }
 
 // waitLoadBalancers waits, up to --start-timeout, for each LoadBalancer copy's address of the
@@ -115,41 +133,62 @@ func (r *entryRun) waitLoadBalancers(ctx context.Context) error {
 		return nil
 	}
 	for k, c := range r.copies {
-		var addr string
+		var addrs []netip.Addr
+		var last error
 		err := wait.PollUntilContextTimeout(ctx, time.Second, r.o.StartTimeout, true, func(ctx context.Context) (bool, error) {
 			got, err := r.o.Client.CoreV1().Services(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 			if err != nil {
+				last = err
 				return false, nil
 			}
-			addr = lbAddress(ctx, got.Status.LoadBalancer.Ingress, r.family)
-			return addr != "", nil
+			addrs, last = lbAddresses(ctx, got.Status.LoadBalancer.Ingress, r.family)
+			return len(addrs) > 0, nil
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
-			return fmt.Errorf("the temporary LoadBalancer copy %s/%s got no IPv%s address within --start-timeout %s: does a load balancer controller serve this cluster's Services of type LoadBalancer (a cloud's can take minutes: raise --start-timeout)?", c.Namespace, c.Name, r.family, r.o.StartTimeout)
+			return r.noAddress(c, last)
 		}
-		r.lbAddr = append(r.lbAddr, addr)
+		r.lbAddr = append(r.lbAddr, addrs[0].String())
 		r.rep.Copies[k].LoadBalancer = r.address(entryNode{}, k)
+		if len(addrs) > 1 {
+			r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("the load balancer of %s has %d IPv%s addresses (%v): entered by %s alone (a load balancer with an address per zone and no cross-zone balancing reaches only that zone's nodes)", c.Name, len(addrs), r.family, addrs, addrs[0]))
+		}
 	}
 	return nil
 }
 
-// lbAddress is the first ingress address of family ("4" or "6"): an IP, or a host name's
-// address of that family ("" if none yet).
-func lbAddress(ctx context.Context, ingress []corev1.LoadBalancerIngress, family string) string {
-	network := "ip" + family
+// noAddress is the error of a copy that got no address in time, with the last error on the way.
+func (r *entryRun) noAddress(c *corev1.Service, last error) error {
+	msg := fmt.Sprintf("the temporary LoadBalancer copy %s/%s got no IPv%s address within --start-timeout %s: does a load balancer controller serve this cluster's Services of type LoadBalancer (a cloud's can take minutes: raise --start-timeout)?", c.Namespace, c.Name, r.family, r.o.StartTimeout)
+	if last != nil {
+		return fmt.Errorf("%s (last: %w)", msg, last)
+	}
+	return errors.New(msg)
+}
+
+// lbAddresses are the ingress addresses of family ("4" or "6"): the IPs, else a host name's
+// addresses of that family, looked up here (none yet: nil, and the lookup's error).
+func lbAddresses(ctx context.Context, ingress []corev1.LoadBalancerIngress, family string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	var last error
 	for _, in := range ingress {
 		if a, err := netip.ParseAddr(in.IP); err == nil && a.Unmap().Is4() == (family == "4") {
-			return a.Unmap().String()
-		}
-		if in.Hostname == "" {
-			continue
-		}
-		if addrs, err := net.DefaultResolver.LookupNetIP(ctx, network, in.Hostname); err == nil && len(addrs) > 0 {
-			return addrs[0].Unmap().String()
+			out = append(out, a.Unmap())
 		}
 	}
-	return ""
+	for _, in := range ingress {
+		if len(out) > 0 || in.Hostname == "" {
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip"+family, in.Hostname)
+		if err != nil {
+			last = fmt.Errorf("looking up the load balancer's name %s: %w", in.Hostname, err)
+		}
+		for _, a := range addrs {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, last
 }

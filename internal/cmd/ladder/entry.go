@@ -29,8 +29,8 @@ import (
 // The ways in --via takes besides "pod": from this machine through each node's NodePort, or
 // through the Service's load balancer address.
 const (
-	ViaNodePort     = "nodeport"
-	ViaLoadBalancer = "loadbalancer"
+	ViaNodePort     = report.ViaNodePort
+	ViaLoadBalancer = report.ViaLoadBalancer
 )
 
 // entryPolicies are the externalTrafficPolicy values each entry node is measured with, in order.
@@ -101,7 +101,7 @@ func (o *LadderOptions) validateVia() error {
 	case o.Via != ViaNodePort && o.Via != ViaLoadBalancer:
 		return fmt.Errorf("--via %q: want pod, nodeport or loadbalancer", o.Via)
 	case o.viaIgnored != "":
-		return fmt.Errorf("--%s: not with --via %s, whose client is this machine entering from outside (it takes --connections-per-rung, --max-endpoints, --nodes, --zones, --repeat, --ip-family)", o.viaIgnored, o.Via)
+		return fmt.Errorf("--%s: not with --via %s, whose client is this machine entering from outside (it takes --connections-per-rung, --max-endpoints, --repeat, --ip-family, and with nodeport --nodes and --zones)", o.viaIgnored, o.Via)
 	case o.Service != "":
 		return fmt.Errorf("--service: not with --via %s, whose DST is the Service (svc/NAME)", o.Via)
 	case o.HostBaseline:
@@ -262,12 +262,18 @@ func (r *entryRun) Open(ctx context.Context) (*session.Session, error) {
 	return r.sess, nil
 }
 
-// Start runs an agent in each endpoint, makes one NodePort copy per policy, and waits until
-// each node's port of the Cluster copy answers (every node forwards it).
+// Start runs an agent in each endpoint, makes one NodePort (LoadBalancer) copy per policy, and
+// waits until each node's port of the Cluster copy (each copy's load balancer) answers.
 func (r *entryRun) Start(ctx context.Context) error {
 	o := r.o
 	r.perRung = entryRungBase + time.Duration(o.ConnectionsPerRung)*entryPerConnection + entryOvershoot
-	r.life = time.Duration(o.Rounds*len(r.nodes)*len(entryPolicies))*r.perRung + time.Duration(len(r.nodes))*o.StartTimeout + 2*o.StartTimeout + 60*time.Second
+	// The waits before measuring, each up to --start-timeout: the copies' endpoints, then each
+	// node's port, or each copy's address and its first answer.
+	waits := len(entryPolicies) + len(r.nodes)
+	if o.Via == ViaLoadBalancer {
+		waits = 3 * len(entryPolicies)
+	}
+	r.life = time.Duration(o.Rounds*len(r.nodes)*len(entryPolicies))*r.perRung + time.Duration(waits+1)*o.StartTimeout + 60*time.Second
 	o.Progress("starting agents in %s/%s's endpoints", r.sr.svc.Namespace, r.sr.svc.Name)
 	if err := o.startEndpointAgents(ctx, r.sess, r.sr, r.life); err != nil {
 		return err
@@ -286,7 +292,7 @@ func (r *entryRun) Start(ctx context.Context) error {
 	if err := settle(ctx); err != nil {
 		return err
 	}
-	r.waitNodePorts(ctx)
+	r.waitWaysIn(ctx)
 	r.timer.Phase("start-endpoints")
 	return nil
 }

@@ -63,11 +63,13 @@ type EntryRung struct {
 	// OtherNodePercent is the share answered on another node than the entry node (an extra hop).
 	ByNode           map[string]int `json:"byNode,omitempty"`
 	OtherNodePercent *float64       `json:"otherNodePercent,omitempty"`
-	// EntryNodes, through a load balancer, counts answered connections by the node the load
-	// balancer sent them to, as the source the endpoint saw tells it: a node's SNAT names it,
-	// a source kept (or its own node's pod-network address) names the endpoint's node. A
-	// connection whose source names no node is in neither split, nor in OtherNodePercent.
-	EntryNodes map[string]int `json:"entryNodes,omitempty"`
+	// EntryNodes, through a load balancer, are the nodes it sent the answered connections to,
+	// by name, as the source the endpoint saw tells it: a node's SNAT names it, its own node's
+	// pod-network address or (Local only) a source kept names the endpoint's node.
+	// UnplacedConnections are those whose source names no node (a NAT or proxy, an overlay's
+	// tunnel address, a source kept with Cluster): in no share, nor in the same/other-node split.
+	EntryNodes          []EntryNodeShare `json:"entryNodes,omitempty"`
+	UnplacedConnections int              `json:"unplacedConnections,omitempty"`
 	// Sources are the source addresses the endpoints saw.
 	Sources []EntrySource `json:"sources,omitempty"`
 	// ConnectSameNode and ConnectOtherNode split Connect by where the endpoint ran.
@@ -79,6 +81,17 @@ type EntryRung struct {
 	// another entry node's, whose distance from the client may differ.
 	ExtraHopMicros   *float64 `json:"extraHopMicros,omitempty"`
 	ExtraHopBaseline string   `json:"extraHopBaseline,omitempty"`
+}
+
+// EntryNodeShare is one node a load balancer sent connections to: how many, their connect
+// latency, and of those answered on another node their connect latency and extra hop (its p50
+// less the rung's baseline, ExtraHopBaseline).
+type EntryNodeShare struct {
+	Node             string   `json:"node"`
+	Connections      int      `json:"connections"`
+	Connect          *Latency `json:"connect"`
+	ConnectOtherNode *Latency `json:"connectOtherNode,omitempty"`
+	ExtraHopMicros   *float64 `json:"extraHopMicros,omitempty"`
 }
 
 // EntrySource is a source address the endpoints saw and what it is: "client" (this machine's
