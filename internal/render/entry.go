@@ -83,6 +83,9 @@ func entryNode(g report.EntryRung) string {
 	if g.Node != "" {
 		return g.Node
 	}
+	if len(g.EntryNodes) == 1 {
+		return "load balancer (to 1 node)"
+	}
 	return fmt.Sprintf("load balancer (to %d nodes)", len(g.EntryNodes))
 }
 
