@@ -295,12 +295,21 @@ var entryFigures = []struct{ name, unit string }{
 	{"answered-percent", UnitPercent}, {"other-node-percent", UnitPercent}, {"extra-hop", UnitMicros},
 }
 
+// lbShareFigures are, through a load balancer, each entry node's figures and their units.
+var lbShareFigures = []struct{ name, unit string }{
+	{"share-percent", UnitPercent}, {"connect.p50", UnitMicros}, {"connect.p99", UnitMicros}, {"extra-hop", UnitMicros},
+}
+
 // FigureValues lists the entry's figures for --fail-if: per policy and entry node
 // (nodeport.cluster.NODE.connect.p50, …), and per policy the worst node's
 // (nodeport.local.connect.p50: the highest, or for answered-percent the lowest); through a
-// load balancer, per policy only (loadbalancer.local.connect.p50).
+// load balancer, per policy (loadbalancer.local.connect.p50) and per node it sent connections
+// to (loadbalancer.cluster.NODE.extra-hop: shareFigures).
 func (r *EntryReport) FigureValues() []FigureValue {
 	var out []FigureValue
+	for _, g := range r.Rungs {
+		out = append(out, r.shareFigures(g)...)
+	}
 	worst := map[string]FigureValue{}
 	var keys []string
 	for _, g := range r.Rungs {
@@ -327,6 +336,25 @@ func (r *EntryReport) FigureValues() []FigureValue {
 	return out
 }
 
+// shareFigures are the figures of each node a load balancer sent a rung's connections to: its
+// share of the placed ones, its connect p50 and p99, and its extra hop.
+func (r *EntryReport) shareFigures(g EntryRung) []FigureValue {
+	placed := 0
+	for _, e := range g.EntryNodes {
+		placed += e.Connections
+	}
+	var out []FigureValue
+	for _, e := range g.EntryNodes {
+		pre := r.Via + "." + strings.ToLower(g.Policy) + "." + RungKey(e.Node) + "."
+		out = append(out, FigureValue{Name: pre + "share-percent", Unit: UnitPercent, Value: Round1(100 * float64(e.Connections) / float64(placed))},
+			FigureValue{Name: pre + "connect.p50", Unit: UnitMicros, Value: e.Connect.P50Micros}, FigureValue{Name: pre + "connect.p99", Unit: UnitMicros, Value: e.Connect.P99Micros})
+		if e.ExtraHopMicros != nil {
+			out = append(out, FigureValue{Name: pre + "extra-hop", Unit: UnitMicros, Value: *e.ExtraHopMicros})
+		}
+	}
+	return out
+}
+
 // rungFigures are the figures one rung has: answered-percent always, the rest when measured.
 func rungFigures(g EntryRung) []FigureValue {
 	out := []FigureValue{{Name: "answered-percent", Unit: UnitPercent}}
@@ -347,12 +375,18 @@ func rungFigures(g EntryRung) []FigureValue {
 }
 
 // EntryPlannedFigures names the figures a way in (via: nodeport or loadbalancer) over nodes
-// (none through a load balancer) will report.
+// (through a load balancer: every node it may send connections to) will report.
 func EntryPlannedFigures(via string, nodes []string) map[string]string {
 	out := map[string]string{}
+	perNode := entryFigures
+	if via == ViaLoadBalancer {
+		perNode = lbShareFigures
+	}
 	for _, pol := range []string{PolicyCluster, PolicyLocal} {
 		for _, f := range entryFigures {
 			out[via+"."+strings.ToLower(pol)+"."+f.name] = f.unit
+		}
+		for _, f := range perNode {
 			for _, n := range nodes {
 				out[via+"."+strings.ToLower(pol)+"."+RungKey(n)+"."+f.name] = f.unit
 			}

@@ -138,11 +138,21 @@ func TestEntryThroughALoadBalancer(t *testing.T) {
 	if g.ExtraHopMicros == nil || *g.ExtraHopMicros != 4000 {
 		t.Errorf("extra hop %v: want 4 ms over the rung's own connections answered where they entered", g.ExtraHopMicros)
 	}
-	planned := EntryPlannedFigures("loadbalancer", nil)
+	planned := EntryPlannedFigures("loadbalancer", []string{"a1", "b1"})
+	figs := map[string]float64{}
 	for _, f := range r.FigureValues() {
+		figs[f.Name] = f.Value
 		if _, ok := planned[f.Name]; !ok || f.Alias || !strings.HasPrefix(f.Name, "loadbalancer.cluster.") {
 			t.Errorf("figure %s (alias %v): want loadbalancer.cluster.*, planned, no alias", f.Name, f.Alias)
 		}
+	}
+	for name, v := range map[string]float64{"loadbalancer.cluster.a1.extra-hop": 4000, "loadbalancer.cluster.a1.share-percent": 66.7, "loadbalancer.cluster.b1.connect.p50": 1000} {
+		if got, ok := figs[name]; !ok || got != v {
+			t.Errorf("figure %s = %v (%v), want %v", name, got, ok, v)
+		}
+	}
+	if _, ok := figs["loadbalancer.cluster.b1.extra-hop"]; ok {
+		t.Error("b1, where its connections were answered, has an extra hop figure")
 	}
 	if err := (&EntryReport{Via: "loadbalancer", Rungs: []EntryRung{{}}}).Answered(); err == nil || !strings.Contains(err.Error(), "no load balancer address answered") {
 		t.Errorf("nothing answered: %v", err)

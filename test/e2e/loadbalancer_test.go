@@ -25,13 +25,14 @@ var lbPool = netip.MustParsePrefix("10.77.64.0/24")
 //     pod saw each entry node's SNAT (lab-b1's pod-network address for its own), about three
 //     in four took the extra hop to lab-b1, and each node's extra hop is what ping says its hop
 //     costs (the node to the pod, less lab-b1 to it), before and after, within 5 % + 150 µs;
+//   - a gate reads the nodes' own figures (loadbalancer.cluster.NODE.extra-hop);
 //   - Local answered sooner than Cluster; nothing is left, the router's routes included.
 func TestLoadBalancerWayIn(t *testing.T) {
 	cs, ns, web := wayInService(t)
 	others := []string{"lab-a1", "lab-a2", "lab-b2"}
 	alone(t)
 	before := hopPings(t, append(others, "lab-b1"), web.Status.PodIP)
-	r := entryJSON(t, "-n", ns, "svc/web", "--via", "loadbalancer", "--connections-per-rung", "200")
+	r := entryJSON(t, "-n", ns, "svc/web", "--via", "loadbalancer", "--connections-per-rung", "200", "--fail-if", "loadbalancer.cluster.lab-a1.extra-hop > 1000 * loadbalancer.cluster.lab-b2.extra-hop")
 	after := hopPings(t, append(others, "lab-b1"), web.Status.PodIP)
 	if len(r.Client) != 1 || r.Client[0] != outsideIP || len(r.Rungs) != 2 || len(r.Copies) != 2 {
 		t.Fatalf("client %v, %d rungs, copies %+v: want %s, 2 rungs, 2 copies", r.Client, len(r.Rungs), r.Copies, outsideIP)
@@ -57,6 +58,9 @@ func TestLoadBalancerWayIn(t *testing.T) {
 			lbCluster(t, g, others)
 			lbExtraHops(t, g, before, after)
 		}
+	}
+	if len(r.Checks) != 1 || r.Checks[0].Violated || r.Checks[0].Left < 2000 || r.Checks[0].Right < 200000 {
+		t.Errorf("checks %+v: want the gate on the nodes' extra hops read (lab-a1's, cross-zone, > 2 ms) and not violated", r.Checks)
 	}
 	if len(r.Differences) != 1 || r.Differences[0].ConnectDiffMicros >= 0 {
 		t.Errorf("differences %+v: want Local beside Cluster, its connect p50 below Cluster's", r.Differences)

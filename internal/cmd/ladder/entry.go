@@ -56,16 +56,17 @@ type entryNode struct {
 // externalTrafficPolicy, and this process entering through every node's address (or the copy's
 // load balancer address) with each, round after round.
 type entryRun struct {
-	o      *LadderOptions
-	rep    *report.EntryReport
-	timer  *cmdutil.PhaseTimer
-	sr     *serviceRun
-	family string // "4" or "6"
-	nodes  []entryNode
-	nodeOf report.NodeAddrs // every node's addresses
-	sess   *session.Session
-	copies []*corev1.Service // by entryPolicies
-	lbAddr []string          // each copy's load balancer address (--via loadbalancer)
+	o       *LadderOptions
+	rep     *report.EntryReport
+	timer   *cmdutil.PhaseTimer
+	sr      *serviceRun
+	family  string // "4" or "6"
+	nodes   []entryNode
+	nodeOf  report.NodeAddrs // every node's addresses
+	sess    *session.Session
+	copies  []*corev1.Service // by entryPolicies
+	lbAddr  []string          // each copy's load balancer address (--via loadbalancer)
+	lbNodes []string          // every node's name (--via loadbalancer: each may be sent some)
 	// rounds holds each rung's results, at rungIndex.
 	rounds  [][]*probes.EntryResult
 	perRung time.Duration
@@ -192,6 +193,7 @@ func (r *entryRun) planNodes(ctx context.Context) error {
 			}
 		}
 		if r.o.Via == ViaLoadBalancer {
+			r.lbNodes = append(r.lbNodes, n.Name)
 			continue
 		}
 		p := placement.NodeFrom(n)
@@ -239,6 +241,9 @@ func (r *entryRun) PlannedFigures() map[string]string {
 		if n.name != "" {
 			names = append(names, n.name)
 		}
+	}
+	if r.o.Via == ViaLoadBalancer {
+		names = r.lbNodes // any node the load balancer may send connections to
 	}
 	return report.EntryPlannedFigures(r.o.Via, names)
 }
