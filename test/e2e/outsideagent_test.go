@@ -18,17 +18,16 @@ import (
 // outsideNetns is the lab's outside host's network namespace (hack/lab/lib/outside.sh).
 const outsideNetns = "/run/netns/nblab-out"
 
-// outsideThroughputBound: how far tcp-1 to the outside agent may be outside the span of
-// iperf3's runs before and after it between the same two network namespaces. The path is
-// CPU-bound (11-15 Gbit/s through the router's namespace on 2 vCPUs): iperf3's two runs in one
-// test differed by up to 24 % (11.3 and 14.0 Gbit/s), and in four runs by hand ours was 0-9 %
-// above the span (14.6 against 11.2-13.7). A gross-error bound: a rate off by a factor, or a
-// transfer to somewhere else; the 1.33× of the fault throughput-inflated is not reliably within
-// its reach (TestThroughputThroughASlowLink catches that one). Once in a full CI run (on the
-// IPv6-primary lab, right after the IPv4 phase), iperf3 read 10.1 and 11.6 Gbit/s and ours 15.8:
-// a tcp-1 outside the bound is measured a second time, with iperf3 around it, and fails only if
-// it misses again (a factor off misses both times).
-const outsideThroughputBound = 0.30
+// outsideBesideIperf3 is how far tcp-1 to the outside agent may be from the span of iperf3's
+// runs before and after it between the same two network namespaces: a gross-error check only.
+// The exact check is the byte count against the outside host's interface (outsideThroughput).
+// The path is CPU-bound through the router's namespace on 2 vCPUs, and on some machines it
+// reorders a busy stream's packets (by hand on 2026-12-07: TcpExtTCPOFOQueue 39,235 at the
+// outside host and 8,700 fast retransmits in one 3 s iperf3 run), which costs iperf3, writing
+// 128 KiB at a time, more than the agent: iperf3 13.0-16.6 Gbit/s (19.5 with -l 1M), the agent
+// 23.0-26.8 with the outside agent's own count of bytes received equal to the bytes it
+// delivered. Ratios measured: 1.59, 1.81 and 1.85 (and 0.95-1.36 on an earlier machine).
+var outsideBesideIperf3 = [2]float64{0.5, 2.5}
 
 // An agent outside the cluster (netbench-agent serve --token-file on the lab's outside host):
 // path from a pod on lab-a1 to agent://198.51.100.10:PORT runs every two-sided probe against it,
@@ -50,9 +49,7 @@ func TestPathToAnOutsideAgent(t *testing.T) {
 	dst := "agent://" + outsideIP + ":" + port
 
 	alone(t)
-	before := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
 	r := pathJSON(t, "-n", ns, "app", dst, "--token-file", token, "--duration", "2s")
-	after := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
 	if r.Destination.External != dst || r.Path.Class != v1alpha1.Egress {
 		t.Errorf("destination %+v, path %+v: want %s, egress", r.Destination, r.Path, dst)
 	}
@@ -68,15 +65,7 @@ func TestPathToAnOutsideAgent(t *testing.T) {
 	if u := got["udp"]; u != nil && (u.RTT == nil || u.RTT.Received < u.RTT.Sent*9/10) {
 		t.Errorf("udp: %+v: the outside agent answered too few", u.RTT)
 	}
-	tcp, lo, hi := tcp1(got), min(before, after), max(before, after)
-	t.Logf("tcp-1 %.0f Mbit/s; iperf3 %.0f and %.0f Mbit/s before and after, between the same network namespaces", tcp/1e6, before/1e6, after/1e6)
-	if beyondIperf3(tcp, lo, hi) {
-		t.Logf("tcp-1 beyond the reach of iperf3's: measured again, from another outside agent")
-		tcp, lo, hi = tcpToOutsideAgain(t, ns, netns, token)
-	}
-	if beyondIperf3(tcp, lo, hi) {
-		t.Errorf("tcp-1 %.0f Mbit/s: more than %.0f %% outside iperf3's %.0f-%.0f Mbit/s", tcp/1e6, outsideThroughputBound*100, lo/1e6, hi/1e6)
-	}
+	outsideThroughput(t, ns, netns, token)
 
 	// The run told the agent it was done: the token served one run.
 	select {
@@ -111,26 +100,45 @@ func tcp1(got map[string]*v1alpha1.ProbeResult) float64 {
 	return 0
 }
 
-// beyondIperf3 says whether a rate lies more than outsideThroughputBound outside iperf3's span.
-func beyondIperf3(tcp, lo, hi float64) bool {
-	return tcp < lo*(1-outsideThroughputBound) || tcp > hi*(1+outsideThroughputBound)
-}
-
-// tcpToOutsideAgain measures tcp-1 from the pod to a new outside agent with iperf3 before and
-// after it: its rate and iperf3's span.
-func tcpToOutsideAgain(t *testing.T, ns, netns, token string) (tcp, lo, hi float64) {
+// outsideThroughput measures tcp-1 and tcp-8 from the pod to a new outside agent, with iperf3
+// between the same network namespaces before and after. Exact: the bytes the outside agent
+// says it received, against what the outside host's interface received over the run (the
+// payload, its headers, the agents' control traffic: within wireOverhead). Beside: tcp-1
+// within outsideBesideIperf3 of iperf3's span (retaken once if not, with iperf3 around it).
+func outsideThroughput(t *testing.T, ns, netns, token string) {
 	t.Helper()
-	port, _ := outsideAgent(t, token)
-	before := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
-	r := pathJSON(t, "-n", ns, "app", "agent://"+outsideIP+":"+port, "--token-file", token, "--probes", "tcp", "--duration", "2s")
-	after := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
-	got := map[string]*v1alpha1.ProbeResult{}
-	for _, p := range r.Probes {
-		got[p.Name] = p
+	for try := 1; ; try++ {
+		port, _ := outsideAgent(t, token)
+		before := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
+		rx0 := rxBytes(t, outsideNetns)
+		r := pathJSON(t, "-n", ns, "app", "agent://"+outsideIP+":"+port, "--token-file", token, "--probes", "tcp", "--duration", "2s")
+		wire := rxBytes(t, outsideNetns) - rx0
+		after := iperf3Bits(t, netns, outsideNetns, outsideIP, "-4")
+		got := map[string]*v1alpha1.ProbeResult{}
+		var payload float64
+		for _, p := range r.Probes {
+			got[p.Name] = p
+			if p.Throughput != nil {
+				payload += float64(p.Throughput.BytesReceived)
+			}
+		}
+		tcp, lo, hi := tcp1(got), min(before, after), max(before, after)
+		t.Logf("tcp-1 %.0f Mbit/s, iperf3 %.0f and %.0f before and after (ratio to their span %.2f-%.2f); the outside agent says %.0f MB received, its interface %.0f MB (%.4f)",
+			tcp/1e6, before/1e6, after/1e6, tcp/hi, tcp/lo, payload/1e6, wire/1e6, wire/payload)
+		if wire < payload || wire > payload*wireOverhead+1e6 {
+			t.Errorf("the outside agent says it received %.0f bytes, its host's interface received %.0f: want the payload within its headers' and the agents' control traffic (≤ %.0f %% + 1 MB over)",
+				payload, wire, 100*(wireOverhead-1))
+		}
+		beyond := tcp < lo*outsideBesideIperf3[0] || tcp > hi*outsideBesideIperf3[1]
+		if !beyond {
+			return
+		}
+		if try == 2 {
+			t.Errorf("tcp-1 %.0f Mbit/s: outside %.1f-%.1f× iperf3's %.0f-%.0f Mbit/s, twice", tcp/1e6, outsideBesideIperf3[0], outsideBesideIperf3[1], lo/1e6, hi/1e6)
+			return
+		}
+		t.Logf("tcp-1 beyond the reach of iperf3's: measured again, from another outside agent")
 	}
-	tcp = tcp1(got)
-	t.Logf("again: tcp-1 %.0f Mbit/s; iperf3 %.0f and %.0f Mbit/s before and after", tcp/1e6, before/1e6, after/1e6)
-	return tcp, min(before, after), max(before, after)
 }
 
 // outsideProc is an outside agent's process: exited is closed once it has ended, exit then
