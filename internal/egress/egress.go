@@ -307,3 +307,9 @@ func classify(ctx context.Context, t target, timeout time.Duration, err error) e
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnreachable, t.where(), err)
 }
+
+// MaxDuration bounds the egress probe of count requests (and a download of download): every
+// sample ends within its timeout, and the first failure ends the probe.
+func MaxDuration(count int, download time.Duration) time.Duration {
+	return 2*time.Duration(count+1)*(DefaultTimeout+DefaultInterval) + download + DefaultTimeout
+}

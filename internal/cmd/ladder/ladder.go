@@ -41,6 +41,10 @@ type LadderOptions struct {
 	Via string
 	// viaIgnored is the first flag set that --via nodeport does not use (noteViaFlags).
 	viaIgnored string
+	// Egress is a destination outside the cluster each rung's client also measures (--egress),
+	// with EgressCAFile's roots (egressRoots) for its TLS.
+	Egress, EgressCAFile string
+	egressRoots          []byte
 
 	filter placement.Filter
 }
@@ -105,6 +109,8 @@ answer the run's token alone). Each says which node answered, the source address
 	f.IntVar(&o.MaxEndpoints, "max-endpoints", o.MaxEndpoints, "endpoint pods of the Service that get an agent to say where connections land (1-100)")
 	f.BoolVar(&o.HostBaseline, "host-baseline", false, "also measure node to node in the nodes' own network (hostNetwork agents on DST's node and the cross-zone rung's), to show what the pod network adds; needs a namespace whose Pod Security allows hostNetwork")
 	f.StringVar(&o.Via, "via", o.Via, "how the clients reach DST: pod (client pods on the rungs' nodes), nodeport (this machine, through every node's NodePort, with externalTrafficPolicy Cluster and Local, on temporary NodePort copies of DST svc/NAME), or loadbalancer (this machine, through the load balancer of temporary LoadBalancer copies of DST svc/NAME, one per policy: a cloud provisions, and may bill, two load balancers for the run)")
+	f.StringVar(&o.Egress, "egress", "", "also measure, from every rung's client, a destination outside the cluster as `path SRC URL` does (tcp://HOST:PORT, http(s)://…, grpc(s)://HOST:PORT, icmp://HOST or an address): the way out from each node and zone")
+	f.StringVar(&o.EgressCAFile, "egress-ca-file", "", "PEM roots the --egress destination's TLS certificate must chain to (default: the agent's built-in public roots)")
 	f.IntVar(&o.ConnectionsPerRung, "connections-per-rung", o.ConnectionsPerRung, "new connections each rung opens to the Service to see where they land (10-10000)")
 	o.AddMeasureFlags(cmd)
 	o.AddTolerationFlag(cmd, "the clients (beside DST's own tolerations, control-plane taints left out)")
@@ -125,6 +131,9 @@ func (o *LadderOptions) Validate() error {
 		return fmt.Errorf("--connections-per-rung %d: want 10-10000", o.ConnectionsPerRung)
 	}
 	if err := o.validateVia(); err != nil {
+		return err
+	}
+	if err := o.validateEgress(); err != nil {
 		return err
 	}
 	if o.Service != "" {

@@ -64,6 +64,11 @@ func (r *ladderRun) Plan(ctx context.Context) (err error) {
 	if r.rungs, r.clientTol, err = o.planRungs(ctx, r.dst); err != nil {
 		return err
 	}
+	if o.Egress != "" {
+		if err := path.InsideCluster(ctx, o.Client, "--egress", o.Egress); err != nil {
+			return err
+		}
+	}
 	if o.HostBaseline {
 		r.rungs = append(r.rungs, hostRung(r.rungs))
 	}
@@ -89,7 +94,7 @@ func (r *ladderRun) PlannedFigures() map[string]string {
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...)
 	}
-	return report.LadderPlannedFigures(r.rungs, all)
+	return r.o.withoutAbsentEgress(report.LadderPlannedFigures(r.rungs, append(all, r.o.egressSpecs()...)))
 }
 
 // Open checks every permission the run needs and opens its session.
@@ -133,7 +138,7 @@ func (r *ladderRun) budget() {
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...) // the spread probe joins once its Service exists
 	}
-	r.perRung = time.Duration(path.ExpectedSeconds(all)*float64(time.Second)) + 2*r.o.StartTimeout + 30*time.Second
+	r.perRung = time.Duration(path.ExpectedSeconds(all)*float64(time.Second)) + r.o.egressBudget() + 2*r.o.StartTimeout + 30*time.Second
 	r.lifetime = time.Duration(len(measurable(r.rungs))*r.o.Rounds)*r.perRung + 30*time.Second
 }
 
@@ -174,7 +179,7 @@ func (r *ladderRun) startAgents(ctx context.Context) error {
 		appPort = append(appPort, r.pp.RunnableApp(r.familyHosts(o.serviceProbes(r.sr)))...)
 		r.timer.Phase("start-endpoints")
 	}
-	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(probes, appPort...)
+	r.job.APIVersion, r.job.Probes = agent.APIVersion, append(append(probes, appPort...), o.egressSpecs()...)
 	return nil
 }
 

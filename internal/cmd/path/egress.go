@@ -43,23 +43,23 @@ type egressRun struct {
 
 func (r *egressRun) FiguresBeforePlan() {}
 
-// PlannedFigures are the egress figures the destination can have (absentPhase).
+// PlannedFigures are the egress figures the destination can have (AbsentPhase).
 func (r *egressRun) PlannedFigures() map[string]string {
 	planned := report.PlannedFigures([]agent.ProbeSpec{r.spec()})
 	for name := range planned {
 		_, stat, _ := strings.Cut(name, ".")
 		phase, _, _ := strings.Cut(stat, ".")
-		if absentPhase(phase, r.o.DstArg, r.o.Download > 0) {
+		if AbsentPhase(phase, r.o.DstArg, r.o.Download > 0) {
 			delete(planned, name)
 		}
 	}
 	return planned
 }
 
-// absentPhase says whether destination dst has no figures of phase: no tls but over TLS, no
+// AbsentPhase says whether destination dst has no figures of phase: no tls but over TLS, no
 // download without --download, no icmp but for icmp:// and then no connect, no first byte for
 // tcp:// and icmp://, no lookup for an address.
-func absentPhase(phase, dst string, download bool) bool {
+func AbsentPhase(phase, dst string, download bool) bool {
 	scheme, host := egress.SchemeHost(dst)
 	switch phase {
 	case "tls":
@@ -88,7 +88,7 @@ func (r *egressRun) spec() agent.ProbeSpec {
 func (r *egressRun) Plan(ctx context.Context) (err error) {
 	o, rep := r.o, r.rep
 	o.Progress("resolving %s", o.SrcArg)
-	if err := insideCluster(ctx, o.Client, o.DstArg); err != nil {
+	if err := InsideCluster(ctx, o.Client, "DST", o.DstArg); err != nil {
 		return err
 	}
 	if r.src, err = o.Resolve(ctx, o.SrcArg, o.SrcContainer, o.AllowHostNetwork); err != nil {
@@ -128,8 +128,7 @@ func (r *egressRun) Start(ctx context.Context) error {
 // agentSpec is the client agent beside SRC's application with the egress probe as its job.
 func (r *egressRun) agentSpec() session.AgentSpec {
 	job := &agent.Job{APIVersion: agent.APIVersion, Done: true, Probes: []agent.ProbeSpec{r.spec()}}
-	// Every sample ends within its timeout, the first failure ends the probe.
-	return r.clientSpec(job, 2*time.Duration(r.o.Requests+1)*(egress.DefaultTimeout+egress.DefaultInterval)+r.o.Download+egress.DefaultTimeout)
+	return r.clientSpec(job, egress.MaxDuration(r.o.Requests, r.o.Download))
 }
 
 // clientSpec is the one agent of the run, beside SRC's application, with job: it stops when the
@@ -264,19 +263,24 @@ func (r *egressRun) downloadErr() error {
 }
 
 // readRootCAs reads --ca-file: PEM certificates the destination's chain must lead to.
-func (o *PathOptions) readRootCAs() error {
-	if o.CAFile == "" {
-		return nil
+func (o *PathOptions) readRootCAs() (err error) {
+	o.rootCAs, err = ReadRootCAs("--ca-file", o.CAFile)
+	return err
+}
+
+// ReadRootCAs reads the PEM roots of flag's file (none: nil), bounded and checked.
+func ReadRootCAs(flag, file string) ([]byte, error) {
+	if file == "" {
+		return nil, nil
 	}
-	b, err := readBounded(o.CAFile, egress.MaxRootsBytes)
+	b, err := readBounded(file, egress.MaxRootsBytes)
 	if err == nil {
 		_, err = egress.RootCAs(b)
 	}
 	if err != nil {
-		return fmt.Errorf("--ca-file %s: %w", o.CAFile, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, file, err)
 	}
-	o.rootCAs = b
-	return nil
+	return b, nil
 }
 
 // validateExternal checks DST when it is a URL, and the flags that go with one only.

@@ -15,10 +15,11 @@ import (
 // errInside: an address given as a destination outside the cluster is inside it.
 var errInside = errors.New("an address inside the cluster")
 
-// insideCluster refuses a destination whose host is an address of a pod, a node or a Service
+// InsideCluster refuses a destination whose host is an address of a pod, a node or a Service
 // of the cluster (as far as this user may list them): it is not a path out of the cluster, and
 // its report would price a NAT. An address alone used to name a pod of that name: pod/NAME does.
-func insideCluster(ctx context.Context, client kubernetes.Interface, dst string) error {
+// arg names the destination in the message (DST, --egress).
+func InsideCluster(ctx context.Context, client kubernetes.Interface, arg, dst string) error {
 	_, host := egress.SchemeHost(dst)
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
@@ -28,7 +29,7 @@ func insideCluster(ctx context.Context, client kubernetes.Interface, dst string)
 	if what == "" {
 		return nil
 	}
-	return fmt.Errorf("DST %s: %w: %s's (measure the path to it as a workload: pod/NAME, svc/NAME; an address alone is a host outside the cluster)", host, errInside, what)
+	return fmt.Errorf("%s %s: %w: %s's (measure the path to it as a workload: pod/NAME, svc/NAME; an address alone is a host outside the cluster)", arg, host, errInside, what)
 }
 
 // whoseAddress names the pod, node or Service of the cluster that holds addr, or "".

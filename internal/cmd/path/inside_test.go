@@ -27,7 +27,7 @@ func TestInsideClusterRefusesTheCluster(t *testing.T) {
 		"icmp://198.51.100.10":      "",
 		"https://outside.lab/":      "",
 	} {
-		err := insideCluster(context.Background(), client, dst)
+		err := InsideCluster(context.Background(), client, "DST", dst)
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%s: %v, want it measured", dst, err)
@@ -52,12 +52,12 @@ func TestAbsentPhase(t *testing.T) {
 		{"tcp://outside.lab:5432", false, []string{"tls", "ttfb-new", "icmp"}, []string{"connect", "dns"}},
 	} {
 		for _, p := range tc.absent {
-			if !absentPhase(p, tc.dst, tc.download) {
+			if !AbsentPhase(p, tc.dst, tc.download) {
 				t.Errorf("%s: %s planned, want absent", tc.dst, p)
 			}
 		}
 		for _, p := range tc.present {
-			if absentPhase(p, tc.dst, tc.download) {
+			if AbsentPhase(p, tc.dst, tc.download) {
 				t.Errorf("%s: %s absent, want planned", tc.dst, p)
 			}
 		}
