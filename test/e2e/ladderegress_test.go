@@ -14,7 +14,8 @@ import (
 // the router's WAN delay (1 ms one way). Each rung's egress connect p50 is what ping from a pod
 // on the same node to the outside host reads, before and after, within 5 % + 150 µs; the name
 // was looked up through the pod's resolver, and the first byte came after the connect; a gate
-// reads the rungs' egress figures by class.
+// reads the rungs' egress figures by class. A way out that fails is said on every rung, and the
+// rest of the ladder stands.
 func TestLadderEgress(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "wan-delay", "1ms")
@@ -55,8 +56,25 @@ func TestLadderEgress(t *testing.T) {
 			t.Errorf("%s: dns %+v, first byte %+v: want the name looked up and the first byte after the connect (%.0f µs)", rung.Name, dns, ttfb, f.Median)
 		}
 	}
-	if len(r.Checks) != 1 || r.Checks[0].Violated || r.Checks[0].Left < 1000 {
-		t.Errorf("checks %+v: want the gate on the rungs' egress figures read and not violated", r.Checks)
+	if len(r.Checks) != 1 || r.Checks[0].Violated || r.Checks[0].Left < 1000 || len(r.Rungs) != 3 {
+		t.Errorf("checks %+v, %d rungs: want the gate on the rungs' egress figures read and not violated, 3 rungs", r.Checks, len(r.Rungs))
+	}
+	// A way out that fails (nothing listens on the outside host's port 9) is said per rung, and
+	// the ladder's own figures stand.
+	r = ladderJSON(t, "-n", ns, "deploy/api", "--probes", "rtt", "--egress", "tcp://"+outsideIP+":9", "--zones", "zone-b")
+	said, measured := 0, 0
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "probe egress to the destination outside the cluster failed") {
+			said++
+		}
+	}
+	for _, rung := range r.Rungs {
+		if rung.Skipped == "" && rung.Figures["icmp.p50"].Samples > 0 {
+			measured++
+		}
+	}
+	if measured == 0 || said != measured {
+		t.Errorf("warnings %q, %d rungs measured: want the way out's failure said on each, the rungs measured", r.Warnings, measured)
 	}
 	noAgentPods(t, cs, ns)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/egress"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 )
 
 // egressSpecs is the probe each rung's client also runs with --egress (none without it): the
@@ -43,15 +44,31 @@ func (o *LadderOptions) withoutAbsentEgress(planned map[string]string) map[strin
 	return planned
 }
 
-// validateEgress checks --egress and --egress-ca-file, and reads the roots.
+// podRungs are the rungs whose clients run --egress: all but the host-network rung, whose job
+// is the agents' own probes alone.
+func podRungs(rungs []report.LadderRung) []report.LadderRung {
+	var out []report.LadderRung
+	for _, r := range rungs {
+		if r.Class != HostNetworkClass {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// validateEgress checks --egress (an address alone is pinged, as path's DST) and
+// --egress-ca-file, and reads the roots.
 func (o *LadderOptions) validateEgress() (err error) {
+	if u, bare := egress.Bare(o.Egress); bare {
+		o.Egress = u
+	}
 	switch {
 	case o.Egress == "" && o.EgressCAFile != "":
 		return fmt.Errorf("--egress-ca-file is for --egress (an https:// or grpcs:// destination outside the cluster)")
 	case o.Egress == "":
 		return nil
 	case !path.IsExternal(o.Egress) || path.IsOutsideAgent(o.Egress):
-		return fmt.Errorf("--egress %q: want a destination outside the cluster: tcp://HOST:PORT, http(s)://…, grpc(s)://HOST:PORT, icmp://HOST or an address", o.Egress)
+		return fmt.Errorf("--egress %q: want a destination outside the cluster: tcp://HOST:PORT, http(s)://…, grpc(s)://HOST:PORT, icmp://HOST or an address", egress.Shown(o.Egress))
 	}
 	if err := egress.Check(o.Egress); err != nil {
 		return fmt.Errorf("--egress: %w", err)

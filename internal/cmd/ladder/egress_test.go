@@ -49,6 +49,10 @@ func TestLadderEgressJob(t *testing.T) {
 	if len(specs) != 1 || specs[0].Kind != agent.ProbeEgress || specs[0].URL != o.Egress || specs[0].Count < 1 || o.egressBudget() <= 0 {
 		t.Errorf("specs %+v, budget %s: want one egress probe to %s, with a budget", specs, o.egressBudget(), o.Egress)
 	}
+	o.Egress = "198.51.100.10"
+	if err := o.Validate(); err != nil || o.Egress != "icmp://198.51.100.10" {
+		t.Errorf("an address alone: %v, --egress %q: want it pinged (icmp://198.51.100.10), as path's DST", err, o.Egress)
+	}
 	o.Egress = ""
 	if o.egressSpecs() != nil || o.egressBudget() != 0 {
 		t.Error("without --egress, an egress probe or budget")

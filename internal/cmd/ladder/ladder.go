@@ -231,7 +231,7 @@ func (o *LadderOptions) runRung(ctx context.Context, sess *session.Session, srv 
 		return report.LadderRound{}, 0, err
 	}
 	took := time.Since(began)
-	out := report.LadderRound{ClientPod: cli.Pod}
+	out := report.LadderRound{ClientPod: cli.Pod, Failed: res.Failed()}
 	at := report.Agents{} // the client is a temporary pod: its own quota is in its accounting
 	if srv != nil && !srv.Temporary {
 		at.Server, at.ServerInApp = dst.CPULimitCores(), !dst.HostNetwork()

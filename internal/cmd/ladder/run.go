@@ -3,6 +3,7 @@ package ladder
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"strconv"
@@ -94,7 +95,9 @@ func (r *ladderRun) PlannedFigures() map[string]string {
 	if r.sr != nil {
 		all = append(all, r.o.serviceProbes(r.sr)...)
 	}
-	return r.o.withoutAbsentEgress(report.LadderPlannedFigures(r.rungs, append(all, r.o.egressSpecs()...)))
+	planned := report.LadderPlannedFigures(r.rungs, all)
+	maps.Copy(planned, r.o.withoutAbsentEgress(report.LadderPlannedFigures(podRungs(r.rungs), r.o.egressSpecs())))
+	return planned
 }
 
 // Open checks every permission the run needs and opens its session.
@@ -218,6 +221,9 @@ func (r *ladderRun) Measure(ctx context.Context) (time.Duration, error) {
 			}
 			measuring += took
 			res.Round = round
+			for _, f := range res.Failed {
+				r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("rung %s, round %d: %s", rung.Name, round, f))
+			}
 			rung.Results = append(rung.Results, res)
 		}
 	}

@@ -50,6 +50,10 @@ func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src,
 	return c, err
 }
 
+// Failed are the probes that failed without ending the run (the app's port, the Service, the way
+// out), each with its reason.
+func (c *collected) Failed() []string { return c.failed }
+
 // Missing says which agent-to-agent probes have no result after the client exited.
 func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error {
 	var none []string
@@ -84,6 +88,11 @@ func (o *PathOptions) probeError(ev agent.Event, c *collected, srv *session.Agen
 		return fmt.Errorf("client agent: %s", msg)
 	case srv == nil && dst == nil: // an agent outside the cluster
 		return fmt.Errorf("probe %s: %s", ev.Probe, msg)
+	case ev.Probe == agent.ProbeEgress: // ladder --egress: the way out failed, not the way to DST
+		err := fmt.Errorf("probe %s to the destination outside the cluster failed: %s", ev.Probe, msg)
+		c.failed = append(c.failed, err.Error())
+		c.appErr = cmp.Or(c.appErr, err)
+		return nil
 	}
 	dstApp := fmt.Sprintf("%s:%d", dst.Pod.Status.PodIP, o.Port)
 	switch {

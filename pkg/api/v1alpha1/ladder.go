@@ -118,6 +118,9 @@ type LadderRound struct {
 	ClientPod string         `json:"clientPod"`
 	Probes    []*ProbeResult `json:"probes"`
 	AppPort   []*ProbeResult `json:"appPort,omitempty"`
+	// Failed are the round's probes that failed without ending it (to the app's port, through
+	// the Service, to --egress), each with its reason.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // Figure is one figure of a rung over its rounds: the median with the range, and the
