@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 )
 
 // --egress takes a destination outside the cluster, as path's DST does; what does not fit is
@@ -25,13 +26,7 @@ func TestLadderEgressRefuses(t *testing.T) {
 			f := ladderCluster(t)
 			o, _ := newTestLadderOptions(f)
 			o.Egress, o.EgressCAFile = tc.egress, tc.caFile
-			err := o.Validate()
-			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("error %v, want one line starting %q", err, tc.want)
-			}
-			if n := len(f.Clientset.Actions()); n != 0 {
-				t.Errorf("%d API calls before the refusal", n)
-			}
+			wantRefused(t, f, o.Validate(), tc.want)
 		})
 	}
 }
@@ -73,5 +68,16 @@ func TestLadderEgressPlannedFigures(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"same-node.egress.connect.p50", "same-node.icmp.p50", "same-zone.egress.ttfb-new.p99"}; !slices.Equal(got, want) {
 		t.Errorf("planned %v, want %v", got, want)
+	}
+}
+
+// wantRefused checks that err is one line starting with want, and that no API call came before.
+func wantRefused(t *testing.T, f *fakecluster.Cluster, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %v, want one line starting %q", err, want)
+	}
+	if n := len(f.Clientset.Actions()); n != 0 {
+		t.Errorf("%d API calls before the refusal", n)
 	}
 }

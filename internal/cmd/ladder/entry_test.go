@@ -95,13 +95,7 @@ func TestLadderViaNodePortRefuses(t *testing.T) {
 			o, _ := newTestLadderOptions(f)
 			o.DstArg, o.Via = tc.dst, ViaNodePort
 			tc.set(o)
-			err := o.Validate()
-			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("error %v, want one line starting %q", err, tc.want)
-			}
-			if n := len(f.Clientset.Actions()); n != 0 {
-				t.Errorf("%d API calls before the refusal", n)
-			}
+			wantRefused(t, f, o.Validate(), tc.want)
 		})
 	}
 }
