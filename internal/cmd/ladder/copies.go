@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/wayin"
 )
 
 // makeCopies creates one copy of the Service per policy: NodePort, or LoadBalancer (lbCopy).
@@ -29,7 +28,7 @@ func (r *entryRun) makeCopies(ctx context.Context) error {
 		temp := r.sr.copyOf("netbench-"+r.sess.RunID+"-"+strings.ToLower(string(pol)), typ)
 		temp.Spec.ExternalTrafficPolicy = pol
 		if typ == corev1.ServiceTypeLoadBalancer {
-			if left := lbCopy(temp, r.sr.svc); len(left) > 0 && pol == entryPolicies[0] {
+			if left := wayin.LoadBalancerCopy(temp, r.sr.svc); len(left) > 0 && pol == entryPolicies[0] {
 				r.rep.Warnings = append(r.rep.Warnings, "annotations of the Service not given to its load balancer copies (they may name, reuse or pin the original's load balancer): "+strings.Join(left, ", "))
 			}
 		}
@@ -76,56 +75,6 @@ func (n entryNode) label() string {
 	return "node " + n.name
 }
 
-// lbAnnotations are the annotations a LoadBalancer copy takes from the original, exactly these
-// keys: the ones that choose a load balancer's kind, its scheme (internal or internet-facing),
-// its subnets, its families and the sources it admits, so that the copy is reached as the
-// original is and by no more sources. Any other annotation is left out (the run says which of
-// those that name a load balancer): one may name, reuse or rewire the original's load balancer,
-// pin its address, point a DNS name at the copy or change the protocol the agents speak.
-var lbAnnotations = map[string]bool{
-	"service.beta.kubernetes.io/aws-load-balancer-type":                              true,
-	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type":                   true,
-	"service.beta.kubernetes.io/aws-load-balancer-scheme":                            true,
-	"service.beta.kubernetes.io/aws-load-balancer-internal":                          true,
-	"service.beta.kubernetes.io/aws-load-balancer-subnets":                           true,
-	"service.beta.kubernetes.io/aws-load-balancer-ip-address-type":                   true,
-	"service.beta.kubernetes.io/azure-load-balancer-internal":                        true,
-	"service.beta.kubernetes.io/azure-load-balancer-internal-subnet":                 true,
-	"service.beta.kubernetes.io/azure-allowed-ip-ranges":                             true,
-	"service.beta.kubernetes.io/azure-allowed-service-tags":                          true,
-	"cloud.google.com/load-balancer-type":                                            true,
-	"networking.gke.io/load-balancer-type":                                           true,
-	"networking.gke.io/internal-load-balancer-subnet":                                true,
-	"service.beta.kubernetes.io/oci-load-balancer-internal":                          true,
-	"service.beta.kubernetes.io/openstack-internal-load-balancer":                    true,
-	"service.beta.kubernetes.io/load-balancer-source-ranges":                         true,
-	"metallb.universe.tf/address-pool":                                               true,
-	"metallb.io/address-pool":                                                        true,
-	"service.beta.kubernetes.io/aws-load-balancer-cross-zone-load-balancing-enabled": true,
-}
-
-// lbCopy makes the LoadBalancer copy temp a load balancer of orig's kind: its
-// loadBalancerClass, its loadBalancerSourceRanges and the annotations of lbAnnotations. It
-// returns the keys of orig's other annotations that name a load balancer, left out.
-func lbCopy(temp, orig *corev1.Service) (left []string) {
-	temp.Spec.LoadBalancerClass = orig.Spec.LoadBalancerClass
-	temp.Spec.LoadBalancerSourceRanges = orig.Spec.LoadBalancerSourceRanges
-	for k, v := range orig.Annotations {
-		if !lbAnnotations[k] {
-			if lk := strings.ToLower(k); strings.Contains(lk, "load-balancer") || strings.Contains(lk, "loadbalancer") {
-				left = append(left, k)
-			}
-			continue
-		}
-		if temp.Annotations == nil {
-			temp.Annotations = map[string]string{}
-		}
-		temp.Annotations[k] = v
-	}
-	slices.Sort(left)
-	return left
-}
-
 // waitLoadBalancers waits, up to --start-timeout, for each LoadBalancer copy's address of the
 // family (a host name, as some clouds give, looked up here), and reports it.
 func (r *entryRun) waitLoadBalancers(ctx context.Context) error {
@@ -141,7 +90,7 @@ func (r *entryRun) waitLoadBalancers(ctx context.Context) error {
 				last = err
 				return false, nil
 			}
-			addrs, last = lbAddresses(ctx, got.Status.LoadBalancer.Ingress, r.family)
+			addrs, last = wayin.LoadBalancerAddresses(ctx, got.Status.LoadBalancer.Ingress, r.family)
 			return len(addrs) > 0, nil
 		})
 		if ctx.Err() != nil {
@@ -166,29 +115,4 @@ func (r *entryRun) noAddress(c *corev1.Service, last error) error {
 		return fmt.Errorf("%s (last: %w)", msg, last)
 	}
 	return errors.New(msg)
-}
-
-// lbAddresses are the ingress addresses of family ("4" or "6"): the IPs, else a host name's
-// addresses of that family, looked up here (none yet: nil, and the lookup's error).
-func lbAddresses(ctx context.Context, ingress []corev1.LoadBalancerIngress, family string) ([]netip.Addr, error) {
-	var out []netip.Addr
-	var last error
-	for _, in := range ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil && a.Unmap().Is4() == (family == "4") {
-			out = append(out, a.Unmap())
-		}
-	}
-	for _, in := range ingress {
-		if len(out) > 0 || in.Hostname == "" {
-			continue
-		}
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip"+family, in.Hostname)
-		if err != nil {
-			last = fmt.Errorf("looking up the load balancer's name %s: %w", in.Hostname, err)
-		}
-		for _, a := range addrs {
-			out = append(out, a.Unmap())
-		}
-	}
-	return out, last
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/wayin"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
@@ -198,7 +199,7 @@ func (r *entryRun) planNodes(ctx context.Context) error {
 		}
 		p := placement.NodeFrom(n)
 		why := r.o.filter.Excludes(p)
-		addr := nodeAddress(n, r.family)
+		addr := wayin.NodeAddress(n, r.family)
 		switch {
 		case why != "":
 		case len(r.o.Zones) > 0 && !slices.Contains(r.o.Zones, p.Zone):
@@ -220,18 +221,6 @@ func (r *entryRun) planNodes(ctx context.Context) error {
 		return fmt.Errorf("--via nodeport: no node to enter by (%d nodes, none ready and kept by --nodes and --zones with an IPv%s address)", len(list.Items), r.family)
 	}
 	return nil
-}
-
-// nodeAddress is n's first ExternalIP of family, else its first InternalIP of it ("" if none).
-func nodeAddress(n *corev1.Node, family string) string {
-	for _, t := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
-		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); a.Type == t && err == nil && ip.Unmap().Is4() == (family == "4") {
-				return a.Address
-			}
-		}
-	}
-	return ""
 }
 
 // PlannedFigures names the figures of every entry node, for --fail-if.

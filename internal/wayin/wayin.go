@@ -1,0 +1,102 @@
+// Package wayin holds what the ways into the cluster from outside share: a temporary
+// LoadBalancer copy of a Service that is reached as the original is, its addresses, and the
+// address a node is entered by.
+package wayin
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// annotations are the annotations a LoadBalancer copy takes from the original, exactly these
+// keys: the ones that choose a load balancer's kind, its scheme (internal or internet-facing),
+// its subnets, its families and the sources it admits, so that the copy is reached as the
+// original is and by no more sources. Any other annotation is left out (the run says which of
+// those that name a load balancer): one may name, reuse or rewire the original's load balancer,
+// pin its address, point a DNS name at the copy or change the protocol the agents speak.
+var annotations = map[string]bool{
+	"service.beta.kubernetes.io/aws-load-balancer-type":                              true,
+	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type":                   true,
+	"service.beta.kubernetes.io/aws-load-balancer-scheme":                            true,
+	"service.beta.kubernetes.io/aws-load-balancer-internal":                          true,
+	"service.beta.kubernetes.io/aws-load-balancer-subnets":                           true,
+	"service.beta.kubernetes.io/aws-load-balancer-ip-address-type":                   true,
+	"service.beta.kubernetes.io/azure-load-balancer-internal":                        true,
+	"service.beta.kubernetes.io/azure-load-balancer-internal-subnet":                 true,
+	"service.beta.kubernetes.io/azure-allowed-ip-ranges":                             true,
+	"service.beta.kubernetes.io/azure-allowed-service-tags":                          true,
+	"cloud.google.com/load-balancer-type":                                            true,
+	"networking.gke.io/load-balancer-type":                                           true,
+	"networking.gke.io/internal-load-balancer-subnet":                                true,
+	"service.beta.kubernetes.io/oci-load-balancer-internal":                          true,
+	"service.beta.kubernetes.io/openstack-internal-load-balancer":                    true,
+	"service.beta.kubernetes.io/load-balancer-source-ranges":                         true,
+	"metallb.universe.tf/address-pool":                                               true,
+	"metallb.io/address-pool":                                                        true,
+	"service.beta.kubernetes.io/aws-load-balancer-cross-zone-load-balancing-enabled": true,
+}
+
+// LoadBalancerCopy makes the LoadBalancer copy temp a load balancer of orig's kind: its
+// loadBalancerClass, its loadBalancerSourceRanges and the annotations of annotations. It
+// returns the keys of orig's other annotations that name a load balancer, left out.
+func LoadBalancerCopy(temp, orig *corev1.Service) (left []string) {
+	temp.Spec.LoadBalancerClass = orig.Spec.LoadBalancerClass
+	temp.Spec.LoadBalancerSourceRanges = orig.Spec.LoadBalancerSourceRanges
+	for k, v := range orig.Annotations {
+		if !annotations[k] {
+			if lk := strings.ToLower(k); strings.Contains(lk, "load-balancer") || strings.Contains(lk, "loadbalancer") {
+				left = append(left, k)
+			}
+			continue
+		}
+		if temp.Annotations == nil {
+			temp.Annotations = map[string]string{}
+		}
+		temp.Annotations[k] = v
+	}
+	slices.Sort(left)
+	return left
+}
+
+// LoadBalancerAddresses are the ingress addresses of family ("4" or "6"): the IPs, else a host name's
+// addresses of that family, looked up here (none yet: nil, and the lookup's error).
+func LoadBalancerAddresses(ctx context.Context, ingress []corev1.LoadBalancerIngress, family string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	var last error
+	for _, in := range ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil && a.Unmap().Is4() == (family == "4") {
+			out = append(out, a.Unmap())
+		}
+	}
+	for _, in := range ingress {
+		if len(out) > 0 || in.Hostname == "" {
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip"+family, in.Hostname)
+		if err != nil {
+			last = fmt.Errorf("looking up the load balancer's name %s: %w", in.Hostname, err)
+		}
+		for _, a := range addrs {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, last
+}
+
+// NodeAddress is n's first ExternalIP of family, else its first InternalIP of it ("" if none).
+func NodeAddress(n *corev1.Node, family string) string {
+	for _, t := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
+		for _, a := range n.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); a.Type == t && err == nil && ip.Unmap().Is4() == (family == "4") {
+				return a.Address
+			}
+		}
+	}
+	return ""
+}
