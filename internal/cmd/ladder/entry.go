@@ -21,9 +21,9 @@ import (
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/wayin"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/version"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/wayin"
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
