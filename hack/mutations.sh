@@ -37,6 +37,7 @@ mutations=(
   "entry-extra-hop-without-baseline|./test/e2e|TestNodePortWayIn|more than 5 % + 150 µs outside ping's"
   "entry-node-from-answerer|./test/e2e|TestLoadBalancerWayIn|extra-hop: not measured in this run"
   "entry-extra-hop-without-baseline|./test/e2e|TestLoadBalancerWayIn|more than 5 % + 150 µs outside ping's"
+  "way-in-entry-ignored|./test/e2e|TestPathWayIn|more than 5 % + 150 µs outside ping's"
   "throughput-inflated|./test/e2e|TestPathBothFamilies/throughput|its interface received"
   "throughput-inflated|./internal/agent|TestThroughputThroughASlowLink|through a 20 Mbit/s link"
   "throughput-inflated|./test/e2e|TestPathToAnOutsideAgent|its host's interface received"

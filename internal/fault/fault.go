@@ -90,6 +90,9 @@ const (
 	// for the node it entered by, its SNAT source not read: no extra hop seen
 	// (TestLoadBalancerWayIn).
 	EntryNodeFromAnswerer Name = "entry-node-from-answerer"
+	// WayInEntryIgnored enters path here's way in by DST's own node whatever --entry-node says,
+	// the report naming the node asked for: no extra hop in its round trips (TestPathWayIn).
+	WayInEntryIgnored Name = "way-in-entry-ignored"
 )
 
 // Env is the environment variable that turns faults on, in the plugin and in its agents.

@@ -46,6 +46,8 @@ func Human(w io.Writer, r *report.PathReport) error {
 	fmt.Fprintf(w, "kubectl netbench path: %s → %s\n", report.EndpointName(r.Source), report.EndpointName(r.Destination))
 	mode := "ephemeral containers in both pods"
 	switch {
+	case r.WayIn != nil:
+		mode = "the client on this machine, an ephemeral container in DST's pod"
 	case r.Destination.External != "" && r.Mode == "pod":
 		mode = fmt.Sprintf("a temporary pod (%s) on SRC's node", r.Source.AgentPod)
 	case r.Destination.External != "":
@@ -63,6 +65,10 @@ func Human(w io.Writer, r *report.PathReport) error {
 	}
 	if r.IPFamily != "" {
 		fmt.Fprintf(w, "IP family: %s\n", r.IPFamily)
+	}
+	if wi := r.WayIn; wi != nil {
+		fmt.Fprintf(w, "way in: %s (temporary Service %s, %s, externalTrafficPolicy %s); this machine %s, the pod saw %s (%s)\n",
+			wi.Address, wi.Service, wi.Via, wi.ExternalTrafficPolicy, wi.Client, wi.Seen, wi.SeenIs)
 	}
 	writeProbes(w, "agent to agent", r.Probes)
 	if len(r.AppPort) > 0 {

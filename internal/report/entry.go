@@ -86,16 +86,24 @@ func addSource(r *EntryRung, c probes.EntryConn, nodeOf NodeAddrs) {
 			return
 		}
 	}
-	s := EntrySource{Address: c.Peer, Connections: 1, Is: SourceOther}
+	s := EntrySource{Address: c.Peer, Connections: 1}
+	s.Is, s.Node, s.PodRange = SeenAs(c, nodeOf)
+	r.Sources = append(r.Sources, s)
+}
+
+// SeenAs says whose the source address the endpoint saw on c is: the client's own
+// (SourceClient), a node's (SourceNode and its name; podRange: the node's address in the pod
+// network, its pod's gateway), or anything else (SourceOther).
+func SeenAs(c probes.EntryConn, nodeOf NodeAddrs) (is, node string, podRange bool) {
 	switch node := nodeOf.Of(c.Peer); {
 	case c.Peer == c.Local:
-		s.Is = SourceClient
+		return SourceClient, "", false
 	case node != "":
-		s.Is, s.Node = SourceNode, node
+		return SourceNode, node, false
 	case c.PeerIsGateway:
-		s.Is, s.Node, s.PodRange = SourceNode, c.Node, true
+		return SourceNode, c.Node, true
 	}
-	r.Sources = append(r.Sources, s)
+	return SourceOther, "", false
 }
 
 // SummarizeEntry fills a rung's latencies from every round's answered connections; through a

@@ -70,6 +70,7 @@ type (
 	Dataplane     = v1alpha1.Dataplane
 	Cost          = v1alpha1.Cost
 	EgressCost    = v1alpha1.EgressCost
+	WayIn         = v1alpha1.WayIn
 	Timing        = v1alpha1.Timing
 	Phase         = v1alpha1.Phase
 	PolicyCheck   = v1alpha1.PolicyCheck

@@ -102,12 +102,13 @@ func (s *Session) Close() error {
 	defer cancel()
 	var errs []error
 	if !s.createsEnded(ctx) {
-		errs = append(errs, fmt.Errorf("a create was still unanswered after %s: what it made, if anything, is left (delete it with: kubectl delete pods,services,daemonsets,networkpolicies -A -l %s=%s)",
+		errs = append(errs, fmt.Errorf("a create was still unanswered after %s: what it made, if anything, is left (delete it with: kubectl delete pods,services,endpointslices,daemonsets,networkpolicies -A -l %s=%s)",
 			cleanupTimeout, RunIDLabel, s.RunID))
 	}
 	s.mu.Lock()
-	agents, services, fleets, policies := s.agents, s.services, s.fleets, s.Policies
+	agents, services, slices, fleets, policies := s.agents, s.services, s.slices, s.fleets, s.Policies
 	s.mu.Unlock()
+	errs = append(errs, s.deleteSlices(ctx, slices)...)
 
 	for _, f := range fleets {
 		if err := f.delete(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -137,6 +138,7 @@ type Session struct {
 	mu       sync.Mutex
 	agents   []*Agent
 	services []*corev1.Service             // temporary Services the run created
+	slices   []*discoveryv1.EndpointSlice  // their endpoints, for Services without a selector
 	Policies []*networkingv1.NetworkPolicy // temporary NetworkPolicies (--allow-policy)
 	fleets   []*Fleet
 	closed   bool

@@ -28,8 +28,17 @@ type collected struct {
 // Collect follows the client agent until it exits. An agent-to-agent probe that fails ends the
 // run; an app-port probe that fails is reported next to the measured results.
 func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src, dst *session.Target) (*collected, error) {
+	return o.collect(ctx, cli.Follow, srv, src, dst)
+}
+
+// follower hands each of a client's events to fn until fn returns true, the client ends, or
+// ctx does: a client agent's Follow, or runHere's.
+type follower func(ctx context.Context, fn func(agent.Event) (bool, error)) error
+
+// collect is Collect from any client's events.
+func (o *PathOptions) collect(ctx context.Context, follow follower, srv *session.Agent, src, dst *session.Target) (*collected, error) {
 	c := &collected{Results: map[string]*agent.ProbeResult{}}
-	err := cli.Follow(ctx, func(ev agent.Event) (bool, error) {
+	err := follow(ctx, func(ev agent.Event) (bool, error) {
 		switch ev.Type {
 		case agent.EventProgress:
 			o.Progress("measuring: %s %s", ev.Probe, text.Sanitize(ev.Message))
@@ -55,7 +64,7 @@ func (o *PathOptions) Collect(ctx context.Context, cli, srv *session.Agent, src,
 func (c *collected) Failed() []string { return c.failed }
 
 // Missing says which agent-to-agent probes have no result after the client exited.
-func (c *collected) Missing(probes []agent.ProbeSpec, cli *session.Agent) error {
+func (c *collected) Missing(probes []agent.ProbeSpec, cli fmt.Stringer) error {
 	var none []string
 	for _, p := range probes {
 		if c.Results[p.Label()] == nil {
@@ -135,7 +144,11 @@ func (o *PathOptions) serverProbeError(ev agent.Event, msg string, srv *session.
 	} else if note := srv.ServerNote(); note != "" {
 		hint += "; the server agent said: " + note
 	}
-	return fmt.Errorf("probe %s from %s/%s to the server agent at %s:%d failed: %s%s", ev.Probe, src.Namespace, src.Pod.Name, srv.IP, srv.Port, msg, hint)
+	from := "this machine" // path here DST
+	if src != nil {
+		from = src.Namespace + "/" + src.Pod.Name
+	}
+	return fmt.Errorf("probe %s from %s to the server agent at %s:%d failed: %s%s", ev.Probe, from, srv.IP, srv.Port, msg, hint)
 }
 
 // RepeatProbes is the probes, round after round: round 1's under their own names, round k's

@@ -69,6 +69,8 @@ type PathOptions struct {
 	outsideToken string
 	outsideHost  string
 	outsidePort  int
+	// Via, ExternalTrafficPolicy and EntryNode are SRC here's: the way in from this machine.
+	Via, ExternalTrafficPolicy, EntryNode string
 }
 
 // defaultPricePerGB is --price-per-gb's default: a cross-zone price per GB charged on each side.
@@ -93,6 +95,8 @@ func NewPathOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Rounds:           1,
 		Requests:         egress.DefaultCount,
 		EgressPricePerGB: DefaultEgressPricePerGB,
+		// ExternalTrafficPolicy: SRC here's temporary Service's, Kubernetes's default.
+		ExternalTrafficPolicy: string(corev1.ServiceExternalTrafficPolicyCluster),
 	}
 }
 
@@ -113,6 +117,11 @@ side saw when it echoes it (the pod's, the node's SNAT, or a gateway's). icmp://
 alone, is looked up and pinged (a pod named like an address is pod/NAME).
 DST agent://HOST:PORT is an agent outside the cluster (netbench-agent serve --token-file on a VM or
 laptop): every two-sided probe runs against it, authenticated by the token of --token-file.
+SRC here (a pod named so: pod/here) is this machine, outside the cluster: --via nodeport or --via
+loadbalancer enters the cluster through a temporary Service of that type (--external-traffic-policy
+Cluster or Local) whose one endpoint is DST's agent, and every probe but ICMP runs from here through
+it; the report says which node was entered and the source address the pod saw (this machine's, or
+a node's: SNAT).
 A measuring agent is added to each pod as an ephemeral container (--mode ephemeral, the default),
 or started in a temporary pod on each pod's node (--mode pod; --mode auto falls back to pods when
 ephemeral containers are unavailable).`,
@@ -122,7 +131,9 @@ ephemeral containers are unavailable).`,
   kubectl netbench path deploy/frontend deploy/backend --probes rtt,http --repeat 5 --fail-if 'valid == 0'
   kubectl netbench path deploy/frontend https://api.example.com/healthz --fail-if 'egress.ttfb-new.p50 > 200ms'
   kubectl netbench path deploy/frontend grpcs://orders.example.com:443
-  kubectl netbench path deploy/frontend agent://vm.example:7443 --token-file run.token --probes rtt,udp,tcp`,
+  kubectl netbench path deploy/frontend agent://vm.example:7443 --token-file run.token --probes rtt,udp,tcp
+  kubectl netbench path here svc/web --via nodeport --external-traffic-policy Local
+  kubectl netbench path here svc/web --via loadbalancer --probes rtt,tcp,http`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -143,6 +154,7 @@ ephemeral containers are unavailable).`,
 	f.Float64Var(&o.EgressPricePerGB, "egress-price-per-gb", o.EgressPricePerGB, "DST a URL: the NAT or egress gateway's price in USD per GB processed (default: AWS's NAT gateway data processing)")
 	f.DurationVar(&o.Download, "download", 0, fmt.Sprintf("DST an http(s) URL: then read its answer's body once more, on a new connection, for up to this long after its first byte (or 1 GiB; up to %s): the download rate", egress.MaxDownload))
 	f.IntVar(&o.Requests, "requests", o.Requests, fmt.Sprintf("DST a URL: new connections measured, then requests on one kept-alive connection (1-%d)", egress.MaxCount))
+	o.addWayInFlags(cmd)
 	o.AddMeasureFlags(cmd)
 	o.AddFlags(cmd)
 	o.Gates.AddFlags(cmd, "'rtt.p99 > 2ms' or 'tcp-1.gbps < 5'")
@@ -208,6 +220,9 @@ func (o *PathOptions) Validate() error {
 	if err := o.ValidateFlags(); err != nil {
 		return err
 	}
+	if err := o.validateWayIn(); err != nil {
+		return err
+	}
 	if err := o.validateOutsideAgent(); err != nil {
 		return err
 	}
@@ -269,6 +284,9 @@ func (o *PathOptions) Run(ctx context.Context) error {
 	start := time.Now()
 	rep := &report.PathReport{APIVersion: report.APIVersion, Kind: "PathReport", ToolVersion: version.Version,
 		StartTime: start.UTC(), Profile: o.Profile}
+	if IsHere(o.SrcArg) {
+		return o.Execute(ctx, start, &wayInRun{o: o, rep: rep, timer: cmdutil.NewPhaseTimer(&rep.Timing, start)})
+	}
 	if IsOutsideAgent(o.DstArg) {
 		return o.Execute(ctx, start, &outsideRun{egressRun: egressRun{o: o, rep: rep, timer: cmdutil.NewPhaseTimer(&rep.Timing, start)},
 			host: o.outsideHost, port: o.outsidePort, token: o.outsideToken})

@@ -33,6 +33,8 @@ const (
 	Unknown     = "unknown"
 	// Egress is a path out of the cluster to a destination with no agent (path SRC URL).
 	Egress = "egress"
+	// Ingress is the way into the cluster from outside, to a pod (path here DST --via).
+	Ingress = "ingress"
 )
 
 // Report is one of the reports: *PathReport, *LadderReport, *DNSReport, *MatrixReport or

@@ -39,7 +39,10 @@ type PathReport struct {
 	Cost        *Cost             `json:"cost,omitempty"`
 	// EgressCost prices a path out of the cluster (path SRC URL) by the NAT or egress price.
 	EgressCost *EgressCost `json:"egressCost,omitempty"`
-	Timing     Timing      `json:"timing"`
+	// WayIn is the way in of path here DST --via nodeport|loadbalancer: where this machine
+	// entered and what the pod saw.
+	WayIn  *WayIn `json:"wayIn,omitempty"`
+	Timing Timing `json:"timing"`
 	// AgentFootprint is what each agent process cost over the run, by role (client, server):
 	// CPU seconds and peak resident memory, as the agents measured themselves.
 	AgentFootprint map[string]Footprint `json:"agentFootprint,omitempty"`
@@ -77,6 +80,24 @@ const IPv6ProbeSuffix = "-v6"
 // IPv4ProbeSuffix ends the names of a ladder's probes through an IPv6-primary dual-stack
 // Service's IPv4 ClusterIP (svc-http-v4).
 const IPv4ProbeSuffix = "-v4"
+
+// WayIn is how path here DST entered the cluster: through a temporary NodePort or LoadBalancer
+// Service whose one endpoint is DST's agent.
+type WayIn struct {
+	Via                   string `json:"via"` // nodeport or loadbalancer
+	Service               string `json:"service"`
+	ExternalTrafficPolicy string `json:"externalTrafficPolicy"`
+	// EntryNode is the node entered by (--via nodeport); Address the address and port entered.
+	EntryNode string `json:"entryNode,omitempty"`
+	Address   string `json:"address"`
+	// Client is this machine's address on the connection; Seen the source address the pod saw,
+	// SeenIs whose it is: "client" (kept), "node NAME" (SNAT on that node) or "unknown".
+	Client string `json:"client,omitempty"`
+	Seen   string `json:"seen,omitempty"`
+	SeenIs string `json:"seenIs,omitempty"`
+	// SNAT says whether the pod saw another address than this machine's.
+	SNAT bool `json:"snat"`
+}
 
 // PathClass says what the traffic crossed.
 type PathClass struct {

@@ -1,0 +1,77 @@
+package path
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
+)
+
+// path here DST --via nodeport --dry-run sends the server agent, the temporary Service and its
+// one endpoint with dryRun=All, and creates nothing; the client is this process.
+func TestWayInDryRun(t *testing.T) {
+	f := fakecluster.New(t, fakecluster.TwoPods()...)
+	n2 := fakecluster.LabNode("n2", "z2", func(n *corev1.Node) {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.12"}}
+	})
+	if err := f.Clientset.Tracker().Add(n2); err != nil {
+		t.Fatal(err)
+	}
+	f.Clientset.ClearActions()
+	o, out := newTestPathOptions(f)
+	o.SrcArg, o.Via, o.DryRun, o.Output = Here, ViaNodePort, true, "yaml"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"patch pods/ephemeralcontainers Pod shop/web-1",
+		"create Service shop/netbench-run1-way-in",
+		"create EndpointSlice shop/netbench-run1-way-in",
+	}
+	if diff := cmp.Diff(want, cmdtest.DryRunObjects(t, f, out.String())); diff != "" {
+		t.Errorf("objects (-want +got):\n%s\n%s", diff, out)
+	}
+}
+
+// SRC here takes --via and its flags, one clear line for each misuse, before any API call; no
+// other SRC takes them.
+func TestWayInRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(*PathOptions)
+		wantErr string
+	}{
+		{"no --via", func(o *PathOptions) { o.SrcArg = Here }, `--via "": SRC here enters the cluster from this machine`},
+		{"--via pod", func(o *PathOptions) { o.SrcArg, o.Via = Here, "pod" }, `--via "pod": SRC here enters`},
+		{"--via without here", func(o *PathOptions) { o.Via = ViaNodePort }, "--via, --entry-node and --external-traffic-policy are for SRC here"},
+		{"--entry-node without here", func(o *PathOptions) { o.EntryNode = "n1" }, "are for SRC here"},
+		{"--external-traffic-policy without here", func(o *PathOptions) { o.ExternalTrafficPolicy = "Local" }, "are for SRC here"},
+		{"a URL", func(o *PathOptions) { o.SrcArg, o.Via, o.DstArg = Here, ViaNodePort, "https://a.example.com/" }, "DST https://a.example.com/: SRC here enters the cluster"},
+		{"an outside agent", func(o *PathOptions) { o.SrcArg, o.Via, o.DstArg = Here, ViaNodePort, "agent://vm:7443" }, "DST agent://vm:7443: SRC here"},
+		{"policy", func(o *PathOptions) { o.SrcArg, o.Via, o.ExternalTrafficPolicy = Here, ViaNodePort, "local" }, `--external-traffic-policy "local": want Cluster or Local`},
+		{"--entry-node with a load balancer", func(o *PathOptions) { o.SrcArg, o.Via, o.EntryNode = Here, ViaLoadBalancer, "n1" }, "--entry-node: only with --via nodeport"},
+		{"--src-container", func(o *PathOptions) { o.SrcArg, o.Via, o.SrcContainer = Here, ViaNodePort, "c" }, "--src-container and --allow-host-network are for a SRC in the cluster"},
+		{"--mode pod", func(o *PathOptions) { o.SrcArg, o.Via, o.Mode = Here, ViaNodePort, "pod" }, "--mode pod: SRC here"},
+		{"--allow-policy", func(o *PathOptions) { o.SrcArg, o.Via, o.AllowPolicy = Here, ViaNodePort, true }, "--allow-policy: not with SRC here"},
+		{"--port", func(o *PathOptions) { o.SrcArg, o.Via, o.Port = Here, ViaNodePort, 80 }, "--port and --http-path: not with SRC here"},
+		{"--ip-family both", func(o *PathOptions) { o.SrcArg, o.Via, o.IPFamily = Here, ViaNodePort, FamilyBoth }, "--ip-family both: SRC here enters by one family"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
+			o.SrcArg, o.DstArg = "deploy/frontend", "svc/web"
+			tc.change(o)
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line with %q", err, tc.wantErr)
+			}
+		})
+	}
+}
