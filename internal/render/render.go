@@ -89,7 +89,10 @@ func Human(w io.Writer, r *report.PathReport) error {
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
-	if len(r.Skipped) == 0 {
+	switch {
+	case len(r.Skipped) == 0 && r.WayIn != nil:
+		fmt.Fprintln(w, "skipped: none (the server agent ran as non-root without capabilities; the client is this process, as its user; ICMP is not measured: it ends at the address entered)")
+	case len(r.Skipped) == 0:
 		fmt.Fprintln(w, "skipped: none (the agents ran as non-root without capabilities)")
 	}
 	writeValidity(w, pathValidity(r)...)
