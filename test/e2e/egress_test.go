@@ -16,6 +16,7 @@ import (
 // the nodes' SNAT, serving HTTPS for outside.lab with a certificate of the lab's CA.
 const (
 	outsideIP   = "198.51.100.10"
+	outsideIP6  = "2001:db8:5100::10"
 	outsideName = "outside.lab"
 	labCA       = "/var/lib/netbench-lab/pki/ca.crt"
 )

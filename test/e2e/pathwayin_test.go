@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,12 +18,16 @@ import (
 // with the zone delay on (300 µs same zone, 2 ms cross zone, one way) and the WAN delay (1 ms):
 //   - entering by lab-a1 with Cluster, the pod saw lab-a1's address (SNAT); by lab-b1 with Local,
 //     the outside host's own;
-//   - every probe of both has its samples, and the tcp transfer its bytes;
+//   - through the lab's load balancer with Local, the pod saw the outside host's address too;
+//   - every probe of each has its samples, and the tcp transfer its bytes;
 //   - the extra hop (lab-a1 on to lab-b1) is in the round trips: the udp round trip's p50 (the
 //     agent's dwell taken off) and the TCP handshake's, by lab-a1 less by lab-b1, are what ping
 //     says the hop costs (lab-a1 to the pod, less lab-b1 to it), before and after, within
 //     5 % + 150 µs;
 //   - nothing is left behind: no agent pod, no temporary Service, no EndpointSlice.
+//
+// On a lab whose first family is IPv6 (LAB_IP_FAMILY 6,4) the way in is IPv6's, from
+// outsideIP6.
 func TestPathWayIn(t *testing.T) {
 	cs, ns, web := wayInService(t)
 	nodes := []string{"lab-a1", "lab-b1"}
@@ -31,9 +36,15 @@ func TestPathWayIn(t *testing.T) {
 	cluster := wayInPath(t, "-n", ns, "svc/web", "--via", "nodeport", "--entry-node", "lab-a1")
 	local := wayInPath(t, "-n", ns, "svc/web", "--via", "nodeport", "--external-traffic-policy", "Local")
 	after := hopPings(t, nodes, web.Status.PodIP)
-	wayInSeen(t, cluster.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Cluster", EntryNode: "lab-a1", Client: outsideIP, SeenIs: "node lab-a1", SNAT: true})
-	wayInSeen(t, local.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Local", EntryNode: "lab-b1", Client: outsideIP, Seen: outsideIP, SeenIs: "client"})
-	for _, r := range []*v1alpha1.PathReport{cluster, local} {
+	lb := wayInPath(t, "-n", ns, "svc/web", "--via", "loadbalancer", "--external-traffic-policy", "Local")
+	client := outsideIP // the outside host's address of web's first family, which the way in takes
+	if strings.Contains(web.Status.PodIP, ":") {
+		client = outsideIP6
+	}
+	wayInSeen(t, cluster.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Cluster", EntryNode: "lab-a1", Client: client, SeenIs: "node lab-a1", SNAT: true})
+	wayInSeen(t, local.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Local", EntryNode: "lab-b1", Client: client, Seen: client, SeenIs: "client"})
+	wayInSeen(t, lb.WayIn, v1alpha1.WayIn{Via: "loadbalancer", ExternalTrafficPolicy: "Local", Client: client, Seen: client, SeenIs: "client"})
+	for _, r := range []*v1alpha1.PathReport{cluster, local, lb} {
 		wayInProbes(t, r)
 	}
 	for _, name := range []string{"udp", "tcp-rtt"} {
