@@ -48,6 +48,13 @@ var ServicePermissions = []Permission{
 	{"list", "endpointslices", "", "discovery.k8s.io"},
 }
 
+// WayInPermissions are what path here adds in DST's namespace: a temporary Service (its UDP
+// port added once the TCP port has its node port) and the EndpointSlice of its one endpoint.
+var WayInPermissions = []Permission{
+	{"get", "services", "", ""}, {"list", "services", "", ""}, {"create", "services", "", ""}, {"update", "services", "", ""}, {"delete", "services", "", ""},
+	{"create", "endpointslices", "", "discovery.k8s.io"}, {"delete", "endpointslices", "", "discovery.k8s.io"},
+}
+
 // policyPermissions are what --allow-policy adds in every namespace it may create a temporary
 // NetworkPolicy in: list (the policies are read again just before creating), create, and
 // delete — without it a policy created could not be removed at the end.

@@ -69,8 +69,10 @@ func pinHost(ctx context.Context, host string, em *Emitter) (string, error) {
 // ErrTokenRefused means an agent server answered the token 401: it serves another token.
 var ErrTokenRefused = errors.New("it serves another token")
 
-// controlClient carries the control API's calls (lease, done, CPU): each bounded.
-var controlClient = &http.Client{Timeout: 3 * time.Second}
+// controlClient carries the control API's calls (lease, done, CPU): each bounded, and straight
+// to the server (no proxy from the environment: path here runs a client in the plugin, where
+// HTTP_PROXY may be set for the API server).
+var controlClient = &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}}
 
 // controlCall sends one request of the control API to the job's server with the token and
 // decodes a JSON answer into out (when not nil).

@@ -184,3 +184,18 @@ func AppIDs(t *session.Target) []string {
 	}
 	return ids
 }
+
+// ServiceTarget is the Service arg names (svc/NAME, service/NAME or services/NAME, with
+// NAMESPACE/ before it or defaultNS); "" when arg names none.
+func ServiceTarget(arg, defaultNS string) (ns, name string) {
+	ns, res, err := SplitTarget(arg, defaultNS)
+	if err != nil {
+		return "", ""
+	}
+	for _, p := range []string{"svc/", "service/", "services/"} {
+		if n, ok := strings.CutPrefix(res, p); ok {
+			return ns, n
+		}
+	}
+	return "", ""
+}

@@ -68,7 +68,7 @@ func Human(w io.Writer, r *report.PathReport) error {
 	}
 	if wi := r.WayIn; wi != nil {
 		fmt.Fprintf(w, "way in: %s (temporary Service %s, %s, externalTrafficPolicy %s); this machine %s, the pod saw %s (%s)\n",
-			wi.Address, wi.Service, wi.Via, wi.ExternalTrafficPolicy, wi.Client, wi.Seen, wi.SeenIs)
+			wi.Address, wi.Service, wi.Via, wi.ExternalTrafficPolicy, wi.Client, wi.Seen, strings.TrimSpace(wi.SeenIs+" "+wi.SeenNode))
 	}
 	writeProbes(w, "agent to agent", r.Probes)
 	if len(r.AppPort) > 0 {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
@@ -18,7 +20,8 @@ import (
 // with the zone delay on (300 µs same zone, 2 ms cross zone, one way) and the WAN delay (1 ms):
 //   - entering by lab-a1 with Cluster, the pod saw lab-a1's address (SNAT); by lab-b1 with Local,
 //     the outside host's own;
-//   - through the lab's load balancer with Local, the pod saw the outside host's address too;
+//   - through the lab's load balancer with Local (a temporary one of the kind of web-lb, web's
+//     Service of type LoadBalancer), the pod saw the outside host's address too;
 //   - every probe of each has its samples, and the tcp transfer its bytes;
 //   - the extra hop (lab-a1 on to lab-b1) is in the round trips: the udp round trip's p50 (the
 //     agent's dwell taken off) and the TCP handshake's, by lab-a1 less by lab-b1, are what ping
@@ -36,12 +39,13 @@ func TestPathWayIn(t *testing.T) {
 	cluster := wayInPath(t, "-n", ns, "svc/web", "--via", "nodeport", "--entry-node", "lab-a1")
 	local := wayInPath(t, "-n", ns, "svc/web", "--via", "nodeport", "--external-traffic-policy", "Local")
 	after := hopPings(t, nodes, web.Status.PodIP)
-	lb := wayInPath(t, "-n", ns, "svc/web", "--via", "loadbalancer", "--external-traffic-policy", "Local")
+	lbService(t, cs, ns, "web-lb")
+	lb := wayInPath(t, "-n", ns, "svc/web-lb", "--via", "loadbalancer", "--external-traffic-policy", "Local")
 	client := outsideIP // the outside host's address of web's first family, which the way in takes
 	if strings.Contains(web.Status.PodIP, ":") {
 		client = outsideIP6
 	}
-	wayInSeen(t, cluster.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Cluster", EntryNode: "lab-a1", Client: client, SeenIs: "node lab-a1", SNAT: true})
+	wayInSeen(t, cluster.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Cluster", EntryNode: "lab-a1", Client: client, SeenIs: "node", SeenNode: "lab-a1", SNAT: true})
 	wayInSeen(t, local.WayIn, v1alpha1.WayIn{Via: "nodeport", ExternalTrafficPolicy: "Local", EntryNode: "lab-b1", Client: client, Seen: client, SeenIs: "client"})
 	wayInSeen(t, lb.WayIn, v1alpha1.WayIn{Via: "loadbalancer", ExternalTrafficPolicy: "Local", Client: client, Seen: client, SeenIs: "client"})
 	for _, r := range []*v1alpha1.PathReport{cluster, local, lb} {
@@ -134,5 +138,15 @@ func noTemporarySlices(t *testing.T, cs kubernetes.Interface, ns string) {
 	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-netbench"})
 	if err != nil || len(list.Items) != 0 {
 		t.Errorf("temporary EndpointSlices left: %v %v", list, err)
+	}
+}
+
+// lbService creates a Service of type LoadBalancer, name, in front of web's port 8080.
+func lbService(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+		Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt(8080)}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,18 +2,11 @@ package ladder
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
-	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/wayin"
 )
@@ -58,11 +51,7 @@ func (r *entryRun) waitWaysIn(ctx context.Context) {
 
 // waitAnswer waits up to --start-timeout until addr answers one connection, and says it if not.
 func (r *entryRun) waitAnswer(ctx context.Context, addr, what string) {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		res, err := probes.Enter(ctx, probes.EntrySpec{Address: addr, Path: agent.PathWhoAmI, Token: r.sess.Token, Connections: 1})
-		return err == nil && len(res.Answered) == 1, nil
-	})
-	if err != nil && ctx.Err() == nil {
+	if _, err := wayin.WaitAnswer(ctx, addr, r.sess.Token, r.o.StartTimeout); err != nil && ctx.Err() == nil {
 		r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("%s (%s) did not answer within --start-timeout %s before measuring", what, addr, r.o.StartTimeout))
 	}
 }
@@ -82,37 +71,18 @@ func (r *entryRun) waitLoadBalancers(ctx context.Context) error {
 		return nil
 	}
 	for k, c := range r.copies {
-		var addrs []netip.Addr
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, time.Second, r.o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-			got, err := r.o.Client.CoreV1().Services(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
-			if err != nil {
-				last = err
-				return false, nil
-			}
-			addrs, last = wayin.LoadBalancerAddresses(ctx, got.Status.LoadBalancer.Ingress, r.family)
-			return len(addrs) > 0, nil
-		})
+		addrs, err, last := wayin.WaitAddresses(ctx, r.o.Client, c.Namespace, c.Name, r.family, r.o.StartTimeout)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
-			return r.noAddress(c, last)
+			return wayin.NoAddress(c.Namespace, c.Name, r.family, r.o.StartTimeout, last)
 		}
 		r.lbAddr = append(r.lbAddr, addrs[0].String())
 		r.rep.Copies[k].LoadBalancer = r.address(entryNode{}, k)
 		if len(addrs) > 1 {
-			r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("the load balancer of %s has %d IPv%s addresses (%v): entered by %s alone (a load balancer with an address per zone and no cross-zone balancing reaches only that zone's nodes)", c.Name, len(addrs), r.family, addrs, addrs[0]))
+			r.rep.Warnings = append(r.rep.Warnings, wayin.ManyAddresses(c.Name, r.family, addrs))
 		}
 	}
 	return nil
-}
-
-// noAddress is the error of a copy that got no address in time, with the last error on the way.
-func (r *entryRun) noAddress(c *corev1.Service, last error) error {
-	msg := fmt.Sprintf("the temporary LoadBalancer copy %s/%s got no IPv%s address within --start-timeout %s: does a load balancer controller serve this cluster's Services of type LoadBalancer (a cloud's can take minutes: raise --start-timeout)?", c.Namespace, c.Name, r.family, r.o.StartTimeout)
-	if last != nil {
-		return fmt.Errorf("%s (last: %w)", msg, last)
-	}
-	return errors.New(msg)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,14 +184,9 @@ func (r *entryRun) planNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing nodes to enter by (--via %s needs list on nodes, cluster-wide): %w", r.o.Via, access.ForbiddenOr(err))
 	}
-	r.nodeOf = report.NodeAddrs{}
+	r.nodeOf = wayin.NodeAddrs(list.Items)
 	for i := range list.Items {
 		n := &list.Items[i]
-		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil {
-				r.nodeOf[ip.Unmap()] = n.Name
-			}
-		}
 		if r.o.Via == ViaLoadBalancer {
 			r.lbNodes = append(r.lbNodes, n.Name)
 			continue

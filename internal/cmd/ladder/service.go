@@ -50,16 +50,7 @@ func (o *LadderOptions) serviceName() (ns, name string) {
 	if arg == "" {
 		arg = o.DstArg
 	}
-	ns, res, err := cmdutil.SplitTarget(arg, o.Namespace)
-	if err != nil {
-		return "", ""
-	}
-	for _, p := range []string{"svc/", "service/", "services/"} {
-		if n, ok := strings.CutPrefix(res, p); ok {
-			return ns, n
-		}
-	}
-	return "", ""
+	return cmdutil.ServiceTarget(arg, o.Namespace)
 }
 
 // readService reads the Service and its ready endpoints (nothing is created), and makes the

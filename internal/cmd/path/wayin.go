@@ -4,17 +4,20 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fault"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/policyplan"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/render"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/session"
@@ -46,7 +49,8 @@ type wayInRun struct {
 	sess   *session.Session
 	srv    *session.Agent
 	svc    *corev1.Service
-	host   string // the address entered (node or load balancer)
+	orig   *corev1.Service // --via loadbalancer: DST, a Service of type LoadBalancer
+	host   string          // the address entered (node or load balancer)
 	port   int
 	probes []agent.ProbeSpec
 	col    *collected
@@ -58,7 +62,7 @@ func (r *wayInRun) PlannedFigures() map[string]string {
 }
 
 // wayInProbes are the probes of the way in: as to a pod, less ICMP, which ends at the node or
-// load balancer entered, not at the pod.
+// load balancer entered, not at the pod (validateWayIn refuses loaded-rtt, whose ICMP would).
 func (o *PathOptions) wayInProbes() []agent.ProbeSpec {
 	probes, _ := o.ProbeSpecs("")
 	return slices.DeleteFunc(probes, func(p agent.ProbeSpec) bool { return p.Kind == agent.ProbeICMP })
@@ -72,13 +76,17 @@ func (r *wayInRun) Plan(ctx context.Context) (err error) {
 		return fmt.Errorf("DST: %w", err)
 	}
 	r.rep.Destination = o.Endpoint(ctx, r.dst)
-	r.family, r.podIP, err = wayInAddress(o.IPFamily, r.dst.Pod)
+	addrs, err := DstAddrs(o.IPFamily, r.dst)
 	if err != nil {
-		return fmt.Errorf("DST %s: %w", o.DstArg, err)
+		return err
 	}
+	r.podIP, r.family = addrs[0].String(), map[bool]string{true: "4", false: "6"}[addrs[0].Is4()]
 	r.rep.IPFamily = "IPv" + r.family
 	r.rep.Source = report.Endpoint{External: "this machine"}
 	if err := r.planNodes(ctx); err != nil {
+		return err
+	}
+	if err := r.readLoadBalancer(ctx); err != nil {
 		return err
 	}
 	r.rep.Warnings = append(r.rep.Warnings, cmdutil.TargetWarnings(r.dst)...)
@@ -86,22 +94,26 @@ func (r *wayInRun) Plan(ctx context.Context) (err error) {
 	return nil
 }
 
-// wayInAddress is the pod's address of --ip-family (4 or 6), else its first.
-func wayInAddress(flag string, pod *corev1.Pod) (family, addr string, err error) {
-	for _, ip := range session.PodIPs(pod) {
-		a, perr := netip.ParseAddr(ip)
-		if perr != nil {
-			continue
-		}
-		f := map[bool]string{true: "4", false: "6"}[a.Unmap().Is4()]
-		if flag == "" || flag == f {
-			return f, a.Unmap().String(), nil
-		}
+// readLoadBalancer reads DST's Service for --via loadbalancer: only a Service of type
+// LoadBalancer, whose load balancer the temporary one copies (class, source ranges, scheme and
+// kind), so that it is reached as the original is; a new load balancer for anything else could
+// be open to whoever the cloud's defaults admit.
+func (r *wayInRun) readLoadBalancer(ctx context.Context) (err error) {
+	o := r.o
+	if o.Via != ViaLoadBalancer {
+		return nil
 	}
-	if flag != "" {
-		return "", "", fmt.Errorf("--ip-family %s: pod %s/%s has no IPv%s address", flag, pod.Namespace, pod.Name, flag)
+	ns, name := cmdutil.ServiceTarget(o.DstArg, o.Namespace)
+	if name == "" {
+		return fmt.Errorf("--via loadbalancer: DST %s must be a Service of type LoadBalancer (svc/NAME), whose load balancer's kind and source ranges the temporary one takes", o.DstArg)
 	}
-	return "", "", fmt.Errorf("pod %s/%s has no address yet", pod.Namespace, pod.Name)
+	if r.orig, err = o.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("reading Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
+	}
+	if r.orig.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return fmt.Errorf("--via loadbalancer: Service %s/%s is of type %s, not LoadBalancer: a new load balancer for it could be open to whoever the cloud's defaults admit (--via nodeport enters by a node)", ns, name, r.orig.Spec.Type)
+	}
+	return nil
 }
 
 // planNodes reads every node's addresses (to say whose address the pod saw), and with --via
@@ -110,20 +122,18 @@ func (r *wayInRun) planNodes(ctx context.Context) error {
 	o := r.o
 	list, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing nodes (path here needs list on nodes, cluster-wide: whose address the pod saw): %w", err)
+		return fmt.Errorf("listing nodes (path here needs list on nodes, cluster-wide: the node to enter by, and whose address the pod saw): %w", access.ForbiddenOr(err))
 	}
-	r.nodeOf = report.NodeAddrs{}
-	var entry *corev1.Node
+	r.nodeOf = wayin.NodeAddrs(list.Items)
 	r.entry = cmp.Or(o.EntryNode, r.dst.Pod.Spec.NodeName)
+	enter := r.entry
+	if fault.On(fault.WayInEntryIgnored) {
+		enter = r.dst.Pod.Spec.NodeName
+	}
+	var entry *corev1.Node
 	for i := range list.Items {
-		n := &list.Items[i]
-		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil {
-				r.nodeOf[ip.Unmap()] = n.Name
-			}
-		}
-		if n.Name == r.entry || fault.On(fault.WayInEntryIgnored) && n.Name == r.dst.Pod.Spec.NodeName {
-			entry = n
+		if list.Items[i].Name == enter {
+			entry = &list.Items[i]
 		}
 	}
 	r.rep.Path = report.PathClass{Class: v1alpha1.Ingress, Reason: fmt.Sprintf("from this machine, outside the cluster, through a temporary LoadBalancer Service's address (externalTrafficPolicy %s)", o.ExternalTrafficPolicy)}
@@ -151,6 +161,9 @@ func (r *wayInRun) Open(ctx context.Context) (*session.Session, error) {
 	o, ns := r.o, r.dst.Namespace
 	mode, _, err := o.ChooseMode(ctx, session.ModeEphemeral, ns)
 	if err == nil {
+		err = access.CheckPermissions(ctx, o.Client, []string{ns}, access.WayInPermissions)
+	}
+	if err == nil {
 		err = o.CheckPullSecrets(ctx, &o.CommonOptions, ns)
 	}
 	if err != nil {
@@ -177,10 +190,14 @@ func (r *wayInRun) Start(ctx context.Context) (err error) {
 	o.Progress("starting the server agent next to %s/%s", r.dst.Namespace, r.dst.Pod.Name)
 	// Its identity is what it answers on agent.PathWhoAmI: the way in's first answer names it.
 	id := agent.Identity{Pod: r.dst.Pod.Name, Node: r.dst.Pod.Spec.NodeName, Zone: r.rep.Destination.Zone}
-	if r.srv, err = r.sess.Start(ctx, session.AgentSpec{Role: session.RoleServer, Target: r.dst, Serve: true, Lifetime: r.lifetime(), Identity: id}); err != nil {
+	spec := session.AgentSpec{Role: session.RoleServer, Target: r.dst, Serve: true, Lifetime: r.lifetime(), Identity: id, Port: policyplan.FreePort(r.dst.Pod)}
+	if r.srv, err = r.sess.Start(ctx, spec); err != nil {
 		return fmt.Errorf("starting the server agent: %w", err)
 	}
 	if err := r.srv.WaitReady(ctx); err != nil {
+		return err
+	}
+	if err := r.samePod(ctx); err != nil {
 		return err
 	}
 	SetAgentName(&r.rep.Destination, r.srv)
@@ -209,6 +226,9 @@ func (r *wayInRun) Measure(ctx context.Context) (time.Duration, error) {
 	if !r.dst.HostNetwork() {
 		job.ServerApp = cmdutil.AppIDs(r.dst)
 	}
+	if err := grpcProxied(r.probes, r.rep.WayIn.Address); err != nil {
+		return 0, err
+	}
 	o.Progress("measuring from this machine through %s to %s/%s", r.rep.WayIn.Address, r.dst.Namespace, r.dst.Pod.Name)
 	col, err := o.collect(ctx, runHere(job), r.srv, nil, r.dst)
 	if err == nil {
@@ -231,12 +251,30 @@ func (r *wayInRun) Finish(context.Context) {
 	o := r.o
 	o.fillResults(r.rep, r.probes, nil, r.col)
 	fillRounds(o, r.rep, r.col, &session.Agent{Pod: "this machine"}, r.probes, nil)
+	// The client is this process: its footprint would be the plugin's whole, not a probe's.
+	delete(r.rep.AgentFootprint, "client")
 	at := report.Agents{ServerInApp: !r.dst.HostNetwork(), ServerPod: cmdutil.AppContainers(r.dst), Server: r.dst.CPULimitCores()}
 	for _, res := range allResults(r.rep) {
 		report.Judge(res, at)
 		res.IPFamily = "IPv" + r.family
 	}
 	r.rep.Summarize()
+	if slices.Contains(o.Probes, "rtt") {
+		r.rep.Skipped = append(r.rep.Skipped, "icmp: an echo ends at the address entered (a node's or the load balancer's), not at the pod")
+	}
+}
+
+// samePod reads DST's pod again once its agent is ready: the pod the agent joined must be the
+// one planned (same UID), and the endpoint its address now.
+func (r *wayInRun) samePod(ctx context.Context) error {
+	p, err := r.o.Client.CoreV1().Pods(r.dst.Namespace).Get(ctx, r.dst.Pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading pod %s/%s again: %w", r.dst.Namespace, r.dst.Pod.Name, access.ForbiddenOr(err))
+	}
+	if p.UID != r.dst.Pod.UID || !slices.Contains(session.PodIPs(p), r.podIP) {
+		return fmt.Errorf("pod %s/%s was replaced or readdressed while its agent started (%s, now %v): run again", r.dst.Namespace, r.dst.Pod.Name, r.podIP, session.PodIPs(p))
+	}
+	return nil
 }
 
 func (r *wayInRun) Closed() {}
@@ -248,3 +286,17 @@ func (r *wayInRun) Output() cmdutil.RunOutput {
 
 // IsHere says whether SRC is this machine.
 func IsHere(src string) bool { return strings.EqualFold(src, Here) }
+
+// grpcProxied refuses the grpc probe when gRPC, in this process, would reach addr through a
+// proxy of the environment (HTTPS_PROXY without addr in NO_PROXY): the proxy's path would be
+// measured, with the run's token handed to it.
+func grpcProxied(probes []agent.ProbeSpec, addr string) error {
+	if !slices.ContainsFunc(probes, func(p agent.ProbeSpec) bool { return p.Kind == agent.ProbeGRPC }) {
+		return nil
+	}
+	proxy, err := httpproxy.FromEnvironment().ProxyFunc()(&url.URL{Scheme: "https", Host: addr})
+	if err != nil || proxy == nil {
+		return nil
+	}
+	return fmt.Errorf("--probes grpc: gRPC from this machine to %s would go through the proxy %s (HTTPS_PROXY): add that address to NO_PROXY, or leave grpc out of --probes", addr, proxy.Redacted())
+}

@@ -2,6 +2,8 @@ package path
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +50,10 @@ func (o *PathOptions) validateWayIn() error {
 		return fmt.Errorf("--port and --http-path: not with SRC here, which measures DST's agent through a temporary Service")
 	case o.IPFamily == FamilyBoth:
 		return fmt.Errorf("--ip-family both: SRC here enters by one family at a time (4 or 6; run it once for each)")
+	case slices.Contains(o.Probes, "loaded-rtt"):
+		return fmt.Errorf("--probes loaded-rtt: not with SRC here, whose ICMP samples would end at the address entered, not at the pod (udp and tcp-rtt measure the way in)")
+	case runtime.GOOS != "linux":
+		return fmt.Errorf("SRC here: the client runs in this process and its probes need Linux (this is %s): run the plugin from a Linux machine outside the cluster", runtime.GOOS)
 	}
 	return nil
 }

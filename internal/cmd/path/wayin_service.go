@@ -4,18 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/access"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/probes"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/wayin"
@@ -25,37 +23,38 @@ import (
 // no selector: its one endpoint is the agent, on the agent's port for TCP and UDP alike) and
 // that endpoint.
 func (r *wayInRun) makeService(ctx context.Context) error {
-	svc, err := r.serviceSpec(ctx)
+	created, err := r.sess.CreateService(ctx, r.serviceSpec(), r.lifetime())
 	if err != nil {
-		return err
-	}
-	created, err := r.sess.CreateService(ctx, svc, r.lifetime())
-	if err != nil {
-		return err
-	}
-	if err := r.sess.CreateEndpointSlice(ctx, created, r.sliceSpec(created.Name)); err != nil {
 		return err
 	}
 	r.svc, r.port = created, r.srv.Port
+	// Both ports before the endpoint: the dataplane then programs TCP and UDP at once, when the
+	// endpoint comes, and the first answer through TCP says UDP is programmed too.
 	if r.o.Via == ViaNodePort && !r.sess.DryRun {
 		if err := r.sameNodePortForUDP(ctx); err != nil {
 			return err
 		}
 		r.port = int(r.svc.Spec.Ports[0].NodePort)
 	}
+	if err := r.sess.CreateEndpointSlice(ctx, r.svc, r.sliceSpec(created.Name)); err != nil {
+		return err
+	}
 	r.rep.WayIn = &report.WayIn{Via: r.o.Via, Service: created.Namespace + "/" + created.Name, ExternalTrafficPolicy: r.o.ExternalTrafficPolicy, EntryNode: r.entry}
 	return nil
 }
 
-// serviceSpec is the temporary Service: with --via loadbalancer and DST a Service, a load
-// balancer of that Service's kind (wayin.LoadBalancerCopy).
-func (r *wayInRun) serviceSpec(ctx context.Context) (*corev1.Service, error) {
+// serviceSpec is the temporary Service: with --via loadbalancer, a load balancer of DST's
+// Service's kind (wayin.LoadBalancerCopy), reached as that one is.
+func (r *wayInRun) serviceSpec() *corev1.Service {
 	port := int32(r.srv.Port)
 	fam, single := corev1.IPv4Protocol, corev1.IPFamilyPolicySingleStack
 	if r.family == "6" {
 		fam = corev1.IPv6Protocol
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-" + r.sess.RunID + "-way-in", Namespace: r.dst.Namespace},
+	// Owned by DST's pod: should the run be killed, the Service and its endpoint go with the pod,
+	// and never forward to a pod that takes its address later.
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: r.dst.Pod.Name, UID: r.dst.Pod.UID}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "netbench-" + r.sess.RunID + "-way-in", Namespace: r.dst.Namespace, OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicy(r.o.ExternalTrafficPolicy),
 			IPFamilies: []corev1.IPFamily{fam}, IPFamilyPolicy: &single,
 			Ports: []corev1.ServicePort{{Name: "agent", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)}}}}
@@ -64,34 +63,13 @@ func (r *wayInRun) serviceSpec(ctx context.Context) (*corev1.Service, error) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "agent-udp", Protocol: corev1.ProtocolUDP, Port: port, TargetPort: intstr.FromInt32(port)})
 	}
 	if r.o.Via != ViaLoadBalancer {
-		return svc, nil
+		return svc
 	}
 	svc.Spec.Type = corev1.ServiceTypeLoadBalancer
-	ns, name, ok := serviceArg(r.o.DstArg, r.dst.Namespace)
-	if !ok {
-		return svc, nil
-	}
-	orig, err := r.o.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading Service %s/%s, whose load balancer's kind the temporary one takes: %w", ns, name, err)
-	}
-	if left := wayin.LoadBalancerCopy(svc, orig); len(left) > 0 {
+	if left := wayin.LoadBalancerCopy(svc, r.orig); len(left) > 0 {
 		r.rep.Warnings = append(r.rep.Warnings, "annotations of the Service not given to the temporary load balancer (they may name, reuse or pin the original's): "+strings.Join(left, ", "))
 	}
-	return svc, nil
-}
-
-// serviceArg is DST's Service when DST names one (svc/NAME or NAMESPACE/svc/NAME).
-func serviceArg(arg, ns string) (string, string, bool) {
-	parts := strings.Split(arg, "/")
-	isSvc := func(t string) bool { return t == "svc" || t == "service" || t == "services" }
-	switch {
-	case len(parts) == 2 && isSvc(strings.ToLower(parts[0])):
-		return ns, parts[1], true
-	case len(parts) == 3 && isSvc(strings.ToLower(parts[1])):
-		return parts[0], parts[2], true
-	}
-	return "", "", false
+	return svc
 }
 
 // sliceSpec is the Service's one endpoint: DST's pod, at the agent's port for TCP and UDP.
@@ -115,7 +93,7 @@ func (r *wayInRun) sameNodePortForUDP(ctx context.Context) error {
 	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "agent-udp", Protocol: corev1.ProtocolUDP, Port: tcp.Port, TargetPort: tcp.TargetPort, NodePort: tcp.NodePort})
 	updated, err := r.o.Client.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{})
 	if err != nil {
-		return fmt.Errorf("giving the temporary Service %s/%s its UDP port on node port %d: %w", svc.Namespace, svc.Name, tcp.NodePort, err)
+		return fmt.Errorf("giving the temporary Service %s/%s its UDP port on node port %d: %w", svc.Namespace, svc.Name, tcp.NodePort, access.ForbiddenOr(err))
 	}
 	r.svc = updated
 	return nil
@@ -132,14 +110,7 @@ func (r *wayInRun) waitWayIn(ctx context.Context) error {
 	addr := net.JoinHostPort(r.host, strconv.Itoa(r.port))
 	r.rep.WayIn.Address = addr
 	r.o.Progress("waiting for %s to answer", addr)
-	var last *probes.EntryResult
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		res, err := probes.Enter(ctx, probes.EntrySpec{Address: addr, Path: agent.PathWhoAmI, Token: r.sess.Token, Connections: 1})
-		if err == nil {
-			last = res
-		}
-		return err == nil && len(res.Answered) == 1, nil
-	})
+	last, err := wayin.WaitAnswer(ctx, addr, r.sess.Token, r.o.StartTimeout)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -160,6 +131,7 @@ func entryErrors(res *probes.EntryResult) string {
 	for k := range res.ErrorsByKind {
 		kinds = append(kinds, k)
 	}
+	slices.Sort(kinds)
 	return " (last: " + strings.Join(kinds, ", ") + ")"
 }
 
@@ -167,41 +139,29 @@ func entryErrors(res *probes.EntryResult) string {
 func (r *wayInRun) seen(c probes.EntryConn) {
 	w := r.rep.WayIn
 	w.Client, w.Seen = c.Local, c.Peer
-	is, node, _ := report.SeenAs(c, r.nodeOf)
-	switch is {
+	w.SeenIs, w.SeenNode, _ = report.SeenAs(c, r.nodeOf)
+	w.SNAT = w.SeenIs != report.SourceClient
+	switch w.SeenIs {
 	case report.SourceClient:
-		w.SeenIs = "client"
 		r.rep.Path.Reason += fmt.Sprintf("; the pod saw this machine's own address %s (no SNAT)", c.Peer)
 	case report.SourceNode:
-		w.SeenIs, w.SNAT = "node "+node, true
-		r.rep.Path.Reason += fmt.Sprintf("; the pod saw node %s's address %s (SNAT on that node)", node, c.Peer)
+		r.rep.Path.Reason += fmt.Sprintf("; the pod saw node %s's address %s (SNAT on that node)", w.SeenNode, c.Peer)
 	default:
-		w.SeenIs, w.SNAT = "unknown", true
-		r.rep.Path.Reason += fmt.Sprintf("; the pod saw %s, neither this machine's address (%s) nor a node's (a NAT or proxy on the way)", c.Peer, c.Local)
+		r.rep.Path.Reason += fmt.Sprintf("; the pod saw %s, neither this machine's address (%s) nor one the nodes list (a NAT or proxy on the way, or a node's tunnel address)", c.Peer, c.Local)
 	}
 }
 
 // waitLoadBalancer waits up to --start-timeout for the Service's load balancer address of the
 // family (a host name is looked up here).
 func (r *wayInRun) waitLoadBalancer(ctx context.Context) error {
-	var addrs []netip.Addr
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, time.Second, r.o.StartTimeout, true, func(ctx context.Context) (bool, error) {
-		got, err := r.o.Client.CoreV1().Services(r.svc.Namespace).Get(ctx, r.svc.Name, metav1.GetOptions{})
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		addrs, last = wayin.LoadBalancerAddresses(ctx, got.Status.LoadBalancer.Ingress, r.family)
-		return len(addrs) > 0, nil
-	})
+	addrs, err, last := wayin.WaitAddresses(ctx, r.o.Client, r.svc.Namespace, r.svc.Name, r.family, r.o.StartTimeout)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case err != nil && last != nil:
-		return fmt.Errorf("the temporary LoadBalancer Service %s/%s got no IPv%s address within --start-timeout %s (does a load balancer controller serve this cluster?): %w", r.svc.Namespace, r.svc.Name, r.family, r.o.StartTimeout, last)
 	case err != nil:
-		return fmt.Errorf("the temporary LoadBalancer Service %s/%s got no IPv%s address within --start-timeout %s: does a load balancer controller serve this cluster's Services of type LoadBalancer (a cloud's can take minutes: raise --start-timeout)?", r.svc.Namespace, r.svc.Name, r.family, r.o.StartTimeout)
+		return wayin.NoAddress(r.svc.Namespace, r.svc.Name, r.family, r.o.StartTimeout, last)
+	case len(addrs) > 1:
+		r.rep.Warnings = append(r.rep.Warnings, wayin.ManyAddresses(r.svc.Name, r.family, addrs))
 	}
 	r.host = addrs[0].String()
 	return nil

@@ -7,8 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 )
@@ -64,6 +66,7 @@ func TestWayInRefused(t *testing.T) {
 		{"--allow-policy", func(o *PathOptions) { o.SrcArg, o.Via, o.AllowPolicy = Here, ViaNodePort, true }, "--allow-policy: not with SRC here"},
 		{"--port", func(o *PathOptions) { o.SrcArg, o.Via, o.Port = Here, ViaNodePort, 80 }, "--port and --http-path: not with SRC here"},
 		{"--ip-family both", func(o *PathOptions) { o.SrcArg, o.Via, o.IPFamily = Here, ViaNodePort, FamilyBoth }, "--ip-family both: SRC here enters by one family"},
+		{"loaded-rtt", func(o *PathOptions) { o.SrcArg, o.Via, o.Probes = Here, ViaNodePort, []string{"udp", "loaded-rtt"} }, "--probes loaded-rtt: not with SRC here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewPathOptions(nil, genericiooptions.NewTestIOStreamsDiscard())
@@ -73,5 +76,55 @@ func TestWayInRefused(t *testing.T) {
 				t.Fatalf("error %v, want one line with %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// --via loadbalancer takes only a Service of type LoadBalancer, refused in one line before
+// anything is created: a new load balancer for anything else could be open to anyone.
+func TestWayInLoadBalancerOnlyForLoadBalancers(t *testing.T) {
+	for _, tc := range []struct{ dst, wantErr string }{
+		{"web-1", "--via loadbalancer: DST web-1 must be a Service of type LoadBalancer"},
+		{"svc/web-1", "--via loadbalancer: Service shop/web-1 is of type ClusterIP, not LoadBalancer"},
+	} {
+		t.Run(tc.dst, func(t *testing.T) {
+			web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "web"}}}
+			f := fakecluster.New(t, fakecluster.TwoPods()...)
+			if err := f.Clientset.Tracker().Add(web); err != nil {
+				t.Fatal(err)
+			}
+			o, _ := newTestPathOptions(f)
+			o.SrcArg, o.DstArg, o.Via, o.Namespace = Here, tc.dst, ViaLoadBalancer, "shop"
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line with %q", err, tc.wantErr)
+			}
+			for _, a := range f.Clientset.Actions() {
+				if v := a.GetVerb(); v == "create" || v == "patch" || v == "update" {
+					t.Errorf("%s %s before the refusal", v, a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}
+
+// The grpc probe is refused where this process would send it through HTTPS_PROXY, and runs where
+// NO_PROXY covers the address entered.
+func TestWayInGRPCNotThroughAProxy(t *testing.T) {
+	grpc := []agent.ProbeSpec{{Kind: agent.ProbeGRPC}}
+	t.Setenv("HTTPS_PROXY", "http://u:secret@proxy.example:3128")
+	t.Setenv("NO_PROXY", "")
+	if err := grpcProxied(grpc, "192.0.2.11:30001"); err == nil || !strings.Contains(err.Error(), "--probes grpc: gRPC from this machine to 192.0.2.11:30001 would go through the proxy") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("through a proxy: %v", err)
+	}
+	if err := grpcProxied([]agent.ProbeSpec{{Kind: agent.ProbeUDP}}, "192.0.2.11:30001"); err != nil {
+		t.Errorf("no grpc probe: %v", err)
+	}
+	t.Setenv("NO_PROXY", "192.0.2.0/24")
+	if err := grpcProxied(grpc, "192.0.2.11:30001"); err != nil {
+		t.Errorf("in NO_PROXY: %v", err)
 	}
 }

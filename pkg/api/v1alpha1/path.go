@@ -90,11 +90,14 @@ type WayIn struct {
 	// EntryNode is the node entered by (--via nodeport); Address the address and port entered.
 	EntryNode string `json:"entryNode,omitempty"`
 	Address   string `json:"address"`
-	// Client is this machine's address on the connection; Seen the source address the pod saw,
-	// SeenIs whose it is: "client" (kept), "node NAME" (SNAT on that node) or "unknown".
-	Client string `json:"client,omitempty"`
-	Seen   string `json:"seen,omitempty"`
-	SeenIs string `json:"seenIs,omitempty"`
+	// Client is this machine's address on the way in's first connection; Seen the source address
+	// the pod saw on it, SeenIs whose it is: "client" (kept), "node" (SeenNode's: SNAT on that
+	// node) or "other" (neither: a NAT or proxy on the way, this machine's own NAT included, or
+	// a node address the node objects do not list, as an overlay's tunnel address).
+	Client   string `json:"client,omitempty"`
+	Seen     string `json:"seen,omitempty"`
+	SeenIs   string `json:"seenIs,omitempty"`
+	SeenNode string `json:"seenNode,omitempty"`
 	// SNAT says whether the pod saw another address than this machine's.
 	SNAT bool `json:"snat"`
 }
