@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,10 +193,8 @@ func ServiceTarget(arg, defaultNS string) (ns, name string) {
 	if err != nil {
 		return "", ""
 	}
-	for _, p := range []string{"svc/", "service/", "services/"} {
-		if n, ok := strings.CutPrefix(res, p); ok {
-			return ns, n
-		}
+	if typ, n, ok := strings.Cut(res, "/"); ok && slices.Contains([]string{"svc", "service", "services"}, strings.ToLower(typ)) {
+		return ns, n
 	}
 	return "", ""
 }

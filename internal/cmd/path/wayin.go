@@ -113,6 +113,9 @@ func (r *wayInRun) readLoadBalancer(ctx context.Context) (err error) {
 	if r.orig.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		return fmt.Errorf("--via loadbalancer: Service %s/%s is of type %s, not LoadBalancer: a new load balancer for it could be open to whoever the cloud's defaults admit (--via nodeport enters by a node)", ns, name, r.orig.Spec.Type)
 	}
+	if left := wayin.LoadBalancerCopy(&corev1.Service{}, r.orig); len(left) > 0 {
+		return fmt.Errorf("--via loadbalancer: Service %s/%s has load balancer annotations a temporary one may not take (%s): without them it could be reached otherwise than the original (its security groups, firewall rules or addresses); --via nodeport enters by a node", ns, name, strings.Join(left, ", "))
+	}
 	return nil
 }
 
@@ -152,7 +155,7 @@ func (r *wayInRun) planNodes(ctx context.Context) error {
 		return fmt.Errorf("node %s has no IPv%s ExternalIP or InternalIP to enter by", r.entry, r.family)
 	}
 	r.rep.Path.Reason = fmt.Sprintf("from this machine, outside the cluster, through node %s's NodePort (externalTrafficPolicy %s)", r.entry, o.ExternalTrafficPolicy)
-	return nil
+	return grpcProxied(o.wayInProbes(), r.host)
 }
 
 // Open checks that the server agent can join DST's pod (an ephemeral container) and opens the
@@ -190,7 +193,10 @@ func (r *wayInRun) Start(ctx context.Context) (err error) {
 	o.Progress("starting the server agent next to %s/%s", r.dst.Namespace, r.dst.Pod.Name)
 	// Its identity is what it answers on agent.PathWhoAmI: the way in's first answer names it.
 	id := agent.Identity{Pod: r.dst.Pod.Name, Node: r.dst.Pod.Spec.NodeName, Zone: r.rep.Destination.Zone}
-	spec := session.AgentSpec{Role: session.RoleServer, Target: r.dst, Serve: true, Lifetime: r.lifetime(), Identity: id, Port: policyplan.FreePort(r.dst.Pod)}
+	spec := session.AgentSpec{Role: session.RoleServer, Target: r.dst, Serve: true, Lifetime: r.lifetime(), Identity: id}
+	if r.sess.DryRun { // no agent to choose a free port and say it: the Service needs one
+		spec.Port = policyplan.FreePort(r.dst.Pod)
+	}
 	if r.srv, err = r.sess.Start(ctx, spec); err != nil {
 		return fmt.Errorf("starting the server agent: %w", err)
 	}
@@ -225,9 +231,6 @@ func (r *wayInRun) Measure(ctx context.Context) (time.Duration, error) {
 	job := agent.Job{APIVersion: agent.APIVersion, Done: true, Host: r.host, Port: r.port, Token: r.sess.Token, Probes: RepeatProbes(r.probes, o.Rounds)}
 	if !r.dst.HostNetwork() {
 		job.ServerApp = cmdutil.AppIDs(r.dst)
-	}
-	if err := grpcProxied(r.probes, r.rep.WayIn.Address); err != nil {
-		return 0, err
 	}
 	o.Progress("measuring from this machine through %s to %s/%s", r.rep.WayIn.Address, r.dst.Namespace, r.dst.Pod.Name)
 	col, err := o.collect(ctx, runHere(job), r.srv, nil, r.dst)
@@ -287,12 +290,16 @@ func (r *wayInRun) Output() cmdutil.RunOutput {
 // IsHere says whether SRC is this machine.
 func IsHere(src string) bool { return strings.EqualFold(src, Here) }
 
-// grpcProxied refuses the grpc probe when gRPC, in this process, would reach addr through a
-// proxy of the environment (HTTPS_PROXY without addr in NO_PROXY): the proxy's path would be
+// grpcProxied refuses the grpc probe when gRPC, in this process, would reach host through a
+// proxy of the environment (HTTPS_PROXY without host in NO_PROXY): the proxy's path would be
 // measured, with the run's token handed to it.
-func grpcProxied(probes []agent.ProbeSpec, addr string) error {
+func grpcProxied(probes []agent.ProbeSpec, host string) error {
 	if !slices.ContainsFunc(probes, func(p agent.ProbeSpec) bool { return p.Kind == agent.ProbeGRPC }) {
 		return nil
+	}
+	addr := host
+	if strings.Contains(host, ":") {
+		addr = "[" + host + "]"
 	}
 	proxy, err := httpproxy.FromEnvironment().ProxyFunc()(&url.URL{Scheme: "https", Host: addr})
 	if err != nil || proxy == nil {

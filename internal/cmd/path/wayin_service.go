@@ -28,8 +28,9 @@ func (r *wayInRun) makeService(ctx context.Context) error {
 		return err
 	}
 	r.svc, r.port = created, r.srv.Port
-	// Both ports before the endpoint: the dataplane then programs TCP and UDP at once, when the
-	// endpoint comes, and the first answer through TCP says UDP is programmed too.
+	// Both ports before the endpoint: a dataplane that programs a Service with its endpoints
+	// (kube-proxy) then programs TCP and UDP at once, and the first answer through TCP says UDP
+	// is programmed too.
 	if r.o.Via == ViaNodePort && !r.sess.DryRun {
 		if err := r.sameNodePortForUDP(ctx); err != nil {
 			return err
@@ -66,9 +67,7 @@ func (r *wayInRun) serviceSpec() *corev1.Service {
 		return svc
 	}
 	svc.Spec.Type = corev1.ServiceTypeLoadBalancer
-	if left := wayin.LoadBalancerCopy(svc, r.orig); len(left) > 0 {
-		r.rep.Warnings = append(r.rep.Warnings, "annotations of the Service not given to the temporary load balancer (they may name, reuse or pin the original's): "+strings.Join(left, ", "))
-	}
+	wayin.LoadBalancerCopy(svc, r.orig) // it takes them all: readLoadBalancer refused any other
 	return svc
 }
 
@@ -106,6 +105,9 @@ func (r *wayInRun) waitWayIn(ctx context.Context) error {
 		if err := r.waitLoadBalancer(ctx); err != nil {
 			return err
 		}
+	}
+	if err := grpcProxied(r.o.wayInProbes(), r.host); err != nil {
+		return err
 	}
 	addr := net.JoinHostPort(r.host, strconv.Itoa(r.port))
 	r.rep.WayIn.Address = addr

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
@@ -41,6 +42,18 @@ func TestWayInDryRun(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, cmdtest.DryRunObjects(t, f, out.String())); diff != "" {
 		t.Errorf("objects (-want +got):\n%s\n%s", diff, out)
+	}
+	for _, a := range f.Clientset.Actions() {
+		c, ok := a.(k8stesting.CreateAction)
+		if !ok || a.GetResource().Resource != "services" {
+			continue
+		}
+		svc := c.GetObject().(*corev1.Service)
+		p := svc.Spec.Ports
+		if len(p) != 2 || p[0].Port == 0 || p[0].TargetPort.IntValue() != int(p[0].Port) || p[1].Protocol != corev1.ProtocolUDP || p[1].Port != p[0].Port ||
+			len(svc.OwnerReferences) != 1 || svc.OwnerReferences[0].Kind != "Pod" || svc.OwnerReferences[0].Name != "web-1" || svc.Spec.Selector != nil {
+			t.Errorf("the Service sent: ports %+v, owners %+v, selector %v: want TCP and UDP on the agent's port, owned by pod web-1, no selector", p, svc.OwnerReferences, svc.Spec.Selector)
+		}
 	}
 }
 
@@ -79,16 +92,24 @@ func TestWayInRefused(t *testing.T) {
 	}
 }
 
-// --via loadbalancer takes only a Service of type LoadBalancer, refused in one line before
-// anything is created: a new load balancer for anything else could be open to anyone.
+// --via loadbalancer takes only a Service of type LoadBalancer whose load balancer annotations
+// the temporary one can all take, refused in one line before anything is created: a new load
+// balancer for anything else could be open to anyone.
 func TestWayInLoadBalancerOnlyForLoadBalancers(t *testing.T) {
-	for _, tc := range []struct{ dst, wantErr string }{
-		{"web-1", "--via loadbalancer: DST web-1 must be a Service of type LoadBalancer"},
-		{"svc/web-1", "--via loadbalancer: Service shop/web-1 is of type ClusterIP, not LoadBalancer"},
+	sg := map[string]string{"service.beta.kubernetes.io/aws-load-balancer-security-groups": "sg-1"}
+	for _, tc := range []struct {
+		name, dst   string
+		typ         corev1.ServiceType
+		annotations map[string]string
+		wantErr     string
+	}{
+		{"a pod", "web-1", corev1.ServiceTypeClusterIP, nil, "--via loadbalancer: DST web-1 must be a Service of type LoadBalancer"},
+		{"ClusterIP", "SVC/web-1", corev1.ServiceTypeClusterIP, nil, "--via loadbalancer: Service shop/web-1 is of type ClusterIP, not LoadBalancer"},
+		{"security groups", "svc/web-1", corev1.ServiceTypeLoadBalancer, sg, "load balancer annotations a temporary one may not take (service.beta.kubernetes.io/aws-load-balancer-security-groups)"},
 	} {
-		t.Run(tc.dst, func(t *testing.T) {
-			web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop"},
-				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "web"}}}
+		t.Run(tc.name, func(t *testing.T) {
+			web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", Annotations: tc.annotations},
+				Spec: corev1.ServiceSpec{Type: tc.typ, Selector: map[string]string{"app": "web"}}}
 			f := fakecluster.New(t, fakecluster.TwoPods()...)
 			if err := f.Clientset.Tracker().Add(web); err != nil {
 				t.Fatal(err)
@@ -117,14 +138,14 @@ func TestWayInGRPCNotThroughAProxy(t *testing.T) {
 	grpc := []agent.ProbeSpec{{Kind: agent.ProbeGRPC}}
 	t.Setenv("HTTPS_PROXY", "http://u:secret@proxy.example:3128")
 	t.Setenv("NO_PROXY", "")
-	if err := grpcProxied(grpc, "192.0.2.11:30001"); err == nil || !strings.Contains(err.Error(), "--probes grpc: gRPC from this machine to 192.0.2.11:30001 would go through the proxy") || strings.Contains(err.Error(), "secret") {
+	if err := grpcProxied(grpc, "192.0.2.11"); err == nil || !strings.Contains(err.Error(), "--probes grpc: gRPC from this machine to 192.0.2.11 would go through the proxy") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("through a proxy: %v", err)
 	}
-	if err := grpcProxied([]agent.ProbeSpec{{Kind: agent.ProbeUDP}}, "192.0.2.11:30001"); err != nil {
+	if err := grpcProxied([]agent.ProbeSpec{{Kind: agent.ProbeUDP}}, "192.0.2.11"); err != nil {
 		t.Errorf("no grpc probe: %v", err)
 	}
 	t.Setenv("NO_PROXY", "192.0.2.0/24")
-	if err := grpcProxied(grpc, "192.0.2.11:30001"); err != nil {
+	if err := grpcProxied(grpc, "192.0.2.11"); err != nil {
 		t.Errorf("in NO_PROXY: %v", err)
 	}
 }
