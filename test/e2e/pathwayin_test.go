@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -64,15 +62,8 @@ func TestPathWayIn(t *testing.T) {
 // test, and decodes the report.
 func wayInPath(t *testing.T, args ...string) *v1alpha1.PathReport {
 	t.Helper()
-	alone(t)
-	full := append([]string{"--net=" + outsideNetns, plugin(t), "--kubeconfig", kubeconfigPath(), "path", "-o", "json", "here"}, args...)
-	cmd := exec.Command("nsenter", append(full, "--probes", "rtt,udp,tcp,http", "--start-timeout", "60s")...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("netbench path here %v on the outside host: %v\n%s", args, err, errb.String())
-	}
-	r := decodeStrict[v1alpha1.PathReport](t, out.String())
+	full := append(append([]string{"path", "-o", "json", "here"}, args...), "--probes", "rtt,udp,tcp,http", "--start-timeout", "60s")
+	r := decodeStrict[v1alpha1.PathReport](t, onOutsideHost(t, full...))
 	if r.Path.Class != v1alpha1.Ingress || r.WayIn == nil || r.Source.External == "" || r.Destination.Pod != "web" {
 		t.Fatalf("path here %v: class %q, way in %+v, source %+v, destination %+v: want ingress to web from this machine", args, r.Path.Class, r.WayIn, r.Source, r.Destination)
 	}

@@ -143,14 +143,7 @@ func hopPings(t *testing.T, nodes []string, ip string) map[string]float64 {
 // entryJSON runs `ladder … --via nodeport|loadbalancer -o json` on the lab's outside host and decodes it.
 func entryJSON(t *testing.T, args ...string) *v1alpha1.EntryReport {
 	t.Helper()
-	alone(t)
-	cmd := exec.Command("nsenter", append([]string{"--net=" + outsideNetns, plugin(t), "--kubeconfig", kubeconfigPath(), "ladder", "-o", "json"}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("netbench ladder %v on the outside host: %v\n%s", args, err, errb.String())
-	}
-	r := decodeStrict[v1alpha1.EntryReport](t, out.String())
+	r := decodeStrict[v1alpha1.EntryReport](t, onOutsideHost(t, append([]string{"ladder", "-o", "json"}, args...)...))
 	via := args[slices.Index(args, "--via")+1]
 	if r.Kind != v1alpha1.KindEntry || r.APIVersion != v1alpha1.APIVersion || r.Via != via {
 		t.Fatalf("required fields missing: %+v", r)
@@ -187,4 +180,18 @@ func readyEndpoints(cs kubernetes.Interface, ns, name string) int {
 		}
 	}
 	return n
+}
+
+// onOutsideHost runs the plugin with args on the lab's outside host (its network namespace,
+// beyond the router) and returns its output; a failure ends the test with its stderr.
+func onOutsideHost(t *testing.T, args ...string) string {
+	t.Helper()
+	alone(t)
+	cmd := exec.Command("nsenter", append([]string{"--net=" + outsideNetns, plugin(t), "--kubeconfig", kubeconfigPath()}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("netbench %v on the outside host: %v\n%s", args, err, errb.String())
+	}
+	return out.String()
 }
