@@ -34,6 +34,7 @@ type config struct {
 	seconds                        float64
 	newConns                       int
 	only                           string
+	holdCPUs                       bool
 }
 
 // What every plugin run and every reference share.
@@ -59,6 +60,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds per path")
 	flag.StringVar(&c.only, "only", "", "measure only one section, paths, faults or dns (a check of that part; the results file is written from whole runs)")
 	flag.Float64Var(&c.seconds, "seconds", 5, "duration of each throughput and HTTP run")
+	flag.BoolVar(&c.holdCPUs, "hold-cpus", true, "keep the CPUs out of idle (reftools.HoldCPUs) for every table but a last one on the same-node path, which compares tcp-rr and udp-rr with sockperf as the machine idles")
 	flag.IntVar(&c.newConns, "new-conns", 50, "curl requests (each on a new connection) per round")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -69,8 +71,10 @@ func main() {
 
 func run(c config) error {
 	switch {
-	case c.only != "" && c.only != "paths" && c.only != "faults" && c.only != "dns":
-		return fmt.Errorf("-only %q: want paths, faults or dns", c.only)
+	case c.only != "" && c.only != "paths" && c.only != "faults" && c.only != "dns" && c.only != "idle":
+		return fmt.Errorf("-only %q: want paths, faults, dns or idle", c.only)
+	case c.only == "idle" && !c.holdCPUs:
+		return errors.New("-only idle compares with the held tables: drop -hold-cpus=false")
 	case c.only != "" && c.out != "":
 		return errors.New("-only writes no results file: drop -out")
 	}
@@ -95,7 +99,58 @@ func run(c config) error {
 		return err
 	}
 	e.nodes = l.nodes
-	var results []pathResult
+	m, err := measure(c, l, &e)
+	if err != nil {
+		return err
+	}
+	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
+	md := render(c, e, m)
+	fmt.Print(md)
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("writing the results: %w", err)
+		}
+	}
+	return nil
+}
+
+// measured is every table's results.
+type measured struct {
+	paths             []pathResult
+	faults, dns, idle pathResult
+}
+
+// measure runs the sections -only asks for: the paths, faults and DNS with the CPUs held (if
+// c.holdCPUs), then the same-node request/response rows with them free to idle.
+func measure(c config, l *lab, e *env) (measured, error) {
+	var m measured
+	release := func() {}
+	if c.holdCPUs {
+		r, err := reftools.HoldCPUs()
+		if err != nil {
+			return m, err
+		}
+		release, e.held = r, reftools.IdleSettings()
+	}
+	defer func() { release() }()
+	if err := measureHeld(c, l, &m); err != nil {
+		return m, err
+	}
+	release()
+	release = func() {}
+	if c.holdCPUs && (c.only == "" || c.only == "idle") {
+		r, err := measureAsFound(c, l)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", asFound.name, err)
+		}
+		m.idle = r
+	}
+	return m, nil
+}
+
+// measureHeld measures the paths, the faults and DNS, as -only asks.
+func measureHeld(c config, l *lab, m *measured) error {
+	var err error
 	for _, p := range paths {
 		if c.only != "" && c.only != "paths" {
 			break
@@ -104,26 +159,16 @@ func run(c config) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
-		results = append(results, r)
+		m.paths = append(m.paths, r)
 	}
-	var faults, dns pathResult
-	var err error
 	if c.only == "" || c.only == "faults" {
-		if faults, err = measureFaults(c, l); err != nil {
+		if m.faults, err = measureFaults(c, l); err != nil {
 			return fmt.Errorf("%s: %w", faultPath.name, err)
 		}
 	}
 	if c.only == "" || c.only == "dns" {
-		if dns, err = measureDNS(c, l); err != nil {
+		if m.dns, err = measureDNS(c, l); err != nil {
 			return fmt.Errorf("%s: %w", dnsSection.name, err)
-		}
-	}
-	e.date, e.took, e.loadEnd = time.Now(), time.Since(start), benchinfo.LoadAverage()
-	md := render(c, e, results, faults, dns)
-	fmt.Print(md)
-	if c.out != "" {
-		if err := os.WriteFile(c.out, []byte(md), 0o644); err != nil {
-			return fmt.Errorf("writing the results: %w", err)
 		}
 	}
 	return nil

@@ -3,9 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/agent"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/benchinfo"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmd/path"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/reftools"
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
@@ -74,35 +78,50 @@ func runRateReferences(c config, in reftools.Runner, srvIP string, p planned) (r
 
 // recordRates adds the rate probes' rows of one round.
 func (r *pathResult) recordRates(ours *report.PathReport, refs rateRefs) error {
-	var errs []error
-	rate := func(name string) *agent.ProbeResult {
-		p := find(ours.Probes, name)
-		if p == nil || p.Rate == nil || p.Rate.Transactions == 0 {
-			errs = append(errs, fmt.Errorf("the plugin's report has no %s result", name))
-			return nil
-		}
-		return p
-	}
-	tcpRR, udpRR, crr := rate("tcp-rr"), rate("udp-rr"), rate("tcp-crr")
-	for _, p := range []*agent.ProbeResult{tcpRR, udpRR} {
-		if p != nil && p.Rate.Connections != 1 {
-			errs = append(errs, fmt.Errorf("%s ran %d clients: sockperf's ping-pong, beside it, has one", p.Name, p.Rate.Connections))
-		}
-	}
+	crr := find(ours.Probes, "tcp-crr")
 	udp := find(ours.Probes, "udp")
+	var errs []error
+	if crr == nil || crr.Rate == nil || crr.Rate.Transactions == 0 {
+		errs = append(errs, errors.New("the plugin's report has no tcp-crr result"))
+	}
 	if udp == nil || udp.RTT == nil {
 		errs = append(errs, errors.New("the plugin's report has no udp result"))
+	}
+	if err := r.recordRR(ours, refs.tcpRR, refs.udpRR); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	r.add("tcp-rr tps", tcpRR.Rate.PerSecond, refs.tcpRR.PerSecond)
-	r.add("tcp-rr p50", tcpRR.Rate.Latency.P50Micros, refs.tcpRR.P50Micros)
-	r.add("udp-rr tps", udpRR.Rate.PerSecond, refs.udpRR.PerSecond)
-	r.add("udp-rr p50", udpRR.Rate.Latency.P50Micros, refs.udpRR.P50Micros)
 	r.add("tcp-crr cps", crr.Rate.PerSecond, refs.crrPerSecond)
 	r.add("tcp-crr p50", crr.Rate.Latency.P50Micros, refs.crrP50)
 	r.add("udp p50", udp.RTT.RTT.P50Micros, refs.irtt.P50Micros)
+	return nil
+}
+
+// recordRR adds tcp-rr's and udp-rr's rows beside sockperf's TCP and UDP runs.
+func (r *pathResult) recordRR(ours *report.PathReport, tcp, udp reftools.RR) error {
+	var errs []error
+	rate := func(name string) *agent.ProbeResult {
+		p := find(ours.Probes, name)
+		switch {
+		case p == nil || p.Rate == nil || p.Rate.Transactions == 0:
+			errs = append(errs, fmt.Errorf("the plugin's report has no %s result", name))
+			return nil
+		case p.Rate.Connections != 1:
+			errs = append(errs, fmt.Errorf("%s ran %d clients: sockperf's ping-pong, beside it, has one", name, p.Rate.Connections))
+			return nil
+		}
+		return p
+	}
+	tcpRR, udpRR := rate("tcp-rr"), rate("udp-rr")
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	r.add("tcp-rr tps", tcpRR.Rate.PerSecond, tcp.PerSecond)
+	r.add("tcp-rr p50", tcpRR.Rate.Latency.P50Micros, tcp.P50Micros)
+	r.add("udp-rr tps", udpRR.Rate.PerSecond, udp.PerSecond)
+	r.add("udp-rr p50", udpRR.Rate.Latency.P50Micros, udp.P50Micros)
 	return nil
 }
 
@@ -114,4 +133,64 @@ func (p *planned) fromRates(r *report.PathReport) {
 	if crr := find(r.Probes, "tcp-crr"); crr != nil && crr.Rate != nil {
 		p.crrClients = crr.Rate.Connections
 	}
+}
+
+// asFound is the same-node path's request/response comparison with the CPUs free to idle (run
+// after HoldCPUs is released): how much of each tool's figure was waking a halted CPU.
+var asFound = pathSpec{"same node (lab-b1 → " + serverNode + "), CPUs free to idle", "cli-same-node", "lab-b1"}
+
+// asFoundRows are its rows: the held tables' request/response rows, shown, not judged.
+var asFoundRows = func() []rowSpec {
+	var rows []rowSpec
+	for _, s := range rowSpecs {
+		if strings.HasPrefix(s.key, "tcp-rr ") || strings.HasPrefix(s.key, "udp-rr ") {
+			s.goal = benchinfo.Info
+			rows = append(rows, s)
+		}
+	}
+	return rows
+}()
+
+// rrArgs is the plugin's command line for tcp-rr and udp-rr alone.
+func rrArgs(c config, client string) []string {
+	return []string{"path", "-n", namespace, client, "srv", "--probes", "tcp-rr,udp-rr", "--request-size", strconv.Itoa(rrBytes),
+		"--response-size", strconv.Itoa(rrBytes), "--duration", fmt.Sprintf("%gs", c.seconds), "-o", "json"}
+}
+
+// measureAsFound alternates tcp-rr and udp-rr with sockperf's ping-pong over TCP and UDP.
+func measureAsFound(c config, l *lab) (pathResult, error) {
+	res := pathResult{spec: asFound, figures: map[string]*figure{}, cpu: map[string][]float64{}, rss: map[string][]float64{}}
+	inClient, err := nsRunner(asFound.node, l.ips[asFound.client])
+	if err != nil {
+		return res, err
+	}
+	inServer, err := nsRunner(serverNode, l.ips["srv"])
+	if err != nil {
+		return res, err
+	}
+	srv, err := startRateServers(inServer)
+	if err != nil {
+		return res, err
+	}
+	defer srv.stop()
+	for round := 0; round < c.rounds; round++ {
+		fmt.Fprintf(os.Stderr, "%s: round %d/%d\n", asFound.name, round+1, c.rounds)
+		var ours *report.PathReport
+		var tcp, udp reftools.RR
+		ourTurn := func() (err error) { ours, err = runPath(c, rrArgs(c, asFound.client)); return err }
+		refTurn := func() (err error) {
+			if tcp, err = reftools.Sockperf(inClient, l.ips["srv"], true, rrBytes, c.seconds); err != nil {
+				return err
+			}
+			udp, err = reftools.Sockperf(inClient, l.ips["srv"], false, rrBytes, c.seconds)
+			return err
+		}
+		if err := inTurn(round, ourTurn, refTurn); err != nil {
+			return res, err
+		}
+		if err := res.recordRR(ours, tcp, udp); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }

@@ -61,6 +61,7 @@ type env struct {
 	nodes    int
 	versions []string
 	image    image
+	held     string // how the CPUs idle, when HoldCPUs held them; "" when not held
 }
 
 // image is the agent image's size as read from its tarball.
@@ -134,7 +135,7 @@ func readImage(path string) image {
 	return im
 }
 
-func render(c config, e env, results []pathResult, faults, dns pathResult) string {
+func render(c config, e env, m measured) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kubectl-netbench on the lab's pod paths, beside reference tools in the same pods\n\n")
 	fmt.Fprintf(&b, "Written by `%s`%s on %s. From creating the pods to the last measurement it took %s (building and importing the images before, and deleting the pods after, not counted).\n\n",
@@ -148,23 +149,31 @@ func render(c config, e env, results []pathResult, faults, dns pathResult) strin
 		pluginStreams, c.seconds, refProcs, c.newConns)
 	fmt.Fprintf(&b, "- Rates, also in the same pods: sockperf ping-pong over TCP and UDP (one socket, one message of %d bytes outstanding, --mps=max, round trips timed whole with --full-rtt; its servers in the server pod) beside tcp-rr and udp-rr with --request-size and --response-size %d; fortio's runner with keep-alive off (a connection per request), closed loop with as many clients as tcp-crr, against the app's port, beside tcp-crr — its requests and answers are HTTP's, larger than tcp-crr's; irtt (its server in the server pod, no minimum interval) at the udp probe's interval and %d-byte datagrams for as long as the probe's count takes (irtt's timer sends fewer when it falls behind), beside the udp probe: both take the server's time off, irtt from the server's user-space clock readings, and irtt's client times its answers in user space, after its own wake-up, where the probe reads the kernel's receive stamp\n",
 		rrBytes, rrBytes, path.UDPSize)
-	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n\n", c.rounds)
-	for _, r := range results {
+	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n", c.rounds)
+	if e.held != "" {
+		fmt.Fprintf(&b, "- CPUs: held out of idle for every table but the last by one thread per CPU, pinned to it, spinning at SCHED_IDLE (any other task's wake-up preempts it at once); this machine's %s. The last table runs tcp-rr, udp-rr and sockperf again with the CPUs free to idle\n", e.held)
+	} else {
+		b.WriteString("- CPUs: free to idle (-hold-cpus=false)\n")
+	}
+	b.WriteString("\n")
+	for _, r := range m.paths {
 		renderPath(&b, r, rowSpecs, "")
 	}
-	renderFaults(&b, c, faults)
-	renderDNS(&b, c, dns)
-	renderNotes(&b, c, e, results, faults, dns)
+	renderFaults(&b, c, m.faults)
+	renderDNS(&b, c, m.dns)
+	renderAsFound(&b, c, m.idle)
+	renderNotes(&b, c, e, m)
 	return b.String()
 }
 
 // renderNotes explains the tables with this run's own figures and the code's parameters only;
 // what needs a profiler or a trace is in notesFile, written by hand, which is linked, not quoted.
-func renderNotes(b *strings.Builder, c config, e env, results []pathResult, faults, dns pathResult) {
+func renderNotes(b *strings.Builder, c config, e env, m measured) {
+	results := m.paths
 	b.WriteString("## Reading the tables\n\n")
 	var spreads []float64
 	ties, ratios := 0, 0
-	for _, t := range allTables(results, faults, dns) {
+	for _, t := range allTables(m) {
 		r := t.result
 		for _, s := range t.rows {
 			f := r.figures[s.key]
@@ -201,6 +210,7 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult, faul
 		refProcs, strings.Join(lower, ", "))
 	b.WriteString("- New connections: the probe is fortio's engine, which reads a connection it asked to close until the server's FIN; the Go client and curl stop at the answer's first byte, so the probe's figure includes that wait.\n")
 	b.WriteString("- ICMP: the agent runs without privileges (its ICMP method is in the row's label); ping runs as root and chooses its socket itself. Both take the receive time from the kernel.\n")
+	renderIdleNote(b, m)
 	roles := map[string][2]float64{} // role → highest CPU s, highest peak RSS MiB over every path and round
 	for _, r := range results {
 		for role, v := range r.cpu {
@@ -229,19 +239,37 @@ func renderNotes(b *strings.Builder, c config, e env, results []pathResult, faul
 	fmt.Fprintf(b, "\nProfiles and traces of these probes on the lab, and how the image's size divides, were taken once by hand and are in %s (not rewritten by this command).\n", notesFile)
 }
 
+// renderIdleNote compares the same-node path's request/response medians held and free to idle.
+func renderIdleNote(b *strings.Builder, m measured) {
+	if len(m.idle.figures) == 0 || len(m.paths) == 0 {
+		return
+	}
+	var parts []string
+	for _, key := range []string{"tcp-rr tps", "tcp-rr p50", "udp-rr tps", "udp-rr p50"} {
+		held, free := m.paths[0].figures[key], m.idle.figures[key]
+		if held == nil || free == nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: netbench %s held, %s free; sockperf %s held, %s free", key,
+			num(reftools.Median(held.ours)), num(reftools.Median(free.ours)), num(reftools.Median(held.ref)), num(reftools.Median(free.ref))))
+	}
+	fmt.Fprintf(b, "- Idle CPUs: the same-node medians with the CPUs held and free to idle — %s.\n", strings.Join(parts, "; "))
+}
+
 // table is one rendered table: a result and its rows.
 type table struct {
 	result pathResult
 	rows   []rowSpec
 }
 
-// allTables lists every table the file renders, the paths' then the faults' and DNS's.
-func allTables(results []pathResult, faults, dns pathResult) []table {
+// allTables lists every table the file renders: the paths', the faults', DNS's, and the
+// same-node request/response rows with the CPUs free to idle.
+func allTables(m measured) []table {
 	var ts []table
-	for _, r := range results {
+	for _, r := range m.paths {
 		ts = append(ts, table{r, rowSpecs})
 	}
-	return append(ts, table{faults, faultRows}, table{dns, dnsRows})
+	return append(ts, table{m.faults, faultRows}, table{m.dns, dnsRows}, table{m.idle, asFoundRows})
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -271,6 +299,16 @@ func renderDNS(b *strings.Builder, c config, r pathResult) {
 	intro := fmt.Sprintf("%s. %d rounds, who goes first alternating: `kubectl netbench %s` (the Service alone: the budget is under two of the ramp's shares; the pod's own query mix, as its resolver expands the name) and dnsperf in the same pod's network namespace, against the same Service address, with the query mix of the plugin's latest run, %d sockets, open loop at each step's rate; dnsperf is ramped by the plugin's own search (doubling, then halving the span geometrically to within the ramp's resolution) at the ramp's step length and timeout, each step judged by the report's criteria on dnsperf's own counts and per-query latencies (loss, the p99 budget, and keeping pace — for dnsperf its answers over the step's length, where the ramp counts the answers of the step's second half); a step where dnsperf sent less than the ramp's generator share, or got SERVFAIL or REFUSED, ends the run; each side's knee is the rate sent at its highest step that passed. A CPU-limited server's capacity moves from minute to minute (its throttling): the rounds' ranges say by how much.\n\n",
 		r.detail, c.rounds, strings.Join(dnsArgs("CLIENT"), " "), reftools.DNSPerfSockets)
 	renderPath(b, r, dnsRows, intro)
+}
+
+// renderAsFound prints the request/response rows measured with the CPUs free to idle.
+func renderAsFound(b *strings.Builder, c config, r pathResult) {
+	if len(r.figures) == 0 {
+		return // not measured (-only, or -hold-cpus=false)
+	}
+	intro := fmt.Sprintf("The CPUs no longer held: %d rounds, who goes first alternating, of `kubectl netbench %s` and sockperf's ping-pong over TCP and UDP as above. A request/response loop waits for each answer asleep; a CPU with nothing else to run halts, and the next answer waits for it to wake. How often each tool's waits pay that is its runtime's (Go's scheduler spins a while before it parks a thread; sockperf blocks at once), not the path's: these rows are shown, not judged.\n\n",
+		c.rounds, strings.Join(rrArgs(c, "CLIENT"), " "))
+	renderPath(b, r, asFoundRows, intro)
 }
 
 // renderPath prints a path's heading, intro (if any) and table of rows.

@@ -25,6 +25,7 @@ type made struct {
 	took                                  time.Duration
 	kernel, iperf, load, loadEnd          string
 	compressed, unpacked                  int64
+	held                                  string
 	scale                                 float64 // of every measurement
 	below                                 bool    // netbench's figure below the reference's in every round
 }
@@ -32,14 +33,14 @@ type made struct {
 var (
 	runA = made{rounds: 5, paths: 3, cores: 2, nodes: 4, newConns: 17, seconds: 7,
 		date: time.Date(2031, 1, 2, 4, 6, 0, 0, time.UTC), took: 613 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12", load: "0.61", loadEnd: "1.37",
-		compressed: 8_300_000, unpacked: 16_700_000, scale: 1, below: true}
+		held: "cpuidle driver haltpoll, guest_halt_poll_ns 13", compressed: 8_300_000, unpacked: 16_700_000, scale: 1, below: true}
 	runB = made{rounds: 3, paths: 2, cores: 6, nodes: 9, newConns: 23, seconds: 9,
 		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18", load: "5.83", loadEnd: "4.29",
-		compressed: 9_400_000, unpacked: 18_600_000, scale: 3.7, below: false}
+		held: "cpuidle driver acpi_idle", compressed: 9_400_000, unpacked: 18_600_000, scale: 3.7, below: false}
 )
 
 // synthetic renders's inputs for a made-up run.
-func synthetic(m made) (config, env, []pathResult, pathResult, pathResult) {
+func synthetic(m made) (config, env, measured) {
 	c := config{rounds: m.rounds, seconds: m.seconds, newConns: m.newConns}
 	e := env{
 		command:  fmt.Sprintf("go run ./hack/benchlab -rounds %d -seconds %g", m.rounds, m.seconds),
@@ -51,6 +52,7 @@ func synthetic(m made) (config, env, []pathResult, pathResult, pathResult) {
 		nodes:    m.nodes,
 		versions: []string{"go-test", m.iperf, "fortio v-test runner (fhttp) in hack/benchlab"},
 		image:    image{path: "bin/agent-image.tar", compressed: m.compressed, unpacked: m.unpacked},
+		held:     m.held,
 	}
 	var results []pathResult
 	x := 0.0
@@ -84,7 +86,13 @@ func synthetic(m made) (config, env, []pathResult, pathResult, pathResult) {
 			dns.add(s.key, next(), next())
 		}
 	}
-	return c, e, results, faults, dns
+	idle := pathResult{spec: asFound, figures: map[string]*figure{}}
+	for i := 0; i < m.rounds; i++ {
+		for _, s := range asFoundRows {
+			idle.add(s.key, next(), next())
+		}
+	}
+	return c, e, measured{paths: results, faults: faults, dns: dns, idle: idle}
 }
 
 // constants are the numbers the generated prose may repeat from one run to the next: the code's
@@ -112,16 +120,16 @@ func constants() map[string]bool {
 // the prose of both (outside the tables) that is not one of the code's parameters was typed
 // into the generator, and would be printed, stale, over every future run.
 func TestNotesHoldOnlyThisRunsNumbers(t *testing.T) {
-	c1, e1, r1, f1, d1 := synthetic(runA)
-	c2, e2, r2, f2, d2 := synthetic(runB)
-	a, b := render(c1, e1, r1, f1, d1), render(c2, e2, r2, f2, d2)
+	c1, e1, m1 := synthetic(runA)
+	c2, e2, m2 := synthetic(runB)
+	a, b := render(c1, e1, m1), render(c2, e2, m2)
 	benchinfo.CheckNoFixedNumbers(t, a, b, constants(), notesFile)
 }
 
 // The notes are generated from the run: the measured figures reach the prose.
 func TestNotesUseTheMeasurements(t *testing.T) {
-	c, e, r, f, d := synthetic(runA)
-	md := render(c, e, r, f, d)
+	c, e, m := synthetic(runA)
+	md := render(c, e, m)
 	for _, want := range []string{
 		"Written by `go run ./hack/benchlab -rounds 5 -seconds 7` (by `make test-target`) on 2031-01-02 04:06 UTC",
 		"it took 10m13s",
@@ -131,7 +139,9 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		"curl, 17 requests",
 		"- 5 rounds per path",
 		"5 of 5 rounds (same node",
-		fmt.Sprintf("— %[1]d of the %[1]d ratios above —", len(paths)*len(rowSpecs)+len(faultRows)+len(dnsRows)),
+		fmt.Sprintf("— %[1]d of the %[1]d ratios above —", len(paths)*len(rowSpecs)+len(faultRows)+len(dnsRows)+len(asFoundRows)),
+		"this machine's cpuidle driver haltpoll, guest_halt_poll_ns 13",
+		"## same node (lab-b1 → lab-b1), CPUs free to idle\n\nThe CPUs no longer held: 5 rounds, who goes first alternating, of `kubectl netbench path -n netbench-benchlab CLIENT srv --probes tcp-rr,udp-rr --request-size 64",
 		"its layers 8.3 MB as pulled (compressed), 16.7 MB unpacked; goal ≤ 15 MB unpacked: not met",
 		notesFile,
 		"## cross zone (lab-a1 → lab-b1), the lab's faults at lab-a1\n\nThe lab's faults, one after the other, on the cross-zone path (5 rounds each): `hack/lab/lab.sh udp-loss lab-a1 20`",
@@ -146,7 +156,7 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		t.Logf("the markdown:\n%s", md)
 	}
 	e.image = readImage(filepath.Join(t.TempDir(), "absent.tar"))
-	if md := render(c, e, r, f, d); !strings.Contains(md, "- Image: not measured (open ") {
+	if md := render(c, e, m); !strings.Contains(md, "- Image: not measured (open ") {
 		t.Errorf("an absent image is not said to be unmeasured:\n%s", md)
 	}
 }
