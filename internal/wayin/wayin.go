@@ -64,6 +64,36 @@ func LoadBalancerCopy(temp, orig *corev1.Service) (left []string) {
 	return left
 }
 
+// CopyableLoadBalancer says why a temporary load balancer may not be made after orig (nil when
+// it may): orig must be of type LoadBalancer — a new load balancer for any other Service could
+// be open to whoever the cloud's defaults admit — and have no load balancer annotation the copy
+// would not take (LoadBalancerCopy): without it the copy could be reached otherwise than the
+// original (its security groups, firewall rules or addresses).
+func CopyableLoadBalancer(orig *corev1.Service) error {
+	if orig.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return &NotCopyableError{Namespace: orig.Namespace, Name: orig.Name, Type: orig.Spec.Type}
+	}
+	if left := LoadBalancerCopy(&corev1.Service{}, orig); len(left) > 0 {
+		return &NotCopyableError{Namespace: orig.Namespace, Name: orig.Name, Type: orig.Spec.Type, Annotations: left}
+	}
+	return nil
+}
+
+// NotCopyableError is a Service whose load balancer a temporary one may not copy: of another
+// type, or with Annotations the copy would not take.
+type NotCopyableError struct {
+	Namespace, Name string
+	Type            corev1.ServiceType
+	Annotations     []string
+}
+
+func (e *NotCopyableError) Error() string {
+	if e.Type != corev1.ServiceTypeLoadBalancer {
+		return fmt.Sprintf("Service %s/%s is of type %s, not LoadBalancer: a new load balancer for it could be open to whoever the cloud's defaults admit (--via nodeport enters by a node)", e.Namespace, e.Name, e.Type)
+	}
+	return fmt.Sprintf("Service %s/%s has load balancer annotations a temporary one may not take (%s): without them it could be reached otherwise than the original (its security groups, firewall rules or addresses); --via nodeport enters by a node", e.Namespace, e.Name, strings.Join(e.Annotations, ", "))
+}
+
 // LoadBalancerAddresses are the ingress addresses of family ("4" or "6"): the IPs, else a host name's
 // addresses of that family, looked up here (none yet: nil, and the lookup's error).
 func LoadBalancerAddresses(ctx context.Context, ingress []corev1.LoadBalancerIngress, family string) ([]netip.Addr, error) {

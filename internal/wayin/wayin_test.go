@@ -1,10 +1,13 @@
 package wayin
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A LoadBalancer copy is a load balancer of the original's kind (class, source ranges, the
@@ -45,5 +48,30 @@ func TestLoadBalancerCopy(t *testing.T) {
 	}
 	if temp.Spec.LoadBalancerClass == nil || *temp.Spec.LoadBalancerClass != class || len(temp.Spec.LoadBalancerSourceRanges) != 1 || temp.Spec.LoadBalancerIP != "" {
 		t.Errorf("spec %+v: want the class and source ranges, no address", temp.Spec)
+	}
+}
+
+// Only a LoadBalancer Service whose load balancer annotations a copy all takes may be copied;
+// the error says which it is, and errors.As finds it.
+func TestCopyableLoadBalancer(t *testing.T) {
+	lb := func(typ corev1.ServiceType, ann map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: ann}, Spec: corev1.ServiceSpec{Type: typ}}
+	}
+	if err := CopyableLoadBalancer(lb(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"})); err != nil {
+		t.Errorf("a LoadBalancer Service with a copied annotation: %v", err)
+	}
+	for _, tc := range []struct {
+		svc  *corev1.Service
+		want string
+	}{
+		{lb(corev1.ServiceTypeClusterIP, nil), "Service shop/web is of type ClusterIP, not LoadBalancer"},
+		{lb(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-security-groups": "sg-1", "team": "a"}),
+			"Service shop/web has load balancer annotations a temporary one may not take (service.beta.kubernetes.io/aws-load-balancer-security-groups)"},
+	} {
+		err := CopyableLoadBalancer(tc.svc)
+		var nc *NotCopyableError
+		if !errors.As(err, &nc) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want a NotCopyableError %q…", tc.svc.Spec.Type, err, tc.want)
+		}
 	}
 }

@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-netbench/kubectl-netbench/pkg/api/v1alpha1"
 )
 
 // The way out from every rung: `ladder deploy/api --egress http://outside.lab/` has each rung's
@@ -14,8 +18,8 @@ import (
 // the router's WAN delay (1 ms one way). Each rung's egress connect p50 is what ping from a pod
 // on the same node to the outside host reads, before and after, within 5 % + 150 µs; the name
 // was looked up through the pod's resolver, and the first byte came after the connect; a gate
-// reads the rungs' egress figures by class. A way out that fails is said on every rung, and the
-// rest of the ladder stands.
+// reads the rungs' egress figures by class. A way out that fails is said on every rung, the rest
+// of the ladder stands, and the run exits 1 after its report.
 func TestLadderEgress(t *testing.T) {
 	cs, ns := lab(t)
 	labScript(t, "wan-delay", "1ms")
@@ -59,9 +63,14 @@ func TestLadderEgress(t *testing.T) {
 	if len(r.Checks) != 1 || r.Checks[0].Violated || r.Checks[0].Left < 1000 || len(r.Rungs) != 3 {
 		t.Errorf("checks %+v, %d rungs: want the gate on the rungs' egress figures read and not violated, 3 rungs", r.Checks, len(r.Rungs))
 	}
-	// A way out that fails (nothing listens on the outside host's port 9) is said per rung, and
-	// the ladder's own figures stand.
-	r = ladderJSON(t, "-n", ns, "deploy/api", "--probes", "rtt", "--egress", "tcp://"+outsideIP+":9", "--zones", "zone-b")
+	// A way out that fails (nothing listens on the outside host's port 9) is said per rung, the
+	// ladder's own figures stand, and the run exits 1 once its report is printed.
+	out, stderr, err := netbench(t, "ladder", "-o", "json", "-n", ns, "deploy/api", "--probes", "rtt", "--egress", "tcp://"+outsideIP+":9", "--zones", "zone-b")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stderr, "probe egress to the destination outside the cluster failed") {
+		t.Errorf("a ladder whose way out failed: %v, stderr %q: want exit 1 naming the failure", err, stderr)
+	}
+	r = decodeStrict[v1alpha1.LadderReport](t, out)
 	said, measured := 0, 0
 	for _, w := range r.Warnings {
 		if strings.Contains(w, "probe egress to the destination outside the cluster failed") {

@@ -15,8 +15,8 @@ import (
 var lbPool = netip.MustParsePrefix("10.77.64.0/24")
 
 // The way in through a load balancer: the plugin, run on the lab's outside host, enters
-// Service web (one endpoint, on lab-b1) through the load balancer of a temporary LoadBalancer
-// copy per externalTrafficPolicy, which the lab's controller (hack/lab/lb) serves as a cloud's
+// Service web-lb (of type LoadBalancer, one endpoint, on lab-b1) through the load balancer of a
+// temporary LoadBalancer copy per externalTrafficPolicy (of ClusterIP Service web, refused), which the lab's controller (hack/lab/lb) serves as a cloud's
 // does: Cluster to every Ready node, Local only to the nodes whose health check node port says
 // they have an endpoint. With the zone delay and the WAN delay on:
 //   - each copy got an address of the lab's pool;
@@ -32,7 +32,14 @@ func TestLoadBalancerWayIn(t *testing.T) {
 	others := []string{"lab-a1", "lab-a2", "lab-b2"}
 	alone(t)
 	before := hopPings(t, append(others, "lab-b1"), web.Status.PodIP)
-	r := entryJSON(t, "-n", ns, "svc/web", "--via", "loadbalancer", "--connections-per-rung", "200", "--fail-if", "loadbalancer.cluster.lab-a1.extra-hop > 1000 * loadbalancer.cluster.lab-b2.extra-hop")
+	lbService(t, cs, ns, "web-lb") // copies only of a LoadBalancer Service: of web, it is refused
+	if err := waitFor(30*time.Second, func() bool { return readyEndpoints(cs, ns, "web-lb") == 1 }); err != nil {
+		t.Fatal("Service web-lb has no ready endpoint")
+	}
+	if _, stderr, err := netbench(t, "ladder", "-n", ns, "svc/web", "--via", "loadbalancer"); err == nil || !strings.Contains(stderr, "is of type ClusterIP, not LoadBalancer") {
+		t.Errorf("ladder --via loadbalancer of ClusterIP Service web: %v, %q: want refused", err, stderr)
+	}
+	r := entryJSON(t, "-n", ns, "svc/web-lb", "--via", "loadbalancer", "--connections-per-rung", "200", "--fail-if", "loadbalancer.cluster.lab-a1.extra-hop > 1000 * loadbalancer.cluster.lab-b2.extra-hop")
 	after := hopPings(t, append(others, "lab-b1"), web.Status.PodIP)
 	if len(r.Client) != 1 || r.Client[0] != outsideIP || len(r.Rungs) != 2 || len(r.Copies) != 2 {
 		t.Fatalf("client %v, %d rungs, copies %+v: want %s, 2 rungs, 2 copies", r.Client, len(r.Rungs), r.Copies, outsideIP)

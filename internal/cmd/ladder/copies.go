@@ -21,9 +21,7 @@ func (r *entryRun) makeCopies(ctx context.Context) error {
 		temp := r.sr.copyOf("netbench-"+r.sess.RunID+"-"+strings.ToLower(string(pol)), typ)
 		temp.Spec.ExternalTrafficPolicy = pol
 		if typ == corev1.ServiceTypeLoadBalancer {
-			if left := wayin.LoadBalancerCopy(temp, r.sr.svc); len(left) > 0 && pol == entryPolicies[0] {
-				r.rep.Warnings = append(r.rep.Warnings, "annotations of the Service not given to its load balancer copies (they may name, reuse or pin the original's load balancer): "+strings.Join(left, ", "))
-			}
+			wayin.LoadBalancerCopy(temp, r.sr.svc) // it takes them all: Plan refused any other
 		}
 		c, err := r.sess.CreateService(ctx, temp, r.life)
 		if err != nil {

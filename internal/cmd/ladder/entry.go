@@ -145,6 +145,11 @@ func (r *entryRun) Plan(ctx context.Context) (err error) {
 	if len(r.sr.svc.Spec.Selector) == 0 {
 		return fmt.Errorf("--via %s: Service %s/%s has no selector: a temporary copy would have no endpoints", o.Via, ns, name)
 	}
+	if o.Via == ViaLoadBalancer {
+		if err := wayin.CopyableLoadBalancer(r.sr.svc); err != nil {
+			return fmt.Errorf("--via loadbalancer: %w", err)
+		}
+	}
 	switch n := len(r.sr.ready); {
 	case n == 0:
 		return fmt.Errorf("--via %s: Service %s/%s has no ready endpoints", o.Via, ns, name)

@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/cmdutil/cmdtest"
+	"github.com/kubectl-netbench/kubectl-netbench/internal/fakecluster"
 )
 
 // --via nodeport (loadbalancer) --dry-run sends an agent to each endpoint pod and the two
@@ -40,6 +41,9 @@ func testEntryDryRun(t *testing.T, via, typ string) {
 			t.Fatal(err)
 		}
 	}
+	if via == ViaLoadBalancer {
+		setServiceType(t, f, corev1.ServiceTypeLoadBalancer, nil)
+	}
 	var policies []string
 	f.Clientset.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
@@ -62,6 +66,55 @@ func testEntryDryRun(t *testing.T, via, typ string) {
 	}
 	if diff := cmp.Diff([]string{typ + "/Cluster", typ + "/Local"}, policies); diff != "" {
 		t.Errorf("copies (-want +got):\n%s", diff)
+	}
+}
+
+// setServiceType makes svc/web of type typ, with annotations.
+func setServiceType(t *testing.T, f *fakecluster.Cluster, typ corev1.ServiceType, annotations map[string]string) {
+	t.Helper()
+	gvr := corev1.SchemeGroupVersion.WithResource("services")
+	o, err := f.Clientset.Tracker().Get(gvr, "shop", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := o.(*corev1.Service)
+	svc.Spec.Type, svc.Annotations = typ, annotations
+	if err := f.Clientset.Tracker().Update(gvr, svc, "shop"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --via loadbalancer makes load balancers only after a Service of type LoadBalancer whose
+// load balancer annotations the copies all take: anything else is refused before any create.
+func TestLadderViaLoadBalancerRefusesOtherServices(t *testing.T) {
+	for _, tc := range []struct {
+		typ         corev1.ServiceType
+		annotations map[string]string
+		want        string
+	}{
+		{corev1.ServiceTypeClusterIP, nil, "--via loadbalancer: Service shop/web is of type ClusterIP, not LoadBalancer"},
+		{corev1.ServiceTypeNodePort, nil, "--via loadbalancer: Service shop/web is of type NodePort, not LoadBalancer"},
+		{corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-security-groups": "sg-1"},
+			"--via loadbalancer: Service shop/web has load balancer annotations a temporary one may not take (service.beta.kubernetes.io/aws-load-balancer-security-groups)"},
+	} {
+		t.Run(string(tc.typ), func(t *testing.T) {
+			f := svcCluster(t)
+			setServiceType(t, f, tc.typ, tc.annotations)
+			o, _ := newTestLadderOptions(f)
+			o.DstArg, o.Via = "svc/web", ViaLoadBalancer
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Run(context.Background())
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q…", err, tc.want)
+			}
+			for _, a := range f.Clientset.Actions() {
+				if (a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews") || a.GetVerb() == "patch" {
+					t.Errorf("%s %s before the refusal", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+		})
 	}
 }
 

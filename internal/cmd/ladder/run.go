@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -43,7 +44,10 @@ type ladderRun struct {
 	// applies in the nodes' own network).
 	hostProbes []agent.ProbeSpec
 	perRung    time.Duration
-	lifetime   time.Duration
+	// failed is the first probe that failed against the app's port, through the Service or to
+	// the way out: the run's error once the report is printed.
+	failed   error
+	lifetime time.Duration
 	// clientTol are the tolerations of clients on nodes other than DST's (clientTolerations).
 	clientTol []corev1.Toleration
 	// addrs are DST's addresses the probes use, one per family (--ip-family).
@@ -224,6 +228,9 @@ func (r *ladderRun) Measure(ctx context.Context) (time.Duration, error) {
 			for _, f := range res.Failed {
 				r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("rung %s, round %d: %s", rung.Name, round, f))
 			}
+			if len(res.Failed) > 0 && r.failed == nil {
+				r.failed = fmt.Errorf("%w: rung %s, round %d: %s (the rest of the report was measured; every failure is in its warnings)", ErrProbeFailed, rung.Name, round, res.Failed[0])
+			}
 			rung.Results = append(rung.Results, res)
 		}
 	}
@@ -260,8 +267,12 @@ func (r *ladderRun) Closed() { r.rep.Policy.Removed = len(r.rep.Policy.Temporary
 
 func (r *ladderRun) Output() cmdutil.RunOutput {
 	return cmdutil.RunOutput{Timing: &r.rep.Timing, Timer: r.timer, Figures: r.rep.FigureValues, Checks: &r.rep.Checks,
-		Write: func() error { return render.WriteLadder(r.o.Out, r.o.Output, r.rep) }}
+		Write: func() error { return render.WriteLadder(r.o.Out, r.o.Output, r.rep) }, Err: func() error { return r.failed }}
 }
+
+// ErrProbeFailed is wrapped by the error of a ladder whose app-port, Service or way-out probes
+// failed on some rung: its report is printed first, and it exits 1.
+var ErrProbeFailed = errors.New("a probe failed")
 
 // summarize fills the report's rungs, costs, spreads and figures.
 func (r *ladderRun) summarize() {

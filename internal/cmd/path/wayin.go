@@ -110,11 +110,8 @@ func (r *wayInRun) readLoadBalancer(ctx context.Context) (err error) {
 	if r.orig, err = o.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		return fmt.Errorf("reading Service %s/%s: %w", ns, name, access.ForbiddenOr(err))
 	}
-	if r.orig.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		return fmt.Errorf("--via loadbalancer: Service %s/%s is of type %s, not LoadBalancer: a new load balancer for it could be open to whoever the cloud's defaults admit (--via nodeport enters by a node)", ns, name, r.orig.Spec.Type)
-	}
-	if left := wayin.LoadBalancerCopy(&corev1.Service{}, r.orig); len(left) > 0 {
-		return fmt.Errorf("--via loadbalancer: Service %s/%s has load balancer annotations a temporary one may not take (%s): without them it could be reached otherwise than the original (its security groups, firewall rules or addresses); --via nodeport enters by a node", ns, name, strings.Join(left, ", "))
+	if err := wayin.CopyableLoadBalancer(r.orig); err != nil {
+		return fmt.Errorf("--via loadbalancer: %w", err)
 	}
 	return nil
 }
