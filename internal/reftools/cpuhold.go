@@ -19,8 +19,8 @@ import (
 // Why: a request/response loop waits for each answer asleep, and a CPU with nothing to run
 // halts; waking a halted virtual CPU costs tens of µs where the guest does not poll before
 // halting (cpuidle-haltpoll with guest_halt_poll_ns 0). How often a tool's waits pay that
-// depends on its runtime (Go's scheduler spins a while before it parks a thread, a C tool
-// blocks at once), not on the path: held, both pay the path's own cost alone.
+// depends on what else keeps the CPUs busy meanwhile (a Go process has runtime threads of its
+// own; sockperf has none), not on the path: held, neither pays it.
 func HoldCPUs() (release func(), err error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
@@ -44,7 +44,11 @@ func HoldCPUs() (release func(), err error) {
 	release = func() {
 		quit.Store(true)
 		wg.Wait()
-		runtime.GOMAXPROCS(procs)
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.SetDefaultGOMAXPROCS() // and it follows the CPUs again, as before
+		} else {
+			runtime.GOMAXPROCS(procs)
+		}
 	}
 	var errs []error
 	for range cpus {
@@ -58,25 +62,31 @@ func HoldCPUs() (release func(), err error) {
 }
 
 // spinOn pins its thread to cpu at SCHED_IDLE, says so on ready, and spins until quit; then it
-// gives the thread back as it found it (the policy SCHED_OTHER, the process's CPUs in all).
+// gives the thread back as it found it (its scheduling attributes, the process's CPUs in all).
 func spinOn(cpu int, all unix.CPUSet, quit *atomic.Bool, ready chan<- error) {
 	runtime.LockOSThread()
+	was, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		ready <- fmt.Errorf("spinner on CPU %d: %w", cpu, err)
+		return // the thread stays locked, and ends with the goroutine
+	}
 	var one unix.CPUSet
 	one.Set(cpu)
-	err := unix.SchedSetaffinity(0, &one)
+	err = unix.SchedSetaffinity(0, &one)
 	if err == nil {
 		err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0)
 	}
 	if err == nil {
 		ready <- nil
-		for !quit.Load() {
+		for i := 0; !quit.Load(); i++ {
+			if i%(1<<20) == 0 {
+				runtime.Gosched() // a stop-the-world need not wait for asynchronous preemption
+			}
 		}
 	} else {
 		ready <- fmt.Errorf("spinner on CPU %d: %w", cpu, err)
 	}
-	restored := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0) == nil &&
-		unix.SchedSetaffinity(0, &all) == nil
-	if restored {
+	if unix.SchedSetAttr(0, was, 0) == nil && unix.SchedSetaffinity(0, &all) == nil {
 		runtime.UnlockOSThread() // else the thread stays locked, and ends with the goroutine
 	}
 }

@@ -17,9 +17,11 @@ import (
 // annotations are the annotations a LoadBalancer copy takes from the original, exactly these
 // keys: the ones that choose a load balancer's kind, its scheme (internal or internet-facing),
 // its subnets, its families and the sources it admits, so that the copy is reached as the
-// original is and by no more sources. Any other annotation is left out (the run says which of
-// those that name a load balancer): one may name, reuse or rewire the original's load balancer,
-// pin its address, point a DNS name at the copy or change the protocol the agents speak.
+// original is and by no more sources. Any other annotation is left out, and one of a load
+// balancer (loadBalancerAnnotation) makes the Service refused (CopyableLoadBalancer): it may
+// name, reuse or rewire the original's load balancer, pin its address, point a DNS name at the
+// copy, change the protocol the agents speak — or hold the security groups, firewall rules or
+// access lists without which the copy would be more open than the original.
 var annotations = map[string]bool{
 	"service.beta.kubernetes.io/aws-load-balancer-type":                              true,
 	"service.beta.kubernetes.io/aws-load-balancer-nlb-target-type":                   true,
@@ -44,13 +46,14 @@ var annotations = map[string]bool{
 
 // LoadBalancerCopy makes the LoadBalancer copy temp a load balancer of orig's kind: its
 // loadBalancerClass, its loadBalancerSourceRanges and the annotations of annotations. It
-// returns the keys of orig's other annotations that name a load balancer, left out.
+// returns the keys of orig's other annotations that may configure a load balancer
+// (loadBalancerAnnotation), left out.
 func LoadBalancerCopy(temp, orig *corev1.Service) (left []string) {
 	temp.Spec.LoadBalancerClass = orig.Spec.LoadBalancerClass
 	temp.Spec.LoadBalancerSourceRanges = orig.Spec.LoadBalancerSourceRanges
 	for k, v := range orig.Annotations {
 		if !annotations[k] {
-			if lk := strings.ToLower(k); strings.Contains(lk, "load-balancer") || strings.Contains(lk, "loadbalancer") {
+			if loadBalancerAnnotation(k) {
 				left = append(left, k)
 			}
 			continue
@@ -62,6 +65,28 @@ func LoadBalancerCopy(temp, orig *corev1.Service) (left []string) {
 	}
 	slices.Sort(left)
 	return left
+}
+
+// providers are the annotation prefixes of load balancer controllers and clouds whose keys
+// configure a Service's load balancer, whatever their names say (Huawei's kubernetes.io/elb.*,
+// OCI's network security groups, …).
+var providers = []string{
+	"service.beta.kubernetes.io/", "kubernetes.io/elb.", "networking.gke.io/", "cloud.google.com/",
+	"oci.oraclecloud.com/", "oci-network-load-balancer.oraclecloud.com/", "metallb.universe.tf/", "metallb.io/",
+	"lbipam.cilium.io/", "io.cilium/", "kube-vip.io/", "purelb.io/", "loxilb.io/", "load-balancer.hetzner.cloud/",
+	"service.kubernetes.io/alibaba-cloud-loadbalancer",
+}
+
+// loadBalancerAnnotation says whether an annotation key may configure a load balancer: one of a
+// provider's prefixes, or a name that says so.
+func loadBalancerAnnotation(key string) bool {
+	k := strings.ToLower(key)
+	for _, p := range providers {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return strings.Contains(k, "load-balancer") || strings.Contains(k, "loadbalancer")
 }
 
 // CopyableLoadBalancer says why a temporary load balancer may not be made after orig (nil when

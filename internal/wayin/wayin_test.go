@@ -57,8 +57,9 @@ func TestCopyableLoadBalancer(t *testing.T) {
 	lb := func(typ corev1.ServiceType, ann map[string]string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: ann}, Spec: corev1.ServiceSpec{Type: typ}}
 	}
-	if err := CopyableLoadBalancer(lb(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"})); err != nil {
-		t.Errorf("a LoadBalancer Service with a copied annotation: %v", err)
+	if err := CopyableLoadBalancer(lb(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+		"service.kubernetes.io/topology-mode": "Auto", "meta.helm.sh/release-name": "shop"})); err != nil {
+		t.Errorf("a LoadBalancer Service with a copied annotation and others of no load balancer: %v", err)
 	}
 	for _, tc := range []struct {
 		svc  *corev1.Service
@@ -67,6 +68,8 @@ func TestCopyableLoadBalancer(t *testing.T) {
 		{lb(corev1.ServiceTypeClusterIP, nil), "Service shop/web is of type ClusterIP, not LoadBalancer"},
 		{lb(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-security-groups": "sg-1", "team": "a"}),
 			"Service shop/web has load balancer annotations a temporary one may not take (service.beta.kubernetes.io/aws-load-balancer-security-groups)"},
+		{lb(corev1.ServiceTypeLoadBalancer, map[string]string{"kubernetes.io/elb.acl-id": "acl-1", "oci.oraclecloud.com/oci-network-security-groups": "nsg-1"}),
+			"Service shop/web has load balancer annotations a temporary one may not take (kubernetes.io/elb.acl-id, oci.oraclecloud.com/oci-network-security-groups)"},
 	} {
 		err := CopyableLoadBalancer(tc.svc)
 		var nc *NotCopyableError

@@ -71,6 +71,9 @@ func TestLadderEgress(t *testing.T) {
 		t.Errorf("a ladder whose way out failed: %v, stderr %q: want exit 1 naming the failure", err, stderr)
 	}
 	r = decodeStrict[v1alpha1.LadderReport](t, out)
+	if r.Kind != "LadderReport" || r.APIVersion != v1alpha1.APIVersion || len(r.Rungs) == 0 || len(r.Figures) == 0 {
+		t.Fatalf("the report printed before exit 1 lacks required fields: %+v", r)
+	}
 	said, measured := 0, 0
 	for _, w := range r.Warnings {
 		if strings.Contains(w, "probe egress to the destination outside the cluster failed") {

@@ -3,6 +3,7 @@ package ladder
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -178,4 +179,35 @@ func shopCluster(t *testing.T, pods []*corev1.Pod, policies ...*networkingv1.Net
 // runSession is the session of run1.
 func runSession(cs *fake.Clientset, mode string) *session.Session {
 	return session.NewSession(cs, "run1", "token", "img", mode, time.Second)
+}
+
+// A probe of the app's port that fails on a rung is said in the report's warnings and the round's
+// failed list, the rest is measured and printed, and the run's error wraps ErrProbeFailed (exit 1).
+func TestLadderAppPortFailureFailsTheRun(t *testing.T) {
+	f := ladderCluster(t)
+	f.Script[string(session.RoleServer)] = fakecluster.ThenHold(fakecluster.ServerReady)
+	f.Script[string(session.RoleClient)] = fakecluster.Then(fakecluster.Events(fakecluster.RttResult("icmp", agent.ProbeICMP), fakecluster.RttResult("tcp-rtt", agent.ProbeTCPRTT),
+		agent.Event{Type: agent.EventError, Probe: "app-tcp-rtt", Message: "connection refused", Reason: agent.ReasonRefused}, agent.Event{Type: agent.EventExit, Message: "job finished"}))
+	o, out := newTestLadderOptions(f)
+	o.Port, o.Mode = 8080, session.ModePod
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Run(context.Background())
+	if !errors.Is(err, ErrProbeFailed) || !strings.Contains(err.Error(), "rung same-node, round 1: app-tcp-rtt: nothing accepts connections on shop/web-1 port 8080") {
+		t.Fatalf("error %v: want ErrProbeFailed naming the first rung's failure", err)
+	}
+	var r report.LadderReport
+	if jerr := json.Unmarshal([]byte(out.String()), &r); jerr != nil {
+		t.Fatalf("no report printed before the error (%v):\n%s", jerr, out)
+	}
+	measured := 0
+	for _, rung := range r.Rungs {
+		if rung.Skipped == "" && len(rung.Results) == 1 && len(rung.Results[0].Probes) == 2 && len(rung.Results[0].Failed) == 1 {
+			measured++
+		}
+	}
+	if measured == 0 || len(r.Warnings) < measured {
+		t.Errorf("%d rungs with their agent probes and the failure, warnings %q: want every measured rung so", measured, r.Warnings)
+	}
 }
