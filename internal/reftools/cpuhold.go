@@ -44,10 +44,9 @@ func HoldCPUs() (release func(), err error) {
 	release = func() {
 		quit.Store(true)
 		wg.Wait()
-		if os.Getenv("GOMAXPROCS") == "" {
-			runtime.SetDefaultGOMAXPROCS() // and it follows the CPUs again, as before
-		} else {
-			runtime.GOMAXPROCS(procs)
+		runtime.SetDefaultGOMAXPROCS() // it follows the CPUs again, if it did
+		if runtime.GOMAXPROCS(0) != procs {
+			runtime.GOMAXPROCS(procs) // it had been set
 		}
 	}
 	var errs []error
@@ -78,10 +77,7 @@ func spinOn(cpu int, all unix.CPUSet, quit *atomic.Bool, ready chan<- error) {
 	}
 	if err == nil {
 		ready <- nil
-		for i := 0; !quit.Load(); i++ {
-			if i%(1<<20) == 0 {
-				runtime.Gosched() // a stop-the-world need not wait for asynchronous preemption
-			}
+		for !quit.Load() { // asynchronous preemption stops it for the garbage collector
 		}
 	} else {
 		ready <- fmt.Errorf("spinner on CPU %d: %w", cpu, err)

@@ -77,10 +77,24 @@ var providers = []string{
 	"service.kubernetes.io/alibaba-cloud-loadbalancer",
 }
 
+// statusAnnotations are keys a load balancer controller writes on the Services it serves, to
+// say what it did; they configure nothing, and a copy gets its own.
+var statusAnnotations = map[string]bool{
+	"metallb.universe.tf/ip-allocated-from-pool": true,
+	"metallb.io/ip-allocated-from-pool":          true,
+	"kube-vip.io/viphost":                        true,
+	"purelb.io/allocated-by":                     true,
+	"purelb.io/allocated-from":                   true,
+	"cloud.google.com/neg-status":                true,
+}
+
 // loadBalancerAnnotation says whether an annotation key may configure a load balancer: one of a
-// provider's prefixes, or a name that says so.
+// provider's prefixes, or a name that says so, but not a controller's status.
 func loadBalancerAnnotation(key string) bool {
 	k := strings.ToLower(key)
+	if statusAnnotations[k] {
+		return false
+	}
 	for _, p := range providers {
 		if strings.HasPrefix(k, p) {
 			return true

@@ -58,7 +58,8 @@ func TestCopyableLoadBalancer(t *testing.T) {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: ann}, Spec: corev1.ServiceSpec{Type: typ}}
 	}
 	if err := CopyableLoadBalancer(lb(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
-		"service.kubernetes.io/topology-mode": "Auto", "meta.helm.sh/release-name": "shop"})); err != nil {
+		"service.kubernetes.io/topology-mode": "Auto", "meta.helm.sh/release-name": "shop", "metallb.universe.tf/ip-allocated-from-pool": "lab",
+		"kube-vip.io/vipHost": "n1", "purelb.io/allocated-by": "PureLB", "cloud.google.com/neg-status": "{}"})); err != nil {
 		t.Errorf("a LoadBalancer Service with a copied annotation and others of no load balancer: %v", err)
 	}
 	for _, tc := range []struct {
