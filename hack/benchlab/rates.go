@@ -60,10 +60,7 @@ type rateRefs struct {
 func runRateReferences(c config, in reftools.Runner, srvIP string, p planned) (rateRefs, error) {
 	var r rateRefs
 	var err error
-	if r.tcpRR, err = reftools.Sockperf(in, srvIP, true, rrBytes, c.seconds); err != nil {
-		return r, err
-	}
-	if r.udpRR, err = reftools.Sockperf(in, srvIP, false, rrBytes, c.seconds); err != nil {
+	if r.tcpRR, r.udpRR, err = sockperfPair(c, in, srvIP); err != nil {
 		return r, err
 	}
 	app := reftools.HTTPRun{URL: appURL(srvIP), Seconds: c.seconds, Connections: p.crrClients}
@@ -74,6 +71,15 @@ func runRateReferences(c config, in reftools.Runner, srvIP string, p planned) (r
 	r.crrPerSecond, r.crrP50 = qps, lat.P50Micros
 	r.irtt, err = reftools.RunIrtt(in, srvIP, p.udpCount, p.udpInterval, path.UDPSize)
 	return r, err
+}
+
+// sockperfPair runs sockperf's ping-pong over TCP, then over UDP, for c.seconds each.
+func sockperfPair(c config, in reftools.Runner, srvIP string) (tcp, udp reftools.RR, err error) {
+	if tcp, err = reftools.Sockperf(in, srvIP, true, rrBytes, c.seconds); err != nil {
+		return tcp, udp, err
+	}
+	udp, err = reftools.Sockperf(in, srvIP, false, rrBytes, c.seconds)
+	return tcp, udp, err
 }
 
 // recordRates adds the rate probes' rows of one round.
@@ -178,13 +184,7 @@ func measureAsFound(c config, l *lab) (pathResult, error) {
 		var ours *report.PathReport
 		var tcp, udp reftools.RR
 		ourTurn := func() (err error) { ours, err = runPath(c, rrArgs(c, asFound.client)); return err }
-		refTurn := func() (err error) {
-			if tcp, err = reftools.Sockperf(inClient, l.ips["srv"], true, rrBytes, c.seconds); err != nil {
-				return err
-			}
-			udp, err = reftools.Sockperf(inClient, l.ips["srv"], false, rrBytes, c.seconds)
-			return err
-		}
+		refTurn := func() (err error) { tcp, udp, err = sockperfPair(c, inClient, l.ips["srv"]); return err }
 		if err := inTurn(round, ourTurn, refTurn); err != nil {
 			return res, err
 		}
