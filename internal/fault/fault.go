@@ -64,6 +64,9 @@ const (
 	// CRRFromConnect times each tcp-crr connection from the end of its handshake instead of
 	// before its connect: one round trip short (TestTCPCRRThroughTheZoneDelay).
 	CRRFromConnect Name = "crr-from-connect"
+	// RateSampleDropped leaves one in ten of a rate loop's transactions unrecorded: done, but
+	// neither counted nor timed (TestRateProbesOnLoopback's Little's law).
+	RateSampleDropped Name = "rate-sample-dropped"
 	// LoadedAfterLoad takes a loaded-rtt probe's loaded samples after the load has ended
 	// (TestLatencyUnderLoadOnABottleneck).
 	LoadedAfterLoad Name = "loaded-after-load"
