@@ -128,7 +128,8 @@ func roundedSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*1e3
 // cpuUse is the schema's form of a cpustat.Use, to the millisecond.
 func cpuUse(u cpustat.Use) *v1alpha1.CPUUse {
 	out := &v1alpha1.CPUUse{WallSeconds: roundedSeconds(u.Wall), CPUSeconds: roundedSeconds(u.CPU), RunQueueWaitSeconds: roundedSeconds(u.RunDelay),
-		ThrottledSeconds: roundedSeconds(u.Throttled), ThrottledPeriods: u.ThrottledPeriods, LimitCores: u.LimitCores}
+		ThrottledSeconds: roundedSeconds(u.Throttled), ThrottledPeriods: u.ThrottledPeriods, LimitCores: u.LimitCores,
+		NodeIdleEntries: counted(u.IdleEntries, u.IdleCounted)}
 	if u.LimitCores > 0 {
 		out.LimitFrom = v1alpha1.LimitFromCgroup
 	}

@@ -80,6 +80,8 @@ type CPUReply struct {
 	AppCut         bool                     `json:"appCut,omitempty"`
 	// SampledAgoNanos is how long before the reply the CPU was sampled (a scan after it).
 	SampledAgoNanos int64 `json:"sampledAgoNanos,omitempty"`
+	// IdleEntries is cpustat.Sample's, absent where the node has none to read.
+	IdleEntries *int64 `json:"idleEntries,omitempty"`
 }
 
 // cpuReply is this process's CPUReply now.
@@ -87,7 +89,23 @@ func cpuReply() CPUReply {
 	s, n := cpustat.Read(), ifstat.Read()
 	return CPUReply{CPUNanos: int64(s.CPU), PeakRSSBytes: cpustat.PeakRSS(), RunDelayNanos: int64(s.RunDelay),
 		ThrottledNanos: int64(s.Throttled), ThrottledPeriods: s.ThrottledPeriods, LimitCores: s.LimitCores,
-		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK}
+		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK, IdleEntries: counted(s.IdleEntries, s.IdleCounted)}
+}
+
+// ptrValue is *p, 0 for nil.
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// counted is n, or nil when it was not counted.
+func counted(n int64, ok bool) *int64 {
+	if !ok {
+		return nil
+	}
+	return &n
 }
 
 // appScans holds the server's first scans of its pod's containers around the probes in
@@ -174,7 +192,8 @@ func (r CPUReply) sample(at time.Time, maxAgo time.Duration) usage {
 	at = at.Add(-min(max(0, time.Duration(r.SampledAgoNanos)), maxAgo))
 	return usage{
 		cpu: cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
-			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores},
+			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores,
+			IdleEntries: ptrValue(r.IdleEntries), IdleCounted: r.IdleEntries != nil},
 		net: ifstat.Sample{At: at, Bytes: r.InterfaceBytes, Packets: r.InterfacePackets, OwnBytes: r.OwnBytes, OK: r.TrafficOK},
 		app: appResult{groups: r.App, window: time.Duration(r.AppWindowNanos), cut: r.AppCut},
 	}

@@ -31,6 +31,10 @@ type Sample struct {
 	ThrottledPeriods int64
 	// LimitCores is the own cgroup's CFS quota in cores; 0 without one.
 	LimitCores float64
+	// IdleEntries is how many times the machine's CPUs entered an idle state other than
+	// polling so far (idleEntries), when IdleCounted.
+	IdleEntries int64
+	IdleCounted bool
 }
 
 // Use is what happened between two samples.
@@ -38,6 +42,10 @@ type Use struct {
 	Wall, CPU, RunDelay, Throttled time.Duration
 	ThrottledPeriods               int64
 	LimitCores                     float64
+	// IdleEntries is how many times the machine's CPUs entered an idle state other than
+	// polling between the two samples, when both counted them (IdleCounted).
+	IdleEntries int64
+	IdleCounted bool
 }
 
 // Since is the use from an earlier sample to s.
@@ -49,12 +57,15 @@ func (s Sample) Since(before Sample) Use {
 		Throttled:        s.Throttled - before.Throttled,
 		ThrottledPeriods: s.ThrottledPeriods - before.ThrottledPeriods,
 		LimitCores:       s.LimitCores,
+		IdleEntries:      max(0, s.IdleEntries-before.IdleEntries),
+		IdleCounted:      s.IdleCounted && before.IdleCounted,
 	}
 }
 
 // Read samples this process.
 func Read() Sample {
 	s := Sample{At: time.Now(), CPU: ProcessCPU(), RunDelay: runDelay("/proc/self/task")}
+	s.IdleEntries, s.IdleCounted = IdleEntries()
 	if dir := ownCPUCgroup("/proc/self/cgroup", "/sys/fs/cgroup"); dir != "" {
 		s.Throttled, s.ThrottledPeriods = throttling(dir)
 		s.LimitCores = quota(dir)

@@ -3,6 +3,7 @@ package cpustat
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -88,5 +89,37 @@ func TestSinceNeverGoesBackwards(t *testing.T) {
 	u := b.Since(a)
 	if u.Wall != 2*time.Second || u.CPU != 2*time.Second || u.RunDelay != 0 || u.LimitCores != 0.2 {
 		t.Errorf("%+v", u)
+	}
+}
+
+// Idle entries are summed over every CPU's states but polling; a machine without cpuidle
+// counts none, and a count is compared only between two samples that both had one.
+func TestIdleEntriesLeaveOutPolling(t *testing.T) {
+	dir := t.TempDir()
+	for cpu, states := range map[string][][2]string{
+		"cpu0": {{"POLL", "900"}, {"C1", "40"}, {"C1E", "2"}},
+		"cpu1": {{"POLL", "5"}, {"haltpoll", "7\n"}},
+		"cpu2": {{"C1", "garbage"}},
+	} {
+		for i, s := range states {
+			d := filepath.Join(dir, cpu, "cpuidle", "state"+strconv.Itoa(i))
+			write(t, filepath.Join(d, "name"), s[0]+"\n")
+			write(t, filepath.Join(d, "usage"), s[1])
+		}
+	}
+	write(t, filepath.Join(dir, "cpufreq", "cpuidle", "state0", "usage"), "1000")
+	if n, ok := idleEntries(dir); !ok || n != 49 {
+		t.Errorf("idle entries %d (counted %v), want 49: C1, C1E and haltpoll, not POLL", n, ok)
+	}
+	if _, ok := idleEntries(t.TempDir()); ok {
+		t.Error("a machine without cpuidle counted idle entries")
+	}
+	t0 := time.Now()
+	a, b := Sample{At: t0, IdleEntries: 10, IdleCounted: true}, Sample{At: t0, IdleEntries: 25, IdleCounted: true}
+	if u := b.Since(a); !u.IdleCounted || u.IdleEntries != 15 {
+		t.Errorf("%+v: want 15 idle entries", u)
+	}
+	if u := b.Since(Sample{At: t0}); u.IdleCounted {
+		t.Errorf("%+v: counted against a sample without a count", u)
 	}
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/kubectl-netbench/kubectl-netbench/internal/report"
@@ -29,6 +30,30 @@ func writeRates(w io.Writer, title string, rates []*v1alpha1.ProbeResult) {
 	percentileBasis(w, lats)
 	for _, r := range rates {
 		writeRateNotes(w, r.Name, r.Rate)
+		writeIdleEntries(w, r)
+	}
+}
+
+// writeIdleEntries says how often, per transaction, the agents' nodes' CPUs stopped idle over
+// a rate probe: a loop whose waits sleep pays a wake-up on some of its transactions, which is
+// the machine's, not the path's.
+func writeIdleEntries(w io.Writer, r *v1alpha1.ProbeResult) {
+	v, n := r.Validity, r.Rate.Transactions
+	if v == nil || n <= 0 {
+		return
+	}
+	var parts []string
+	for _, side := range []struct {
+		name string
+		use  *v1alpha1.CPUUse
+	}{{"client's", v.Client}, {"server's", v.Server}} {
+		if side.use != nil && side.use.NodeIdleEntries != nil {
+			parts = append(parts, fmt.Sprintf("%s node %.2f", side.name, float64(*side.use.NodeIdleEntries)/float64(n)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "  %s: CPU idle entries per transaction (every CPU of the node, whatever ran on it; a wake-up from idle costs some transactions time the path does not): %s\n",
+			r.Name, strings.Join(parts, ", "))
 	}
 }
 

@@ -54,3 +54,25 @@ func TestLadderRateStops(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// A rate probe's notes say how often per transaction each agent's node's CPUs stopped idle,
+// for the sides that counted; none where neither did.
+func TestIdleEntriesPerTransaction(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	rate := &v1alpha1.RateResult{Kind: v1alpha1.ProbeTCPRR, Transactions: 200}
+	both := &v1alpha1.ProbeResult{Name: "tcp-rr", Rate: rate, Validity: &v1alpha1.Validity{
+		Client: &v1alpha1.CPUUse{NodeIdleEntries: n(32)}, Server: &v1alpha1.CPUUse{NodeIdleEntries: n(190)}}}
+	clientOnly := &v1alpha1.ProbeResult{Name: "udp-rr", Rate: rate, Validity: &v1alpha1.Validity{
+		Client: &v1alpha1.CPUUse{NodeIdleEntries: n(0)}, Server: &v1alpha1.CPUUse{}}}
+	none := &v1alpha1.ProbeResult{Name: "tcp-crr", Rate: rate, Validity: &v1alpha1.Validity{Client: &v1alpha1.CPUUse{}}}
+	var b strings.Builder
+	for _, r := range []*v1alpha1.ProbeResult{both, clientOnly, none, {Name: "x", Rate: rate}} {
+		writeIdleEntries(&b, r)
+	}
+	const what = ": CPU idle entries per transaction (every CPU of the node, whatever ran on it; a wake-up from idle costs some transactions time the path does not): "
+	want := "  tcp-rr" + what + "client's node 0.16, server's node 0.95\n" +
+		"  udp-rr" + what + "client's node 0.00\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

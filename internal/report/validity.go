@@ -215,6 +215,9 @@ func sanitize(u *v1alpha1.CPUUse) {
 	if u.ThrottledPeriods < 0 {
 		u.ThrottledPeriods = 0
 	}
+	if u.NodeIdleEntries != nil && *u.NodeIdleEntries < 0 {
+		u.NodeIdleEntries = nil
+	}
 	if u.LimitCores > cpuMaxCores {
 		u.LimitCores, u.LimitFrom = 0, ""
 	}

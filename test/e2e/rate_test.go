@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"math"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -67,6 +69,38 @@ func TestTCPCRRThroughTheZoneDelay(t *testing.T) {
 	if p := crr.Ports; p == nil || p.PeakHeld < int(crr.Transactions) || p.TimeWaitAfter < int(crr.Transactions)*9/10 {
 		t.Errorf("ports %+v after %d connections: want each held, and in TIME-WAIT in the client pod", crr.Ports, crr.Transactions)
 	}
+	idleEntriesWhileWaiting(t, r, "tcp-rr")
+}
+
+// idleEntriesWhileWaiting: each transaction of the probe name waited a round trip of
+// milliseconds with nothing else to run (the test alone on the lab), so every CPU of the
+// machine entered idle at least once per transaction, as each agent's node counted them
+// (where the machine has cpuidle counters; where it has none, neither agent says any).
+func idleEntriesWhileWaiting(t *testing.T, r *v1alpha1.PathReport, name string) {
+	t.Helper()
+	_, err := os.Stat("/sys/devices/system/cpu/cpu0/cpuidle")
+	counted := err == nil
+	for _, p := range r.Probes {
+		if p.Name != name || p.Rate == nil || p.Validity == nil {
+			continue
+		}
+		for side, u := range map[string]*v1alpha1.CPUUse{"client": p.Validity.Client, "server": p.Validity.Server} {
+			if u != nil && u.NodeIdleEntries != nil {
+				t.Logf("%s: the %s node's CPUs entered idle %d times over %d transactions", name, side, *u.NodeIdleEntries, p.Rate.Transactions)
+			}
+			switch {
+			case u == nil:
+				t.Errorf("%s: no %s CPU accounting", name, side)
+			case (u.NodeIdleEntries != nil) != counted:
+				t.Errorf("%s: %s node's idle entries %v, where this machine's cpuidle counters exist: %v", name, side, u.NodeIdleEntries, counted)
+			case counted && *u.NodeIdleEntries < int64(runtime.NumCPU())*p.Rate.Transactions:
+				t.Errorf("%s: the %s node's %d CPUs entered idle %d times over %d transactions of a round trip each: want once per CPU and transaction at least",
+					name, side, runtime.NumCPU(), *u.NodeIdleEntries, p.Rate.Transactions)
+			}
+		}
+		return
+	}
+	t.Errorf("no %s result with its validity in the report", name)
 }
 
 // crrServerTime is what the server agent may add to a tcp-crr connection beyond two round

@@ -165,6 +165,14 @@ type CPUUse struct {
 	// no limit of its own, runs under its pod's: the sum of the containers' CPU limits).
 	LimitCores float64 `json:"limitCores,omitempty"`
 	LimitFrom  string  `json:"limitFrom,omitempty"`
+	// NodeIdleEntries is how many times the CPUs of the agent's node (every CPU, whatever ran
+	// on it) entered an idle state other than polling over the probe
+	// (/sys/devices/system/cpu/cpu*/cpuidle): each is a CPU that stopped with nothing to run,
+	// and the wake-up that ends it costs time (on a virtual machine's halted CPU, an exit to
+	// the hypervisor and back). A request/response loop whose waits sleep pays it on some of
+	// its transactions: per transaction, this says how often at most. Absent where the node
+	// has no such counters to read.
+	NodeIdleEntries *int64 `json:"nodeIdleEntries,omitempty"`
 }
 
 // Latency summarises a set of durations. All values are microseconds.
