@@ -39,14 +39,14 @@ type config struct {
 
 // What every plugin run and every reference share.
 const (
-	serverNode    = "lab-b1"                                                   // the server pod's node
-	appPort       = 8080                                                       // the sample app's port in the server pod
-	pluginProbes  = "rtt,udp,tcp,http-new-conn,http-max,tcp-rr,udp-rr,tcp-crr" // the plugin's --probes
-	pluginStreams = 8                                                          // the plugin's --streams, and iperf3's -P beside it
-	refProcs      = "1"                                                        // GOMAXPROCS of the fortio references, as the agent's
-	fortioModule  = "fortio.org/fortio"                                        // the reference runner's module (its version is printed)
-	resultsTarget = "bench-lab"                                                // the make target that runs this
-	notesFile     = "benchmarks/notes/2026-12-01-lab-paths.md"                 // one-off profiles and traces of these paths
+	serverNode    = "lab-b1"                                     // the server pod's node
+	appPort       = 8080                                         // the sample app's port in the server pod
+	pluginProbes  = "rtt,udp,tcp,http-new-conn,http-max,tcp-crr" // the plugin's --probes (tcp-rr and udp-rr: rrArgs)
+	pluginStreams = 8                                            // the plugin's --streams, and iperf3's -P beside it
+	refProcs      = "1"                                          // GOMAXPROCS of the fortio references, as the agent's
+	fortioModule  = "fortio.org/fortio"                          // the reference runner's module (its version is printed)
+	resultsTarget = "bench-lab"                                  // the make target that runs this
+	notesFile     = "benchmarks/notes/2026-12-01-lab-paths.md"   // one-off profiles and traces of these paths
 )
 
 func main() {
@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 5, "alternating rounds per path")
 	flag.StringVar(&c.only, "only", "", "measure only one section, paths, faults or dns (a check of that part; the results file is written from whole runs)")
 	flag.Float64Var(&c.seconds, "seconds", 5, "duration of each throughput and HTTP run")
-	flag.BoolVar(&c.holdCPUs, "hold-cpus", true, "keep the CPUs out of idle (reftools.HoldCPUs) for every table but a last one on the same-node path, which compares tcp-rr and udp-rr with sockperf as the machine idles")
+	flag.BoolVar(&c.holdCPUs, "hold-cpus", true, "keep the CPUs out of idle (reftools.HoldCPUs) while tcp-rr, udp-rr and sockperf run on each path (every other row free to idle), and compare them again free to idle in a last table on the same-node path")
 	flag.IntVar(&c.newConns, "new-conns", 50, "curl requests (each on a new connection) per round")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -120,24 +120,17 @@ type measured struct {
 	faults, dns, idle pathResult
 }
 
-// measure runs the sections -only asks for: the paths, faults and DNS with the CPUs held (if
-// c.holdCPUs), then the same-node request/response rows with them free to idle.
+// measure runs the sections -only asks for: the paths (their request/response rows with the
+// CPUs held, if c.holdCPUs), faults and DNS, then the same-node request/response rows with the
+// CPUs free to idle.
 func measure(c config, l *lab, e *env) (measured, error) {
 	var m measured
-	release := func() {}
 	if c.holdCPUs {
-		r, err := reftools.HoldCPUs()
-		if err != nil {
-			return m, err
-		}
-		release, e.held = r, reftools.IdleSettings()
+		e.held = reftools.IdleSettings()
 	}
-	defer func() { release() }()
-	if err := measureHeld(c, l, &m); err != nil {
+	if err := measureSections(c, l, &m); err != nil {
 		return m, err
 	}
-	release()
-	release = func() {}
 	if c.holdCPUs && (c.only == "" || c.only == "idle") {
 		r, err := measureAsFound(c, l)
 		if err != nil {
@@ -148,8 +141,8 @@ func measure(c config, l *lab, e *env) (measured, error) {
 	return m, nil
 }
 
-// measureHeld measures the paths, the faults and DNS, as -only asks.
-func measureHeld(c config, l *lab, m *measured) error {
+// measureSections measures the paths, the faults and DNS, as -only asks.
+func measureSections(c config, l *lab, m *measured) error {
 	var err error
 	for _, p := range paths {
 		if c.only != "" && c.only != "paths" {

@@ -92,6 +92,13 @@ func measurePath(c config, l *lab, p pathSpec) (pathResult, error) {
 		if err := res.record(ours, refs); err != nil {
 			return res, err
 		}
+		rr, tcp, udp, err := rrRound(c, p.client, inClient, srvIP, round, c.holdCPUs)
+		if err != nil {
+			return res, err
+		}
+		if err := res.recordRR(rr, tcp, udp); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }

@@ -46,23 +46,19 @@ func (s *rateServers) stop() {
 	}
 }
 
-// rateRefs is one round of the request/response references.
+// rateRefs is one round of tcp-crr's and the udp probe's references (tcp-rr's and udp-rr's
+// run apart: rrRound).
 type rateRefs struct {
-	tcpRR, udpRR reftools.RR
 	crrPerSecond float64
 	crrP50       float64
 	irtt         reftools.Irtt
 }
 
-// runRateReferences: sockperf ping-pong over TCP and UDP for c.seconds each; fortio closed loop
-// with keep-alive off against the app's port, as many clients as tcp-crr's; irtt at the udp
-// probe's count, interval and datagram size.
+// runRateReferences: fortio closed loop with keep-alive off against the app's port, as many
+// clients as tcp-crr's; irtt at the udp probe's count, interval and datagram size.
 func runRateReferences(c config, in reftools.Runner, srvIP string, p planned) (rateRefs, error) {
 	var r rateRefs
 	var err error
-	if r.tcpRR, r.udpRR, err = sockperfPair(c, in, srvIP); err != nil {
-		return r, err
-	}
 	app := reftools.HTTPRun{URL: appURL(srvIP), Seconds: c.seconds, Connections: p.crrClients}
 	lat, qps, err := reftools.FortioCloseEach(in, app, refProcs)
 	if err != nil {
@@ -82,7 +78,7 @@ func sockperfPair(c config, in reftools.Runner, srvIP string) (tcp, udp reftools
 	return tcp, udp, err
 }
 
-// recordRates adds the rate probes' rows of one round.
+// recordRates adds tcp-crr's and the udp probe's rows of one round.
 func (r *pathResult) recordRates(ours *report.PathReport, refs rateRefs) error {
 	crr := find(ours.Probes, "tcp-crr")
 	udp := find(ours.Probes, "udp")
@@ -92,9 +88,6 @@ func (r *pathResult) recordRates(ours *report.PathReport, refs rateRefs) error {
 	}
 	if udp == nil || udp.RTT == nil {
 		errs = append(errs, errors.New("the plugin's report has no udp result"))
-	}
-	if err := r.recordRR(ours, refs.tcpRR, refs.udpRR); err != nil {
-		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -128,7 +121,34 @@ func (r *pathResult) recordRR(ours *report.PathReport, tcp, udp reftools.RR) err
 	r.add("tcp-rr p50", tcpRR.Rate.Latency.P50Micros, tcp.P50Micros)
 	r.add("udp-rr tps", udpRR.Rate.PerSecond, udp.PerSecond)
 	r.add("udp-rr p50", udpRR.Rate.Latency.P50Micros, udp.P50Micros)
+	r.addIdle("tcp-rr idle", tcpRR, tcp)
+	r.addIdle("udp-rr idle", udpRR, udp)
 	return nil
+}
+
+// addIdle adds the machine's CPU idle entries per thousand transactions over our probe (as its
+// client agent counted them) and per thousand answers over sockperf's run, where both were counted.
+func (r *pathResult) addIdle(key string, ours *agent.ProbeResult, ref reftools.RR) {
+	perAnswer, ok := ref.IdlePerAnswer()
+	if v := ours.Validity; ok && v != nil && v.Client != nil && v.Client.NodeIdleEntries != nil {
+		r.add(key, 1000*float64(*v.Client.NodeIdleEntries)/float64(ours.Rate.Transactions), 1000*perAnswer)
+	}
+}
+
+// rrRound alternates the plugin's tcp-rr and udp-rr alone (rrArgs) with sockperf's ping-pong
+// over TCP and UDP from the client pod, the CPUs held out of idle meanwhile if hold.
+func rrRound(c config, client string, inClient reftools.Runner, srvIP string, round int, hold bool) (ours *report.PathReport, tcp, udp reftools.RR, err error) {
+	if hold {
+		release, err := reftools.HoldCPUs()
+		if err != nil {
+			return nil, tcp, udp, err
+		}
+		defer release()
+	}
+	ourTurn := func() (err error) { ours, err = runPath(c, rrArgs(c, client)); return err }
+	refTurn := func() (err error) { tcp, udp, err = sockperfPair(c, inClient, srvIP); return err }
+	err = inTurn(round, ourTurn, refTurn)
+	return ours, tcp, udp, err
 }
 
 // fromRates copies the udp probe's count and interval and tcp-crr's clients from the plugin's run.
@@ -141,8 +161,9 @@ func (p *planned) fromRates(r *report.PathReport) {
 	}
 }
 
-// asFound is the same-node path's request/response comparison with the CPUs free to idle (run
-// after HoldCPUs is released): how much of each tool's figure was waking a halted CPU.
+// asFound is the same-node path's request/response comparison with the CPUs free to idle, as
+// the paths' tables measure every other row: how much of each tool's figure was waking an
+// idle CPU.
 var asFound = pathSpec{"same node (lab-b1 → " + serverNode + "), CPUs free to idle", "cli-same-node", "lab-b1"}
 
 // asFoundRows are its rows: the held tables' request/response rows, shown, not judged.
@@ -181,11 +202,8 @@ func measureAsFound(c config, l *lab) (pathResult, error) {
 	defer srv.stop()
 	for round := 0; round < c.rounds; round++ {
 		fmt.Fprintf(os.Stderr, "%s: round %d/%d\n", asFound.name, round+1, c.rounds)
-		var ours *report.PathReport
-		var tcp, udp reftools.RR
-		ourTurn := func() (err error) { ours, err = runPath(c, rrArgs(c, asFound.client)); return err }
-		refTurn := func() (err error) { tcp, udp, err = sockperfPair(c, inClient, l.ips["srv"]); return err }
-		if err := inTurn(round, ourTurn, refTurn); err != nil {
+		ours, tcp, udp, err := rrRound(c, asFound.client, inClient, l.ips["srv"], round, false)
+		if err != nil {
 			return res, err
 		}
 		if err := res.recordRR(ours, tcp, udp); err != nil {

@@ -45,6 +45,8 @@ var rowSpecs = []rowSpec{
 	{"tcp-rr p50", "tcp-rr, round trip p50 µs", "sockperf ping-pong --tcp --full-rtt", benchinfo.WithinMicros(5)},
 	{"udp-rr tps", "udp-rr, 1 socket, transactions/s", "sockperf ping-pong (UDP)", benchinfo.AtLeast(1)},
 	{"udp-rr p50", "udp-rr, round trip p50 µs", "sockperf ping-pong (UDP) --full-rtt", benchinfo.WithinMicros(5)},
+	{"tcp-rr idle", "tcp-rr, the machine's CPU idle entries per thousand transactions", "sockperf ping-pong --tcp, per thousand answers", benchinfo.Info},
+	{"udp-rr idle", "udp-rr, the machine's CPU idle entries per thousand transactions", "sockperf ping-pong (UDP), per thousand answers", benchinfo.Info},
 	{"tcp-crr cps", "tcp-crr, connections/s", "fortio runner, keep-alive off, to the app (HTTP)", benchinfo.AtLeast(1)},
 	{"tcp-crr p50", "tcp-crr, connection p50 µs", "fortio runner, keep-alive off, to the app (HTTP)", benchinfo.Info},
 	{"udp p50", "udp probe RTT p50 µs (server dwell taken off)", "irtt (server processing taken off)", benchinfo.WithinMicros(10)},
@@ -151,7 +153,8 @@ func render(c config, e env, m measured) string {
 		rrBytes, rrBytes, path.UDPSize)
 	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n", c.rounds)
 	if e.held != "" {
-		fmt.Fprintf(&b, "- CPUs: held out of idle for every table but the last by one thread per CPU, pinned to it, spinning at SCHED_IDLE (any other task's wake-up preempts it at once); this machine's %s. The last table runs tcp-rr, udp-rr and sockperf again with the CPUs free to idle\n", e.held)
+		fmt.Fprintf(&b, "- CPUs: held out of idle while tcp-rr and udp-rr (`kubectl netbench %s`, each round after the plugin's run above) and sockperf run, by one thread per CPU, pinned to it, spinning at SCHED_IDLE (any other task's wake-up preempts it at once); every other row free to idle, as found. This machine's %s. The last table runs tcp-rr, udp-rr and sockperf again with the CPUs free to idle. The idle entries rows count, over the whole machine (/sys/devices/system/cpu/cpu*/cpuidle, polling left out), how often a CPU entered idle per thousand transactions: for tcp-rr and udp-rr as their client agent counted them over the probe, for sockperf from before its process started to after it ended, per answer of its whole run (warm-up included)\n",
+			strings.Join(rrArgs(c, "CLIENT"), " "), e.held)
 	} else {
 		b.WriteString("- CPUs: free to idle (-hold-cpus=false)\n")
 	}
@@ -245,7 +248,7 @@ func renderIdleNote(b *strings.Builder, m measured) {
 		return
 	}
 	var parts []string
-	for _, key := range []string{"tcp-rr tps", "tcp-rr p50", "udp-rr tps", "udp-rr p50"} {
+	for _, key := range []string{"tcp-rr tps", "tcp-rr p50", "tcp-rr idle", "udp-rr tps", "udp-rr p50", "udp-rr idle"} {
 		held, free := m.paths[0].figures[key], m.idle.figures[key]
 		if held == nil || free == nil {
 			continue
@@ -306,7 +309,7 @@ func renderAsFound(b *strings.Builder, c config, r pathResult) {
 	if len(r.figures) == 0 {
 		return // not measured (-only, or -hold-cpus=false)
 	}
-	intro := fmt.Sprintf("The CPUs no longer held: %d rounds, who goes first alternating, of `kubectl netbench %s` and sockperf's ping-pong over TCP and UDP as above. A request/response loop waits for each answer asleep; a CPU with nothing else to run halts, and the next answer waits for it to wake. How often each tool's waits pay that is its runtime's (Go's scheduler spins a while before it parks a thread; sockperf blocks at once), not the path's: these rows are shown, not judged.\n\n",
+	intro := fmt.Sprintf("The CPUs no longer held: %d rounds, who goes first alternating, of `kubectl netbench %s` and sockperf's ping-pong over TCP and UDP as above. A request/response loop waits for each answer asleep; a CPU with nothing else to run enters idle, and the next answer waits for it to wake: the idle entries rows count how often per thousand transactions. How often each tool's waits pay that is the machine's and the tool's runtime's, not the path's: these rows are shown, not judged.\n\n",
 		c.rounds, strings.Join(rrArgs(c, "CLIENT"), " "))
 	renderPath(b, r, asFoundRows, intro)
 }

@@ -34,7 +34,7 @@ var (
 	runA = made{rounds: 5, paths: 3, cores: 2, nodes: 4, newConns: 17, seconds: 7,
 		date: time.Date(2031, 1, 2, 4, 6, 0, 0, time.UTC), took: 613 * time.Second, kernel: "6.13.40-test", iperf: "iperf 3.12", load: "0.61", loadEnd: "1.37",
 		held: "cpuidle driver haltpoll, guest_halt_poll_ns 13", compressed: 8_300_000, unpacked: 16_700_000, scale: 1, below: true}
-	runB = made{rounds: 3, paths: 2, cores: 6, nodes: 9, newConns: 23, seconds: 9,
+	runB = made{rounds: 6, paths: 2, cores: 6, nodes: 9, newConns: 23, seconds: 9,
 		date: time.Date(2047, 8, 19, 21, 38, 0, 0, time.UTC), took: 1234 * time.Second, kernel: "7.19.52-test", iperf: "iperf 3.18", load: "5.83", loadEnd: "4.29",
 		held: "cpuidle driver acpi_idle", compressed: 9_400_000, unpacked: 18_600_000, scale: 3.7, below: false}
 )
@@ -140,7 +140,7 @@ func TestNotesUseTheMeasurements(t *testing.T) {
 		"- 5 rounds per path",
 		"5 of 5 rounds (same node",
 		fmt.Sprintf("— %[1]d of the %[1]d ratios above —", len(paths)*len(rowSpecs)+len(faultRows)+len(dnsRows)+len(asFoundRows)),
-		"this machine's cpuidle driver haltpoll, guest_halt_poll_ns 13",
+		"This machine's cpuidle driver haltpoll, guest_halt_poll_ns 13",
 		"## same node (lab-b1 → lab-b1), CPUs free to idle\n\nThe CPUs no longer held: 5 rounds, who goes first alternating, of `kubectl netbench path -n netbench-benchlab CLIENT srv --probes tcp-rr,udp-rr --request-size 64",
 		"its layers 8.3 MB as pulled (compressed), 16.7 MB unpacked; goal ≤ 15 MB unpacked: not met",
 		notesFile,

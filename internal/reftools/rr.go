@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/kubectl-netbench/kubectl-netbench/internal/cpustat"
 )
 
 // Ports of the request/response references' servers.
@@ -21,6 +23,21 @@ const (
 type RR struct {
 	PerSecond, P50Micros float64
 	Sent, Received       int64
+	// Answered is every answer of the whole run, its warm-up included; IdleEntries how many
+	// times the machine's CPUs entered idle meanwhile (cpustat.IdleEntries, from before the
+	// process started to after it ended), when IdleCounted.
+	Answered    int64
+	IdleEntries int64
+	IdleCounted bool
+}
+
+// IdlePerAnswer is the machine's idle entries per answer of the whole run; not ok without a
+// count.
+func (r RR) IdlePerAnswer() (float64, bool) {
+	if !r.IdleCounted || r.Answered <= 0 {
+		return 0, false
+	}
+	return float64(r.IdleEntries) / float64(r.Answered), true
 }
 
 // SockperfServer starts sockperf's server (TCP or UDP) on its port; stop ends it.
@@ -48,8 +65,9 @@ func startServer(run Runner, name string, args ...string) (func(), error) {
 }
 
 var (
-	sockperfRun = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
-	sockperfP50 = regexp.MustCompile(`percentile 50\.000 =\s*([0-9.]+)`)
+	sockperfRun   = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
+	sockperfTotal = regexp.MustCompile(`\[Total Run\] RunTime=[0-9.]+ sec;[^\n]*ReceivedMessages=(\d+)`)
+	sockperfP50   = regexp.MustCompile(`percentile 50\.000 =\s*([0-9.]+)`)
 )
 
 // Sockperf runs sockperf's ping-pong client for secs seconds: one socket, one message of size
@@ -66,11 +84,15 @@ func Sockperf(run Runner, addr string, tcp bool, size int, secs float64) (RR, er
 		args = append(args, "--tcp")
 		args[4] = strconv.Itoa(SockperfTCPPort)
 	}
+	before, ok0 := cpustat.IdleEntries()
 	out, err := run("sockperf", args...).CombinedOutput()
+	after, ok1 := cpustat.IdleEntries()
 	if err != nil {
 		return RR{}, fmt.Errorf("sockperf ping-pong: %w: %s", err, out)
 	}
-	return parseSockperf(string(out))
+	r, err := parseSockperf(string(out))
+	r.IdleEntries, r.IdleCounted = after-before, ok0 && ok1
+	return r, err
 }
 
 func parseSockperf(out string) (RR, error) {
@@ -83,6 +105,9 @@ func parseSockperf(out string) (RR, error) {
 	r.Sent, _ = strconv.ParseInt(m[2], 10, 64)
 	r.Received, _ = strconv.ParseInt(m[3], 10, 64)
 	r.P50Micros, _ = strconv.ParseFloat(p[1], 64)
+	if t := sockperfTotal.FindStringSubmatch(out); t != nil {
+		r.Answered, _ = strconv.ParseInt(t[1], 10, 64)
+	}
 	if secs <= 0 || r.Received == 0 {
 		return RR{}, fmt.Errorf("sockperf: %d answers in %g s", r.Received, secs)
 	}

@@ -24,7 +24,7 @@ func TestParseSockperf(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The valid duration's line, not the total run's (which includes the warm-up).
-	if r.Sent != 16716 || r.Received != 16716 || r.P50Micros != 25.768 || math.Abs(r.PerSecond-16716/0.550) > 0.01 {
+	if r.Sent != 16716 || r.Received != 16716 || r.P50Micros != 25.768 || math.Abs(r.PerSecond-16716/0.550) > 0.01 || r.Answered != 29663 {
 		t.Errorf("got %+v", r)
 	}
 	if _, err := parseSockperf("sockperf: Test ended\n"); err == nil {
