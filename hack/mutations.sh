@@ -43,7 +43,7 @@ mutations=(
   "throughput-inflated|./test/e2e|TestPathToAnOutsideAgent|its host's interface received"
   "crr-from-connect|./test/e2e|TestTCPCRRThroughTheZoneDelay|below the delay line's two round trips"
   "loaded-after-load|./test/e2e|TestLatencyUnderLoadOnABottleneck|not ten times fq_codel's"
-  "rate-sample-dropped|./internal/probes|TestRateProbesOnLoopback|Little's law says
+  "rate-sample-dropped|./internal/probes|TestRateProbesOnLoopback|Little's law says"
   "load-rate-inflated|./internal/probes|TestDNSLoadFindsTheKnee|want the knee of a 1,000 q/s server"
   "ndots-off-by-one|./internal/resolver|TestModelMatchesRealResolvers|(-model +wire)"
   "latency-from-buckets|./internal/probes|TestRequestPercentilesAreObserved|from the server's median answer time"

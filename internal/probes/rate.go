@@ -76,6 +76,7 @@ type rateLoop struct {
 	end     atomic.Int64 // the last transaction's end, Unix ns
 	started atomic.Int64
 	capped  atomic.Bool
+	dropped atomic.Int64 // transactions done, counted only under fault.RateSampleDropped
 
 	mu         sync.Mutex // the errors' fields
 	errors     int64
@@ -90,7 +91,7 @@ func newRateLoop(kind string, spec RateSpec) *rateLoop {
 // done records one completed transaction that started at start.
 func (l *rateLoop) done(start time.Time) {
 	now := time.Now()
-	if !fault.On(fault.RateSampleDropped) || l.started.Load()%10 != 0 {
+	if !fault.On(fault.RateSampleDropped) || l.dropped.Add(1)%10 != 0 {
 		l.lat.add(now.Sub(start))
 	}
 	l.ended(now)
