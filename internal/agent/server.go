@@ -193,7 +193,7 @@ func (r CPUReply) sample(at time.Time, maxAgo time.Duration) usage {
 	return usage{
 		cpu: cpustat.Sample{At: at, CPU: time.Duration(r.CPUNanos), RunDelay: time.Duration(r.RunDelayNanos),
 			Throttled: time.Duration(r.ThrottledNanos), ThrottledPeriods: r.ThrottledPeriods, LimitCores: r.LimitCores,
-			IdleEntries: ptrValue(r.IdleEntries), IdleCounted: r.IdleEntries != nil},
+			IdleEntries: ptrValue(r.IdleEntries), IdleCounted: r.IdleEntries != nil && *r.IdleEntries >= 0},
 		net: ifstat.Sample{At: at, Bytes: r.InterfaceBytes, Packets: r.InterfacePackets, OwnBytes: r.OwnBytes, OK: r.TrafficOK},
 		app: appResult{groups: r.App, window: time.Duration(r.AppWindowNanos), cut: r.AppCut},
 	}

@@ -57,15 +57,16 @@ func (s Sample) Since(before Sample) Use {
 		Throttled:        s.Throttled - before.Throttled,
 		ThrottledPeriods: s.ThrottledPeriods - before.ThrottledPeriods,
 		LimitCores:       s.LimitCores,
-		IdleEntries:      max(0, s.IdleEntries-before.IdleEntries),
-		IdleCounted:      s.IdleCounted && before.IdleCounted,
+		IdleEntries:      s.IdleEntries - before.IdleEntries,
+		// A count that went backwards is not one: the counters or their reader changed.
+		IdleCounted: s.IdleCounted && before.IdleCounted && s.IdleEntries >= before.IdleEntries,
 	}
 }
 
 // Read samples this process.
 func Read() Sample {
-	s := Sample{At: time.Now(), CPU: ProcessCPU(), RunDelay: runDelay("/proc/self/task")}
-	s.IdleEntries, s.IdleCounted = IdleEntries()
+	idle, counted := IdleEntries() // first: the reads' own CPU falls before the sample
+	s := Sample{At: time.Now(), CPU: ProcessCPU(), RunDelay: runDelay("/proc/self/task"), IdleEntries: idle, IdleCounted: counted}
 	if dir := ownCPUCgroup("/proc/self/cgroup", "/sys/fs/cgroup"); dir != "" {
 		s.Throttled, s.ThrottledPeriods = throttling(dir)
 		s.LimitCores = quota(dir)

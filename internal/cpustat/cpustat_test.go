@@ -108,10 +108,21 @@ func TestIdleEntriesLeaveOutPolling(t *testing.T) {
 		}
 	}
 	write(t, filepath.Join(dir, "cpufreq", "cpuidle", "state0", "usage"), "1000")
-	if n, ok := idleEntries(dir); !ok || n != 49 {
-		t.Errorf("idle entries %d (counted %v), want 49: C1, C1E and haltpoll, not POLL", n, ok)
+	if n, ok := findIdleCounters(dir).sum(); ok {
+		t.Errorf("idle entries %d counted with a counter that does not read as one", n)
 	}
-	if _, ok := idleEntries(t.TempDir()); ok {
+	write(t, filepath.Join(dir, "cpu2", "cpuidle", "state0", "usage"), "3")
+	c := findIdleCounters(dir)
+	if n, ok := c.sum(); !ok || n != 52 {
+		t.Errorf("idle entries %d (counted %v), want 52: C1, C1E, haltpoll and cpu2's C1, not POLL", n, ok)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "cpu1")); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := c.sum(); ok {
+		t.Errorf("idle entries %d counted after a CPU's counters went away", n)
+	}
+	if _, ok := findIdleCounters(t.TempDir()).sum(); ok {
 		t.Error("a machine without cpuidle counted idle entries")
 	}
 	t0 := time.Now()
@@ -121,5 +132,8 @@ func TestIdleEntriesLeaveOutPolling(t *testing.T) {
 	}
 	if u := b.Since(Sample{At: t0}); u.IdleCounted {
 		t.Errorf("%+v: counted against a sample without a count", u)
+	}
+	if u := a.Since(b); u.IdleCounted {
+		t.Errorf("%+v: a count that went backwards counted", u)
 	}
 }

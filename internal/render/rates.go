@@ -52,7 +52,7 @@ func writeIdleEntries(w io.Writer, r *v1alpha1.ProbeResult) {
 		}
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, "  %s: CPU idle entries per transaction (every CPU of the node, whatever ran on it; a wake-up from idle costs some transactions time the path does not): %s\n",
+		fmt.Fprintf(w, "  %s: CPU idle entries per transaction (summed over every CPU of the node, whatever ran on it: at most this many of its waits paid a CPU's wake-up, time the path does not cost): %s\n",
 			r.Name, strings.Join(parts, ", "))
 	}
 }

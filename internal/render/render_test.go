@@ -69,7 +69,7 @@ func TestIdleEntriesPerTransaction(t *testing.T) {
 	for _, r := range []*v1alpha1.ProbeResult{both, clientOnly, none, {Name: "x", Rate: rate}} {
 		writeIdleEntries(&b, r)
 	}
-	const what = ": CPU idle entries per transaction (every CPU of the node, whatever ran on it; a wake-up from idle costs some transactions time the path does not): "
+	const what = ": CPU idle entries per transaction (summed over every CPU of the node, whatever ran on it: at most this many of its waits paid a CPU's wake-up, time the path does not cost): "
 	want := "  tcp-rr" + what + "client's node 0.16, server's node 0.95\n" +
 		"  udp-rr" + what + "client's node 0.00\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {

@@ -204,6 +204,10 @@ func TrafficLines(what string, results []*v1alpha1.ProbeResult) []string {
 	return append([]string{"competing traffic" + what + ": the application's own, beside the probes (-o json: validity.clientTraffic, serverTraffic)"}, lines...)
 }
 
+// maxIdleEntriesPerCoreSecond is more idle entries than a CPU can make in a second (each one
+// an entry and an exit, a µs at the very least).
+const maxIdleEntriesPerCoreSecond = 1e6
+
 // sanitize drops what no kernel reports (an agent's figures are its own word): negative
 // figures, and a limit beyond any machine's cores.
 func sanitize(u *v1alpha1.CPUUse) {
@@ -215,7 +219,7 @@ func sanitize(u *v1alpha1.CPUUse) {
 	if u.ThrottledPeriods < 0 {
 		u.ThrottledPeriods = 0
 	}
-	if u.NodeIdleEntries != nil && *u.NodeIdleEntries < 0 {
+	if n := u.NodeIdleEntries; n != nil && (*n < 0 || float64(*n) > maxIdleEntriesPerCoreSecond*cpuMaxCores*max(1, u.WallSeconds)) {
 		u.NodeIdleEntries = nil
 	}
 	if u.LimitCores > cpuMaxCores {

@@ -155,3 +155,20 @@ func TestMarkedBothCauses(t *testing.T) {
 		t.Errorf("validity lines %q", l)
 	}
 }
+
+// An agent's idle entries are its word: a negative count, or more than a CPU can make, is
+// dropped by Judge, a plausible one kept.
+func TestJudgeDropsImpossibleIdleEntries(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		entries *int64
+		keep    bool
+	}{{n(-3), false}, {n(1 << 62), false}, {n(12_000), true}, {nil, false}} {
+		r := &v1alpha1.ProbeResult{Name: "tcp-rr", Kind: v1alpha1.ProbeTCPRR, Validity: &v1alpha1.Validity{
+			Client: &v1alpha1.CPUUse{WallSeconds: 2, NodeIdleEntries: tc.entries}}}
+		Judge(r, Agents{})
+		if got := r.Validity.Client.NodeIdleEntries != nil; got != tc.keep {
+			t.Errorf("idle entries %v: kept %v, want %v", tc.entries, got, tc.keep)
+		}
+	}
+}

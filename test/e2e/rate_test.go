@@ -3,7 +3,6 @@ package e2e
 import (
 	"math"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
@@ -73,9 +72,10 @@ func TestTCPCRRThroughTheZoneDelay(t *testing.T) {
 }
 
 // idleEntriesWhileWaiting: each transaction of the probe name waited a round trip of
-// milliseconds with nothing else to run (the test alone on the lab), so every CPU of the
-// machine entered idle at least once per transaction, as each agent's node counted them
-// (where the machine has cpuidle counters; where it has none, neither agent says any).
+// milliseconds (four clients' waits overlapping, the test alone on the lab) for an answer that
+// some CPU, idle until then, had to wake for: the machine's CPUs entered idle at least once per
+// transaction, as each agent's node counted them (where the machine has cpuidle counters;
+// where it has none, neither agent says any). In the lab: 13 per transaction.
 func idleEntriesWhileWaiting(t *testing.T, r *v1alpha1.PathReport, name string) {
 	t.Helper()
 	_, err := os.Stat("/sys/devices/system/cpu/cpu0/cpuidle")
@@ -93,9 +93,9 @@ func idleEntriesWhileWaiting(t *testing.T, r *v1alpha1.PathReport, name string) 
 				t.Errorf("%s: no %s CPU accounting", name, side)
 			case (u.NodeIdleEntries != nil) != counted:
 				t.Errorf("%s: %s node's idle entries %v, where this machine's cpuidle counters exist: %v", name, side, u.NodeIdleEntries, counted)
-			case counted && *u.NodeIdleEntries < int64(runtime.NumCPU())*p.Rate.Transactions:
-				t.Errorf("%s: the %s node's %d CPUs entered idle %d times over %d transactions of a round trip each: want once per CPU and transaction at least",
-					name, side, runtime.NumCPU(), *u.NodeIdleEntries, p.Rate.Transactions)
+			case counted && *u.NodeIdleEntries < p.Rate.Transactions:
+				t.Errorf("%s: the %s node's CPUs entered idle %d times over %d transactions of a round trip each: want once per transaction at least",
+					name, side, *u.NodeIdleEntries, p.Rate.Transactions)
 			}
 		}
 		return
