@@ -125,8 +125,8 @@ type measured struct {
 // CPUs free to idle.
 func measure(c config, l *lab, e *env) (measured, error) {
 	var m measured
-	if c.holdCPUs {
-		e.held = reftools.IdleSettings()
+	if c.holdCPUs && (c.only == "" || c.only == "paths" || c.only == "idle") {
+		e.held = reftools.IdleSettings() // nothing is held for -only faults or dns
 	}
 	if err := measureSections(c, l, &m); err != nil {
 		return m, err

@@ -52,6 +52,10 @@ var rowSpecs = []rowSpec{
 	{"udp p50", "udp probe RTT p50 µs (server dwell taken off)", "irtt (server processing taken off)", benchinfo.WithinMicros(10)},
 }
 
+// eventRows count rare events (none at all, held): their rounds' spread is not the machine's
+// drift, and the drift's line leaves them out.
+var eventRows = map[string]bool{"tcp-rr idle": true, "udp-rr idle": true}
+
 // env is what the run learned about itself and the machine; render prints it as it is.
 type env struct {
 	command  string
@@ -153,7 +157,7 @@ func render(c config, e env, m measured) string {
 		rrBytes, rrBytes, path.UDPSize)
 	fmt.Fprintf(&b, "- %d rounds per path; who goes first alternates, the plugin in the first round; each cell is the median of the rounds with the range (min–max); ratio = netbench median ÷ reference median\n", c.rounds)
 	if e.held != "" {
-		fmt.Fprintf(&b, "- CPUs: held out of idle while tcp-rr and udp-rr (`kubectl netbench %s`, each round after the plugin's run above) and sockperf run, by one thread per CPU, pinned to it, spinning at SCHED_IDLE (any other task's wake-up preempts it at once); every other row free to idle, as found. This machine's %s. The last table runs tcp-rr, udp-rr and sockperf again with the CPUs free to idle. The idle entries rows count, over the whole machine (/sys/devices/system/cpu/cpu*/cpuidle, polling left out), how often a CPU entered idle per thousand transactions: for tcp-rr and udp-rr as their client agent counted them over the probe, for sockperf from before its process started to after it ended, per answer of its whole run (warm-up included)\n",
+		fmt.Fprintf(&b, "- CPUs: held out of idle while tcp-rr and udp-rr (`kubectl netbench %s`, each round after the plugin's run above) and sockperf run, by one thread per CPU, pinned to it, spinning at SCHED_IDLE (any other task's wake-up preempts it at once); every other row free to idle, as found. This machine's %s. The last table runs tcp-rr, udp-rr and sockperf again with the CPUs free to idle. The idle entries rows count, over the whole machine (/sys/devices/system/cpu/cpu*/cpuidle, polling left out), how often a CPU entered idle per thousand transactions: for tcp-rr and udp-rr as their client agent counted them over the probe, for sockperf from before its process started to after it ended (its start, connection and report included), per answer of its whole run (warm-up included); the drift's line below leaves these rows out\n",
 			strings.Join(rrArgs(c, "CLIENT"), " "), e.held)
 	} else {
 		b.WriteString("- CPUs: free to idle (-hold-cpus=false)\n")
@@ -183,13 +187,16 @@ func renderNotes(b *strings.Builder, c config, e env, m measured) {
 			if f == nil {
 				continue
 			}
-			spreads = append(spreads, reftools.Spread(f.ours))
-			if lo, hi := reftools.Range(f.ref); lo != hi { // a reference that never varies is a setting
-				spreads = append(spreads, reftools.Spread(f.ref))
-			}
 			ratios++
 			if reftools.Overlap(f.ours, f.ref) {
 				ties++
+			}
+			if eventRows[s.key] {
+				continue
+			}
+			spreads = append(spreads, reftools.Spread(f.ours))
+			if lo, hi := reftools.Range(f.ref); lo != hi { // a reference that never varies is a setting
+				spreads = append(spreads, reftools.Spread(f.ref))
 			}
 		}
 	}
@@ -335,7 +342,11 @@ func renderPath(b *strings.Builder, r pathResult, rows []rowSpec, intro string) 
 		if s.key == "icmp p50" {
 			label += fmt.Sprintf(" (agent: %s)", r.method)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %.3f | %s | %s |\n", label, cell(f.ours), cell(f.ref), s.ref, om/rm, s.goal.Text, met)
+		ratio := "—" // a reference of none: no ratio
+		if rm > 0 {
+			ratio = fmt.Sprintf("%.3f", om/rm)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", label, cell(f.ours), cell(f.ref), s.ref, ratio, s.goal.Text, met)
 	}
 	if r.icmpSkipped != "" {
 		fmt.Fprintf(b, "\nICMP RTT: not measured by the agent from this client (%s), so not compared with ping.\n", r.icmpSkipped)

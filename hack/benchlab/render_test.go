@@ -196,3 +196,16 @@ func TestReadImage(t *testing.T) {
 		t.Errorf("readImage = %+v, want %d bytes compressed, %d unpacked", im, gz.Len(), len(layer))
 	}
 }
+
+// A reference whose median is zero (no idle entry while the CPUs were held) gets no ratio, not
+// NaN or +Inf.
+func TestNoRatioOfAZeroReference(t *testing.T) {
+	r := pathResult{spec: paths[0], figures: map[string]*figure{}}
+	r.add("tcp-rr idle", 0.4, 0)
+	r.add("tcp-rr idle", 0, 0)
+	var b strings.Builder
+	renderPath(&b, r, rowSpecs, "")
+	if md := b.String(); strings.Contains(md, "NaN") || strings.Contains(md, "Inf") || !strings.Contains(md, "| sockperf ping-pong --tcp, per thousand answers | — | (info) |") {
+		t.Errorf("the row:\n%s", md)
+	}
+}
