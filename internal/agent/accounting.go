@@ -180,3 +180,19 @@ func traffic(end, before ifstat.Sample, headers int64) *v1alpha1.Traffic {
 	return &v1alpha1.Traffic{WallSeconds: roundedSeconds(u.Wall), InterfaceBytes: u.Bytes, InterfacePackets: u.Packets,
 		AgentBytes: u.OwnBytes, OtherBytes: u.OtherBytes, OtherBitsPerSecond: math.Round(u.OtherBitsPerSecond)}
 }
+
+// ptrValue is *p, 0 for nil.
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// counted is n, or nil when it was not counted.
+func counted(n int64, ok bool) *int64 {
+	if !ok {
+		return nil
+	}
+	return &n
+}

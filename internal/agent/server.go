@@ -92,22 +92,6 @@ func cpuReply() CPUReply {
 		InterfaceBytes: n.Bytes, InterfacePackets: n.Packets, OwnBytes: n.OwnBytes, TrafficOK: n.OK, IdleEntries: counted(s.IdleEntries, s.IdleCounted)}
 }
 
-// ptrValue is *p, 0 for nil.
-func ptrValue(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// counted is n, or nil when it was not counted.
-func counted(n int64, ok bool) *int64 {
-	if !ok {
-		return nil
-	}
-	return &n
-}
-
 // appScans holds the server's first scans of its pod's containers around the probes in
 // progress, by the key the client gave the probe: a late last call, or another client, never
 // takes another probe's baseline.
