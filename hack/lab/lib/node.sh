@@ -3,8 +3,9 @@
 # Per node: cgroups, configs, containerd, kubelet and kube-proxy.
 
 # PROXY_LOG is kube-proxy's logging: its topology decisions too (why a Service's zone hints
-# are not used on a node), which the ladder's end-to-end tests print when a spread surprises.
-PROXY_LOG=(--v=1 --vmodule=topology=7)
+# are not used on a node), which the ladder's end-to-end tests print when a spread surprises,
+# and its handlers' calls (config=4), where restart_proxy sees the node's zone reach it.
+PROXY_LOG=(--v=1 "--vmodule=topology=7,config=4")
 
 cgroup_prepare() { # cgroup v1 (hybrid): one root per kubelet, cpuset filled from the parent
   local root=$1
@@ -96,14 +97,34 @@ cmd_proxy_mode() {
     rm -f "$f"
     nsenter --net="/run/netns/$ns" "$BIN/kube-proxy" --cleanup >>"$STATE/logs/kube-proxy-$name.log" 2>&1 || true
     write_node_config "$name" "$zone" "$ip" "$cidr"
-    start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$STATE/nodes/$name/kube-proxy.yaml" "${PROXY_LOG[@]}"
-  done
-  for n in "${NODES[@]}"; do
-    read -r name _ <<<"$n"
-    wait_for 60 "kube-proxy on $name to sync in $mode mode" proxy_healthy "nblab-${name#lab-}"
+    restart_proxy "$name" "$ns" "$mode"
   done
   publish_proxy_config
   log "kube-proxy runs in $mode mode on every node"
+}
+
+# restart_proxy NAME NETNS MODE starts the node's kube-proxy again, on a node that exists and
+# carries its zone label, and returns once it serves and has the zone. kube-proxy v1.37 hangs
+# its zone handler on a node informer that already runs, then registers the proxier with it:
+# when the node's first event comes in between, the zone is kept with no one to tell, and the
+# proxier ignores every zone hint until the label changes (its log says "node is missing
+# label"). Such a kube-proxy is started again, up to three times; the last one is left
+# running, without its zone, when the command fails.
+restart_proxy() {
+  local name=$1 ns=$2 mode=$3 log=$STATE/logs/kube-proxy-$1.log from try
+  for try in 1 2 3; do
+    from=$(( $(wc -l <"$log") + 1 ))
+    start "kube-proxy-$name" "$ns" "$BIN/kube-proxy" --config="$STATE/nodes/$name/kube-proxy.yaml" "${PROXY_LOG[@]}"
+    wait_for 60 "kube-proxy on $name to sync in $mode mode" proxy_healthy "$ns"
+    for _ in $(seq 50); do
+      if tail -n +"$from" "$log" | grep -q 'Calling handler.OnTopologyChange'; then return 0; fi
+      sleep 0.1
+    done
+    [ "$try" = 3 ] && break
+    log "kube-proxy on $name did not get its node's zone (try $try of 3): starting it again"
+    stop "kube-proxy-$name"
+  done
+  die "kube-proxy on $name never got its node's zone label, and runs without it (log: $log)"
 }
 
 # check_proxy_mode MODE dies unless the lab can run kube-proxy in MODE here.
