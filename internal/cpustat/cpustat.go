@@ -32,7 +32,7 @@ type Sample struct {
 	// LimitCores is the own cgroup's CFS quota in cores; 0 without one.
 	LimitCores float64
 	// IdleEntries is how many times the machine's CPUs entered an idle state other than
-	// polling so far (idleEntries), when IdleCounted.
+	// polling so far (the function IdleEntries), when IdleCounted.
 	IdleEntries int64
 	IdleCounted bool
 }
